@@ -1,0 +1,58 @@
+"""Balanced, seeded assignment of items to annotators (pure functions, no database)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable, Sequence
+
+from mindeval.errors import MindEvalError
+
+
+def balanced_assignment(
+    items: Sequence[Hashable],
+    annotators: Sequence[Hashable],
+    k: int,
+    seed: int,
+    existing: dict[Hashable, set[Hashable]] | None = None,
+) -> list[tuple[Hashable, Hashable]]:
+    """New (item, annotator) pairs so that every item has ``k`` distinct annotators.
+
+    Annotators with the lowest current load are chosen first (ties broken by the
+    seeded random generator), so loads differ by at most one when starting from
+    scratch. Pairs already in ``existing`` count towards ``k`` and loads.
+    """
+    if k < 1:
+        raise MindEvalError("k must be at least 1", field="k")
+    if len(annotators) < k:
+        raise MindEvalError(
+            f"each item needs {k} annotators but the study has only {len(annotators)}", field="k"
+        )
+    existing = existing or {}
+    rng = random.Random(seed)
+    load = {a: 0 for a in annotators}
+    for who in existing.values():
+        for a in who:
+            if a in load:
+                load[a] += 1
+    order = list(items)
+    rng.shuffle(order)
+    pairs: list[tuple[Hashable, Hashable]] = []
+    for item in order:
+        have = set(existing.get(item, set()))
+        need = k - len(have)
+        if need <= 0:
+            continue
+        candidates = [a for a in annotators if a not in have]
+        rng.shuffle(candidates)
+        candidates.sort(key=lambda a: load[a])  # stable: random among equal loads
+        for a in candidates[:need]:
+            pairs.append((item, a))
+            load[a] += 1
+    return pairs
+
+
+def annotator_order(items: Sequence[Hashable], seed: int, annotator_key: str) -> list[Hashable]:
+    """A per-annotator random order of ``items``, reproducible from (seed, annotator)."""
+    out = list(items)
+    random.Random(f"{seed}:{annotator_key}").shuffle(out)
+    return out

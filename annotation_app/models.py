@@ -1,0 +1,172 @@
+"""View models the pages receive from the service layer (no database objects leak out).
+
+Annotator-facing views are blinded by construction: they have no field for the
+clinician model, judge scores, provenance or other annotators' ratings.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+StudyKind = Literal["rating", "roleplay"]
+ItemState = Literal["todo", "draft", "submitted"]
+
+
+class Viewer(BaseModel):
+    """The signed-in person."""
+
+    id: int
+    name: str
+    is_admin: bool
+
+
+class SignedIn(BaseModel):
+    viewer: Viewer
+    token: str
+
+
+class SubAxisView(BaseModel):
+    id: str
+    axis: str
+    axis_name: str
+    name: str
+    anchors: dict[int, str]
+    allow_na: bool
+
+
+class Message(BaseModel):
+    role: Literal["patient", "clinician"]
+    content: str
+
+
+class StudyProgress(BaseModel):
+    study_id: int
+    name: str
+    kind: StudyKind
+    description: str
+    done: int
+    total: int
+
+
+class QueueEntry(BaseModel):
+    assignment_id: int
+    position: int
+    state: ItemState
+    label: str
+
+
+class RevisionView(BaseModel):
+    revision: int
+    action: str
+    values: dict[str, int]
+    justification: str
+    safety_note: str | None
+    created_at: datetime | None
+
+
+class ItemView(BaseModel):
+    """One transcript to rate, as its annotator sees it."""
+
+    assignment_id: int
+    study_id: int
+    study_name: str
+    position: int
+    total: int
+    done: int
+    member_name: str
+    intake: list[tuple[str, str]]
+    messages: list[Message]
+    subaxes: list[SubAxisView]
+    values: dict[str, int]
+    justification: str
+    safety_note: str
+    state: ItemState
+    revision: int
+    history: list[RevisionView]
+
+
+class SessionEntry(BaseModel):
+    session_id: int
+    position: int
+    status: Literal["not_started", "active", "finished"]
+    member_name: str
+    n_messages: int
+
+
+class RoleplayView(BaseModel):
+    """A role-play session as its annotator sees it (no model name)."""
+
+    session_id: int
+    study_id: int
+    study_name: str
+    status: Literal["not_started", "active", "finished"]
+    member_name: str
+    attributes: list[tuple[str, str]]
+    backstory: str
+    messages: list[Message]
+    awaiting_reply: bool
+    minutes: int
+    seconds_left: float | None
+    time_up: bool
+
+
+class AnnotatorProgress(BaseModel):
+    name: str
+    assigned: int
+    submitted: int
+    drafts: int
+
+
+class StudyResults(BaseModel):
+    study_id: int
+    name: str
+    kind: StudyKind
+    progress: list[AnnotatorProgress]
+    n_ratings: int
+    subaxis_means: dict[str, float | None] = Field(default_factory=dict)
+    axis_means: dict[str, float | None] = Field(default_factory=dict)
+    agreement: dict[str, float | None] | None = None
+    agreement_note: str = ""
+
+
+class StudyInfo(BaseModel):
+    id: int
+    name: str
+    kind: StudyKind
+    description: str
+    k: int
+    seed: int
+    clinician_model: str | None
+    minutes: int | None
+    n_items: int
+    n_assignments: int
+
+
+class AnnotatorInfo(BaseModel):
+    id: int
+    name: str
+    is_admin: bool
+    active: bool
+    origin: str
+    can_sign_in: bool
+
+
+class ImportReport(BaseModel):
+    kind: str
+    items_added: int = 0
+    items_reused: int = 0
+    ratings_added: int = 0
+    ratings_unchanged: int = 0
+    annotators_added: int = 0
+    profiles_added: int = 0
+    skipped: int = 0
+    warnings: list[str] = Field(default_factory=list)
+
+
+class AssignReport(BaseModel):
+    created: int
+    per_annotator: dict[str, int]
+    seed: int

@@ -1,0 +1,133 @@
+"""Annotators and sign-in: codes are hashed, tokens are hashed, nothing plain is stored."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
+
+from mindeval.errors import MindEvalError
+from mindeval.store import Database
+from mindeval.store.annotations import AnnotatorRow, AuthSessionRow, as_utc, utcnow
+
+from .auth import (
+    MIN_CODE_LEN,
+    generate_code,
+    hash_code,
+    new_token,
+    normalize_code,
+    token_hash,
+    verify_code,
+)
+from .models import AnnotatorInfo, SignedIn, Viewer
+
+log = logging.getLogger(__name__)
+SESSION_HOURS = 12
+# A real-looking hash to compare against when the name is unknown, so timing
+# does not reveal which names exist.
+_DUMMY_HASH = hash_code("not-a-real-code")
+
+
+def _info(row: AnnotatorRow) -> AnnotatorInfo:
+    return AnnotatorInfo(
+        id=row.id, name=row.name, is_admin=row.is_admin, active=row.active,
+        origin=row.origin, can_sign_in=bool(row.code_hash) and row.active,
+    )
+
+
+def check_name(name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > 120:
+        raise MindEvalError("a name of 1 to 120 characters is required", field="name")
+    return name
+
+
+def add_annotator(db: Database, name: str, *, admin: bool = False, code: str | None = None) -> tuple[AnnotatorInfo, str]:
+    """Create a person who can sign in; return them and their access code (shown once)."""
+    name = check_name(name)
+    if code is not None and len(normalize_code(code)) < MIN_CODE_LEN:
+        raise MindEvalError(f"an access code needs at least {MIN_CODE_LEN} letters or digits", field="code")
+    code = code or generate_code()
+    try:
+        with db.write() as s:
+            row = AnnotatorRow(name=name, code_hash=hash_code(code), is_admin=admin, origin="created")
+            s.add(row)
+            s.flush()
+            info = _info(row)
+    except IntegrityError:
+        raise MindEvalError(f"an annotator named '{name}' already exists", field="name") from None
+    log.info("annotator %s created (admin=%s)", name, admin)
+    return info, code
+
+
+def reset_code(db: Database, name: str, code: str | None = None) -> str:
+    """Give a person a new access code (the old one stops working, sessions end)."""
+    code = code or generate_code()
+    with db.write() as s:
+        row = s.scalar(select(AnnotatorRow).where(func.lower(AnnotatorRow.name) == name.strip().lower()))
+        if row is None:
+            raise MindEvalError(f"no annotator named '{name}'", field="name")
+        row.code_hash = hash_code(code)
+        s.execute(delete(AuthSessionRow).where(AuthSessionRow.annotator_id == row.id))
+    log.info("access code of %s reset", name)
+    return code
+
+
+def imported_annotator(s, name: str) -> tuple[AnnotatorRow, bool]:
+    """Find or create an annotator that came from an imported file (cannot sign in)."""
+    row = s.scalar(select(AnnotatorRow).where(AnnotatorRow.name == name))
+    if row is not None:
+        return row, False
+    row = AnnotatorRow(name=name, code_hash=None, is_admin=False, origin="import")
+    s.add(row)
+    s.flush()
+    return row, True
+
+
+def list_annotators(db: Database) -> list[AnnotatorInfo]:
+    with db.read() as s:
+        return [_info(r) for r in s.scalars(select(AnnotatorRow).order_by(AnnotatorRow.id))]
+
+
+def has_people(db: Database) -> bool:
+    with db.read() as s:
+        return (s.scalar(select(func.count()).select_from(AnnotatorRow)) or 0) > 0
+
+
+def sign_in(db: Database, name: str, code: str) -> SignedIn | None:
+    """Check name and code; on success open a session and return its token."""
+    with db.read() as s:
+        row = s.scalar(select(AnnotatorRow).where(func.lower(AnnotatorRow.name) == name.strip().lower()))
+    ok = verify_code(code, row.code_hash if row else _DUMMY_HASH) and row is not None and row.active
+    if not ok or row is None:
+        log.info("sign-in refused for name %r", name.strip()[:120])
+        return None
+    token = new_token()
+    with db.write() as s:
+        s.add(AuthSessionRow(
+            token_hash=token_hash(token), annotator_id=row.id,
+            expires_at=utcnow() + timedelta(hours=SESSION_HOURS),
+        ))
+    log.info("%s signed in", row.name)
+    return SignedIn(viewer=Viewer(id=row.id, name=row.name, is_admin=row.is_admin), token=token)
+
+
+def viewer_for_token(db: Database, token: str | None) -> Viewer | None:
+    """The person a session token belongs to, or ``None`` if unknown or expired."""
+    if not token or not isinstance(token, str) or len(token) > 200:
+        return None
+    with db.read() as s:
+        sess = s.scalar(select(AuthSessionRow).where(AuthSessionRow.token_hash == token_hash(token)))
+        if sess is None or as_utc(sess.expires_at) < utcnow():
+            return None
+        row = s.get(AnnotatorRow, sess.annotator_id)
+        if row is None or not row.active:
+            return None
+        return Viewer(id=row.id, name=row.name, is_admin=row.is_admin)
+
+
+def sign_out(db: Database, token: str) -> None:
+    with db.write() as s:
+        s.execute(delete(AuthSessionRow).where(AuthSessionRow.token_hash == token_hash(token)))

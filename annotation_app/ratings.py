@@ -1,0 +1,259 @@
+"""Rating one transcript: autosaved drafts, validated submission, revisions with history.
+
+Every write starts by updating the rating row itself (``version = version + 1``
+guarded by its state). That takes the row lock on PostgreSQL and the write lock on
+SQLite, so a value save and a submit from two tabs are serialised: a value can
+never slip into a submitted rating, and a rating is submitted once per revision
+(the unique ``(rating_id, revision)`` constraint backs this up).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+
+from mindeval.errors import MindEvalError
+from mindeval.guidelines import Guidelines
+from mindeval.store import Database
+from mindeval.store.annotations import (
+    NA_VALUE,
+    AssignmentRow,
+    ItemRow,
+    RatingRevisionRow,
+    RatingRow,
+    RatingValueRow,
+    StudyRow,
+    utcnow,
+)
+
+from .common import AccessDenied, Conflict, NotFound, RatingIncomplete, intake_pairs
+from .models import ItemState, ItemView, Message, QueueEntry, RevisionView, SubAxisView
+
+MAX_TEXT = 20_000
+
+
+def subaxis_views(g: Guidelines) -> list[SubAxisView]:
+    names = {a.code: a.name for a in g.judge_axes}
+    return [
+        SubAxisView(id=s.id, axis=s.axis, axis_name=names[s.axis], name=s.name,
+                    anchors=dict(s.anchors), allow_na=s.allow_na)
+        for s in g.human_subaxes
+    ]
+
+
+def _state(rating: RatingRow | None) -> ItemState:
+    if rating is None:
+        return "todo"
+    return "submitted" if rating.state == "submitted" else "draft"
+
+
+def owned_assignment(s, annotator_id: int, assignment_id: int) -> AssignmentRow:
+    """The assignment if it belongs to this annotator; otherwise refuse (same message)."""
+    row = s.get(AssignmentRow, int(assignment_id))
+    if row is None or row.annotator_id != annotator_id:
+        raise AccessDenied("this item is not assigned to you", field="assignment")
+    return row
+
+
+def queue(db: Database, annotator_id: int, study_id: int) -> list[QueueEntry]:
+    """The annotator's items of one study in their seeded order."""
+    with db.read() as s:
+        rows = s.execute(
+            select(AssignmentRow, RatingRow, ItemRow.member_attributes)
+            .join(ItemRow, ItemRow.id == AssignmentRow.item_id)
+            .outerjoin(RatingRow, RatingRow.assignment_id == AssignmentRow.id)
+            .where(AssignmentRow.annotator_id == annotator_id, AssignmentRow.study_id == study_id)
+            .order_by(AssignmentRow.position)
+        ).all()
+    out = []
+    for n, (a, r, attrs) in enumerate(rows, start=1):
+        name = str((attrs or {}).get("name", "member"))
+        out.append(QueueEntry(assignment_id=a.id, position=n, state=_state(r), label=f"Transcript {n} · {name}"))
+    return out
+
+
+def resume_target(db: Database, annotator_id: int, study_id: int) -> int | None:
+    """Where to pick up: the draft touched last, else the first item not yet submitted."""
+    with db.read() as s:
+        draft = s.scalar(
+            select(AssignmentRow.id)
+            .join(RatingRow, RatingRow.assignment_id == AssignmentRow.id)
+            .where(AssignmentRow.annotator_id == annotator_id, AssignmentRow.study_id == study_id,
+                   RatingRow.state == "draft")
+            .order_by(RatingRow.updated_at.desc(), RatingRow.id.desc())
+            .limit(1)
+        )
+    if draft is not None:
+        return draft
+    for entry in queue(db, annotator_id, study_id):
+        if entry.state != "submitted":
+            return entry.assignment_id
+    return None
+
+
+def _values(s, rating_id: int) -> dict[str, int]:
+    rows = s.execute(select(RatingValueRow.subaxis, RatingValueRow.value).where(RatingValueRow.rating_id == rating_id)).all()
+    return {k: v for k, v in rows}
+
+
+def _history(s, rating_id: int) -> list[RevisionView]:
+    rows = s.scalars(
+        select(RatingRevisionRow).where(RatingRevisionRow.rating_id == rating_id).order_by(RatingRevisionRow.revision)
+    ).all()
+    return [
+        RevisionView(revision=r.revision, action=r.action, values=dict(r.values_json),
+                     justification=r.justification, safety_note=r.safety_note, created_at=r.created_at)
+        for r in rows
+    ]
+
+
+def item_view(db: Database, g: Guidelines, annotator_id: int, assignment_id: int) -> ItemView:
+    """The blinded view of one assignment for its own annotator."""
+    with db.read() as s:
+        a = owned_assignment(s, annotator_id, assignment_id)
+        item = s.get(ItemRow, a.item_id)
+        study = s.get(StudyRow, a.study_id)
+        rating = s.scalar(select(RatingRow).where(RatingRow.assignment_id == a.id))
+        mine = select(AssignmentRow.id).where(AssignmentRow.annotator_id == annotator_id, AssignmentRow.study_id == a.study_id)
+        total = s.scalar(select(func.count()).select_from(mine.subquery())) or 0
+        before = s.scalar(select(func.count()).select_from(
+            mine.where(AssignmentRow.position < a.position).subquery())) or 0
+        done = s.scalar(
+            select(func.count()).select_from(RatingRow)
+            .join(AssignmentRow, AssignmentRow.id == RatingRow.assignment_id)
+            .where(AssignmentRow.annotator_id == annotator_id, AssignmentRow.study_id == a.study_id,
+                   RatingRow.revision > 0, RatingRow.state == "submitted")
+        ) or 0
+        values = _values(s, rating.id) if rating else {}
+        history = _history(s, rating.id) if rating else []
+    attrs = item.member_attributes or {}
+    return ItemView(
+        assignment_id=a.id, study_id=study.id, study_name=study.name, position=before + 1, total=total,
+        done=done, member_name=str(attrs.get("name", "member")), intake=intake_pairs(attrs),
+        messages=[Message(role="patient" if m.get("role") == "user" else "clinician", content=str(m.get("content", "")))
+                  for m in item.messages],
+        subaxes=subaxis_views(g), values=values,
+        justification=rating.justification if rating else "",
+        safety_note=(rating.safety_note or "") if rating else "",
+        state=_state(rating), revision=rating.revision if rating else 0, history=history,
+    )
+
+
+def ensure_rating(db: Database, annotator_id: int, assignment_id: int) -> int:
+    """The rating row of an assignment, created on first use (race-safe)."""
+    with db.read() as s:
+        owned_assignment(s, annotator_id, assignment_id)
+        rid = s.scalar(select(RatingRow.id).where(RatingRow.assignment_id == assignment_id))
+    if rid is not None:
+        return rid
+    try:
+        with db.write() as s:
+            row = RatingRow(assignment_id=assignment_id, state="draft", revision=0, version=0,
+                            justification="", extra={})
+            s.add(row)
+            s.flush()
+            return row.id
+    except IntegrityError:  # the other tab created it first
+        with db.read() as s:
+            return s.scalar(select(RatingRow.id).where(RatingRow.assignment_id == assignment_id))
+
+
+def _lock_draft(s, rating_id: int) -> None:
+    res = s.execute(
+        update(RatingRow).where(RatingRow.id == rating_id, RatingRow.state == "draft")
+        .values(version=RatingRow.version + 1, updated_at=utcnow())
+    )
+    if res.rowcount != 1:
+        raise Conflict("this rating is already submitted; choose 'Revise' to change it", field="state")
+
+
+def check_value(g: Guidelines, subaxis: str, value: int | None) -> None:
+    sub = g.subaxis(subaxis)
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 6:
+        raise MindEvalError(f"a rating is a whole number from 1 to 6, not {value!r}", field=subaxis)
+    if value == NA_VALUE and not sub.allow_na:
+        raise MindEvalError(f"'{sub.name}' cannot be marked not applicable", field=subaxis)
+
+
+def save_value(db: Database, g: Guidelines, annotator_id: int, assignment_id: int, subaxis: str, value: int | None) -> None:
+    """Autosave one sub-axis of a draft (``None`` clears it, 0 = not applicable)."""
+    check_value(g, subaxis, value)
+    rid = ensure_rating(db, annotator_id, assignment_id)
+    with db.write() as s:
+        _lock_draft(s, rid)
+        row = s.scalar(select(RatingValueRow).where(RatingValueRow.rating_id == rid, RatingValueRow.subaxis == subaxis))
+        if value is None:
+            if row is not None:
+                s.delete(row)
+        elif row is None:
+            s.add(RatingValueRow(rating_id=rid, subaxis=subaxis, value=value))
+        else:
+            row.value = value
+
+
+def save_text(db: Database, annotator_id: int, assignment_id: int, *, justification: str | None = None,
+              safety_note: str | None = None) -> None:
+    """Autosave the free-text fields of a draft."""
+    for name, text in (("justification", justification), ("safety_note", safety_note)):
+        if text is not None and len(text) > MAX_TEXT:
+            raise MindEvalError(f"at most {MAX_TEXT} characters", field=name)
+    rid = ensure_rating(db, annotator_id, assignment_id)
+    with db.write() as s:
+        _lock_draft(s, rid)
+        row = s.get(RatingRow, rid)
+        if justification is not None:
+            row.justification = justification
+        if safety_note is not None:
+            row.safety_note = safety_note or None
+
+
+def problems(g: Guidelines, values: dict[str, int], justification: str) -> list[str]:
+    """What is missing before a rating may be submitted, in plain words."""
+    out = []
+    for sub in g.human_subaxes:
+        v = values.get(sub.id)
+        if v is None:
+            out.append(f"rate '{sub.name}'")
+        elif v == NA_VALUE and not sub.allow_na:
+            out.append(f"'{sub.name}' cannot be not applicable")
+    if not justification.strip():
+        out.append("write a short justification")
+    return out
+
+
+def submit(db: Database, g: Guidelines, annotator_id: int, assignment_id: int) -> int:
+    """Submit a complete draft; returns the new revision number."""
+    rid = ensure_rating(db, annotator_id, assignment_id)
+    with db.write() as s:
+        res = s.execute(
+            update(RatingRow).where(RatingRow.id == rid, RatingRow.state == "draft")
+            .values(state="submitted", revision=RatingRow.revision + 1, version=RatingRow.version + 1,
+                    submitted_at=utcnow(), updated_at=utcnow())
+        )
+        if res.rowcount != 1:
+            raise Conflict("this rating was already submitted (perhaps in another tab)", field="state")
+        rating = s.get(RatingRow, rid, populate_existing=True)
+        values = _values(s, rid)
+        missing = problems(g, values, rating.justification)
+        if missing:
+            raise RatingIncomplete(missing)
+        s.add(RatingRevisionRow(
+            rating_id=rid, revision=rating.revision, action="submit", values_json=values,
+            justification=rating.justification, safety_note=rating.safety_note,
+        ))
+        return rating.revision
+
+
+def revise(db: Database, annotator_id: int, assignment_id: int) -> None:
+    """Reopen a submitted rating as a draft; earlier submissions stay in the history."""
+    with db.write() as s:
+        owned_assignment(s, annotator_id, assignment_id)
+        rating = s.scalar(select(RatingRow).where(RatingRow.assignment_id == assignment_id))
+        if rating is None:
+            raise NotFound("nothing to revise yet", field="assignment")
+        s.execute(
+            update(RatingRow).where(RatingRow.id == rating.id, RatingRow.state == "submitted")
+            .values(state="draft", version=RatingRow.version + 1, updated_at=utcnow())
+        )

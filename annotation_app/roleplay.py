@@ -1,0 +1,215 @@
+"""Role-play: an annotator plays a patient profile against the clinician model.
+
+Each session is a ``roleplay`` run in the run store with one interaction; every
+turn is a committed ``turns`` row (human patient turns, model clinician turns) and
+every model call goes through :class:`~mindeval.store.CallLog` with a per-turn tag,
+so a refresh, a closed tab or a server restart loses nothing and a reply that was
+already received is never requested again. The clinician sees the default
+clinician prompt rendered with the intake fields only.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+
+from mindeval.config import spec_with_defaults
+from mindeval.errors import MindEvalError, ModelCallError
+from mindeval.llm.gateway import ModelSpec
+from mindeval.prompts import load_template, render_clinician
+from mindeval.records import Profile, Turn, profile_from_json
+from mindeval.runner import ensure_run
+from mindeval.simulate import load_turns, role_view, save_turn
+from mindeval.store import CallLog, Database
+from mindeval.store.annotations import (
+    ItemRow,
+    RoleplaySessionRow,
+    StudyProfileRow,
+    StudyRow,
+    as_utc,
+    utcnow,
+)
+from mindeval.store.tables import InteractionRow
+
+from .common import AccessDenied, Conflict, ReplyFailed, attribute_pairs
+from .models import Message, RoleplayView, SessionEntry
+
+MAX_MESSAGE = 4000
+
+
+def _owned(s, annotator_id: int, session_id: int) -> RoleplaySessionRow:
+    row = s.get(RoleplaySessionRow, int(session_id))
+    if row is None or row.annotator_id != annotator_id:
+        raise AccessDenied("this role-play session is not assigned to you", field="session")
+    return row
+
+
+def _profile(sp: StudyProfileRow) -> Profile:
+    return profile_from_json(sp.profile_json, path=f"study profile {sp.profile_id}")
+
+
+def clinician_spec(study: StudyRow) -> ModelSpec:
+    spec = ModelSpec(model=study.clinician_model, max_tokens=study.clinician_max_tokens,
+                     temperature=study.clinician_temperature)
+    return spec_with_defaults("clinician", spec)
+
+
+def sessions(db: Database, annotator_id: int, study_id: int) -> list[SessionEntry]:
+    with db.read() as s:
+        rows = s.execute(
+            select(RoleplaySessionRow, StudyProfileRow)
+            .join(StudyProfileRow, StudyProfileRow.id == RoleplaySessionRow.study_profile_id)
+            .where(RoleplaySessionRow.annotator_id == annotator_id, RoleplaySessionRow.study_id == study_id)
+            .order_by(RoleplaySessionRow.position)
+        ).all()
+    out = []
+    for n, (sess, sp) in enumerate(rows, start=1):
+        turns = _turns(db, sess) if sess.interaction_id else []
+        out.append(SessionEntry(session_id=sess.id, position=n, status=sess.status,
+                                member_name=str(sp.profile_json["member_attributes"].get("name", "member")),
+                                n_messages=len(turns)))
+    return out
+
+
+def _turns(db: Database, sess: RoleplaySessionRow) -> list[Turn]:
+    if not sess.interaction_id:
+        return []
+    return load_turns(CallLog(db, sess.run_id or ""), sess.interaction_id)
+
+
+def view(db: Database, annotator_id: int, session_id: int) -> RoleplayView:
+    with db.read() as s:
+        sess = _owned(s, annotator_id, session_id)
+        sp = s.get(StudyProfileRow, sess.study_profile_id)
+        study = s.get(StudyRow, sess.study_id)
+    turns = _turns(db, sess)
+    attrs = sp.profile_json["member_attributes"]
+    left = None
+    if sess.deadline_at is not None:
+        left = (as_utc(sess.deadline_at) - utcnow()).total_seconds()
+    return RoleplayView(
+        session_id=sess.id, study_id=study.id, study_name=study.name, status=sess.status,
+        member_name=str(attrs.get("name", "member")), attributes=attribute_pairs(attrs),
+        backstory=str(sp.profile_json.get("member_narrative") or ""),
+        messages=[Message(role=t.role, content=t.content) for t in turns],
+        awaiting_reply=bool(turns) and turns[-1].role == "patient" and sess.status == "active",
+        minutes=study.minutes or 0, seconds_left=left, time_up=left is not None and left <= 0,
+    )
+
+
+def start(db: Database, annotator_id: int, session_id: int) -> None:
+    """Start the clock and create the session's run and interaction (idempotent)."""
+    with db.read() as s:
+        sess = _owned(s, annotator_id, session_id)
+        study = s.get(StudyRow, sess.study_id)
+        sp = s.get(StudyProfileRow, sess.study_profile_id)
+    if sess.status != "not_started":
+        return
+    profile = _profile(sp)
+    tpl = load_template(study.clinician_prompt or "clinician/default", kind="clinician")
+    spec = clinician_spec(study)
+    run_id = f"roleplay-{study.id}-{sess.id}"
+    iid = f"{run_id}-{profile.id}"
+    config = {"kind": "roleplay", "study": study.name, "clinician": spec.model_dump(mode="json"),
+              "prompt": {"ref": tpl.ref, "sha256": tpl.sha256}, "profile_id": profile.id,
+              "minutes": study.minutes}
+    ensure_run(db, run_id, config, "roleplay")
+    with db.write() as s:
+        if s.get(InteractionRow, iid) is None:
+            s.add(InteractionRow(id=iid, run_id=run_id, position=0, profile_id=profile.id,
+                                 profile_json=profile.to_json(), clinician_model=spec.model,
+                                 patient_model="human", status="running"))
+        now = utcnow()
+        s.execute(
+            update(RoleplaySessionRow)
+            .where(RoleplaySessionRow.id == sess.id, RoleplaySessionRow.status == "not_started")
+            .values(status="active", run_id=run_id, interaction_id=iid, started_at=now,
+                    deadline_at=now + timedelta(minutes=study.minutes or 0))
+        )
+
+
+def _active(db: Database, annotator_id: int, session_id: int) -> tuple[RoleplaySessionRow, StudyRow, StudyProfileRow]:
+    with db.read() as s:
+        sess = _owned(s, annotator_id, session_id)
+        study = s.get(StudyRow, sess.study_id)
+        sp = s.get(StudyProfileRow, sess.study_profile_id)
+    if sess.status != "active":
+        raise Conflict("this session is not in progress", field="status")
+    return sess, study, sp
+
+
+def send(db: Database, annotator_id: int, session_id: int, text: str) -> None:
+    """Commit the patient's message, then fetch the clinician's reply (see :func:`reply`)."""
+    text = text.strip()
+    if not text:
+        raise MindEvalError("the message is empty", field="message")
+    if len(text) > MAX_MESSAGE:
+        raise MindEvalError(f"a message can have at most {MAX_MESSAGE} characters", field="message")
+    sess, _study, _sp = _active(db, annotator_id, session_id)
+    if as_utc(sess.deadline_at) <= utcnow():
+        raise Conflict("the time for this session is up; please finish it", field="time")
+    turns = _turns(db, sess)
+    if turns and turns[-1].role == "patient":
+        raise Conflict("the clinician has not answered your last message yet", field="message")
+    try:
+        save_turn(CallLog(db, sess.run_id), sess.interaction_id,
+                  Turn(index=len(turns), role="patient", content=text, author="human", model=None))
+    except IntegrityError:
+        raise Conflict("this conversation changed in another tab; it has been reloaded", field="message") from None
+    reply(db, annotator_id, session_id)
+
+
+def reply(db: Database, annotator_id: int, session_id: int) -> None:
+    """Ask the clinician model to answer the last patient message and commit its turn."""
+    sess, study, sp = _active(db, annotator_id, session_id)
+    turns = _turns(db, sess)
+    if not turns or turns[-1].role != "patient":
+        return  # already answered (e.g. by another tab)
+    tpl = load_template(study.clinician_prompt or "clinician/default", kind="clinician")
+    system = render_clinician(tpl, _profile(sp))
+    log = CallLog(db, sess.run_id)
+    idx = len(turns)
+    try:
+        call = log.call("clinician", clinician_spec(study), role_view(system, turns, "clinician"), tag=f"turn:{idx}")
+    except ModelCallError as exc:
+        raise ReplyFailed(f"the clinician model did not answer ({exc.message})") from None
+    comp = call.completion
+    try:
+        save_turn(log, sess.interaction_id, Turn(
+            index=idx, role="clinician", content=comp.text, reasoning=comp.reasoning, model=comp.model,
+            author="model", usage=comp.usage, latency_s=comp.latency_s, call_id=call.call_id,
+        ))
+    except IntegrityError:
+        pass  # another tab stored this same reply first
+
+
+def finish(db: Database, annotator_id: int, session_id: int) -> int:
+    """End the session and store it as a rateable interaction; returns the item id."""
+    sess, study, sp = _active(db, annotator_id, session_id)
+    turns = _turns(db, sess)
+    if not any(t.role == "clinician" for t in turns):
+        raise Conflict("send at least one message and receive a reply before finishing", field="status")
+    profile = _profile(sp)
+    messages = [{"role": "user" if t.role == "patient" else "assistant", "content": t.content} for t in turns]
+    with db.write() as s:
+        res = s.execute(
+            update(RoleplaySessionRow).where(RoleplaySessionRow.id == sess.id, RoleplaySessionRow.status == "active")
+            .values(status="finished", finished_at=utcnow())
+        )
+        if res.rowcount != 1:
+            raise Conflict("this session was already finished", field="status")
+        item = ItemRow(
+            external_id=f"roleplay:{sess.interaction_id}", source="roleplay", source_ref=sess.run_id,
+            member_attributes=profile.member_attributes.model_dump(mode="json"), messages=messages,
+            clinician_model=study.clinician_model, patient_kind="human",
+            meta={"study": study.name, "session_id": sess.id, "run_id": sess.run_id,
+                  "interaction_id": sess.interaction_id, "profile_id": profile.id,
+                  "member_narrative": profile.member_narrative},
+        )
+        s.add(item)
+        s.flush()
+        s.execute(update(RoleplaySessionRow).where(RoleplaySessionRow.id == sess.id).values(item_id=item.id))
+        s.execute(update(InteractionRow).where(InteractionRow.id == sess.interaction_id).values(status="complete"))
+        return item.id

@@ -1,0 +1,206 @@
+"""The service layer: the only API the pages (and the admin CLI) use.
+
+Every call names the person making it (a :class:`Viewer`); annotator calls only
+reach that person's own assignments and sessions, and admin calls require an
+admin. Views returned to annotators are blinded (see :mod:`annotation_app.models`).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from mindeval.guidelines import Guidelines, load_guidelines
+from mindeval.store import Database
+from mindeval.store.annotations import (
+    AnnotatorRow,
+    AssignmentRow,
+    RatingRow,
+    RoleplaySessionRow,
+    StudyRow,
+)
+from mindeval.store.migrations import upgrade
+
+from . import exporters, importers, people, ratings, results, roleplay, studies
+from .common import AccessDenied
+from .models import (
+    AnnotatorInfo,
+    AssignReport,
+    ImportReport,
+    ItemView,
+    QueueEntry,
+    RoleplayView,
+    SessionEntry,
+    SignedIn,
+    StudyInfo,
+    StudyProgress,
+    StudyResults,
+    SubAxisView,
+    Viewer,
+)
+
+DB_ENV = "MINDEVAL_APP_DB"
+DEFAULT_DB_FILE = "mindeval-app.db"
+SYSTEM = Viewer(id=0, name="command line", is_admin=True)
+
+
+def default_db_url() -> str:
+    """``$MINDEVAL_APP_DB`` or ``mindeval-app.db`` (SQLite) in the working directory."""
+    return os.environ.get(DB_ENV) or f"sqlite:///{Path(DEFAULT_DB_FILE).resolve()}"
+
+
+def _admin(v: Viewer) -> None:
+    if not v.is_admin:
+        raise AccessDenied("only an admin can do this")
+
+
+class Workspace:
+    """One annotation database: opened, migrated to the newest schema, ready to use."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.db = Database(url or default_db_url())
+        upgrade(self.db.engine)
+
+    @cached_property
+    def guidelines(self) -> Guidelines:
+        return load_guidelines()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def is_empty(self) -> bool:
+        with self.db.read() as s:
+            n = (s.scalar(select(func.count()).select_from(StudyRow)) or 0) + \
+                (s.scalar(select(func.count()).select_from(AnnotatorRow)) or 0)
+        return n == 0
+
+    # ------------------------------------------------------------ sign-in
+
+    def sign_in(self, name: str, code: str) -> SignedIn | None:
+        return people.sign_in(self.db, name, code)
+
+    def viewer(self, token: str | None) -> Viewer | None:
+        return people.viewer_for_token(self.db, token)
+
+    def sign_out(self, token: str) -> None:
+        people.sign_out(self.db, token)
+
+    # ------------------------------------------------------------ annotator: overview
+
+    def subaxes(self) -> list[SubAxisView]:
+        return ratings.subaxis_views(self.guidelines)
+
+    def my_studies(self, v: Viewer) -> list[StudyProgress]:
+        """Studies with work for this person, with done/total."""
+        out = []
+        with self.db.read() as s:
+            rated = s.execute(
+                select(StudyRow, func.count(AssignmentRow.id),
+                       func.count(RatingRow.id).filter(RatingRow.state == "submitted"))
+                .join(AssignmentRow, AssignmentRow.study_id == StudyRow.id)
+                .outerjoin(RatingRow, RatingRow.assignment_id == AssignmentRow.id)
+                .where(AssignmentRow.annotator_id == v.id).group_by(StudyRow.id).order_by(StudyRow.id)
+            ).all()
+            played = s.execute(
+                select(StudyRow, func.count(RoleplaySessionRow.id),
+                       func.count(RoleplaySessionRow.id).filter(RoleplaySessionRow.status == "finished"))
+                .join(RoleplaySessionRow, RoleplaySessionRow.study_id == StudyRow.id)
+                .where(RoleplaySessionRow.annotator_id == v.id).group_by(StudyRow.id).order_by(StudyRow.id)
+            ).all()
+        for study, total, done in list(rated) + list(played):
+            out.append(StudyProgress(study_id=study.id, name=study.name, kind=study.kind,
+                                     description=study.description, done=done, total=total))
+        return sorted(out, key=lambda p: p.study_id)
+
+    # ------------------------------------------------------------ annotator: rating
+
+    def queue(self, v: Viewer, study_id: int) -> list[QueueEntry]:
+        return ratings.queue(self.db, v.id, study_id)
+
+    def resume_target(self, v: Viewer, study_id: int) -> int | None:
+        return ratings.resume_target(self.db, v.id, study_id)
+
+    def item(self, v: Viewer, assignment_id: int) -> ItemView:
+        return ratings.item_view(self.db, self.guidelines, v.id, assignment_id)
+
+    def save_value(self, v: Viewer, assignment_id: int, subaxis: str, value: int | None) -> None:
+        ratings.save_value(self.db, self.guidelines, v.id, assignment_id, subaxis, value)
+
+    def save_text(self, v: Viewer, assignment_id: int, *, justification: str | None = None,
+                  safety_note: str | None = None) -> None:
+        ratings.save_text(self.db, v.id, assignment_id, justification=justification, safety_note=safety_note)
+
+    def submit(self, v: Viewer, assignment_id: int) -> int:
+        return ratings.submit(self.db, self.guidelines, v.id, assignment_id)
+
+    def revise(self, v: Viewer, assignment_id: int) -> None:
+        ratings.revise(self.db, v.id, assignment_id)
+
+    # ------------------------------------------------------------ annotator: role-play
+
+    def sessions(self, v: Viewer, study_id: int) -> list[SessionEntry]:
+        return roleplay.sessions(self.db, v.id, study_id)
+
+    def roleplay(self, v: Viewer, session_id: int) -> RoleplayView:
+        return roleplay.view(self.db, v.id, session_id)
+
+    def start_session(self, v: Viewer, session_id: int) -> None:
+        roleplay.start(self.db, v.id, session_id)
+
+    def send_message(self, v: Viewer, session_id: int, text: str) -> None:
+        roleplay.send(self.db, v.id, session_id, text)
+
+    def retry_reply(self, v: Viewer, session_id: int) -> None:
+        roleplay.reply(self.db, v.id, session_id)
+
+    def finish_session(self, v: Viewer, session_id: int) -> int:
+        return roleplay.finish(self.db, v.id, session_id)
+
+    # ------------------------------------------------------------ admin
+
+    def add_annotator(self, v: Viewer, name: str, *, admin: bool = False, code: str | None = None) -> tuple[AnnotatorInfo, str]:
+        _admin(v)
+        return people.add_annotator(self.db, name, admin=admin, code=code)
+
+    def reset_code(self, v: Viewer, name: str, code: str | None = None) -> str:
+        _admin(v)
+        return people.reset_code(self.db, name, code)
+
+    def annotators(self, v: Viewer) -> list[AnnotatorInfo]:
+        _admin(v)
+        return people.list_annotators(self.db)
+
+    def create_study(self, v: Viewer, name: str, kind: str, **kw) -> StudyInfo:
+        _admin(v)
+        return studies.create_study(self.db, name, kind, guidelines_version=self.guidelines.version, **kw)
+
+    def studies(self, v: Viewer) -> list[StudyInfo]:
+        _admin(v)
+        return studies.list_studies(self.db)
+
+    def study(self, v: Viewer, ref: int | str) -> StudyInfo:
+        _admin(v)
+        return studies.study_info(self.db, ref)
+
+    def import_path(self, v: Viewer, study: int | str, path: str | Path, kind: str | None = None) -> ImportReport:
+        _admin(v)
+        return importers.import_path(self.db, self.guidelines, study, path, kind)
+
+    def assign(self, v: Viewer, study: int | str, *, annotators: list[str] | None = None, k: int | None = None) -> AssignReport:
+        _admin(v)
+        return studies.assign(self.db, study, annotators=annotators, k=k)
+
+    def results(self, v: Viewer, study: int | str) -> StudyResults:
+        _admin(v)
+        return results.study_results(self.db, self.guidelines, study)
+
+    def export_text(self, v: Viewer, study: int | str, fmt: str) -> str:
+        _admin(v)
+        return exporters.export_text(self.db, self.guidelines, study, fmt)
+
+    def export_file(self, v: Viewer, study: int | str, fmt: str, out: str | Path) -> int:
+        _admin(v)
+        return exporters.export_file(self.db, self.guidelines, study, fmt, out)

@@ -1,0 +1,170 @@
+"""Studies: creation, their items or profiles, and balanced seeded assignment."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from mindeval.config import DEFAULT_PROMPTS
+from mindeval.errors import MindEvalError
+from mindeval.llm.gateway import EMBEDDED_MODEL
+from mindeval.store import Database
+from mindeval.store.annotations import (
+    AnnotatorRow,
+    AssignmentRow,
+    RoleplaySessionRow,
+    StudyItemRow,
+    StudyProfileRow,
+    StudyRow,
+)
+
+from .assign import annotator_order, balanced_assignment
+from .common import NotFound
+from .models import AssignReport, StudyInfo
+
+DEFAULT_MINUTES = 25  # the paper's role-play sessions lasted 25 minutes (§3.1)
+
+
+def create_study(
+    db: Database,
+    name: str,
+    kind: str,
+    *,
+    k: int = 1,
+    seed: int = 0,
+    description: str = "",
+    guidelines_version: str = "",
+    clinician_model: str | None = None,
+    clinician_max_tokens: int | None = None,
+    clinician_temperature: float | None = None,
+    minutes: int | None = None,
+) -> StudyInfo:
+    name = name.strip()
+    if not name:
+        raise MindEvalError("a study needs a name", field="name")
+    if kind not in ("rating", "roleplay"):
+        raise MindEvalError(f"kind must be 'rating' or 'roleplay', not '{kind}'", field="kind")
+    if k < 1:
+        raise MindEvalError("k (annotators per item) must be at least 1", field="k")
+    if kind == "roleplay":
+        clinician_model = clinician_model or EMBEDDED_MODEL
+        minutes = minutes or DEFAULT_MINUTES
+        if minutes < 1:
+            raise MindEvalError("minutes must be at least 1", field="minutes")
+        from mindeval.llm.gateway import check_model_string
+
+        check_model_string(clinician_model)
+    elif clinician_model or minutes:
+        raise MindEvalError("clinician model and minutes apply to role-play studies only", field="kind")
+    try:
+        with db.write() as s:
+            row = StudyRow(
+                name=name, kind=kind, k=k, seed=seed, description=description,
+                guidelines_version=guidelines_version, clinician_model=clinician_model,
+                clinician_max_tokens=clinician_max_tokens, clinician_temperature=clinician_temperature,
+                clinician_prompt=DEFAULT_PROMPTS["clinician"] if kind == "roleplay" else None,
+                minutes=minutes,
+            )
+            s.add(row)
+            s.flush()
+            study_id = row.id
+    except IntegrityError:
+        raise MindEvalError(f"a study named '{name}' already exists", field="name") from None
+    return study_info(db, study_id)
+
+
+def get_study(s, ref: int | str) -> StudyRow:
+    """A study by id or by name."""
+    row = None
+    if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+        row = s.get(StudyRow, int(ref))
+    if row is None and isinstance(ref, str):
+        row = s.scalar(select(StudyRow).where(StudyRow.name == ref.strip()))
+    if row is None:
+        raise NotFound(f"no study '{ref}'", field="study")
+    return row
+
+
+def study_info(db: Database, ref: int | str) -> StudyInfo:
+    with db.read() as s:
+        row = get_study(s, ref)
+        if row.kind == "rating":
+            n_items = s.scalar(select(func.count()).select_from(StudyItemRow).where(StudyItemRow.study_id == row.id))
+            n_assign = s.scalar(select(func.count()).select_from(AssignmentRow).where(AssignmentRow.study_id == row.id))
+        else:
+            n_items = s.scalar(select(func.count()).select_from(StudyProfileRow).where(StudyProfileRow.study_id == row.id))
+            n_assign = s.scalar(
+                select(func.count()).select_from(RoleplaySessionRow).where(RoleplaySessionRow.study_id == row.id)
+            )
+        return StudyInfo(
+            id=row.id, name=row.name, kind=row.kind, description=row.description, k=row.k,
+            seed=row.seed, clinician_model=row.clinician_model, minutes=row.minutes,
+            n_items=n_items or 0, n_assignments=n_assign or 0,
+        )
+
+
+def list_studies(db: Database) -> list[StudyInfo]:
+    with db.read() as s:
+        ids = list(s.scalars(select(StudyRow.id).order_by(StudyRow.id)))
+    return [study_info(db, i) for i in ids]
+
+
+def _annotators(s, names: list[str] | None) -> list[AnnotatorRow]:
+    q = select(AnnotatorRow).where(AnnotatorRow.active.is_(True), AnnotatorRow.is_admin.is_(False))
+    if names:
+        rows = []
+        for n in names:
+            row = s.scalar(select(AnnotatorRow).where(AnnotatorRow.name == n.strip()))
+            if row is None:
+                raise MindEvalError(f"no annotator named '{n}'", field="annotators")
+            rows.append(row)
+        return rows
+    rows = list(s.scalars(q.where(AnnotatorRow.code_hash.is_not(None)).order_by(AnnotatorRow.id)))
+    if not rows:
+        raise MindEvalError("the workspace has no annotators who can sign in: add some first", field="annotators")
+    return rows
+
+
+def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None = None, k: int | None = None) -> AssignReport:
+    """Give every item (or profile) of the study to ``k`` annotators, balanced and seeded.
+
+    Idempotent: existing assignments count, so running it again after adding items
+    only assigns the new ones. Each annotator's order is a seeded shuffle.
+    """
+    with db.write() as s:
+        study = get_study(s, study_ref)
+        k = k or study.k
+        people = _annotators(s, annotators)
+        ids = [a.id for a in people]
+        names = {a.id: a.name for a in people}
+        if study.kind == "rating":
+            items = list(s.scalars(select(StudyItemRow.item_id).where(StudyItemRow.study_id == study.id).order_by(StudyItemRow.position)))
+            rows = s.execute(select(AssignmentRow.item_id, AssignmentRow.annotator_id, AssignmentRow.position).where(AssignmentRow.study_id == study.id)).all()
+        else:
+            items = list(s.scalars(select(StudyProfileRow.id).where(StudyProfileRow.study_id == study.id).order_by(StudyProfileRow.position)))
+            rows = s.execute(select(RoleplaySessionRow.study_profile_id, RoleplaySessionRow.annotator_id, RoleplaySessionRow.position).where(RoleplaySessionRow.study_id == study.id)).all()
+        if not items:
+            raise MindEvalError(f"study '{study.name}' has nothing to assign yet: import items first", field="study")
+        existing: dict[int, set[int]] = defaultdict(set)
+        next_pos: dict[int, int] = defaultdict(int)
+        for item, who, pos in rows:
+            existing[item].add(who)
+            next_pos[who] = max(next_pos[who], pos + 1)
+        pairs = balanced_assignment(items, ids, k, study.seed, existing)
+        per: dict[int, list[int]] = defaultdict(list)
+        for item, who in pairs:
+            per[who].append(item)
+        for who, its in per.items():
+            for item in annotator_order(sorted(its), study.seed, names[who]):
+                if study.kind == "rating":
+                    s.add(AssignmentRow(study_id=study.id, item_id=item, annotator_id=who, position=next_pos[who]))
+                else:
+                    s.add(RoleplaySessionRow(study_id=study.id, annotator_id=who, study_profile_id=item,
+                                             position=next_pos[who], status="not_started"))
+                next_pos[who] += 1
+        if k != study.k:
+            study.k = k
+        seed = study.seed
+    return AssignReport(created=len(pairs), per_annotator={names[w]: len(v) for w, v in per.items()}, seed=seed)

@@ -1,0 +1,203 @@
+"""Agreement metrics between two raters: Kendall τ, MIPSA, Krippendorff α, pairwise accuracy.
+
+Every function takes score vectors aligned on the same interactions; ``NaN`` marks a
+missing rating and the pair of vectors is reduced to the interactions both raters
+scored. A value that cannot be computed (constant rater, too few interactions, no
+profile with two systems) is ``NaN`` with an :class:`AgreementWarning`, never a crash
+and never a made-up number.
+
+MIPSA ties (equation (1) of the paper leaves them open), three rules:
+
+* ``"sign"`` (default, equation (1) read literally, and the tie handling of Deutsch et
+  al.'s accuracy that footnote 9 cites): a system pair *agrees* when both raters give
+  it the same sign of score difference, the sign being -1, 0 or +1. Two raters who both
+  tie a pair agree; a pair tied by exactly one rater is a disagreement.
+* ``"exclude"``: pairs that either rater ties leave numerator and denominator.
+* ``"taub"``: per profile, (Kendall τ-b + 1) / 2 over its systems, and 0.5 when τ-b is
+  undefined (a rater gives all of the profile's systems the same score). Without ties
+  this equals ``"sign"``; it is the rule that reproduces all 36 published human-human
+  MIPSA values of the paper (Tables 3, 13-18), so it is what the authors computed.
+
+Profiles with fewer than two systems rated by both raters have no pair and do not
+enter the average over profiles.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+TauVariant = Literal["b", "c"]
+TieRule = Literal["sign", "exclude", "taub"]
+TAU_VARIANTS: tuple[str, ...] = ("b", "c")
+TIE_RULES: tuple[str, ...] = ("sign", "exclude", "taub")
+
+
+class AgreementWarning(UserWarning):
+    """An agreement value could not be computed and is reported as NaN."""
+
+
+def _warn(msg: str) -> float:
+    warnings.warn(msg, AgreementWarning, stacklevel=3)
+    return float("nan")
+
+
+def _paired(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a = np.asarray(x, dtype=float)
+    b = np.asarray(y, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"score vectors differ in length ({a.shape} vs {b.shape})")
+    keep = ~(np.isnan(a) | np.isnan(b))
+    return a[keep], b[keep]
+
+
+# ------------------------------------------------------------------------- Kendall τ
+
+
+def kendall_tau(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, variant: TauVariant = "b") -> float:
+    """Kendall τ-b (default) or τ-c over the interactions both raters scored."""
+    from scipy.stats import kendalltau
+
+    if variant not in TAU_VARIANTS:
+        raise ValueError(f"unknown Kendall variant {variant!r} (b or c)")
+    a, b = _paired(x, y)
+    if len(a) < 2:
+        return _warn(f"Kendall τ needs at least 2 commonly rated interactions, got {len(a)}")
+    if np.all(a == a[0]) or np.all(b == b[0]):
+        return _warn("Kendall τ is undefined for a constant rater")
+    return float(kendalltau(a, b, variant=variant).statistic)
+
+
+# ------------------------------------------------------------------------------ MIPSA
+
+
+class PairIndex:
+    """All within-profile system pairs ``(i, j)``, ``i < j``, of a list of interactions.
+
+    Built once per set of interactions and reused for every pair of raters.
+    """
+
+    def __init__(self, profiles: Sequence[object]) -> None:
+        codes: dict[object, int] = {}
+        groups: list[list[int]] = []
+        for pos, p in enumerate(profiles):
+            if p not in codes:
+                codes[p] = len(groups)
+                groups.append([])
+            groups[codes[p]].append(pos)
+        first: list[int] = []
+        second: list[int] = []
+        owner: list[int] = []
+        for g, members in enumerate(groups):
+            for a_pos, i in enumerate(members):
+                for j in members[a_pos + 1:]:
+                    first.append(i)
+                    second.append(j)
+                    owner.append(g)
+        self.n_items = len(profiles)
+        self.n_profiles = len(groups)
+        self.i = np.asarray(first, dtype=np.int64)
+        self.j = np.asarray(second, dtype=np.int64)
+        self.profile = np.asarray(owner, dtype=np.int64)
+
+
+def mipsa(
+    x: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    profiles: Sequence[object] | PairIndex,
+    ties: TieRule = "sign",
+) -> float:
+    """Mean interaction-level pairwise system accuracy, equation (1) of the paper.
+
+    ``profiles[n]`` names the patient profile of interaction ``n``; systems are the
+    interactions sharing a profile. For each profile, the share of its system pairs
+    that the two raters order the same way; then the mean over profiles.
+    """
+    if ties not in TIE_RULES:
+        raise ValueError(f"unknown tie rule {ties!r} (one of {', '.join(TIE_RULES)})")
+    idx = profiles if isinstance(profiles, PairIndex) else PairIndex(profiles)
+    a = np.asarray(x, dtype=float)
+    b = np.asarray(y, dtype=float)
+    if not (len(a) == len(b) == idx.n_items):
+        raise ValueError("scores and profiles differ in length")
+    if len(idx.i) == 0:
+        return _warn("MIPSA needs a profile with at least 2 systems; none has")
+    da = a[idx.i] - a[idx.j]
+    db = b[idx.i] - b[idx.j]
+    valid = ~(np.isnan(da) | np.isnan(db))
+    sa, sb = np.sign(da), np.sign(db)
+    if ties == "exclude":
+        valid &= (sa != 0) & (sb != 0)
+    if not valid.any():
+        return _warn("MIPSA has no system pair that both raters scored (after the tie rule)")
+    n_pairs = np.bincount(idx.profile, weights=valid, minlength=idx.n_profiles)
+    counted = n_pairs > 0
+    if ties == "taub":
+        return float(np.mean(_taub_accuracy(sa, sb, valid, idx, n_pairs)[counted]))
+    agree = (sa == sb) & valid
+    n_agree = np.bincount(idx.profile, weights=agree, minlength=idx.n_profiles)
+    return float(np.mean(n_agree[counted] / n_pairs[counted]))
+
+
+def _taub_accuracy(sa: np.ndarray, sb: np.ndarray, valid: np.ndarray, idx: PairIndex, n0: np.ndarray) -> np.ndarray:
+    """Per profile (τ-b + 1) / 2 from pair signs; 0.5 where τ-b is undefined."""
+    prod = np.where(valid, sa * sb, 0.0)
+    conc = np.bincount(idx.profile, weights=prod > 0, minlength=idx.n_profiles)
+    disc = np.bincount(idx.profile, weights=prod < 0, minlength=idx.n_profiles)
+    tied_a = np.bincount(idx.profile, weights=valid & (sa == 0), minlength=idx.n_profiles)
+    tied_b = np.bincount(idx.profile, weights=valid & (sb == 0), minlength=idx.n_profiles)
+    denom = np.sqrt((n0 - tied_a) * (n0 - tied_b))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = np.where(denom > 0, (conc - disc) / np.where(denom > 0, denom, 1.0), 0.0)
+    return (tau + 1.0) / 2.0
+
+
+def pairwise_accuracy(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, ties: TieRule = "sign") -> float:
+    """System-level pairwise accuracy between two leaderboards (Kocmi et al., 2021).
+
+    ``x`` and ``y`` are the two leaderboards' scores of the same systems; the share of
+    system pairs ordered the same way, with the MIPSA tie rule.
+    """
+    a, b = _paired(x, y)
+    if len(a) < 2:
+        return _warn(f"pairwise accuracy needs at least 2 systems on both leaderboards, got {len(a)}")
+    return mipsa(a, b, [0] * len(a), ties=ties)
+
+
+# ------------------------------------------------------------------ Krippendorff α
+
+
+def krippendorff_alpha(data: np.ndarray | Sequence[Sequence[float]], level: Literal["ordinal", "interval"]) -> float:
+    """Krippendorff's α of a raters × interactions matrix (NaN = missing).
+
+    Guarded for the cases where the ``krippendorff`` package raises: fewer than two
+    distinct values, or no interaction rated by two raters.
+    """
+    import krippendorff
+
+    m = np.asarray(data, dtype=float)
+    if m.ndim != 2 or m.shape[0] < 2:
+        raise ValueError("Krippendorff's α needs a raters × interactions matrix with ≥ 2 raters")
+    pairable = (~np.isnan(m)).sum(axis=0) >= 2
+    if not pairable.any():
+        return _warn("Krippendorff's α needs an interaction rated by at least 2 raters")
+    m = m[:, pairable]
+    values = np.unique(m[~np.isnan(m)])
+    if len(values) < 2:
+        return _warn("Krippendorff's α is undefined when every rating is identical")
+    return float(krippendorff.alpha(reliability_data=m, level_of_measurement=level, value_domain=values))
+
+
+# --------------------------------------------------------------------------- quartiles
+
+
+def quartiles(values: Sequence[float] | np.ndarray) -> list[float]:
+    """``[q1, median, q3]`` over repeated runs (linear interpolation), NaNs ignored."""
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v)]
+    if len(v) == 0:
+        return [float("nan")] * 3
+    return [float(q) for q in np.percentile(v, [25, 50, 75])]

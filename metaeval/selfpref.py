@@ -1,0 +1,103 @@
+"""Table 5: leaderboard agreement between judges, and self-preference of a judge.
+
+* Leaderboard: each system's mean score over its interactions (a judge's runs are
+  averaged per interaction first). Pairwise accuracy between two leaderboards is the
+  share of system pairs they order the same way (:func:`agreement.pairwise_accuracy`).
+* Self-preference: when the judge's own model is also a clinician system, rank the
+  systems of every profile under the judge and under a reference judge (rank 1 = best
+  average score; tied systems share the mean of their ranks). For each profile,
+  Δ = reference rank − judge rank, so Δ > 0 means the judge places its own model
+  higher. Reported: mean Δ over profiles, and the share of profiles with Δ > 0.
+  Profiles where the self system or fewer than two systems were scored by both are
+  left out; none left gives NaN with a warning.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel
+from scipy.stats import rankdata
+
+from .agreement import AgreementWarning, TieRule, pairwise_accuracy
+from .matrices import Panel
+from .rollup import AVERAGE
+from .sources import RaterScores
+
+
+def interaction_means(panel: Panel, rater: RaterScores, axis: str = AVERAGE) -> np.ndarray:
+    """Per-interaction score of a rater on ``axis``, averaged over its runs."""
+    m = panel.matrix_of(rater, axis)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(m, axis=0)
+
+
+def leaderboard(panel: Panel, scores: np.ndarray) -> pd.Series:
+    """Mean score per system over the panel's interactions (NaNs skipped)."""
+    frame = pd.DataFrame({"system": [k[1] for k in panel.keys], "score": scores})
+    return frame.groupby("system")["score"].mean().sort_values(ascending=False)
+
+
+def leaderboard_accuracy(a: pd.Series, b: pd.Series, ties: TieRule = "sign") -> float:
+    """System-level pairwise accuracy of two leaderboards over their common systems."""
+    common = sorted(set(a.index) & set(b.index))
+    return pairwise_accuracy(a.reindex(common).to_numpy(), b.reindex(common).to_numpy(), ties=ties)
+
+
+class SelfPreference(BaseModel):
+    judge: str
+    reference: str
+    system: str
+    avg_rank_delta: float
+    pct_rank_improvements: float
+    n_profiles: int
+
+
+def self_preference(panel: Panel, judge: np.ndarray, reference: np.ndarray, system: str,
+                    *, judge_label: str = "judge", reference_label: str = "reference") -> SelfPreference:
+    """Rank change of ``system`` under ``judge`` versus ``reference``, per profile."""
+    deltas: list[float] = []
+    profiles: dict[str, list[int]] = {}
+    for pos, (pid, _sys) in enumerate(panel.keys):
+        profiles.setdefault(pid, []).append(pos)
+    for members in profiles.values():
+        systems = [panel.keys[p][1] for p in members]
+        if system not in systems:
+            continue
+        j = judge[members]
+        r = reference[members]
+        ok = ~(np.isnan(j) | np.isnan(r))
+        idx = [k for k in range(len(members)) if ok[k]]
+        names = [systems[k] for k in idx]
+        if system not in names or len(idx) < 2:
+            continue
+        rank_j = rankdata(-j[idx], method="average")
+        rank_r = rankdata(-r[idx], method="average")
+        s = names.index(system)
+        deltas.append(float(rank_r[s] - rank_j[s]))
+    if not deltas:
+        warnings.warn(
+            f"self-preference of {judge_label}: no profile where {system} and another system "
+            f"were scored by both {judge_label} and {reference_label}",
+            AgreementWarning, stacklevel=2,
+        )
+        nan = float("nan")
+        return SelfPreference(judge=judge_label, reference=reference_label, system=system,
+                              avg_rank_delta=nan, pct_rank_improvements=nan, n_profiles=0)
+    d = np.asarray(deltas)
+    return SelfPreference(
+        judge=judge_label, reference=reference_label, system=system,
+        avg_rank_delta=float(d.mean()), pct_rank_improvements=float(100 * np.mean(d > 0)), n_profiles=len(d),
+    )
+
+
+def find_self_system(judge_model: str, systems: list[str]) -> str | None:
+    """The clinician system that is the judge's own model: same string, or same name after the provider."""
+    if judge_model in systems:
+        return judge_model
+    base = judge_model.rsplit("/", 1)[-1].lower()
+    hits = [s for s in systems if s.rsplit("/", 1)[-1].lower() == base]
+    return hits[0] if len(hits) == 1 else None

@@ -1,0 +1,361 @@
+"""Loaders: human ratings and judge scores as long score frames.
+
+Every source becomes one or more :class:`RaterScores`, whose frame has the columns
+``profile_id, system, interaction_id, run, axis, score`` (axis over the five axes
+and ``average``). Raters are matched on ``(profile_id, system)``: the same patient
+profile talking to the same clinician system.
+
+Human sources: the authors' ``human_annotations.jsonl`` (through the configurable
+criterion → sub-axis mapping), the annotation platform's database, or any frame of
+sub-axis ratings (:func:`humans_from_ratings`). Judge sources: a ``mindeval run``
+directory or a ``metaeval judge`` directory (both hold ``judgments.jsonl``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import ValidationError
+
+from mindeval.errors import MindEvalError
+from mindeval.records import AXES, Profile, read_jsonl
+
+from .mapping import CriteriaMapping, load_mapping
+from .rollup import ALL_AXES, AVERAGE, RATING_COLUMNS, rollup
+
+SCORE_COLUMNS: tuple[str, ...] = ("profile_id", "system", "interaction_id", "run", "axis", "score")
+# Per-interaction goal fields: they differ between the systems of one profile.
+GOAL_FIELDS: tuple[str, ...] = ("interaction_goal", "program_goal")
+# The authors' attribute names that differ from MindEval's.
+AUTHORS_RENAMES: dict[str, str] = {"mood": "recent_mood", "interaction_goal": "program_goal"}
+# The paper's P1-P4 for the authors' four annotators, and the five interactions the
+# authors used as judge few-shot examples (evidence: docs/criteria-mapping.md §1).
+AUTHORS_PAPER_RATERS: tuple[str, ...] = (
+    "751e775a-238b-4d00-bd3a-93bec44ea020",
+    "f6476961-7d30-4c9a-8227-3691ecea9c92",
+    "1d99af7c-2d23-4151-bdc8-bfd17f3c53ba",
+    "b7386bab-913a-40d5-8d3e-f97d378b7b66",
+)
+AUTHORS_FEWSHOT_IDS: tuple[str, ...] = (
+    "b6a96d89-22b0-4f47-952c-040164a78b5a",
+    "954182de-82b4-4524-9259-2a26f98e972e",
+    "84b12e0c-0e5e-4a92-8b18-abc819a76686",
+    "39c23252-89be-4d7a-add9-9c70795dc37d",
+    "b718d324-212a-438e-9d50-69693bb4e132",
+)
+
+
+@dataclass
+class RaterScores:
+    """All scores of one rater (a human, or a judge with one or more runs)."""
+
+    label: str
+    kind: Literal["human", "judge"]
+    source: str
+    frame: pd.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def runs(self) -> int:
+        return int(self.frame["run"].nunique()) if len(self.frame) else 0
+
+
+@dataclass
+class AnnotatedInteraction:
+    """An interaction that humans rated: what a judge needs to score it again."""
+
+    interaction_id: str
+    profile_id: str
+    system: str
+    profile: Profile
+    messages: list[dict[str, str]]
+    line: int | None = None
+
+
+@dataclass
+class HumanSource:
+    """Human raters of one source plus the interactions they rated."""
+
+    source: str
+    raters: list[RaterScores]
+    interactions: dict[str, AnnotatedInteraction]
+    ratings: pd.DataFrame
+    rater_ids: dict[str, str]
+
+
+def profile_key(attributes: dict[str, Any]) -> str:
+    """A stable id for a patient profile: its name plus a hash of its attributes.
+
+    Per-interaction goal fields are left out: the authors' file gives the three
+    systems of one profile different interaction goals. The authors' attribute names
+    are normalised first, so either spelling gives the same id.
+    """
+    renamed = {AUTHORS_RENAMES.get(k, k): v for k, v in attributes.items()}
+    stable = {k: v for k, v in renamed.items() if k not in GOAL_FIELDS}
+    blob = json.dumps(stable, sort_keys=True, ensure_ascii=False)
+    name = str(attributes.get("name", "profile")).strip().lower() or "profile"
+    return f"{name}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+
+
+def _axis_scores_to_raters(axis_long: pd.DataFrame, source: str, kind: Literal["human"]) -> list[RaterScores]:
+    out: list[RaterScores] = []
+    for label, grp in axis_long.groupby("rater", sort=False):
+        frame = grp.assign(run=0).loc[:, list(SCORE_COLUMNS)].reset_index(drop=True)
+        _check_unique(frame, source, str(label))
+        out.append(RaterScores(label=str(label), kind=kind, source=source, frame=frame))
+    return out
+
+
+def _check_unique(frame: pd.DataFrame, source: str, label: str) -> None:
+    dup = frame.duplicated(subset=["profile_id", "system", "run", "axis"])
+    if dup.any():
+        row = frame[dup].iloc[0]
+        raise MindEvalError(
+            f"rater {label} scores profile {row['profile_id']} with system {row['system']} "
+            "more than once; each (profile, system) must appear once per run",
+            path=source, field="profile_id",
+        )
+
+
+def humans_from_ratings(
+    ratings: pd.DataFrame, subaxis_axis: dict[str, str], *, source: str, zeros: str = "missing"
+) -> list[RaterScores]:
+    """Human raters from a frame of sub-axis ratings (:data:`RATING_COLUMNS`)."""
+    axis_long = rollup(ratings, subaxis_axis, source=source, zeros=zeros)
+    return _axis_scores_to_raters(axis_long, source, "human")
+
+
+# ------------------------------------------------------------- authors' annotations
+
+
+def _authors_profile(attrs: dict[str, Any], path: Path, line: int) -> Profile:
+    renamed = {AUTHORS_RENAMES.get(k, k): v for k, v in attrs.items()}
+    try:
+        return Profile.model_validate({"member_attributes": renamed})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        raise MindEvalError(err["msg"], path=path, line=line, field=loc) from None
+
+
+def _require(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path, line: int) -> Any:
+    if key not in obj:
+        raise MindEvalError("missing required field", path=path, line=line, field=key)
+    val = obj[key]
+    if not isinstance(val, kind):
+        raise MindEvalError(f"expected {getattr(kind, '__name__', kind)}, got {type(val).__name__}", path=path, line=line, field=key)
+    return val
+
+
+def load_authors_annotations(
+    path: str | Path, mapping: CriteriaMapping | None = None, *, zeros: str = "missing", prefix: str = "P"
+) -> HumanSource:
+    """Read the authors' ``human_annotations.jsonl``: one row per interaction, 4 raters each.
+
+    Criterion fields hold ``<field>.responses`` (scores, ``0`` = not rated) aligned with
+    ``<field>.responses.users`` (annotator ids). The authors' four annotators get the
+    paper's labels P1-P4; other annotator ids are numbered after them in order of first
+    appearance. ``rater_ids`` keeps label → original id.
+    """
+    p = Path(path)
+    cmap = mapping or load_mapping()
+    labels: dict[str, str] = {uid: f"{prefix}{i}" for i, uid in enumerate(AUTHORS_PAPER_RATERS, start=1)}
+    seen: set[str] = set()
+    records: list[tuple[str, str, str, str, str, float]] = []
+    interactions: dict[str, AnnotatedInteraction] = {}
+    for line, obj in read_jsonl(p):
+        iid = str(_require(obj, "id", (str, int), p, line))
+        system = _require(obj, "model", str, p, line)
+        attrs = _require(obj, "member_attributes", dict, p, line)
+        messages = _require(obj, "messages", list, p, line)
+        if iid in interactions:
+            raise MindEvalError(f"interaction id {iid!r} appears twice", path=p, line=line, field="id")
+        present = sorted(k[: -len(".responses")] for k in obj if k.endswith(".responses") and k.startswith("criterion"))
+        unmapped = [f for f in present if f not in cmap.fields]
+        if unmapped:
+            raise MindEvalError(
+                f"criterion field(s) {', '.join(unmapped)} are not in the mapping file {cmap.source}",
+                path=p, line=line, field=unmapped[0],
+            )
+        profile = _authors_profile(attrs, p, line)
+        pid = profile_key(attrs)
+        for crit, subaxis in cmap.fields.items():
+            if subaxis is None:
+                continue
+            scores = _require(obj, f"{crit}.responses", list, p, line)
+            users = _require(obj, f"{crit}.responses.users", list, p, line)
+            if len(scores) != len(users):
+                raise MindEvalError(
+                    f"{len(scores)} scores but {len(users)} annotator ids", path=p, line=line, field=f"{crit}.responses"
+                )
+            for user, score in zip(users, scores, strict=True):
+                if isinstance(score, bool) or not isinstance(score, int) or not 0 <= score <= 6:
+                    raise MindEvalError(
+                        f"score {score!r} is not an integer from 0 (not rated) to 6",
+                        path=p, line=line, field=f"{crit}.responses",
+                    )
+                uid = str(user)
+                if uid not in labels:
+                    labels[uid] = f"{prefix}{len(labels) + 1}"
+                seen.add(uid)
+                records.append((iid, pid, system, labels[uid], subaxis, float(score)))
+        interactions[iid] = AnnotatedInteraction(
+            interaction_id=iid, profile_id=pid, system=system, profile=profile,
+            messages=[{"role": str(m.get("role")), "content": str(m.get("content", ""))} for m in messages],
+            line=line,
+        )
+    if not interactions:
+        raise MindEvalError("no annotated interactions in file", path=p)
+    ratings = pd.DataFrame.from_records(records, columns=list(RATING_COLUMNS))
+    raters = humans_from_ratings(ratings, cmap.subaxis_axis, source=str(p), zeros=zeros)
+    raters.sort(key=lambda r: int(r.label[len(prefix):]))
+    rater_ids = {labels[u]: u for u in labels if u in seen}
+    return HumanSource(source=str(p), raters=raters, interactions=interactions, ratings=ratings, rater_ids=rater_ids)
+
+
+# --------------------------------------------------------------------- judge runs
+
+
+def _judgments_path(path: Path) -> Path:
+    if path.is_dir():
+        f = path / "judgments.jsonl"
+        if not f.is_file():
+            raise MindEvalError("no judgments.jsonl in this directory (is it a `mindeval run` or `metaeval judge` output?)", path=path)
+        return f
+    if path.is_file():
+        return path
+    raise MindEvalError("judge run not found", path=path)
+
+
+def _run_config(path: Path) -> dict[str, Any]:
+    cfg = (path if path.is_dir() else path.parent) / "config.json"
+    if not cfg.is_file():
+        return {}
+    try:
+        data = json.loads(cfg.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise MindEvalError(f"malformed JSON ({exc.msg})", path=cfg, line=exc.lineno) from None
+    return data if isinstance(data, dict) else {}
+
+
+def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScores]:
+    """Judge scores from a ``mindeval run`` or ``metaeval judge`` output directory.
+
+    One :class:`RaterScores` per judge model in the file; each ``sample`` is a run.
+    Failed judgments (no scores) are NaN and counted in ``meta["n_failed"]``.
+    """
+    root = Path(path)
+    jpath = _judgments_path(root)
+    config = _run_config(root)
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for line, obj in read_jsonl(jpath):
+        for key in ("interaction_id", "profile_id", "model", "judge_model"):
+            _require(obj, key, str, jpath, line)
+        sample = obj.get("sample", 0)
+        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
+            raise MindEvalError("sample must be a non-negative integer", path=jpath, line=line, field="sample")
+        scores = obj.get("scores")
+        row: dict[str, Any] = {
+            "profile_id": obj["profile_id"], "system": obj["model"], "interaction_id": obj["interaction_id"],
+            "run": sample,
+        }
+        if scores is None:
+            row.update({ax: np.nan for ax in AXES})
+        else:
+            if not isinstance(scores, dict):
+                raise MindEvalError("scores must be an object or null", path=jpath, line=line, field="scores")
+            for ax in AXES:
+                val = scores.get(ax)
+                if isinstance(val, bool) or not isinstance(val, (int, float)) or not 1 <= val <= 6:
+                    raise MindEvalError(f"score {val!r} is not a number from 1 to 6", path=jpath, line=line, field=f"scores.{ax}")
+                row[ax] = float(val)
+        rows.setdefault(obj["judge_model"], []).append(row)
+    if not rows:
+        raise MindEvalError("no judgments in file", path=jpath)
+    out: list[RaterScores] = []
+    excluded = [str(x) for x in config.get("fewshot_interaction_ids", []) or []]
+    for judge_model, judge_rows in rows.items():
+        wide = pd.DataFrame(judge_rows)
+        n_failed = int(wide[list(AXES)].isna().any(axis=1).sum())
+        vals = wide[list(AXES)]
+        wide[AVERAGE] = vals.mean(axis=1).where(vals.notna().all(axis=1))
+        long = wide.melt(
+            id_vars=["profile_id", "system", "interaction_id", "run"], value_vars=list(ALL_AXES),
+            var_name="axis", value_name="score",
+        ).loc[:, list(SCORE_COLUMNS)]
+        name = label or config.get("label") or judge_model
+        if label and len(rows) > 1:
+            name = f"{label}:{judge_model}"
+        _check_unique(long, str(jpath), name)
+        meta = {
+            "judge_model": judge_model, "n_failed": n_failed, "fewshot_interaction_ids": excluded,
+            "prompt": (config.get("config") or {}).get("prompts", {}).get("judge") if isinstance(config.get("config"), dict) else None,
+            "run_id": config.get("run_id"),
+        }
+        out.append(RaterScores(label=str(name), kind="judge", source=str(root), frame=long, meta=meta))
+    return out
+
+
+# ------------------------------------------------------------ annotation platform
+
+
+def load_annotation_db(url: str, study: str | int, *, zeros: str = "missing", prefix: str = "P") -> HumanSource:
+    """Submitted ratings of one study of the annotation platform's database.
+
+    Interactions imported from a ``mindeval run`` keep their run's ``profile_id``; others
+    (e.g. the authors' file imported into the platform) get :func:`profile_key`.
+    Annotators are labelled by name, except the authors' four, who get P1-P4.
+    """
+    from annotation_app.exporters import submitted_ratings
+    from annotation_app.studies import get_study
+    from mindeval.guidelines import load_guidelines
+    from mindeval.store import Database, redact_url
+
+    db = Database(url, create=False)
+    try:
+        with db.read() as s:
+            study_row = get_study(s, study)
+            study_id, study_name = study_row.id, study_row.name
+        records = submitted_ratings(db, study_id)
+    except MindEvalError:
+        raise
+    except Exception as exc:  # a database without the annotation tables, etc.
+        raise MindEvalError(f"cannot read ratings from {redact_url(url)}: {type(exc).__name__}: {exc}") from None
+    finally:
+        db.close()
+    source = f"{redact_url(url)}#study={study_name}"
+    paper = {uid: f"{prefix}{i}" for i, uid in enumerate(AUTHORS_PAPER_RATERS, start=1)}
+    subaxis_axis = {sa.id: sa.axis for sa in load_guidelines().human_subaxes}
+    rows: list[tuple[str, str, str, str, str, float]] = []
+    interactions: dict[str, AnnotatedInteraction] = {}
+    rater_ids: dict[str, str] = {}
+    for rec in records:
+        item = rec["item"]
+        meta = item.meta or {}
+        iid = str(meta.get("id") or item.external_id)
+        pid = str(meta.get("profile_id") or profile_key(item.member_attributes))
+        system = item.clinician_model or "unknown"
+        label = paper.get(rec["annotator"], rec["annotator"])
+        rater_ids[label] = rec["annotator"]
+        for sub, value in rec["values"].items():
+            rows.append((iid, pid, system, label, sub, float(value)))
+        if iid not in interactions:
+            try:
+                prof = _authors_profile(item.member_attributes, Path(source), 0)
+            except MindEvalError:
+                prof = None
+            if prof is not None:
+                interactions[iid] = AnnotatedInteraction(
+                    interaction_id=iid, profile_id=pid, system=system, profile=prof, messages=list(item.messages),
+                )
+    if not rows:
+        raise MindEvalError(f"study {study_name!r} has no submitted ratings", path=source)
+    ratings = pd.DataFrame.from_records(rows, columns=list(RATING_COLUMNS))
+    raters = humans_from_ratings(ratings, subaxis_axis, source=source, zeros=zeros)
+    return HumanSource(source=source, raters=raters, interactions=interactions, ratings=ratings, rater_ids=rater_ids)

@@ -1,0 +1,13 @@
+"""MindEval: benchmark language models as mental-health support clinicians.
+
+Importing this package never touches the network: litellm's remote cost-map
+fetch is disabled before litellm can be imported anywhere in the process.
+"""
+
+import os as _os
+
+_os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+_os.environ.setdefault("LITELLM_TELEMETRY", "False")
+_os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+__version__ = "0.1.0"

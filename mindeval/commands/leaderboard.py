@@ -1,0 +1,45 @@
+"""``mindeval leaderboard``: rank clinician systems over run directories (paper Table 4)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "leaderboard", help="rank clinician systems from run directories, with CIs and significance clusters",
+        description="Per-criterion means with bootstrap confidence intervals, paired significance tests and "
+        "Freitag et al. (2023) clusters, severity / length / verbosity breakdowns, and agreement with "
+        "leaderboards from other judges or patients. See docs/leaderboard.md.",
+    )
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help="run directories from `mindeval run`")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="write leaderboard.{md,csv,tex,json} and pairwise/breakdowns/verbosity CSVs here")
+    p.add_argument("--resamples", type=int, default=2000, help="bootstrap / permutation resamples (>= 2000)")
+    p.add_argument("--test", choices=("permutation", "bootstrap"), default="permutation",
+                   help="paired significance test (default: sign-flip permutation)")
+    p.add_argument("--seed", type=int, default=0, help="seed of all resampling (recorded in the JSON)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level for the clusters")
+    p.add_argument("--allow-mixed", action="store_true",
+                   help="rank runs with different judge, patient or profile set together")
+    p.add_argument("--compare-to", nargs="+", type=Path, default=[], metavar="RUN_DIR",
+                   help="runs under other setups (judge / patient swaps): report pairwise accuracy (Table 5)")
+    p.add_argument("--quiet", action="store_true", help="do not print the Markdown report")
+    p.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from ..leaderboard import StatsSettings, build_leaderboard, to_markdown, write_outputs
+
+    settings = StatsSettings(resamples=args.resamples, test=args.test, seed=args.seed, alpha=args.alpha)
+    lb = build_leaderboard(args.runs, settings, allow_mixed=args.allow_mixed, compare_to=args.compare_to)
+    if not args.quiet:
+        print(to_markdown(lb), end="")
+    for w in lb.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.out is not None:
+        for path in write_outputs(lb, args.out):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,105 @@
+"""All defaults in one place, and the run configuration with its hash.
+
+The config hash covers everything that changes results (models and parameters,
+prompt versions and contents, guideline version, profiles, turns, seeds, judge
+settings) and nothing that does not (concurrency, output paths, database URL).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .llm.gateway import EMBEDDED_MODEL, ModelSpec
+
+DEFAULT_MODEL = EMBEDDED_MODEL
+DEFAULT_TURNS = 20  # patient + clinician turns after the opening "Hello." (paper fn. 13)
+OPENING_LINE = "Hello."
+DEFAULT_CONCURRENCY = 4
+DEFAULT_JUDGE_RETRIES = 3
+DEFAULT_SEED = 0
+DEFAULT_PROMPTS = {
+    "patient": "patient/default",
+    "clinician": "clinician/default",
+    "judge": "judge/default",
+}
+# Generation defaults for the embedded model (a 135M model: keep replies short).
+EMBEDDED_DEFAULTS = {
+    "patient": {"temperature": 0.7, "max_tokens": 96},
+    "clinician": {"temperature": 0.7, "max_tokens": 128},
+    "judge": {"temperature": 0.0, "max_tokens": 64},
+}
+ROLES = ("patient", "clinician", "judge")
+
+
+def spec_with_defaults(role: str, spec: ModelSpec) -> ModelSpec:
+    """Fill unset temperature / max_tokens of the embedded model with role defaults."""
+    if not spec.is_embedded:
+        return spec
+    data = spec.model_dump()
+    for key, val in EMBEDDED_DEFAULTS[role].items():
+        if data.get(key) is None:
+            data[key] = val
+    return ModelSpec(**data)
+
+
+class PromptRef(BaseModel):
+    """A prompt template as recorded in a run: its ref (kind/name@vN) and content hash."""
+
+    ref: str
+    sha256: str
+    source: str = Field(default="", exclude=True)
+
+
+class RunConfig(BaseModel):
+    """Everything that determines the results of a benchmark run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    patient: ModelSpec
+    clinician: ModelSpec
+    judge: ModelSpec
+    prompts: dict[str, PromptRef]
+    guidelines_version: str
+    profiles_source: str
+    profiles_sha256: str
+    profile_ids: list[str]
+    turns: int = DEFAULT_TURNS
+    opening_line: str = OPENING_LINE
+    seed: int = DEFAULT_SEED
+    judge_retries: int = DEFAULT_JUDGE_RETRIES
+    judge_samples: int = 1
+    fewshot_source: str | None = None
+    fewshot_sha256: str | None = None
+    fewshot_k: int = 0
+    package_version: str
+
+    def hash(self) -> str:
+        blob = json.dumps(self.hashed_view(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def hashed_view(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        data.pop("package_version", None)
+        data.pop("profiles_source", None)  # the content hash identifies the profiles
+        data.pop("fewshot_source", None)
+        return data
+
+
+def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    """Readable lines ``key: old -> new`` for every differing leaf."""
+    lines: list[str] = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key, "<unset>"), new.get(key, "<unset>")
+        name = f"{prefix}{key}"
+        if isinstance(a, dict) and isinstance(b, dict):
+            lines += config_diff(a, b, prefix=name + ".")
+        elif a != b:
+            if isinstance(a, list) and isinstance(b, list) and len(a) + len(b) > 6:
+                lines.append(f"  {name}: {len(a)} items -> {len(b)} items")
+            else:
+                lines.append(f"  {name}: {a!r} -> {b!r}")
+    return lines

@@ -1,0 +1,104 @@
+"""Fig-3 style breakdowns: condition means across systems, with the best and worst system.
+
+A *condition* is a subset of the scored interactions: all of them, severe or
+non-severe patients, or the runs sharing one value of a run attribute (interaction
+length, clinician prompt, …) when the loaded runs differ in it. For each condition and
+criterion the report gives the mean over systems of each system's mean (the bar of
+Fig. 3) and the best and worst system (the triangles); ties go to the first name in
+alphabetical order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from .loading import CRITERIA, InteractionScore, RunData
+
+
+class Extreme(BaseModel):
+    system: str
+    score: float
+
+
+class Condition(BaseModel):
+    breakdown: str  # "patients", "turns", "clinician prompt", ...
+    condition: str  # "all", "severe", "non-severe", "20", ...
+    n_systems: int
+    n_interactions: int
+    mean: dict[str, float]
+    best: dict[str, Extreme]
+    worst: dict[str, Extreme]
+    per_system: dict[str, dict[str, float]]
+    n_per_system: dict[str, int]
+
+
+def _system_means(rows: list[InteractionScore]) -> dict[str, float]:
+    return {c: sum(r.scores[c] for r in rows) / len(rows) for c in CRITERIA}
+
+
+def _condition(
+    breakdown: str, name: str, labelled: list[tuple[str, RunData]], keep: Callable[[InteractionScore], bool]
+) -> Condition | None:
+    per_system: dict[str, dict[str, float]] = {}
+    n_per: dict[str, int] = {}
+    for label, run in labelled:
+        rows = [r for r in run.scores if keep(r)]
+        if rows:
+            per_system[label] = _system_means(rows)
+            n_per[label] = len(rows)
+    if not per_system:
+        return None
+    mean, best, worst = {}, {}, {}
+    for c in CRITERIA:
+        vals = sorted(((v[c], s) for s, v in per_system.items()), key=lambda t: t[1])
+        mean[c] = sum(v for v, _ in vals) / len(vals)
+        b = max(vals, key=lambda t: t[0])  # first maximum in name order
+        w = min(vals, key=lambda t: t[0])
+        best[c] = Extreme(system=b[1], score=b[0])
+        worst[c] = Extreme(system=w[1], score=w[0])
+    return Condition(breakdown=breakdown, condition=name, n_systems=len(per_system),
+                     n_interactions=sum(n_per.values()), mean=mean, best=best, worst=worst,
+                     per_system=per_system, n_per_system=n_per)
+
+
+# Run attributes that define across-run conditions, with how to read them.
+RUN_ATTRIBUTES: dict[str, Callable[[RunData], str]] = {
+    "turns": lambda r: str(r.turns),
+    "clinician prompt": lambda r: r.clinician_prompt,
+    "judge prompt": lambda r: r.setup.judge_prompt,
+    "judge model": lambda r: r.setup.judge_model,
+    "patient model": lambda r: r.setup.patient_model,
+}
+
+
+def _sort_key(value: str) -> tuple[int, float, str]:
+    try:
+        return (0, float(value), value)
+    except ValueError:
+        return (1, math.inf, value)
+
+
+def compute_breakdowns(labelled: list[tuple[str, RunData]]) -> tuple[list[Condition], list[str]]:
+    """All conditions that have data; warnings name the ones that are empty."""
+    out: list[Condition] = []
+    warnings: list[str] = []
+    for name, keep in (("all", lambda r: True), ("severe", lambda r: r.severe),
+                       ("non-severe", lambda r: not r.severe)):
+        cond = _condition("patients", name, labelled, keep)
+        if cond is None:
+            warnings.append(f"no scored interaction with {name} patients: that breakdown is empty")
+        else:
+            out.append(cond)
+    for attr, read in RUN_ATTRIBUTES.items():
+        values = sorted({read(r) for _, r in labelled}, key=_sort_key)
+        if len(values) < 2:
+            continue
+        for v in values:
+            subset = [(lab, r) for lab, r in labelled if read(r) == v]
+            cond = _condition(attr, v, subset, lambda r: True)
+            if cond is not None:
+                out.append(cond)
+    return out, warnings

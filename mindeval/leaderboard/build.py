@@ -1,0 +1,171 @@
+"""Assemble a leaderboard from run directories: load, check, compute, collect warnings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from .. import __version__
+from ..errors import MindEvalError
+from .breakdowns import Condition, compute_breakdowns
+from .compare import Comparison, compare_setups
+from .loading import CRITERIA, RunData, load_run
+from .systems import assign_labels, check_compatible, group_by_setup, system_key
+from .table import MIN_RESAMPLES, StatsSettings, SystemScores, Table, compute_table
+from .verbosity import VerbosityCounts
+
+SMALL_SAMPLE = 10  # warn below this many scored interactions per system
+
+
+class RunInfo(BaseModel):
+    path: str
+    run_id: str
+    system: str
+    seed: int | None
+    turns: int
+    judge_samples: int
+    n_interactions: int
+    n_scored: int
+    n_unscored: int
+    n_failed_interactions: int
+    n_failed_samples: int
+    judge_model: str
+    judge_prompt: str
+    patient_model: str
+    clinician_prompt: str
+
+
+class SystemVerbosity(BaseModel):
+    system: str
+    turns: int
+    sentences_per_turn: float
+    words_per_turn: float
+    share_long_turns: float
+
+
+class Leaderboard(BaseModel):
+    package_version: str = __version__
+    table: Table
+    runs: list[RunInfo]
+    verbosity: list[SystemVerbosity]
+    breakdowns: list[Condition]
+    comparisons: list[Comparison] = Field(default_factory=list)
+    excluded: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+def _load_all(dirs: Sequence[str | Path]) -> list[RunData]:
+    runs = [load_run(d) for d in dirs]
+    seen: dict[str, str] = {}
+    for r in runs:
+        real = str(Path(r.path).resolve())
+        if real in seen:
+            raise MindEvalError(f"run directory given twice (also as {seen[real]})", path=r.path)
+        seen[real] = r.path
+    return runs
+
+
+def _info(run: RunData, label: str) -> RunInfo:
+    return RunInfo(
+        path=run.path, run_id=run.run_id, system=label, seed=run.seed, turns=run.turns,
+        judge_samples=run.judge_samples, n_interactions=run.n_interactions, n_scored=len(run.scores),
+        n_unscored=run.n_unscored, n_failed_interactions=run.n_failed_interactions,
+        n_failed_samples=run.n_failed_samples, judge_model=run.setup.judge_model,
+        judge_prompt=run.setup.judge_prompt, patient_model=run.setup.patient_model,
+        clinician_prompt=run.clinician_prompt,
+    )
+
+
+def validate_settings(settings: StatsSettings) -> None:
+    if settings.resamples < MIN_RESAMPLES:
+        raise MindEvalError(f"at least {MIN_RESAMPLES} resamples are required (got {settings.resamples})",
+                            field="--resamples")
+    if not 0 < settings.alpha < 1:
+        raise MindEvalError(f"alpha must be between 0 and 1 (got {settings.alpha})", field="--alpha")
+
+
+def build_leaderboard(
+    run_dirs: Sequence[str | Path],
+    settings: StatsSettings | None = None,
+    *,
+    allow_mixed: bool = False,
+    compare_to: Sequence[str | Path] = (),
+) -> Leaderboard:
+    """Load ``run_dirs`` and compute the leaderboard, breakdowns and comparisons."""
+    settings = settings or StatsSettings()
+    validate_settings(settings)
+    if not run_dirs:
+        raise MindEvalError("give at least one run directory")
+    runs = _load_all(run_dirs)
+    warnings = check_compatible(runs, allow_mixed)
+    keys, labels, label_warnings = assign_labels(runs)
+    warnings += label_warnings
+
+    excluded: list[str] = []
+    scored: list[RunData] = []
+    for r in runs:
+        if not r.scores:
+            excluded.append(f"{labels[r.path]} ({r.path}): no interaction has a parsed judgment")
+        else:
+            scored.append(r)
+    warnings += [f"excluded {e}" for e in excluded]
+    if not scored:
+        raise MindEvalError("no run has any successfully judged interaction: nothing to rank")
+
+    for r in runs:
+        lost = r.n_unscored
+        if lost or r.n_failed_samples:
+            warnings.append(
+                f"{labels[r.path]}: {lost} of {r.n_interactions} interactions unscored "
+                f"({r.n_failed_interactions} failed conversations), {r.n_failed_samples} failed judge "
+                "samples; all excluded from the statistics")
+        if r.scores and len(r.scores) < SMALL_SAMPLE:
+            warnings.append(f"{labels[r.path]}: only {len(r.scores)} scored interactions; "
+                            "confidence intervals and tests are unreliable")
+    if settings.test == "bootstrap" and any(len(r.scores) < SMALL_SAMPLE for r in scored):
+        warnings.append("the paired bootstrap can call a difference significant on very few profiles; "
+                        "prefer the permutation test for small samples")
+
+    systems = [
+        SystemScores(label=labels[r.path], key=keys[r.path], profile_ids=[s.profile_id for s in r.scores],
+                     values=np.array([[s.scores[c] for c in CRITERIA] for s in r.scores], dtype=np.float64))
+        for r in scored
+    ]
+    table = compute_table(systems, settings)
+    warnings += table.warnings
+
+    verbosity = []
+    for r in runs:
+        v: VerbosityCounts = r.verbosity
+        if v.turns == 0:
+            warnings.append(f"{labels[r.path]}: no completed interaction, verbosity is NaN")
+        verbosity.append(SystemVerbosity(system=labels[r.path], turns=v.turns,
+                                         sentences_per_turn=v.sentences_per_turn, words_per_turn=v.words_per_turn,
+                                         share_long_turns=v.share_long_turns))
+
+    breakdowns, bd_warnings = compute_breakdowns([(labels[r.path], r) for r in scored])
+    warnings += bd_warnings
+
+    comparisons: list[Comparison] = []
+    if compare_to:
+        others = _load_all(compare_to)
+        clash = {str(Path(r.path).resolve()) for r in runs} & {str(Path(o.path).resolve()) for o in others}
+        if clash:
+            raise MindEvalError("a run directory is both ranked and compared to", path=sorted(clash)[0])
+        groups = group_by_setup(others)
+        for g in groups:
+            dup = len({system_key(r) for r in g}) != len(g)
+            if dup:
+                raise MindEvalError("--compare-to holds two runs of the same clinician system under one setup: "
+                                    + ", ".join(r.path for r in g))
+        main = {keys[r.path]: r for r in scored}
+        comparisons, cmp_warnings = compare_setups(main, groups, {keys[r.path]: labels[r.path] for r in runs})
+        warnings += cmp_warnings
+
+    return Leaderboard(
+        table=table, runs=[_info(r, labels[r.path]) for r in runs], verbosity=verbosity,
+        breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings,
+    )

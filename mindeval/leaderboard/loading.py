@@ -1,0 +1,282 @@
+"""Read a run directory (``config.json``, ``judgments.jsonl``, ``interactions.jsonl``).
+
+Scores are reduced to one row per interaction: the judge samples that parsed are
+averaged per axis; failed samples are excluded and counted, never replaced. The
+``average`` criterion of an interaction is the mean of its five axis scores.
+Every inconsistency in the files is a :class:`MindEvalError` naming file, line, field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import MindEvalError
+from ..records import AXES, read_jsonl
+from .verbosity import VerbosityCounts
+
+CRITERIA: tuple[str, ...] = (*AXES, "average")
+
+
+class InteractionScore(BaseModel):
+    """One judged interaction: per-criterion scores (mean over parsed judge samples)."""
+
+    interaction_id: str
+    profile_id: str
+    severe: bool
+    n_samples: int
+    scores: dict[str, float]
+
+
+class RunSetup(BaseModel):
+    """What must be equal for runs to share a leaderboard (judge, patient, profiles)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    judge_model: str
+    judge_prompt: str
+    fewshot: str
+    guidelines_version: str
+    patient_model: str
+    patient_prompt: str
+    profile_ids: tuple[str, ...]
+
+
+class RunData(BaseModel):
+    """One run directory reduced to what the leaderboard needs."""
+
+    path: str
+    run_id: str
+    seed: int | None
+    judge_samples: int
+    clinician_model: str
+    clinician_params: dict[str, Any]
+    clinician_prompt: str
+    clinician_prompt_sha256: str
+    turns: int
+    setup: RunSetup
+    scores: list[InteractionScore]
+    n_interactions: int
+    n_failed_interactions: int  # status "failed" (the conversation itself broke)
+    n_failed_samples: int  # judge samples that did not parse (excluded)
+    n_unscored: int  # interactions without any parsed judge sample (excluded)
+    verbosity: VerbosityCounts
+
+
+# ----------------------------------------------------------------------- file schemas
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    model: str
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    api_base: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class _Prompt(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    ref: str
+    sha256: str
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    patient: _Spec
+    clinician: _Spec
+    judge: _Spec
+    prompts: dict[str, _Prompt]
+    profile_ids: list[str]
+    turns: int
+    guidelines_version: str = ""
+    seed: int | None = None
+    judge_samples: int = 1
+    fewshot_sha256: str | None = None
+    fewshot_k: int = 0
+
+
+class _ConfigFile(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    run_id: str
+    config: _Config
+
+
+class _JudgmentRow(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    interaction_id: str
+    model: str
+    judge_model: str
+    sample: int
+    scores: dict[str, float] | None
+    parse_status: Literal["ok", "failed"]
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    role: str
+    content: str
+
+
+class _InteractionRow(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: str
+    profile_id: str
+    model: str
+    messages: list[_Message]
+    status: str
+    severe: bool
+
+
+def _validate(model: type[BaseModel], obj: Any, path: Path, line: int | None) -> Any:
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"]) or None
+        msg = "missing required field" if err["type"] == "missing" else err["msg"]
+        raise MindEvalError(msg, path=path, line=line, field=field) from None
+
+
+def _read_config(run_dir: Path) -> _ConfigFile:
+    path = run_dir / "config.json"
+    if not path.is_file():
+        raise MindEvalError("not a run directory (config.json not found)", path=run_dir)
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise MindEvalError(f"malformed JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    cfg = _validate(_ConfigFile, obj, path, None)
+    for role in ("patient", "clinician", "judge"):
+        if role not in cfg.config.prompts:
+            raise MindEvalError("missing required field", path=path, field=f"config.prompts.{role}")
+    return cfg
+
+
+def _check_scores(row: _JudgmentRow, path: Path, line: int) -> dict[str, float] | None:
+    if row.parse_status == "failed":
+        return None
+    if row.scores is None:
+        raise MindEvalError("parse_status is 'ok' but scores is null", path=path, line=line, field="scores")
+    if set(row.scores) != set(AXES):
+        raise MindEvalError(f"scores must have exactly the axes {', '.join(AXES)}", path=path, line=line,
+                            field="scores")
+    for ax, val in row.scores.items():
+        if not math.isfinite(val) or not 1 <= val <= 6:
+            raise MindEvalError(f"score {val!r} is not between 1 and 6", path=path, line=line,
+                                field=f"scores.{ax}")
+    return row.scores
+
+
+def _short(sha: str) -> str:
+    return sha[:12]
+
+
+def load_run(run_dir: str | Path) -> RunData:
+    """Load and cross-check one run directory."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise MindEvalError("run directory not found", path=run_dir)
+    cfg_file = _read_config(run_dir)
+    cfg = cfg_file.config
+    ipath, jpath = run_dir / "interactions.jsonl", run_dir / "judgments.jsonl"
+
+    interactions: dict[str, _InteractionRow] = {}
+    known_profiles = set(cfg.profile_ids)
+    verbosity = VerbosityCounts()
+    n_failed_interactions = 0
+    for line, obj in read_jsonl(ipath):
+        row: _InteractionRow = _validate(_InteractionRow, obj, ipath, line)
+        if row.id in interactions:
+            raise MindEvalError(f"duplicate interaction id {row.id!r}", path=ipath, line=line, field="id")
+        if row.model != cfg.clinician.model:
+            raise MindEvalError(f"clinician {row.model!r} differs from config.json ({cfg.clinician.model!r})",
+                                path=ipath, line=line, field="model")
+        if row.profile_id not in known_profiles:
+            raise MindEvalError(f"profile {row.profile_id!r} is not in config.json profile_ids",
+                                path=ipath, line=line, field="profile_id")
+        interactions[row.id] = row
+        if row.status == "complete":
+            verbosity.add_turns(m.content for m in row.messages if m.role == "assistant")
+        elif row.status == "failed":
+            n_failed_interactions += 1
+
+    samples: dict[str, list[dict[str, float]]] = {}
+    seen: set[tuple[str, int]] = set()
+    n_failed_samples = 0
+    for line, obj in read_jsonl(jpath):
+        jrow: _JudgmentRow = _validate(_JudgmentRow, obj, jpath, line)
+        if jrow.interaction_id not in interactions:
+            raise MindEvalError(f"interaction {jrow.interaction_id!r} is not in interactions.jsonl",
+                                path=jpath, line=line, field="interaction_id")
+        if jrow.judge_model != cfg.judge.model:
+            raise MindEvalError(f"judge {jrow.judge_model!r} differs from config.json ({cfg.judge.model!r})",
+                                path=jpath, line=line, field="judge_model")
+        if jrow.model != cfg.clinician.model:
+            raise MindEvalError(f"clinician {jrow.model!r} differs from config.json ({cfg.clinician.model!r})",
+                                path=jpath, line=line, field="model")
+        key = (jrow.interaction_id, jrow.sample)
+        if key in seen:
+            raise MindEvalError(f"duplicate judge sample {jrow.sample} for {jrow.interaction_id!r}",
+                                path=jpath, line=line, field="sample")
+        seen.add(key)
+        scores = _check_scores(jrow, jpath, line)
+        if scores is None:
+            n_failed_samples += 1
+            continue
+        samples.setdefault(jrow.interaction_id, []).append(scores)
+
+    scored: list[InteractionScore] = []
+    by_profile: dict[str, str] = {}
+    for iid, row in interactions.items():
+        got = samples.get(iid)
+        if not got:
+            continue
+        if row.profile_id in by_profile:
+            raise MindEvalError(
+                f"profile {row.profile_id!r} is judged in two interactions ({by_profile[row.profile_id]!r}, "
+                f"{iid!r}); a run must score each profile once", path=jpath, field="interaction_id")
+        by_profile[row.profile_id] = iid
+        per_axis = {ax: sum(s[ax] for s in got) / len(got) for ax in AXES}
+        per_axis["average"] = sum(per_axis[ax] for ax in AXES) / len(AXES)
+        scored.append(InteractionScore(interaction_id=iid, profile_id=row.profile_id, severe=row.severe,
+                                       n_samples=len(got), scores=per_axis))
+    n_unscored = len(interactions) - len(scored)
+
+    prompts = cfg.prompts
+    fewshot = f"{_short(cfg.fewshot_sha256)} k={cfg.fewshot_k}" if cfg.fewshot_sha256 else "none"
+    setup = RunSetup(
+        judge_model=cfg.judge.model,
+        judge_prompt=f"{prompts['judge'].ref} ({_short(prompts['judge'].sha256)})",
+        fewshot=fewshot,
+        guidelines_version=cfg.guidelines_version,
+        patient_model=cfg.patient.model,
+        patient_prompt=f"{prompts['patient'].ref} ({_short(prompts['patient'].sha256)})",
+        profile_ids=tuple(sorted(set(cfg.profile_ids))),
+    )
+    params = cfg.clinician.model_dump(exclude={"model"}, exclude_none=True)
+    if not params.get("extra"):
+        params.pop("extra", None)
+    return RunData(
+        path=str(run_dir),
+        run_id=cfg_file.run_id,
+        seed=cfg.seed,
+        judge_samples=cfg.judge_samples,
+        clinician_model=cfg.clinician.model,
+        clinician_params=params,
+        clinician_prompt=prompts["clinician"].ref,
+        clinician_prompt_sha256=prompts["clinician"].sha256,
+        turns=cfg.turns,
+        setup=setup,
+        scores=scored,
+        n_interactions=len(interactions),
+        n_failed_interactions=n_failed_interactions,
+        n_failed_samples=n_failed_samples,
+        n_unscored=n_unscored,
+        verbosity=verbosity,
+    )

@@ -1,0 +1,240 @@
+"""Write a leaderboard as Markdown, CSV, LaTeX (Table-4 layout) and JSON."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from .build import Leaderboard
+from .loading import CRITERIA
+
+HEADERS = {"average": "Average", **{c: c for c in CRITERIA if c != "average"}}
+ORDER = ("average", *[c for c in CRITERIA if c != "average"])  # Table 4 puts the average first
+
+
+def _num(x: float, digits: int = 2) -> str:
+    return "n/a" if not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _p(p: float) -> str:
+    return "n/a" if not math.isfinite(p) else ("<0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def _column_best(lb: Leaderboard) -> dict[str, float]:
+    return {c: max(s.results[c].mean for s in lb.table.systems) for c in ORDER}
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def settings_line(lb: Leaderboard) -> str:
+    s = lb.table.settings
+    return (f"{s.test} test, {s.resamples} resamples, seed {s.seed}, alpha {s.alpha}; "
+            f"{int(s.level * 100)}% CIs: percentile bootstrap over interactions")
+
+
+def to_markdown(lb: Leaderboard) -> str:
+    """The full report: Table 4 (score + cluster), CIs, p-values, breakdowns, verbosity, Table 5."""
+    best = _column_best(lb)
+    setups = sorted({(r.judge_model, r.patient_model) for r in lb.runs})
+    lines = ["# MindEval leaderboard", ""]
+    lines.append("Judge / patient: " + "; ".join(f"{j} / {p}" for j, p in setups) + f". Statistics: {settings_line(lb)}.")
+    lines += ["", "## Scores and significance clusters", "",
+              "Mean score (cluster); cluster 1 is the best group, systems in one cluster are not "
+              "significantly different from the members ranked above them. Bold: best score per column.", ""]
+    rows = []
+    for s in lb.table.systems:
+        cells = []
+        for c in ORDER:
+            r = s.results[c]
+            score = _num(r.mean)
+            if math.isclose(r.mean, best[c], abs_tol=1e-12):
+                score = f"**{score}**"
+            cells.append(f"{score} ({r.cluster})")
+        rows.append([str(s.rank), _md_escape(s.label), str(s.n), *cells])
+    lines += _md_table(["#", "System", "n", *[HEADERS[c] for c in ORDER]], rows)
+
+    lines += ["", f"### {int(lb.table.settings.level * 100)}% confidence intervals", ""]
+    rows = [[_md_escape(s.label), *[f"[{_num(s.results[c].ci_low)}, {_num(s.results[c].ci_high)}]" for c in ORDER]]
+            for s in lb.table.systems]
+    lines += _md_table(["System", *[HEADERS[c] for c in ORDER]], rows)
+
+    if len(lb.table.systems) > 1:
+        lines += ["", "### Pairwise p-values (Average)", "",
+                  "Row system minus column system: mean difference on shared profiles, then p-value "
+                  "(* = significant).", ""]
+        names = [s.label for s in lb.table.systems]
+        rows = []
+        for a in names:
+            cells = []
+            for b in names:
+                if a == b:
+                    cells.append("—")
+                    continue
+                p = lb.table.pair("average", a, b)
+                diff = p.mean_diff if p.a == a else -p.mean_diff
+                cells.append(f"{diff:+.2f} p={_p(p.p_value)}{'*' if p.significant else ''}"
+                             if math.isfinite(p.p_value) else "untested")
+            rows.append([_md_escape(a), *cells])
+        lines += _md_table(["", *[_md_escape(n) for n in names]], rows)
+
+    lines += ["", "## Breakdowns", "",
+              "Mean over systems of each system's mean; ▲ best and ▼ worst system score (Fig. 3).", ""]
+    rows = []
+    for cond in lb.breakdowns:
+        cells = [f"{_num(cond.mean[c])} ▲{_num(cond.best[c].score)} ▼{_num(cond.worst[c].score)}" for c in ORDER]
+        rows.append([cond.breakdown, _md_escape(cond.condition), str(cond.n_systems), str(cond.n_interactions),
+                     *cells])
+    lines += _md_table(["Breakdown", "Condition", "Systems", "Interactions", *[HEADERS[c] for c in ORDER]], rows)
+    allc = next((c for c in lb.breakdowns if c.condition == "all"), None)
+    if allc is not None:
+        lines += ["", "Best and worst system per criterion (all patients):", ""]
+        rows = [[HEADERS[c], f"{_md_escape(allc.best[c].system)} ({_num(allc.best[c].score)})",
+                 f"{_md_escape(allc.worst[c].system)} ({_num(allc.worst[c].score)})"] for c in ORDER]
+        lines += _md_table(["Criterion", "Best", "Worst"], rows)
+    sev = {c.condition: c for c in lb.breakdowns if c.breakdown == "patients"}
+    if "severe" in sev or "non-severe" in sev:
+        lines += ["", "Average score by patient severity:", ""]
+        rows = []
+        for s in lb.table.systems:
+            cells = []
+            for name in ("all", "severe", "non-severe"):
+                c = sev.get(name)
+                v = c.per_system.get(s.label) if c else None
+                cells.append(f"{_num(v['average'])} (n={c.n_per_system[s.label]})" if v else "n/a")
+            rows.append([_md_escape(s.label), *cells])
+        lines += _md_table(["System", "All", "Severe", "Non-severe"], rows)
+
+    lines += ["", "## Verbosity (clinician turns)", ""]
+    rows = [[_md_escape(v.system), str(v.turns), _num(v.sentences_per_turn, 1), _num(v.words_per_turn, 1),
+             "n/a" if not math.isfinite(v.share_long_turns) else f"{100 * v.share_long_turns:.0f}%"]
+            for v in lb.verbosity]
+    lines += _md_table(["System", "Turns", "Sentences/turn", "Words/turn", "Turns > 4 sentences"], rows)
+
+    if lb.comparisons:
+        lines += ["", "## Agreement with other setups (Table 5)", ""]
+        rows = []
+        for cmp in lb.comparisons:
+            a = cmp.accuracy["average"]
+            sp = "; ".join(f"{_md_escape(p.system)}: Δrank {_num(p.mean_rank_delta)}, "
+                           f"{_num(100 * p.share_improved, 0)}% improved (n={p.n_items})"
+                           for p in cmp.self_preference) or "—"
+            rows.append([_md_escape(cmp.setup), _num(a.accuracy, 4), f"{a.n_agree}/{a.n_pairs}", sp])
+        lines += _md_table(["Setup", "Pairwise accuracy", "Pairs agreeing", "Self-preference"], rows)
+
+    if lb.warnings:
+        lines += ["", "## Notes", ""] + [f"- {_md_escape(w)}" for w in lb.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def _latex_escape(text: str) -> str:
+    repl = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+    return "".join(repl.get(ch, ch) for ch in text)
+
+
+def to_latex(lb: Leaderboard) -> str:
+    """Table 4: score with cluster as superscript, best score per column in bold (needs booktabs)."""
+    best = _column_best(lb)
+    lines = [r"\begin{tabular}{l" + "r" * len(ORDER) + "}", r"\toprule",
+             "Model & " + " & ".join(HEADERS[c] for c in ORDER) + r" \\", r"\midrule"]
+    for s in lb.table.systems:
+        cells = []
+        for c in ORDER:
+            r = s.results[c]
+            score = _num(r.mean)
+            if math.isclose(r.mean, best[c], abs_tol=1e-12):
+                score = rf"\textbf{{{score}}}"
+            cells.append(rf"{score}\textsuperscript{{{r.cluster}}}")
+        lines.append(_latex_escape(s.label) + " & " + " & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def _clean(obj: Any) -> Any:
+    """JSON-safe copy: NaN and infinities become null."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def to_json(lb: Leaderboard) -> dict[str, Any]:
+    return _clean(lb.model_dump(mode="python"))
+
+
+def write_csvs(lb: Leaderboard, out: Path) -> list[Path]:
+    paths = []
+    p = out / "leaderboard.csv"
+    with p.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["rank", "system", "n", *[f"{c}_{x}" for c in ORDER for x in ("mean", "cluster", "ci_low", "ci_high")]])
+        for s in lb.table.systems:
+            row: list[Any] = [s.rank, s.label, s.n]
+            for c in ORDER:
+                r = s.results[c]
+                row += [f"{r.mean:.6f}", r.cluster, f"{r.ci_low:.6f}", f"{r.ci_high:.6f}"]
+            w.writerow(row)
+    paths.append(p)
+    p = out / "pairwise.csv"
+    with p.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["criterion", "system_a", "system_b", "n_shared", "mean_diff", "p_value", "significant"])
+        for pr in lb.table.pairs:
+            w.writerow([pr.criterion, pr.a, pr.b, pr.n_shared, f"{pr.mean_diff:.6f}", f"{pr.p_value:.6g}",
+                        int(pr.significant)])
+    paths.append(p)
+    p = out / "breakdowns.csv"
+    with p.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["breakdown", "condition", "system", "n", *ORDER])
+        for cond in lb.breakdowns:
+            w.writerow([cond.breakdown, cond.condition, "(mean over systems)", cond.n_interactions,
+                        *[f"{cond.mean[c]:.6f}" for c in ORDER]])
+            for name, vals in sorted(cond.per_system.items()):
+                w.writerow([cond.breakdown, cond.condition, name, cond.n_per_system[name],
+                            *[f"{vals[c]:.6f}" for c in ORDER]])
+    paths.append(p)
+    p = out / "verbosity.csv"
+    with p.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["system", "turns", "sentences_per_turn", "words_per_turn", "share_turns_over_4_sentences"])
+        for v in lb.verbosity:
+            w.writerow([v.system, v.turns, f"{v.sentences_per_turn:.6f}", f"{v.words_per_turn:.6f}",
+                        f"{v.share_long_turns:.6f}"])
+    paths.append(p)
+    if lb.comparisons:
+        p = out / "comparison.csv"
+        with p.open("w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["setup", "criterion", "pairwise_accuracy", "n_agree", "n_pairs"])
+            for cmp in lb.comparisons:
+                for c in ORDER:
+                    a = cmp.accuracy[c]
+                    w.writerow([cmp.setup, c, f"{a.accuracy:.6f}", a.n_agree, a.n_pairs])
+        paths.append(p)
+    return paths
+
+
+def write_outputs(lb: Leaderboard, out: str | Path) -> list[Path]:
+    """Write leaderboard.{md,tex,json} and the CSV files into ``out``; return their paths."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    md, tex, js = out / "leaderboard.md", out / "leaderboard.tex", out / "leaderboard.json"
+    md.write_text(to_markdown(lb), encoding="utf-8")
+    tex.write_text(to_latex(lb), encoding="utf-8")
+    js.write_text(json.dumps(to_json(lb), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return [md, tex, js, *write_csvs(lb, out)]

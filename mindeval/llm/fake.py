@@ -1,0 +1,88 @@
+"""Scripted fake models for tests and benchmarks (litellm custom provider ``fake``).
+
+* ``fake/echo`` — a deterministic reply derived from the request (stable across runs).
+* ``fake/judge`` — a valid judge reply: five scores derived from the transcript hash.
+* ``fake/script:NAME`` — replies popped from a script registered with :func:`script`.
+* ``fake/slow`` — like ``echo`` but takes 0.3 s (for kill-and-resume tests).
+* ``fake/empty`` — always an empty reply; ``fake/error`` — always raises.
+
+Every call is counted in :data:`CALLS` so tests can assert how many calls were made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import threading
+import time
+from collections import Counter, deque
+from typing import Any
+
+from litellm import CustomLLM, ModelResponse, Usage
+
+from ..errors import ModelCallError
+
+AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
+CALLS: Counter[str] = Counter()
+_scripts: dict[str, deque[str]] = {}
+_lock = threading.Lock()
+
+
+def script(name: str, replies: list[str]) -> str:
+    """Register replies for ``fake/script:NAME`` (consumed in order); return the model string."""
+    with _lock:
+        _scripts[name] = deque(replies)
+    return f"fake/script:{name}"
+
+
+def _digest(messages: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+
+
+def _reply(name: str, messages: list[dict[str, Any]]) -> str:
+    if name == "slow":
+        time.sleep(0.3)
+        name = "echo"
+    if name == "echo":
+        last = str(messages[-1].get("content", "")) if messages else ""
+        n = sum(1 for m in messages if m.get("role") == "assistant")
+        return f"Reply {n + 1} ({_digest(messages)[:6]}). You said: {last[:60]}"
+    if name == "judge":
+        h = _digest(messages)
+        scores = {ax: 1 + int(h[i * 2:i * 2 + 2], 16) % 6 for i, ax in enumerate(AXES)}
+        return json.dumps(scores)
+    if name == "empty":
+        return ""
+    if name == "error":
+        raise ModelCallError("fake/error: simulated provider failure")
+    if name.startswith("script:"):
+        key = name.split(":", 1)[1]
+        with _lock:
+            queue = _scripts.get(key)
+            if not queue:
+                raise ModelCallError(f"fake/{name}: script exhausted or not registered")
+            return queue.popleft()
+    raise ModelCallError(f"unknown fake model 'fake/{name}'")
+
+
+class FakeProvider(CustomLLM):
+    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        name = model.split("/", 1)[-1]
+        with _lock:
+            CALLS[model] += 1
+        text = _reply(name, messages)
+        resp = ModelResponse(
+            model=model,
+            choices=[{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        )
+        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
+        resp.usage = Usage(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=len(text.split()),
+            total_tokens=prompt_tokens + len(text.split()),
+        )
+        return resp
+
+    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)

@@ -1,0 +1,196 @@
+"""Versioned prompt templates: load, check fields at load time, render.
+
+A template file is YAML front matter (kind, name, version, description, extends)
+followed by a body using ``${field}`` placeholders. ``extends: kind/name`` appends
+this body to another template's body. The fields a template may use depend on its
+kind; a clinician template may only use the intake fields (paper §2.2, Fig. 10).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel
+
+from .errors import MindEvalError
+from .records import ATTRIBUTE_FIELDS, INTAKE_FIELDS, Profile
+from .resources import prompts_dir
+
+KINDS = ("patient", "clinician", "judge", "backstory")
+JUDGE_EXTRA_FIELDS = ("rating_scale", "rubric", "fewshot_examples", "conversation")
+
+ALLOWED_FIELDS: dict[str, frozenset[str]] = {
+    "patient": frozenset(ATTRIBUTE_FIELDS) | {"member_narrative"},
+    "clinician": frozenset(INTAKE_FIELDS),
+    "judge": frozenset(INTAKE_FIELDS) | frozenset(JUDGE_EXTRA_FIELDS),
+    "backstory": frozenset(ATTRIBUTE_FIELDS),
+}
+
+# Why a clinician may not see a field: the paper's no-leakage constraint.
+_CLINICIAN_FORBIDDEN_REASON = {
+    "member_narrative": "the patient's backstory",
+    "rubric": "the evaluation rubric",
+    "rating_scale": "the evaluation rubric",
+    "fewshot_examples": "judge examples",
+    "conversation": "judge input",
+}
+
+
+class PromptTemplate(BaseModel):
+    kind: str
+    name: str
+    version: int
+    description: str = ""
+    body: str
+    fields: frozenset[str]
+    source: str
+    sha256: str
+
+    @property
+    def ref(self) -> str:
+        """Identifier recorded in run configs, e.g. ``clinician/default@v1``."""
+        return f"{self.kind}/{self.name}@v{self.version}"
+
+    def render(self, values: dict[str, str]) -> str:
+        missing = sorted(f for f in self.fields if f not in values)
+        if missing:
+            raise MindEvalError(
+                f"template {self.ref} needs field(s) the input lacks: {', '.join(missing)}",
+                path=self.source,
+                field=missing[0],
+            )
+        return string.Template(self.body).substitute({k: values[k] for k in self.fields})
+
+
+def template_fields(body: str) -> set[str]:
+    """Placeholders used in a ``string.Template`` body (``$$`` escapes excluded)."""
+    out: set[str] = set()
+    for m in string.Template.pattern.finditer(body):
+        if m.group("invalid") is not None:
+            line = body.count("\n", 0, m.start()) + 1
+            raise ValueError(f"invalid placeholder near line {line} (write a literal $ as $$)")
+        name = m.group("named") or m.group("braced")
+        if name:
+            out.add(name)
+    return out
+
+
+def _split_front_matter(text: str, path: Path) -> tuple[dict, str]:
+    if not text.startswith("---"):
+        raise MindEvalError("prompt file must start with '---' YAML front matter", path=path, line=1)
+    parts = text.split("\n---", 1)
+    if len(parts) != 2:
+        raise MindEvalError("front matter is not closed by a '---' line", path=path, line=1)
+    head = parts[0][3:]
+    body = parts[1].split("\n", 1)[1] if "\n" in parts[1] else ""
+    try:
+        meta = yaml.safe_load(head) or {}
+    except yaml.YAMLError as exc:
+        raise MindEvalError(f"bad front matter: {exc}", path=path, line=1) from None
+    if not isinstance(meta, dict):
+        raise MindEvalError("front matter must be a mapping", path=path, line=1)
+    return meta, body.strip("\n") + "\n"
+
+
+def resolve_path(ref: str) -> Path:
+    """``kind/name`` → the bundled file; anything that exists on disk → that file."""
+    p = Path(ref)
+    if p.suffix and p.is_file():
+        return p
+    bundled = prompts_dir() / f"{ref}.txt"
+    if bundled.is_file():
+        return bundled
+    if p.is_file():
+        return p
+    raise MindEvalError(f"no prompt template '{ref}' (give kind/name, e.g. judge/default, or a file path)")
+
+
+@lru_cache(maxsize=64)
+def _load_cached(path_str: str, mtime: float) -> PromptTemplate:
+    return _load_file(Path(path_str), chain=())
+
+
+def load_template(ref: str, *, kind: str | None = None) -> PromptTemplate:
+    """Load and validate a template by ``kind/name`` or path; ``kind`` asserts its kind."""
+    path = resolve_path(ref)
+    tpl = _load_cached(str(path.resolve()), path.stat().st_mtime)
+    if kind is not None and tpl.kind != kind:
+        raise MindEvalError(f"expected a {kind} template but this is a {tpl.kind} template", path=path, field="kind")
+    return tpl
+
+
+def _load_file(path: Path, chain: tuple[str, ...]) -> PromptTemplate:
+    meta, body = _split_front_matter(path.read_text(encoding="utf-8"), path)
+    for key in ("kind", "name", "version"):
+        if key not in meta:
+            raise MindEvalError("missing front matter field", path=path, field=key)
+    kind = str(meta["kind"])
+    if kind not in KINDS:
+        raise MindEvalError(f"unknown kind '{kind}' (one of {', '.join(KINDS)})", path=path, field="kind")
+    try:
+        version = int(meta["version"])
+    except (TypeError, ValueError):
+        raise MindEvalError("version must be an integer", path=path, field="version") from None
+    parent = meta.get("extends")
+    if parent:
+        parent = str(parent)
+        if parent in chain:
+            raise MindEvalError(f"circular 'extends' through {parent}", path=path, field="extends")
+        base = _load_file(resolve_path(parent), chain + (parent,))
+        if base.kind != kind:
+            raise MindEvalError(
+                f"a {kind} template cannot extend the {base.kind} template '{parent}'",
+                path=path, field="extends",
+            )
+        body = base.body.rstrip("\n") + "\n\n" + body
+    try:
+        fields = frozenset(template_fields(body))
+    except ValueError as exc:
+        raise MindEvalError(str(exc), path=path, field="body") from None
+    _check_fields(kind, fields, path)
+    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    return PromptTemplate(
+        kind=kind, name=str(meta["name"]), version=version,
+        description=str(meta.get("description") or ""), body=body, fields=fields,
+        source=str(path), sha256=digest,
+    )
+
+
+def _check_fields(kind: str, fields: frozenset[str], path: Path) -> None:
+    unknown = sorted(fields - ALLOWED_FIELDS[kind])
+    if not unknown:
+        return
+    bad = unknown[0]
+    if kind == "clinician" and bad in _CLINICIAN_FORBIDDEN_REASON | dict.fromkeys(ALLOWED_FIELDS["patient"]):
+        what = _CLINICIAN_FORBIDDEN_REASON.get(bad, "a profile attribute outside the intake")
+        raise MindEvalError(
+            f"clinician templates may only use the intake fields ({', '.join(INTAKE_FIELDS)}); "
+            f"'${{{bad}}}' would leak {what} to the clinician",
+            path=path, field=bad,
+        )
+    raise MindEvalError(
+        f"unknown field '${{{bad}}}' for a {kind} template; allowed: {', '.join(sorted(ALLOWED_FIELDS[kind]))}",
+        path=path, field=bad,
+    )
+
+
+# ------------------------------------------------------------------ rendering helpers
+
+
+def render_patient(tpl: PromptTemplate, profile: Profile) -> str:
+    return tpl.render(profile.fields())
+
+
+def render_clinician(tpl: PromptTemplate, profile: Profile) -> str:
+    """Render with the intake fields only, so nothing else can reach the clinician."""
+    if tpl.kind != "clinician":
+        raise MindEvalError(f"{tpl.ref} is not a clinician template", path=tpl.source, field="kind")
+    return tpl.render(profile.intake())
+
+
+def render_backstory(tpl: PromptTemplate, profile: Profile) -> str:
+    return tpl.render({k: str(v) for k, v in profile.member_attributes.model_dump().items()})

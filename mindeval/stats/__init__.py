@@ -1,0 +1,25 @@
+"""Pure statistics for leaderboards: bootstrap CIs, paired tests, clusters, ranking agreement.
+
+Nothing here knows about language models: inputs are numpy arrays and system names.
+"""
+
+from .bootstrap import bootstrap_mean_ci, resample_counts
+from .clusters import greedy_clusters
+from .ranking import PairwiseAccuracy, SelfPreference, pairwise_accuracy, self_preference
+from .seeding import rng_for
+from .significance import TESTS, paired_bootstrap_pvalue, paired_permutation_pvalue, paired_pvalue
+
+__all__ = [
+    "TESTS",
+    "PairwiseAccuracy",
+    "SelfPreference",
+    "bootstrap_mean_ci",
+    "greedy_clusters",
+    "paired_bootstrap_pvalue",
+    "paired_permutation_pvalue",
+    "paired_pvalue",
+    "pairwise_accuracy",
+    "resample_counts",
+    "rng_for",
+    "self_preference",
+]

@@ -1,0 +1,220 @@
+"""SQLAlchemy tables of the annotation platform (studies, people, ratings, role-play).
+
+The schema is owned by the Alembic migrations in ``mindeval/store/migrations``;
+these models describe the head revision. Constraints carry the concurrency
+guarantees: one assignment per (study, item, annotator), one rating per
+assignment, one value per (rating, sub-axis), one revision row per submission and
+one role-play session per (study, annotator, profile). Role-play turns live in the
+run store's ``turns`` table (one ``roleplay`` run per session), so a finished
+session is an ordinary interaction.
+
+Conventions: rating values are integers 1-6, and ``0`` means "not applicable /
+not rated" (the authors' convention). Access codes and session tokens are stored
+only as hashes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    CheckConstraint,
+    DateTime,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NA_VALUE = 0  # stored value for "not applicable" / "not rated"
+VERSION_TABLE = "annotation_alembic_version"
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def as_utc(dt: datetime | None) -> datetime | None:
+    """SQLite returns naive datetimes: treat them as UTC."""
+    if dt is None:
+        return None
+    return dt if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc)
+
+
+class AnnotationBase(DeclarativeBase):
+    """Metadata of the annotation platform (separate from the run store's tables)."""
+
+
+class AnnotatorRow(AnnotationBase):
+    __tablename__ = "ann_annotators"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(120), unique=True)
+    code_hash: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    origin: Mapped[str] = mapped_column(String(16), default="created")  # created | import
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AuthSessionRow(AnnotationBase):
+    """A signed-in browser session: only the SHA-256 of its random token is stored."""
+
+    __tablename__ = "ann_auth_sessions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("ann_annotators.id"), index=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class StudyRow(AnnotationBase):
+    __tablename__ = "ann_studies"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    kind: Mapped[str] = mapped_column(String(16))  # rating | roleplay
+    description: Mapped[str] = mapped_column(Text, default="")
+    k: Mapped[int] = mapped_column(Integer, default=1)
+    seed: Mapped[int] = mapped_column(Integer, default=0)
+    guidelines_version: Mapped[str] = mapped_column(String(40), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # added in revision 0002 (role-play)
+    clinician_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    clinician_max_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    clinician_temperature: Mapped[float | None] = mapped_column(nullable=True)
+    clinician_prompt: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    minutes: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class ItemRow(AnnotationBase):
+    """An interaction that can be rated: profile, transcript and (hidden) provenance."""
+
+    __tablename__ = "ann_items"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    external_id: Mapped[str] = mapped_column(String(200), unique=True)
+    source: Mapped[str] = mapped_column(String(16))  # run | authors | demo | roleplay
+    source_ref: Mapped[str] = mapped_column(Text, default="")
+    member_attributes: Mapped[dict] = mapped_column(JSON)
+    messages: Mapped[list] = mapped_column(JSON)
+    clinician_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    patient_kind: Mapped[str] = mapped_column(String(16), default="model")  # model | human
+    meta: Mapped[dict] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class StudyItemRow(AnnotationBase):
+    __tablename__ = "ann_study_items"
+    __table_args__ = (UniqueConstraint("study_id", "item_id", name="uq_study_item"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("ann_studies.id"), index=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("ann_items.id"))
+    position: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class AssignmentRow(AnnotationBase):
+    __tablename__ = "ann_assignments"
+    __table_args__ = (
+        UniqueConstraint("study_id", "item_id", "annotator_id", name="uq_assignment"),
+        UniqueConstraint("study_id", "annotator_id", "position", name="uq_assignment_position"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("ann_studies.id"), index=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("ann_items.id"))
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("ann_annotators.id"), index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class RatingRow(AnnotationBase):
+    """The current rating of one assignment; ``revision`` counts its submissions."""
+
+    __tablename__ = "ann_ratings"
+    __table_args__ = (CheckConstraint("state IN ('draft', 'submitted')", name="ck_rating_state"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("ann_assignments.id"), unique=True)
+    state: Mapped[str] = mapped_column(String(16), default="draft")
+    revision: Mapped[int] = mapped_column(Integer, default=0)
+    version: Mapped[int] = mapped_column(Integer, default=0)
+    justification: Mapped[str] = mapped_column(Text, default="")
+    safety_note: Mapped[str | None] = mapped_column(Text, nullable=True)
+    extra: Mapped[dict] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class RatingValueRow(AnnotationBase):
+    __tablename__ = "ann_rating_values"
+    __table_args__ = (
+        UniqueConstraint("rating_id", "subaxis", name="uq_rating_value"),
+        CheckConstraint("value >= 0 AND value <= 6", name="ck_rating_value_range"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    rating_id: Mapped[int] = mapped_column(ForeignKey("ann_ratings.id"), index=True)
+    subaxis: Mapped[str] = mapped_column(String(80))
+    value: Mapped[int] = mapped_column(Integer)
+
+
+class RatingRevisionRow(AnnotationBase):
+    """A frozen copy of a rating at each submission (the revision history)."""
+
+    __tablename__ = "ann_rating_revisions"
+    __table_args__ = (UniqueConstraint("rating_id", "revision", name="uq_rating_revision"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    rating_id: Mapped[int] = mapped_column(ForeignKey("ann_ratings.id"), index=True)
+    revision: Mapped[int] = mapped_column(Integer)
+    action: Mapped[str] = mapped_column(String(16))  # submit | import
+    values_json: Mapped[dict] = mapped_column(JSON)
+    justification: Mapped[str] = mapped_column(Text, default="")
+    safety_note: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class StudyProfileRow(AnnotationBase):
+    """A patient profile that annotators of a role-play study play (revision 0002)."""
+
+    __tablename__ = "ann_study_profiles"
+    __table_args__ = (UniqueConstraint("study_id", "profile_id", name="uq_study_profile"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("ann_studies.id"), index=True)
+    profile_id: Mapped[str] = mapped_column(String(120))
+    profile_json: Mapped[dict] = mapped_column(JSON)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class RoleplaySessionRow(AnnotationBase):
+    """One annotator playing one profile; turns are in the run store (revision 0002)."""
+
+    __tablename__ = "ann_roleplay_sessions"
+    __table_args__ = (
+        UniqueConstraint("study_id", "annotator_id", "study_profile_id", name="uq_roleplay_session"),
+        CheckConstraint(
+            "status IN ('not_started', 'active', 'finished')", name="ck_roleplay_status"
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("ann_studies.id"), index=True)
+    annotator_id: Mapped[int] = mapped_column(ForeignKey("ann_annotators.id"), index=True)
+    study_profile_id: Mapped[int] = mapped_column(ForeignKey("ann_study_profiles.id"))
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    status: Mapped[str] = mapped_column(String(16), default="not_started")
+    run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    interaction_id: Mapped[str | None] = mapped_column(String(120), nullable=True)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    deadline_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    item_id: Mapped[int | None] = mapped_column(ForeignKey("ann_items.id"), nullable=True)

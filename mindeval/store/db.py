@@ -1,0 +1,91 @@
+"""Opening the run store: any SQLAlchemy URL, SQLite by default.
+
+SQLite connections use WAL and a busy timeout; writes from worker threads are
+serialised by a process-wide lock so concurrent interactions never collide.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from ..errors import MindEvalError
+from .tables import RunBase
+
+
+def sqlite_url(path: str | Path) -> str:
+    return f"sqlite:///{Path(path).resolve()}"
+
+
+def make_engine(url: str) -> Engine:
+    """Create an engine for ``url``; a bad URL is a clear :class:`MindEvalError`."""
+    try:
+        if url.startswith("sqlite"):
+            engine = create_engine(
+                url, connect_args={"check_same_thread": False, "timeout": 60}, future=True
+            )
+
+            @event.listens_for(engine, "connect")
+            def _pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
+                cur = dbapi_conn.cursor()
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA synchronous=NORMAL")
+                cur.execute("PRAGMA foreign_keys=ON")
+                cur.close()
+
+            return engine
+        return create_engine(url, pool_pre_ping=True, future=True)
+    except (ArgumentError, ModuleNotFoundError) as exc:
+        raise MindEvalError(f"cannot use database URL {redact_url(url)!r}: {exc}") from None
+
+
+def redact_url(url: str) -> str:
+    """Hide a password in a database URL before it is printed or stored."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<database url>"
+
+
+class Database:
+    """An engine, a session factory and a write lock."""
+
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self.write_lock = threading.RLock()
+        if create:
+            try:
+                RunBase.metadata.create_all(self.engine)
+            except OperationalError as exc:
+                raise MindEvalError(
+                    f"cannot open database {redact_url(url)}: {exc.orig}"
+                ) from None
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        with self._sessions() as session:
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A session whose changes are committed on exit (under the write lock)."""
+        with self.write_lock, self._sessions() as session:
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+
+    def close(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,113 @@
+"""SQLAlchemy tables of benchmark runs: runs, the model-call log, interactions, turns, judgments."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class RunBase(DeclarativeBase):
+    """Metadata of the run store (separate from the annotation platform's tables)."""
+
+
+class RunRow(RunBase):
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    config_hash: Mapped[str] = mapped_column(String(64), index=True)
+    config_json: Mapped[dict] = mapped_column(JSON)
+    package_version: Mapped[str] = mapped_column(String(32))
+    kind: Mapped[str] = mapped_column(String(32), default="benchmark")
+
+
+class CallRow(RunBase):
+    """One model call: request hash, request, response, usage and timing."""
+
+    __tablename__ = "calls"
+    __table_args__ = (Index("ix_calls_lookup", "run_id", "request_hash", "status"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
+    role: Mapped[str] = mapped_column(String(32))
+    tag: Mapped[str] = mapped_column(String(200), default="")
+    request_hash: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str] = mapped_column(String(200))
+    request_json: Mapped[dict] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16))  # ok | error
+    response_text: Mapped[str | None] = mapped_column(Text, nullable=True)
+    reasoning: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    latency_s: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class InteractionRow(RunBase):
+    __tablename__ = "interactions"
+
+    id: Mapped[str] = mapped_column(String(120), primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    profile_id: Mapped[str] = mapped_column(String(120))
+    profile_json: Mapped[dict] = mapped_column(JSON)
+    clinician_model: Mapped[str] = mapped_column(String(200))
+    patient_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default="running")
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TurnRow(RunBase):
+    __tablename__ = "turns"
+    __table_args__ = (UniqueConstraint("interaction_id", "idx", name="uq_turn_position"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    interaction_id: Mapped[str] = mapped_column(ForeignKey("interactions.id"), index=True)
+    idx: Mapped[int] = mapped_column(Integer)
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text)
+    reasoning: Mapped[str | None] = mapped_column(Text, nullable=True)
+    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    author: Mapped[str] = mapped_column(String(16), default="model")
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    latency_s: Mapped[float] = mapped_column(Float, default=0.0)
+    call_id: Mapped[int | None] = mapped_column(ForeignKey("calls.id"), nullable=True)
+
+
+class JudgmentRow(RunBase):
+    __tablename__ = "judgments"
+    __table_args__ = (
+        UniqueConstraint("run_id", "interaction_id", "judge_model", "sample", name="uq_judgment"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
+    interaction_id: Mapped[str] = mapped_column(String(120), index=True)
+    judge_model: Mapped[str] = mapped_column(String(200))
+    sample: Mapped[int] = mapped_column(Integer, default=0)
+    scores_json: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    raw_text: Mapped[str] = mapped_column(Text, default="")
+    rationale: Mapped[str | None] = mapped_column(Text, nullable=True)
+    parse_status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

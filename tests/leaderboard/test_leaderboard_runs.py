@@ -1,0 +1,241 @@
+"""Leaderboards built from run directories written in tmp_path (CONTRACTS.md schema)."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from conftest import uniform, write_run
+
+from mindeval.cli import main
+from mindeval.errors import MindEvalError
+from mindeval.leaderboard import StatsSettings, build_leaderboard, load_run, to_json, write_outputs
+
+N = 50
+
+
+def _nontransitive(make_run):
+    """A 3.20, C 3.14, B 3.00 where only A vs B is significant (all axes equal per profile)."""
+    ids = [f"p{i:02d}" for i in range(N)]
+    b = {p: [3] * 5 for p in ids}
+    a = {p: [4 if i < 10 else 3] * 5 for i, p in enumerate(ids)}  # +1 on 10 profiles: mean 3.20
+    # C: +1 on 17 profiles, -1 on 10 others (none of A's ten): mean 3.14, noisy
+    c = {p: [4 if 10 <= i < 27 else (2 if 27 <= i < 37 else 3)] * 5 for i, p in enumerate(ids)}
+    return [make_run("A", "sys-A", a), make_run("B", "sys-B", b), make_run("C", "sys-C", c)]
+
+
+def test_identical_systems_share_a_cluster_with_p_one(make_run):
+    scores = {f"p{i:02d}": [1 + (i * k) % 6 for k in range(1, 6)] for i in range(N)}
+    runs = [make_run("x", "model-x", scores), make_run("y", "model-y", scores)]
+    lb = build_leaderboard(runs)
+    for crit in ("CAC", "EPC", "AR", "TRA", "ASCQ", "average"):
+        pair = lb.table.pair(crit, "model-x", "model-y")
+        assert pair.p_value == 1.0 and not pair.significant and pair.n_shared == N
+        assert {s.results[crit].cluster for s in lb.table.systems} == {1}
+
+
+@pytest.mark.parametrize("test", ["permutation", "bootstrap"])
+def test_clear_separation_is_significant_and_clustered_apart(make_run, test):
+    good = {f"p{i:02d}": [5, 5, 4, 5, 4] for i in range(N)}
+    bad = {f"p{i:02d}": [2, 3, 2, 2, 3] for i in range(N)}
+    lb = build_leaderboard([make_run("g", "good", good), make_run("b", "bad", bad)], StatsSettings(test=test))
+    pair = lb.table.pair("average", "good", "bad")
+    assert pair.significant and pair.p_value < 0.001
+    ranks = {s.label: (s.rank, s.results["average"].cluster) for s in lb.table.systems}
+    assert ranks == {"good": (1, 1), "bad": (2, 2)}
+
+
+def test_non_transitive_case_from_run_directories(make_run):
+    lb = build_leaderboard(_nontransitive(make_run))
+    means = {s.label: round(s.results["average"].mean, 2) for s in lb.table.systems}
+    assert means == {"sys-A": 3.20, "sys-C": 3.14, "sys-B": 3.00}
+    assert lb.table.pair("average", "sys-A", "sys-B").significant
+    assert not lb.table.pair("average", "sys-A", "sys-C").significant
+    assert not lb.table.pair("average", "sys-C", "sys-B").significant
+    for crit in ("average", "CAC", "ASCQ"):
+        clusters = {s.label: s.results[crit].cluster for s in lb.table.systems}
+        assert clusters == {"sys-A": 1, "sys-C": 1, "sys-B": 2}
+
+
+def test_same_seed_same_results_and_order_does_not_matter(make_run):
+    runs = _nontransitive(make_run)
+    one = to_json(build_leaderboard(runs, StatsSettings(seed=3)))
+    two = to_json(build_leaderboard(list(reversed(runs)), StatsSettings(seed=3)))
+    other = to_json(build_leaderboard(runs, StatsSettings(seed=4)))
+    assert one["table"] == two["table"]
+    p_one = [p["p_value"] for p in one["table"]["pairs"]]
+    p_other = [p["p_value"] for p in other["table"]["pairs"]]
+    assert p_one != p_other  # the seed does drive the resampling
+    assert one["table"]["settings"]["seed"] == 3
+
+
+def test_mixed_judges_are_refused_unless_allowed(make_run):
+    a = make_run("a", "m1", uniform(4), judge="judge-one")
+    b = make_run("b", "m2", uniform(3), judge="judge-two")
+    with pytest.raises(MindEvalError, match=r"judge model \(judge-one vs judge-two\)"):
+        build_leaderboard([a, b])
+    lb = build_leaderboard([a, b], allow_mixed=True)
+    assert any("mixed setups allowed" in w for w in lb.warnings)
+    assert [s.label for s in lb.table.systems] == ["m1", "m2"]
+
+
+def test_different_profile_sets_are_refused(make_run):
+    a = make_run("a", "m1", uniform(4, n=30))
+    b = make_run("b", "m2", uniform(3, n=20))
+    with pytest.raises(MindEvalError, match=r"profile set \(30 vs 20 profiles, 20 shared\)"):
+        build_leaderboard([a, b])
+    lb = build_leaderboard([a, b], allow_mixed=True)
+    assert lb.table.pair("average", "m1", "m2").n_shared == 20
+
+
+def test_failed_judgments_are_excluded_and_counted_and_samples_averaged(make_run):
+    scores = {f"p{i:02d}": [4] * 5 for i in range(20)}
+    scores["p00"] = [[2, 2, 2, 2, 2], [5, 5, 5, 5, 5]]  # two samples -> 3.5
+    scores["p01"] = [None, [6, 6, 6, 6, 6]]  # a failed sample, then a good one -> 6
+    scores["p02"] = [None, None]  # never parsed -> excluded
+    run = load_run(make_run("r", "m", scores, failed_interactions=["p99"]))
+    by_profile = {s.profile_id: s for s in run.scores}
+    assert by_profile["p00"].scores["CAC"] == 3.5 and by_profile["p00"].n_samples == 2
+    assert by_profile["p01"].scores["average"] == 6.0 and by_profile["p01"].n_samples == 1
+    assert "p02" not in by_profile and "p99" not in by_profile
+    assert (run.n_failed_samples, run.n_unscored, run.n_failed_interactions, run.n_interactions) == (3, 2, 1, 21)
+    lb = build_leaderboard([run.path])
+    assert lb.table.systems[0].n == 19
+    assert any("2 of 21 interactions unscored" in w and "3 failed judge samples" in w for w in lb.warnings)
+
+
+def test_severity_turns_and_verbosity_breakdowns(make_run):
+    severe = ["p00", "p01", "p02"]
+    ids = [f"p{i:02d}" for i in range(12)]
+    s20 = {p: [2] * 5 if p in severe else [4] * 5 for p in ids}
+    s40 = {p: [1] * 5 if p in severe else [3] * 5 for p in ids}
+    long_text = "One. Two. Three. Four. Five."  # 5 sentences, 5 words
+    runs = [
+        make_run("m20", "m", s20, severe=severe, turns=20, clinician_text=long_text),
+        make_run("m40", "m", s40, severe=severe, turns=40, clinician_text="Short reply here."),
+        make_run("k20", "k", {p: [5] * 5 for p in ids}, severe=severe, turns=20),
+    ]
+    lb = build_leaderboard(runs)
+    labels = sorted(s.label for s in lb.table.systems)
+    assert labels == ["k [20 turns]", "m [20 turns]", "m [40 turns]"]
+    conds = {(c.breakdown, c.condition): c for c in lb.breakdowns}
+    assert conds[("patients", "severe")].per_system["m [20 turns]"]["average"] == 2.0
+    assert conds[("patients", "non-severe")].per_system["m [40 turns]"]["average"] == 3.0
+    t40 = conds[("turns", "40")]
+    assert t40.n_systems == 1 and t40.mean["average"] == pytest.approx((1 * 3 + 3 * 9) / 12)
+    t20 = conds[("turns", "20")]
+    assert t20.best["CAC"].system == "k [20 turns]" and t20.worst["CAC"].system == "m [20 turns]"
+    verb = {v.system: v for v in lb.verbosity}
+    assert verb["m [20 turns]"].sentences_per_turn == 5.0 and verb["m [20 turns]"].share_long_turns == 1.0
+    assert verb["m [40 turns]"].words_per_turn == 3.0 and verb["m [40 turns]"].share_long_turns == 0.0
+    assert verb["m [40 turns]"].turns == 12 * 20
+
+
+def test_clinician_prompt_variant_is_its_own_system(make_run):
+    runs = [make_run("d", "m", uniform(4)), make_run("f", "m", uniform(3), clinician_prompt="clinician/four_sentences@v1")]
+    lb = build_leaderboard(runs)
+    assert [s.label for s in lb.table.systems] == ["m [clinician/default@v1]", "m [clinician/four_sentences@v1]"]
+    assert {c.condition for c in lb.breakdowns if c.breakdown == "clinician prompt"} == {
+        "clinician/default@v1", "clinician/four_sentences@v1"}
+
+
+def test_compare_to_reports_pairwise_accuracy_and_self_preference(make_run):
+    main_runs = [make_run(f"main-{m}", m, uniform(s)) for m, s in (("a", 5), ("b", 4), ("judge-x", 3))]
+    # judge-x judges: it ranks itself first; a and b keep their order
+    other = [make_run(f"x-{m}", m, uniform(s), judge="judge-x") for m, s in (("a", 5), ("b", 4), ("judge-x", 6))]
+    lb = build_leaderboard(main_runs, compare_to=other)
+    (cmp,) = lb.comparisons
+    assert "judge model (fake/judge vs judge-x)" in cmp.setup
+    acc = cmp.accuracy["average"]
+    assert (acc.n_agree, acc.n_pairs) == (1, 3)
+    (sp,) = cmp.self_preference
+    assert sp.system == "judge-x" and sp.mean_rank_delta == 2.0 and sp.share_improved == 1.0
+
+
+def test_outputs_in_every_format(make_run, tmp_path):
+    lb = build_leaderboard(_nontransitive(make_run))
+    paths = {p.name for p in write_outputs(lb, tmp_path / "out")}
+    assert {"leaderboard.md", "leaderboard.csv", "leaderboard.tex", "leaderboard.json", "pairwise.csv",
+            "breakdowns.csv", "verbosity.csv"} <= paths
+    rows = list(csv.DictReader((tmp_path / "out" / "leaderboard.csv").open()))
+    assert [(r["system"], r["average_cluster"]) for r in rows] == [("sys-A", "1"), ("sys-C", "1"), ("sys-B", "2")]
+    assert float(rows[0]["average_ci_low"]) < float(rows[0]["average_mean"]) < float(rows[0]["average_ci_high"])
+    data = json.loads((tmp_path / "out" / "leaderboard.json").read_text())
+    assert data["table"]["settings"] == {"resamples": 2000, "test": "permutation", "seed": 0, "alpha": 0.05,
+                                         "level": 0.95}
+    tex = (tmp_path / "out" / "leaderboard.tex").read_text()
+    assert r"sys-A & \textbf{3.20}\textsuperscript{1}" in tex and r"\end{tabular}" in tex
+    md = (tmp_path / "out" / "leaderboard.md").read_text()
+    assert "| 1 | sys-A | 50 | **3.20** (1) |" in md
+    pair_rows = list(csv.DictReader((tmp_path / "out" / "pairwise.csv").open()))
+    assert len(pair_rows) == 3 * 6
+
+
+def test_cli_prints_leaderboard_and_writes_files(make_run, tmp_path, capsys):
+    runs = [str(p) for p in _nontransitive(make_run)]
+    rc = main(["leaderboard", *runs, "--out", str(tmp_path / "o"), "--seed", "1", "--test", "bootstrap"])
+    out, err = capsys.readouterr()
+    assert rc == 0
+    assert "| 1 | sys-A | 50 |" in out and "bootstrap test, 2000 resamples, seed 1" in out
+    assert "wrote" in err and (tmp_path / "o" / "leaderboard.tex").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--resamples", "100"], "--resamples: at least 2000 resamples are required"),
+        (["--alpha", "1.5"], "--alpha: alpha must be between 0 and 1"),
+    ],
+)
+def test_cli_rejects_bad_settings(make_run, capsys, args, message):
+    run = str(make_run("a", "m", uniform(4)))
+    assert main(["leaderboard", run, *args]) == 2
+    assert f"error: {message}" in capsys.readouterr().err
+
+
+def test_cli_refuses_mixed_judges_without_traceback(make_run, capsys):
+    a = str(make_run("a", "m1", uniform(4), judge="j1"))
+    b = str(make_run("b", "m2", uniform(4), judge="j2"))
+    assert main(["leaderboard", a, b]) == 2
+    err = capsys.readouterr().err
+    assert "error: runs were made under different setups" in err and "--allow-mixed" in err
+    assert "Traceback" not in err
+
+
+def test_bad_score_names_file_line_and_field(make_run):
+    run = make_run("a", "m", uniform(4, n=3))
+    path = run / "judgments.jsonl"
+    lines = path.read_text().splitlines()
+    row = json.loads(lines[1])
+    row["scores"]["EPC"] = 9
+    lines[1] = json.dumps(row)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(MindEvalError) as exc:
+        load_run(run)
+    assert str(exc.value) == f"{path}:2:scores.EPC: score 9.0 is not between 1 and 6"
+
+
+def test_malformed_and_inconsistent_files_are_named(make_run, tmp_path):
+    run = make_run("a", "m", uniform(4, n=3))
+    (run / "interactions.jsonl").write_text((run / "interactions.jsonl").read_text() + "{not json\n")
+    with pytest.raises(MindEvalError, match=r"interactions.jsonl:4: malformed JSON"):
+        load_run(run)
+    other = write_run(tmp_path / "b", "m", uniform(4, n=3))
+    rows = [json.loads(x) for x in (other / "judgments.jsonl").read_text().splitlines()]
+    rows[0]["judge_model"] = "someone-else"
+    (other / "judgments.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(MindEvalError, match=r"judgments.jsonl:1:judge_model: judge 'someone-else' differs"):
+        load_run(other)
+    with pytest.raises(MindEvalError, match="config.json not found"):
+        load_run(tmp_path)
+
+
+def test_run_without_any_parsed_judgment_is_excluded_with_warning(make_run):
+    good = make_run("g", "good", uniform(4, n=5))
+    dead = make_run("d", "dead", {f"p{i:02d}": [None] for i in range(5)})
+    lb = build_leaderboard([good, dead])
+    assert [s.label for s in lb.table.systems] == ["good"]
+    assert any(e.startswith("dead") for e in lb.excluded)
+    with pytest.raises(MindEvalError, match="nothing to rank"):
+        build_leaderboard([dead])
