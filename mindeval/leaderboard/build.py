@@ -138,7 +138,8 @@ def build_leaderboard(
     warnings += table.warnings
 
     verbosity = []
-    for r in runs:
+    rank = {s.label: s.rank for s in table.systems}
+    for r in sorted(runs, key=lambda r: (rank.get(labels[r.path], len(runs) + 1), labels[r.path])):
         v: VerbosityCounts = r.verbosity
         if v.turns == 0:
             warnings.append(f"{labels[r.path]}: no completed interaction, verbosity is NaN")

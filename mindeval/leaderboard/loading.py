@@ -9,7 +9,6 @@ Every inconsistency in the files is a :class:`MindEvalError` naming file, line, 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -113,7 +112,7 @@ class _JudgmentRow(BaseModel):
     model: str
     judge_model: str
     sample: int
-    scores: dict[str, float] | None
+    scores: dict[str, Any] | None
     parse_status: Literal["ok", "failed"]
 
 
@@ -167,10 +166,10 @@ def _check_scores(row: _JudgmentRow, path: Path, line: int) -> dict[str, float] 
         raise MindEvalError(f"scores must have exactly the axes {', '.join(AXES)}", path=path, line=line,
                             field="scores")
     for ax, val in row.scores.items():
-        if not math.isfinite(val) or not 1 <= val <= 6:
-            raise MindEvalError(f"score {val!r} is not between 1 and 6", path=path, line=line,
+        if isinstance(val, bool) or not isinstance(val, int) or not 1 <= val <= 6:
+            raise MindEvalError(f"score {val!r} is not an integer from 1 to 6", path=path, line=line,
                                 field=f"scores.{ax}")
-    return row.scores
+    return {ax: float(v) for ax, v in row.scores.items()}
 
 
 def _short(sha: str) -> str:

@@ -6,14 +6,15 @@ so it can be benchmarked and tested without run directories.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
-import math
+from collections import defaultdict
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..stats import bootstrap_mean_ci, greedy_clusters, paired_pvalue, rng_for
+from ..stats import PairedTest, greedy_clusters, percentile_interval, resample_counts, rng_for
 from .loading import CRITERIA
 
 MIN_RESAMPLES = 2000
@@ -79,48 +80,89 @@ class Table(BaseModel):
         raise KeyError((criterion, a, b))
 
 
-def _shared(x: SystemScores, y: SystemScores) -> tuple[np.ndarray, np.ndarray]:
-    pos_y = {p: i for i, p in enumerate(y.profile_ids)}
-    ix = [i for i, p in enumerate(x.profile_ids) if p in pos_y]
-    iy = [pos_y[x.profile_ids[i]] for i in ix]
-    return np.asarray(ix, dtype=np.int64), np.asarray(iy, dtype=np.int64)
+def _set_key(ids: list[str]) -> str:
+    return hashlib.sha256("\n".join(ids).encode()).hexdigest()
 
 
-def compute_table(systems: list[SystemScores], settings: StatsSettings) -> Table:
-    """Means, CIs, all pairwise tests and per-criterion clusters."""
-    warnings: list[str] = []
+def _rows(s: SystemScores, ids: list[str]) -> np.ndarray:
+    pos = {p: i for i, p in enumerate(s.profile_ids)}
+    return s.values[[pos[p] for p in ids]]
+
+
+def _check(systems: list[SystemScores]) -> None:
     labels = [s.label for s in systems]
-    if len(set(labels)) != len(labels):
-        raise ValueError("system labels must be unique")
-    k = len(CRITERIA)
-    cis: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    if len(set(labels)) != len(labels) or len({s.key for s in systems}) != len(systems):
+        raise ValueError("system labels and keys must be unique")
     for s in systems:
-        if s.values.shape != (len(s.profile_ids), k) or len(s.profile_ids) == 0:
-            raise ValueError(f"{s.label}: values must be a non-empty (profiles × {k}) matrix")
-        rng = rng_for(settings.seed, "ci", s.key)
-        cis[s.label] = bootstrap_mean_ci(s.values, resamples=settings.resamples, rng=rng, level=settings.level)
+        if s.values.shape != (len(s.profile_ids), len(CRITERIA)) or not s.profile_ids:
+            raise ValueError(f"{s.label}: values must be a non-empty (profiles × {len(CRITERIA)}) matrix")
+        if len(set(s.profile_ids)) != len(s.profile_ids):
+            raise ValueError(f"{s.label}: duplicate profile ids")
 
-    pairs: list[PairResult] = []
-    better: dict[tuple[str, str, str], bool] = {}
-    for x, y in itertools.combinations(sorted(systems, key=lambda s: s.key), 2):
-        ix, iy = _shared(x, y)
-        n = len(ix)
-        if n == 0:
+
+def _intervals(systems: list[SystemScores], settings: StatsSettings) -> dict[str, tuple[np.ndarray, ...]]:
+    """Mean and percentile CI per system; systems on the same profile set share one resample draw."""
+    groups: dict[str, list[SystemScores]] = defaultdict(list)
+    for s in systems:
+        groups[_set_key(sorted(s.profile_ids))].append(s)
+    out = {}
+    for key, members in groups.items():
+        ids = sorted(members[0].profile_ids)
+        counts = resample_counts(len(ids), settings.resamples, rng_for(settings.seed, "ci", key))
+        xs = [_rows(s, ids) for s in members]
+        means = counts @ np.hstack(xs) / len(ids)  # one product for all members
+        k = xs[0].shape[1]
+        for i, (s, x) in enumerate(zip(members, xs, strict=True)):
+            low, high = percentile_interval(means[:, i * k:(i + 1) * k], settings.level)
+            out[s.label] = (x.mean(axis=0), low, high)
+    return out
+
+
+def _pairs(systems: list[SystemScores], settings: StatsSettings) -> tuple[list[PairResult], list[str]]:
+    """All pairwise tests; pairs sharing the same profiles share one draw of signs / resamples."""
+    k = len(CRITERIA)
+    warnings: list[str] = []
+    by_shared: dict[str, list[tuple[SystemScores, SystemScores, list[str]]]] = defaultdict(list)
+    results: dict[tuple[str, str], tuple[int, np.ndarray, np.ndarray]] = {}
+    ordered = sorted(systems, key=lambda s: s.key)
+    for x, y in itertools.combinations(ordered, 2):
+        shared = sorted(set(x.profile_ids) & set(y.profile_ids))
+        if not shared:
             warnings.append(f"{x.label} and {y.label} share no scored profile: their difference is untested")
-            diff = np.full(k, np.nan)
-            pvals = np.full(k, np.nan)
+            results[(x.label, y.label)] = (0, np.full(k, np.nan), np.full(k, np.nan))
         else:
-            d = x.values[ix] - y.values[iy]
-            diff = d.mean(axis=0)
-            rng = rng_for(settings.seed, "pair", x.key, y.key)
-            pvals = paired_pvalue(d, test=settings.test, resamples=settings.resamples, rng=rng)
+            by_shared[_set_key(shared)].append((x, y, shared))
+    for key, group in by_shared.items():
+        ids = group[0][2]
+        tester = PairedTest(len(ids), test=settings.test, resamples=settings.resamples,
+                            rng=rng_for(settings.seed, "pair", key))
+        members = list({s.label: s for pair in group for s in pair[:2]}.values())
+        rows = {s.label: _rows(s, ids) for s in members}
+        stacked = tester.project(np.hstack([rows[s.label] for s in members]))  # one product for all
+        proj = {s.label: stacked[:, i * k:(i + 1) * k] for i, s in enumerate(members)}
+        for x, y, _ in group:
+            total = rows[x.label].sum(axis=0) - rows[y.label].sum(axis=0)
+            p = tester.pvalue_from(proj[x.label], proj[y.label], total)
+            results[(x.label, y.label)] = (len(ids), total / len(ids), p)
+    pairs = []
+    for x, y in itertools.combinations(ordered, 2):
+        n, diff, pvals = results[(x.label, y.label)]
         for j, crit in enumerate(CRITERIA):
             sig = bool(np.isfinite(pvals[j]) and pvals[j] < settings.alpha and abs(diff[j]) > MEAN_TOL)
             pairs.append(PairResult(criterion=crit, a=x.label, b=y.label, n_shared=n, mean_diff=float(diff[j]),
                                     p_value=float(pvals[j]), significant=sig))
-            better[(crit, x.label, y.label)] = sig and diff[j] > 0
-            better[(crit, y.label, x.label)] = sig and diff[j] < 0
+    return pairs, warnings
 
+
+def compute_table(systems: list[SystemScores], settings: StatsSettings) -> Table:
+    """Means, CIs, all pairwise tests and per-criterion clusters."""
+    _check(systems)
+    cis = _intervals(systems, settings)
+    pairs, warnings = _pairs(systems, settings)
+    better: dict[tuple[str, str, str], bool] = {}
+    for p in pairs:
+        better[(p.criterion, p.a, p.b)] = p.significant and p.mean_diff > 0
+        better[(p.criterion, p.b, p.a)] = p.significant and p.mean_diff < 0
     clusters: dict[str, dict[str, int]] = {}
     for j, crit in enumerate(CRITERIA):
         means = {s.label: float(cis[s.label][0][j]) for s in systems}
@@ -137,7 +179,3 @@ def compute_table(systems: list[SystemScores], settings: StatsSettings) -> Table
                                         cluster=clusters[c][s.label]) for j, c in enumerate(CRITERIA)},
         ))
     return Table(settings=settings, systems=results, pairs=pairs, warnings=warnings)
-
-
-def finite_or_nan(x: float) -> float:
-    return x if math.isfinite(x) else float("nan")

@@ -9,6 +9,7 @@ instance is shared by the process and guarded by a lock.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 from typing import Any
@@ -43,7 +44,18 @@ def _load() -> Any:
         if CACHE_BYTES > 0:
             model.set_cache(LlamaRAMCache(capacity_bytes=CACHE_BYTES))
         _model = model
+        atexit.register(_close)
     return _model
+
+
+def _close() -> None:
+    """Free llama.cpp before interpreter teardown (avoids a noisy ``__del__`` at exit)."""
+    global _model
+    if _model is not None:
+        try:
+            _model.close()
+        finally:
+            _model = None
 
 
 def _llama_response_format(rf: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ModelCallError
 from ..records import Usage
+from . import custom
 from .reasoning import split_reasoning
 
 EMBEDDED_MODEL = "local/smollm2"
@@ -73,9 +74,9 @@ def litellm_module() -> Any:
         return _litellm
     with _setup_lock:
         if _litellm is None:
-            import mindeval  # noqa: F401  (sets LITELLM_LOCAL_MODEL_COST_MAP before import)
-
             import litellm
+
+            import mindeval  # noqa: F401  (sets LITELLM_LOCAL_MODEL_COST_MAP before import)
 
             from .embedded import EmbeddedProvider
             from .fake import FakeProvider
@@ -83,6 +84,7 @@ def litellm_module() -> Any:
             litellm.telemetry = False
             litellm.suppress_debug_info = True
             litellm.drop_params = True
+            litellm.modify_params = True  # e.g. Anthropic needs a user message first
             existing = [
                 p for p in (litellm.custom_provider_map or [])
                 if p.get("provider") not in CUSTOM_PROVIDERS
@@ -100,6 +102,9 @@ def litellm_module() -> Any:
 
 def check_model_string(model: str) -> None:
     """Raise a readable error for a model string whose provider litellm does not know."""
+    if custom.is_custom(model):
+        custom.check(model)
+        return
     if "/" not in model:
         raise ModelCallError(
             f"model '{model}' has no provider prefix; write it as PROVIDER/MODEL, "
@@ -138,6 +143,10 @@ def complete(
     An empty visible reply is an error, never replaced by filler text.
     """
     check_model_string(spec.model)
+    started = time.perf_counter()
+    if custom.is_custom(spec.model):
+        out = custom.call_custom(spec.model, messages)
+        return _completion(spec.model, out["content"], out["reasoning"], out["usage"], started)
     litellm = litellm_module()
     kwargs = spec.params()
     if response_format is not None:
@@ -146,22 +155,22 @@ def complete(
         kwargs["seed"] = seed
     if spec.provider not in CUSTOM_PROVIDERS:
         kwargs["num_retries"] = num_retries
-    started = time.perf_counter()
     try:
         resp = litellm.completion(model=spec.model, messages=messages, **kwargs)
     except ModelCallError:
         raise
     except Exception as exc:  # litellm maps provider errors to its own exception types
         raise ModelCallError(f"{spec.model}: {type(exc).__name__}: {_short(exc)}") from None
-    latency = time.perf_counter() - started
-    choice = resp.choices[0]
-    message = _get(choice, "message")
-    content = _get(message, "content") or ""
-    provider_reasoning = _get(message, "reasoning_content")
+    message = _get(resp.choices[0], "message")
+    return _completion(spec.model, _get(message, "content") or "", _get(message, "reasoning_content"),
+                       _get(resp, "usage"), started)
+
+
+def _completion(model: str, content: str, provider_reasoning: str | None, usage: Any, started: float) -> Completion:
+    """Split reasoning from the visible text; an empty visible reply is an error."""
     text, reasoning = split_reasoning(content, provider_reasoning)
     if not text.strip():
-        raise ModelCallError(f"{spec.model} returned an empty reply")
-    usage = _get(resp, "usage")
+        raise ModelCallError(f"{model} returned an empty reply")
     return Completion(
         text=text,
         reasoning=reasoning,
@@ -169,8 +178,8 @@ def complete(
             prompt_tokens=int(_get(usage, "prompt_tokens") or 0),
             completion_tokens=int(_get(usage, "completion_tokens") or 0),
         ),
-        latency_s=latency,
-        model=spec.model,
+        latency_s=time.perf_counter() - started,
+        model=model,
     )
 
 

@@ -13,7 +13,6 @@ import http.client
 import json
 import os
 import re
-import socket
 import tempfile
 import time
 import urllib.error
@@ -144,7 +143,7 @@ def download_file(
                 f"({got} bytes); the file was discarded", field=dest.name,
             )
         os.replace(tmp, dest)
-    except (TimeoutError, socket.timeout) as exc:
+    except TimeoutError as exc:
         tmp.unlink(missing_ok=True)
         raise MindEvalError(f"timed out after {timeout:g}s downloading {url} ({exc})", field=dest.name) from None
     except (OSError, http.client.HTTPException) as exc:

@@ -50,12 +50,12 @@ RETIRED_SHARE_FROM_RETIREMENT_AGE = 0.5
 
 # Financial tier (1 struggling .. 5 affluent) weights by the education's earning band ...
 TIER_WEIGHTS_BY_EARNING = {
-    "low": (0.25, 0.35, 0.28, 0.10, 0.02),
-    "middle": (0.12, 0.28, 0.35, 0.20, 0.05),
-    "high": (0.05, 0.15, 0.30, 0.32, 0.18),
+    "low": (0.12, 0.28, 0.40, 0.16, 0.04),
+    "middle": (0.05, 0.17, 0.42, 0.28, 0.08),
+    "high": (0.03, 0.08, 0.32, 0.35, 0.22),
 }
-# ... capped by the income that the employment status brings.
-MAX_TIER_BY_INCOME = {"none": 2, "partial": 3, "full": 5, "pension": 5, "household": 5}
+# ... and clipped to the cap of the income that the employment status brings.
+MAX_TIER_BY_INCOME = {"none": 3, "partial": 4, "full": 5, "pension": 5, "household": 5}
 MAX_TIER_HOUSEHOLD_WITHOUT_PARTNER = 2
 
 # Symptom band: the higher of the two symptom levels, 0-1 → "mild", 2 → "moderate", 3 → "severe".
@@ -281,11 +281,8 @@ def financial_cap(emp: PoolValue, rel: PoolValue) -> int:
 
 
 def rule_finances(d: Draw, pool: AttributePool, edu: PoolValue, emp: PoolValue, rel: PoolValue) -> PoolValue:
-    """Finances follow education (earning band) and employment (income cap)."""
-    cap = financial_cap(emp, rel)
-    weights = [w if tier <= cap else 0.0
-               for tier, w in enumerate(TIER_WEIGHTS_BY_EARNING[edu.tag("earning")], start=1)]
-    tier = d.index(weights) + 1
+    """Finances follow education (earning band); employment caps them (a higher draw is clipped)."""
+    tier = min(d.index(TIER_WEIGHTS_BY_EARNING[edu.tag("earning")]) + 1, financial_cap(emp, rel))
     return d.pick(candidates(pool, "financial_situation", None, lambda v: v.tag("tier") == tier))
 
 

@@ -3,14 +3,21 @@
 Nothing here knows about language models: inputs are numpy arrays and system names.
 """
 
-from .bootstrap import bootstrap_mean_ci, resample_counts
+from .bootstrap import bootstrap_mean_ci, percentile_interval, resample_counts
 from .clusters import greedy_clusters
 from .ranking import PairwiseAccuracy, SelfPreference, pairwise_accuracy, self_preference
 from .seeding import rng_for
-from .significance import TESTS, paired_bootstrap_pvalue, paired_permutation_pvalue, paired_pvalue
+from .significance import (
+    TESTS,
+    PairedTest,
+    paired_bootstrap_pvalue,
+    paired_permutation_pvalue,
+    paired_pvalue,
+)
 
 __all__ = [
     "TESTS",
+    "PairedTest",
     "PairwiseAccuracy",
     "SelfPreference",
     "bootstrap_mean_ci",
@@ -19,6 +26,7 @@ __all__ = [
     "paired_permutation_pvalue",
     "paired_pvalue",
     "pairwise_accuracy",
+    "percentile_interval",
     "resample_counts",
     "rng_for",
     "self_preference",

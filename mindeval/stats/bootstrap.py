@@ -42,8 +42,6 @@ def bootstrap_mean_ci(
         x = x[:, None]
     if x.ndim != 2:
         raise ValueError("values must be 1-D or 2-D (items × columns)")
-    if not 0 < level < 1:
-        raise ValueError("level must be between 0 and 1")
     n, k = x.shape
     if n == 0:
         warnings.warn("bootstrap of an empty sample: mean and CI are NaN", RuntimeWarning, stacklevel=2)
@@ -51,7 +49,15 @@ def bootstrap_mean_ci(
         return nan, nan.copy(), nan.copy()
     if not np.all(np.isfinite(x)):
         raise ValueError("values must be finite")
-    means = (resample_counts(n, resamples, rng) @ x) / n
-    tail = (1.0 - level) / 2.0 * 100.0
-    low, high = np.percentile(means, [tail, 100.0 - tail], axis=0)
+    low, high = percentile_interval((resample_counts(n, resamples, rng) @ x) / n, level)
     return x.mean(axis=0), low, high
+
+
+def percentile_interval(resampled: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Equal-tailed percentile interval per column of ``(resamples, k)`` resampled statistics."""
+    if not 0 < level < 1:
+        raise ValueError("level must be between 0 and 1")
+    tail = (1.0 - level) / 2.0 * 100.0
+    rows = np.ascontiguousarray(np.asarray(resampled, dtype=np.float64).T)  # sort along contiguous rows
+    low, high = np.percentile(rows, [tail, 100.0 - tail], axis=1)
+    return low, high

@@ -57,33 +57,69 @@ def _sign_bits(n: int, resamples: int, rng: np.random.Generator) -> tuple[np.nda
     return bits.reshape(resamples, n).astype(np.float64), False
 
 
+class PairedTest:
+    """One draw of sign vectors (permutation) or resample counts (bootstrap) over ``n`` items.
+
+    The draw can be reused for every pair of systems scored on the same ``n`` items:
+    :meth:`project` each system's ``(n, k)`` scores once, then :meth:`pvalue_from`
+    compares any two projections. This gives exactly the p-value of :meth:`pvalue` on
+    the differences, since the statistics are linear in the scores.
+    """
+
+    def __init__(self, n: int, *, test: TestName, resamples: int, rng: np.random.Generator) -> None:
+        if test not in TESTS:
+            raise ValueError(f"unknown test {test!r}; choose one of {TESTS}")
+        if n < 1 or resamples < 1:
+            raise ValueError("need n >= 1 and resamples >= 1")
+        self.n, self.test, self.resamples = n, test, resamples
+        self.exact = False
+        if test == "permutation":
+            self.weights, self.exact = _sign_bits(n, resamples, rng)
+        else:
+            self.weights = resample_counts(n, resamples, rng)
+
+    def project(self, x: np.ndarray) -> np.ndarray:
+        """``(draws, k)`` weighted sums of one system's ``(n, k)`` scores."""
+        x = _as_diffs(x)
+        if x.shape[0] != self.n:
+            raise ValueError(f"expected {self.n} items, got {x.shape[0]}")
+        return self.weights @ x
+
+    def pvalue_from(self, proj_a: np.ndarray, proj_b: np.ndarray, total_diff: np.ndarray) -> np.ndarray:
+        """p-values from two projections and the observed ``sum(a - b)`` per criterion."""
+        weighted = proj_a - proj_b
+        if self.test == "permutation":
+            # sum(s_i d_i) with s_i = 2 b_i - 1  ==  2 (b @ d) - sum(d)
+            flipped = np.abs(2.0 * weighted - total_diff)
+            hits = (flipped >= np.abs(total_diff) - TIE_TOL).sum(axis=0)
+            if self.exact:
+                return hits / self.weights.shape[0]
+            return (1.0 + hits) / (self.resamples + 1.0)
+        # bootstrap: weighted = n * δ*, same sign as δ*
+        not_above = (weighted <= TIE_TOL).sum(axis=0)
+        not_below = (weighted >= -TIE_TOL).sum(axis=0)
+        return np.minimum(2.0 * (1.0 + np.minimum(not_above, not_below)) / (self.resamples + 1.0), 1.0)
+
+    def pvalue(self, diffs: np.ndarray) -> np.ndarray:
+        """p-values for the paired differences ``a - b`` (items × criteria)."""
+        d = _as_diffs(diffs)
+        return self.pvalue_from(self.project(d), np.zeros((1, d.shape[1])), d.sum(axis=0))
+
+
 def paired_permutation_pvalue(diffs: np.ndarray, *, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Two-sided sign-flip permutation p-value per criterion (see module docstring)."""
     d = _as_diffs(diffs)
-    n, k = d.shape
-    if n == 0:
-        return _empty(k)
-    total = d.sum(axis=0)
-    bits, exact = _sign_bits(n, resamples, rng)
-    # sum(s_i d_i) with s_i = 2 b_i - 1  ==  2 (b @ d) - sum(d)
-    flipped = np.abs(2.0 * (bits @ d) - total)
-    hits = (flipped >= np.abs(total) - TIE_TOL).sum(axis=0)
-    if exact:
-        return hits / bits.shape[0]
-    return (1.0 + hits) / (resamples + 1.0)
+    if d.shape[0] == 0:
+        return _empty(d.shape[1])
+    return PairedTest(d.shape[0], test="permutation", resamples=resamples, rng=rng).pvalue(d)
 
 
 def paired_bootstrap_pvalue(diffs: np.ndarray, *, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Two-sided paired-bootstrap p-value per criterion (see module docstring)."""
     d = _as_diffs(diffs)
-    n, k = d.shape
-    if n == 0:
-        return _empty(k)
-    sums = resample_counts(n, resamples, rng) @ d  # n * δ*, same sign as δ*
-    not_above = (sums <= TIE_TOL).sum(axis=0)
-    not_below = (sums >= -TIE_TOL).sum(axis=0)
-    p = 2.0 * (1.0 + np.minimum(not_above, not_below)) / (resamples + 1.0)
-    return np.minimum(p, 1.0)
+    if d.shape[0] == 0:
+        return _empty(d.shape[1])
+    return PairedTest(d.shape[0], test="bootstrap", resamples=resamples, rng=rng).pvalue(d)
 
 
 def paired_pvalue(

@@ -22,6 +22,7 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     DateTime,
+    Float,
     ForeignKey,
     Integer,
     String,
@@ -87,7 +88,7 @@ class StudyRow(AnnotationBase):
     # added in revision 0002 (role-play)
     clinician_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
     clinician_max_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    clinician_temperature: Mapped[float | None] = mapped_column(nullable=True)
+    clinician_temperature: Mapped[float | None] = mapped_column(Float, nullable=True)
     clinician_prompt: Mapped[str | None] = mapped_column(String(200), nullable=True)
     minutes: Mapped[int | None] = mapped_column(Integer, nullable=True)
 

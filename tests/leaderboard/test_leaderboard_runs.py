@@ -6,11 +6,18 @@ import csv
 import json
 
 import pytest
-from conftest import uniform, write_run
+from leaderboard_rundirs import uniform, write_run
 
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
-from mindeval.leaderboard import StatsSettings, build_leaderboard, load_run, to_json, write_outputs
+from mindeval.leaderboard import (
+    StatsSettings,
+    build_leaderboard,
+    load_run,
+    to_json,
+    to_markdown,
+    write_outputs,
+)
 
 N = 50
 
@@ -140,7 +147,7 @@ def test_clinician_prompt_variant_is_its_own_system(make_run):
         "clinician/default@v1", "clinician/four_sentences@v1"}
 
 
-def test_compare_to_reports_pairwise_accuracy_and_self_preference(make_run):
+def test_compare_to_reports_pairwise_accuracy_and_self_preference(make_run, tmp_path):
     main_runs = [make_run(f"main-{m}", m, uniform(s)) for m, s in (("a", 5), ("b", 4), ("judge-x", 3))]
     # judge-x judges: it ranks itself first; a and b keep their order
     other = [make_run(f"x-{m}", m, uniform(s), judge="judge-x") for m, s in (("a", 5), ("b", 4), ("judge-x", 6))]
@@ -151,6 +158,10 @@ def test_compare_to_reports_pairwise_accuracy_and_self_preference(make_run):
     assert (acc.n_agree, acc.n_pairs) == (1, 3)
     (sp,) = cmp.self_preference
     assert sp.system == "judge-x" and sp.mean_rank_delta == 2.0 and sp.share_improved == 1.0
+    md = to_markdown(lb)
+    assert "## Agreement with other setups (Table 5)" in md and "| 0.3333 | 1/3 | judge-x: Δrank 2.00" in md
+    written = {p.name for p in write_outputs(lb, tmp_path / "cmp-out")}
+    assert "comparison.csv" in written
 
 
 def test_outputs_in_every_format(make_run, tmp_path):
@@ -213,7 +224,12 @@ def test_bad_score_names_file_line_and_field(make_run):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(MindEvalError) as exc:
         load_run(run)
-    assert str(exc.value) == f"{path}:2:scores.EPC: score 9.0 is not between 1 and 6"
+    assert str(exc.value) == f"{path}:2:scores.EPC: score 9 is not an integer from 1 to 6"
+    row["scores"]["EPC"] = 3.5
+    lines[1] = json.dumps(row)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(MindEvalError, match=r"judgments.jsonl:2:scores.EPC: score 3.5 is not an integer"):
+        load_run(run)
 
 
 def test_malformed_and_inconsistent_files_are_named(make_run, tmp_path):
@@ -237,5 +253,18 @@ def test_run_without_any_parsed_judgment_is_excluded_with_warning(make_run):
     lb = build_leaderboard([good, dead])
     assert [s.label for s in lb.table.systems] == ["good"]
     assert any(e.startswith("dead") for e in lb.excluded)
+    md = to_markdown(lb)
+    assert "- excluded dead" in md and "| dead | 50 |" in md  # still in the verbosity table (5 × 10 turns)
     with pytest.raises(MindEvalError, match="nothing to rank"):
         build_leaderboard([dead])
+
+
+def test_pair_pvalue_does_not_depend_on_other_systems(make_run):
+    a, b, c = _nontransitive(make_run)
+    two = build_leaderboard([a, b])
+    three = build_leaderboard([a, b, c])
+    for crit in ("average", "CAC"):
+        assert two.table.pair(crit, "sys-A", "sys-B").p_value == three.table.pair(crit, "sys-A", "sys-B").p_value
+    ci2 = two.table.systems[0].results["average"]
+    ci3 = next(s for s in three.table.systems if s.label == "sys-A").results["average"]
+    assert (ci2.ci_low, ci2.ci_high) == (ci3.ci_low, ci3.ci_high)

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mindeval.stats import (
+    PairedTest,
     bootstrap_mean_ci,
     greedy_clusters,
     paired_bootstrap_pvalue,
@@ -157,3 +158,13 @@ def test_self_preference_counts_rank_changes_per_item():
     assert sp.mean_rank_delta == pytest.approx(0.5)
     assert sp.share_improved == pytest.approx(0.5)
     assert sp.n_items == 2
+
+
+@pytest.mark.parametrize("test", ["permutation", "bootstrap"])
+def test_shared_draw_projection_equals_direct_test(test):
+    rng = np.random.default_rng(6)
+    a = rng.integers(1, 7, size=(30, 6)).astype(float)
+    b = rng.integers(1, 7, size=(30, 6)).astype(float)
+    tester = PairedTest(30, test=test, resamples=R, rng=rng_for(0, "shared"))
+    via_projection = tester.pvalue_from(tester.project(a), tester.project(b), (a - b).sum(axis=0))
+    np.testing.assert_array_equal(via_projection, tester.pvalue(a - b))

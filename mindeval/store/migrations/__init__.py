@@ -21,6 +21,12 @@ from ..annotations import VERSION_TABLE
 HERE = Path(__file__).resolve().parent
 
 
+def include_object(obj, name, type_, reflected, compare_to) -> bool:
+    """Only the annotation platform's tables (``ann_*``) belong to these migrations."""
+    table = name if type_ == "table" else getattr(getattr(obj, "table", None), "name", "")
+    return str(table).startswith("ann_")
+
+
 def alembic_config(connection=None) -> Config:
     """An in-memory Alembic config pointing at this folder (and an open connection)."""
     cfg = Config()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 
 from mindeval.store.annotations import VERSION_TABLE, AnnotationBase
+from mindeval.store.migrations import include_object
 
 connection = context.config.attributes.get("connection")
 if connection is None:  # pragma: no cover - only reachable from a bare `alembic` call
@@ -14,6 +15,7 @@ context.configure(
     connection=connection,
     target_metadata=AnnotationBase.metadata,
     version_table=VERSION_TABLE,
+    include_object=include_object,
     render_as_batch=True,  # SQLite needs batch mode to alter tables
 )
 with context.begin_transaction():

@@ -1,0 +1,33 @@
+"""Admin: download ratings or role-play sessions in the project's and the authors' formats."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from annotation_app import ui
+from annotation_app.services import MindEvalError
+
+v = ui.require_admin()
+ws = ui.workspace()
+st.title("Export", anchor=False)
+studies = ws.studies(v)
+if not studies:
+    st.info("No studies yet.")
+    st.stop()
+chosen = st.selectbox("Study", [s.name for s in studies], key="export_study")
+kind = next(s.kind for s in studies if s.name == chosen)
+if kind == "rating":
+    formats = {"csv": "Ratings, CSV (one row per rating)", "jsonl": "Ratings, JSONL",
+               "authors": "Authors' human_annotations.jsonl"}
+else:
+    formats = {"interactions": "Sessions as interactions.jsonl", "user-turns": "Authors' human_user_turns.jsonl"}
+fmt = st.radio("Format", list(formats), format_func=formats.get, key="export_fmt")
+try:
+    data = ws.export_text(v, chosen, fmt)
+except MindEvalError as exc:
+    st.error(str(exc))
+else:
+    ext = "csv" if fmt == "csv" else "jsonl"
+    slug = "".join(c if c.isalnum() else "-" for c in chosen.lower()).strip("-")
+    st.download_button("Download", data, file_name=f"{slug}-{fmt}.{ext}", type="primary")
+    st.caption(f"{data.count(chr(10))} lines")

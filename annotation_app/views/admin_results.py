@@ -1,0 +1,39 @@
+"""Admin: progress per annotator, mean scores per axis and sub-axis, human agreement."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from annotation_app import ui
+
+v = ui.require_admin()
+ws = ui.workspace()
+st.title("Results", anchor=False)
+studies = ws.studies(v)
+if not studies:
+    st.info("No studies yet.")
+    st.stop()
+chosen = st.selectbox("Study", [s.name for s in studies], key="results_study")
+res = ws.results(v, chosen)
+
+st.subheader("Progress", anchor=False)
+done_word = "Submitted" if res.kind == "rating" else "Finished"
+open_word = "Drafts" if res.kind == "rating" else "In progress"
+st.dataframe([{"Annotator": p.name, "Assigned": p.assigned, done_word: p.submitted, open_word: p.drafts}
+              for p in res.progress], hide_index=True, width="stretch")
+
+if res.kind == "rating":
+    if not res.n_ratings:
+        st.info("Means appear here once ratings are submitted.")
+        st.stop()
+    st.subheader(f"Mean scores ({res.n_ratings} submitted ratings)", anchor=False)
+    fmt = lambda x: "—" if x is None else f"{x:.2f}"  # noqa: E731
+    st.dataframe([{"Axis": k, "Mean": fmt(val)} for k, val in res.axis_means.items()], hide_index=True)
+    names = {s.id: s.name for s in ws.subaxes()}
+    st.dataframe([{"Sub-axis": names.get(k, k), "Mean": fmt(val)} for k, val in res.subaxis_means.items()],
+                 hide_index=True)
+    st.subheader("Agreement between annotators", anchor=False)
+    st.caption(res.agreement_note)
+    if res.agreement:
+        st.dataframe([{"Measure": k.replace("_", " "), "Value": fmt(val)} for k, val in res.agreement.items()],
+                     hide_index=True)

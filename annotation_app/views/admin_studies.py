@@ -1,0 +1,84 @@
+"""Admin: create studies, bring in transcripts or profiles, assign them to annotators."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from annotation_app import ui
+from annotation_app.services import MindEvalError
+
+v = ui.require_admin()
+ws = ui.workspace()
+st.title("Studies", anchor=False)
+ui.show_flash()
+
+studies = ws.studies(v)
+if studies:
+    st.dataframe(
+        [{"Study": s.name, "Kind": s.kind, "Items or profiles": s.n_items, "Assignments": s.n_assignments,
+          "Annotators per item": s.k, "Seed": s.seed, "Clinician model": s.clinician_model or "",
+          "Minutes": s.minutes or ""} for s in studies],
+        hide_index=True, width="stretch",
+    )
+else:
+    st.info("No studies yet. Create one below.")
+
+with st.expander("Create a study", expanded=not studies):
+    with st.form("create_study"):
+        name = st.text_input("Name")
+        kind = st.radio("Kind", ["rating", "roleplay"], horizontal=True,
+                        format_func=lambda k: "Rate transcripts" if k == "rating" else "Role-play patients")
+        k = st.number_input("Annotators per item", min_value=1, value=1, step=1)
+        seed = st.number_input("Random seed (assignment order)", min_value=0, value=0, step=1)
+        model = st.text_input("Clinician model for role-play (litellm string)", value="local/smollm2")
+        minutes = st.number_input("Role-play session length (minutes)", min_value=1, value=25, step=1)
+        description = st.text_area("Description shown to annotators")
+        if st.form_submit_button("Create study", type="primary"):
+            extra = {"clinician_model": model, "minutes": int(minutes)} if kind == "roleplay" else {}
+            try:
+                ws.create_study(v, name, kind, k=int(k), seed=int(seed), description=description, **extra)
+            except MindEvalError as exc:
+                st.error(str(exc))
+            else:
+                ui.flash("success", f"Study '{name}' created.")
+                st.rerun()
+
+if studies:
+    st.subheader("Add items and assign", anchor=False)
+    names = [s.name for s in studies]
+    chosen = st.selectbox("Study", names, key="admin_study")
+    upload = st.file_uploader(
+        "Transcripts (interactions.jsonl or the authors' human_annotations.jsonl) or profiles.jsonl",
+        type=["jsonl"], key="admin_upload",
+    )
+    path_text = st.text_input("…or a path on the server (file, or a `mindeval run` output folder)", key="admin_path")
+    if st.button("Import", key="admin_import"):
+        try:
+            if upload is not None:
+                with tempfile.TemporaryDirectory() as tmp:
+                    target = Path(tmp) / Path(upload.name).name
+                    target.write_bytes(upload.getvalue())
+                    report = ws.import_path(v, chosen, target)
+            elif path_text.strip():
+                report = ws.import_path(v, chosen, Path(path_text.strip()).expanduser())
+            else:
+                raise MindEvalError("choose a file or type a path first")
+        except MindEvalError as exc:
+            st.error(str(exc))
+        else:
+            st.success(f"Imported ({report.kind}): {report.items_added} new items, {report.profiles_added} profiles, "
+                       f"{report.ratings_added} ratings, {report.skipped} skipped.")
+            for w in report.warnings[:20]:
+                st.caption(ui.inert(w))
+    if st.button("Assign to annotators", key="admin_assign",
+                 help="Gives every item to the study's number of annotators, balanced, in a seeded random order."):
+        try:
+            rep = ws.assign(v, chosen)
+        except MindEvalError as exc:
+            st.error(str(exc))
+        else:
+            st.success(f"{rep.created} new assignments (seed {rep.seed}): "
+                       + ", ".join(f"{n}: {c}" for n, c in rep.per_annotator.items()))

@@ -1,0 +1,113 @@
+"""Role-play mode: the annotator writes as the patient; the clinician model answers.
+
+Every message is stored the moment it is sent, so a refresh, a closed tab or a
+server restart loses nothing: the conversation simply continues.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from annotation_app import ui
+from annotation_app.services import Conflict, MindEvalError, ReplyFailed
+
+v = ui.require_viewer()
+ws = ui.workspace()
+studies = [p for p in ws.my_studies(v) if p.kind == "roleplay"]
+st.title("Role-play", anchor=False)
+if not studies:
+    st.info("You have no role-play sessions.")
+    st.stop()
+ids = [p.study_id for p in studies]
+if st.session_state.get("roleplay_study") not in ids:
+    st.session_state["roleplay_study"] = ids[0]
+if len(studies) > 1:
+    st.selectbox("Study", ids, format_func=lambda i: next(p.name for p in studies if p.study_id == i),
+                 key="roleplay_study", on_change=lambda: st.session_state.pop("session_id", None))
+study_id = st.session_state["roleplay_study"]
+sessions = ws.sessions(v, study_id)
+order = [e.session_id for e in sessions]
+if st.session_state.get("session_id") not in order:
+    active = [e.session_id for e in sessions if e.status == "active"]
+    todo = [e.session_id for e in sessions if e.status == "not_started"]
+    st.session_state["session_id"] = (active or todo or order)[0]
+sid = st.session_state["session_id"]
+status_word = {"not_started": "not started", "active": "in progress", "finished": "finished"}
+labels = {e.session_id: f"{e.position}. {e.member_name} — {status_word[e.status]}" for e in sessions}
+st.selectbox("Session", order, index=order.index(sid), format_func=lambda i: labels[i], key=f"pick_session_{sid}",
+             on_change=lambda: st.session_state.update(session_id=st.session_state[f"pick_session_{sid}"]))
+ui.show_flash()
+view = ws.roleplay(v, sid)
+
+brief, chat = st.columns([2, 3], gap="large")
+with brief:
+    st.subheader(f"You are playing {ui.inert(view.member_name)}", anchor=False)
+    st.caption("Stay in character and answer as this person would. The clinician only knows the intake details.")
+    with st.expander("Backstory", expanded=True):
+        st.markdown(ui.inert(view.backstory) if view.backstory else "_No backstory for this profile._")
+    with st.expander("Profile details", expanded=False):
+        ui.render_pairs(view.attributes)
+
+with chat:
+    if view.status == "not_started":
+        st.subheader("Ready when you are", anchor=False)
+        st.write(f"The session lasts **{view.minutes} minutes** from the moment you start. "
+                 "Read the brief first; you write the first message.")
+        if st.button("Start session", type="primary", key=f"start_{sid}"):
+            try:
+                ws.start_session(v, sid)
+            except MindEvalError as exc:
+                ui.flash("error", exc.message)
+            st.rerun()
+        st.stop()
+
+    if view.status == "active":
+
+        @st.fragment(run_every=20)
+        def _timer() -> None:
+            now = ws.roleplay(v, sid)
+            if now.time_up:
+                st.warning("Time is up. Please finish the session below.")
+            elif now.seconds_left is not None:
+                st.caption(f":material/timer: About {max(int(now.seconds_left // 60), 0)} min left of {now.minutes}")
+
+        _timer()
+    else:
+        st.success("This session is finished. Thank you!")
+
+    with st.container(height=520):
+        if not view.messages:
+            st.caption(f"Write your first message as {ui.inert(view.member_name)} below.")
+        ui.render_transcript(view.messages, view.member_name, chat=True)
+
+    if view.status == "active":
+        if view.awaiting_reply:
+            st.info("Your last message is saved. The clinician's reply has not arrived yet.")
+            if st.button("Get the clinician's reply", type="primary", key=f"retry_{sid}"):
+                with st.spinner("The clinician is writing…"):
+                    try:
+                        ws.retry_reply(v, sid)
+                    except ReplyFailed as exc:
+                        ui.flash("error", f"{exc.message}. Your message is saved; please try again.")
+                    except MindEvalError as exc:
+                        ui.flash("warning", exc.message)
+                st.rerun()
+        text = st.chat_input(f"Write as {view.member_name}…", key=f"chat_{sid}",
+                             disabled=view.time_up or view.awaiting_reply)
+        if text:
+            with st.spinner("The clinician is writing…"):
+                try:
+                    ws.send_message(v, sid, text)
+                except ReplyFailed as exc:
+                    ui.flash("error", f"{exc.message}. Your message is saved; choose “Get the clinician's reply” to try again.")
+                except (Conflict, MindEvalError) as exc:
+                    ui.flash("warning", exc.message)
+            st.rerun()
+        if st.button("Finish session", key=f"finish_{sid}"):
+            try:
+                ws.finish_session(v, sid)
+            except MindEvalError as exc:
+                ui.flash("warning", exc.message)
+            else:
+                ui.flash("success", "Session finished and saved. Thank you!")
+            st.rerun()

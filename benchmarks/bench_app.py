@@ -1,0 +1,145 @@
+"""Annotation app speed: cold start (process start → /_stcore/health ok) and time to save a rating.
+
+Usage: .venv/bin/python benchmarks/bench_app.py [--starts 3] [--ratings 30] [--db URL]
+Saving is measured at the service layer (one autosaved choice, the justification,
+a submit) on SQLite by default or on ``--db``, and end to end through Streamlit's
+AppTest (one click on a score → script re-run → value committed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "app"))
+
+from appkit import DEMO_CODE, free_port, make_workspace, start_app, stop, wait_healthy  # noqa: E402
+
+from annotation_app.services import DB_ENV, SYSTEM  # noqa: E402
+
+
+def cold_starts(n: int, tmp: Path) -> list[float]:
+    url = f"sqlite:///{tmp / 'cold.db'}"
+    make_workspace(url).close()
+    out = []
+    for i in range(n):
+        port = free_port()
+        started = time.perf_counter()
+        proc = start_app(url, port, tmp / f"cold{i}.log")
+        try:
+            wait_healthy(port, proc)
+            out.append(time.perf_counter() - started)
+        finally:
+            stop(proc)
+    return out
+
+
+def first_page(tmp: Path) -> float | None:
+    """Process start → sign-in form visible in headless Chromium (None if no browser)."""
+    chromium = os.environ.get("MINDEVAL_CHROMIUM", "/usr/bin/chromium")
+    if not Path(chromium).is_file():
+        return None
+    from playwright.sync_api import sync_playwright
+
+    url = f"sqlite:///{tmp / 'page.db'}"
+    make_workspace(url).close()
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync"]
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(tempfile.mkdtemp(dir=tmp), executable_path=chromium,
+                                                   args=flags, headless=True)
+        page = ctx.new_page()
+        port = free_port()
+        started = time.perf_counter()
+        proc = start_app(url, port, tmp / "page.log")
+        try:
+            wait_healthy(port, proc)
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.get_by_label("Access code").wait_for(timeout=60_000)
+            return time.perf_counter() - started
+        finally:
+            stop(proc)
+            ctx.close()
+
+
+def service_saves(url: str, n: int) -> dict[str, list[float]]:
+    ws = make_workspace(url)
+    for k in range(n):
+        ws.add_annotator(SYSTEM, f"bench{k}", code=f"BENCH-CODE-{k:04d}")
+    ws.assign(SYSTEM, 1, k=1 + n)
+    times: dict[str, list[float]] = {"save one score": [], "save justification": [], "submit": [], "whole rating": []}
+    for k in range(n):
+        v = ws.sign_in(f"bench{k}", f"BENCH-CODE-{k:04d}").viewer
+        aid = ws.queue(v, 1)[0].assignment_id
+        t_all = time.perf_counter()
+        for sub in ws.subaxes():
+            t = time.perf_counter()
+            ws.save_value(v, aid, sub.id, 4)
+            times["save one score"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        ws.save_text(v, aid, justification="benchmark")
+        times["save justification"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        ws.submit(v, aid)
+        times["submit"].append(time.perf_counter() - t)
+        times["whole rating"].append(time.perf_counter() - t_all)
+    ws.close()
+    return times
+
+
+def apptest_click(tmp: Path, n: int) -> list[float]:
+    from streamlit.testing.v1 import AppTest
+
+    url = f"sqlite:///{tmp / 'apptest.db'}"
+    os.environ[DB_ENV] = url
+    make_workspace(url).close()
+    at = AppTest.from_file(str(ROOT / "annotation_app" / "app.py"), default_timeout=60).run()
+    at.text_input(key="signin_name").input("demo")
+    at.text_input(key="signin_code").input(DEMO_CODE)
+    at.button[0].click().run()
+    at.button(key="open_1").click().run()
+    out = []
+    for i in range(n):
+        radio = next(r for r in at.radio if r.key and r.key.endswith("coherence_style"))
+        t = time.perf_counter()
+        radio.set_value(1 + i % 6).run()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def fmt(xs: list[float]) -> str:
+    ms = sorted(x * 1000 for x in xs)
+    p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
+    return f"median {statistics.median(ms):7.1f} ms   p95 {p95:7.1f} ms   (n={len(ms)})"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--starts", type=int, default=3)
+    ap.add_argument("--ratings", type=int, default=30)
+    ap.add_argument("--db", default=None, help="database for the service-layer figures (default: SQLite)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        starts = cold_starts(args.starts, tmp)
+        print(f"cold start (process → /_stcore/health ok): {fmt(starts)}")
+        page = first_page(tmp)
+        if page is not None:
+            print(f"cold start to a usable sign-in page in Chromium: {page * 1000:.0f} ms")
+        url = args.db or f"sqlite:///{tmp / 'saves.db'}"
+        from mindeval.store import redact_url
+
+        print(f"saving a rating, service layer on {redact_url(url).split(':')[0]}:")
+        for name, xs in service_saves(url, args.ratings).items():
+            print(f"  {name:<20} {fmt(xs)}")
+        print(f"one score click through Streamlit (AppTest re-run incl. save): {fmt(apptest_click(tmp, 20))}")
+
+
+if __name__ == "__main__":
+    main()

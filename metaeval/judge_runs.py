@@ -1,0 +1,262 @@
+"""`metaeval judge`: run a judge N times over interactions that humans already rated.
+
+Any judge (a litellm model string, ``local/smollm2`` or ``fake/judge``), any judge
+prompt, optionally ``k`` few-shot examples drawn with a seed from an annotated file
+and shown with the annotators' mean axis scores (the paper used 5); those examples
+are excluded from evaluation and recorded in ``config.json`` so that
+``metaeval compare`` leaves them out too. Every model call goes through the run
+store's call log and every judgment is saved as soon as it is made, so a killed run
+resumes where it stopped and never repeats a call.
+
+Output directory: ``run.db`` (unless ``--db``), ``config.json``, ``judgments.jsonl``
+(the ``mindeval run`` schema) and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+from sqlalchemy import select
+
+from mindeval import __version__
+from mindeval.errors import ConfigMismatchError, MindEvalError
+from mindeval.records import AXES, Judgment
+
+from .mapping import load_mapping
+from .sources import AnnotatedInteraction, HumanSource, load_authors_annotations
+
+KIND = "metaeval-judge"
+
+
+class JudgeRunOptions(BaseModel):
+    annotations: str
+    judge: str
+    prompt: str = "judge/default"
+    fewshot_k: int = 0
+    fewshot_source: str | None = None
+    repetitions: int = 1
+    seed: int = 0
+    out: str
+    db_url: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    api_base: str | None = None
+    retries: int = 3
+    concurrency: int = 4
+    mapping: str | None = None
+    zeros: str = "missing"
+    limit: int | None = None
+    label: str | None = None
+
+
+def _sha256(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def mean_axis_scores(source: HumanSource, interaction_id: str) -> dict[str, float]:
+    """The annotators' mean score per axis for one interaction (for a few-shot example)."""
+    out: dict[str, float] = {}
+    for ax in AXES:
+        vals = []
+        for r in source.raters:
+            f = r.frame
+            hit = f[(f["interaction_id"] == interaction_id) & (f["axis"] == ax)]["score"]
+            vals += [v for v in hit if not np.isnan(v)]
+        if not vals:
+            raise MindEvalError(f"few-shot example {interaction_id} has no human score for {ax}", path=source.source)
+        out[ax] = float(np.mean(vals))
+    return out
+
+
+def draw_fewshot(source: HumanSource, k: int, seed: int) -> list[str]:
+    """``k`` interaction ids drawn without replacement with ``seed`` (sorted ids, so stable)."""
+    ids = sorted(source.interactions)
+    if k > len(ids):
+        raise MindEvalError(f"cannot draw {k} few-shot examples from {len(ids)} interactions", path=source.source)
+    return random.Random(seed).sample(ids, k)
+
+
+def _existing(db: Any, run_id: str) -> set[tuple[str, int]]:
+    from mindeval.store.tables import JudgmentRow
+
+    with db.read() as s:
+        rows = s.execute(select(JudgmentRow.interaction_id, JudgmentRow.sample).where(JudgmentRow.run_id == run_id)).all()
+    return {(r[0], r[1]) for r in rows}
+
+
+def _save(db: Any, run_id: str, j: Judgment) -> None:
+    from mindeval.store.tables import JudgmentRow
+
+    with db.write() as s:
+        s.add(JudgmentRow(
+            run_id=run_id, interaction_id=j.interaction_id, judge_model=j.judge_model, sample=j.sample,
+            scores_json=j.scores, raw_text=j.raw_text, rationale=j.rationale, parse_status=j.parse_status,
+            attempts=j.attempts, error=j.error,
+        ))
+
+
+def _load(db: Any, run_id: str) -> list[Judgment]:
+    from mindeval.store.tables import JudgmentRow
+
+    with db.read() as s:
+        rows = s.scalars(select(JudgmentRow).where(JudgmentRow.run_id == run_id).order_by(JudgmentRow.id)).all()
+    return [
+        Judgment(interaction_id=r.interaction_id, judge_model=r.judge_model, sample=r.sample, scores=r.scores_json,
+                 raw_text=r.raw_text, rationale=r.rationale, parse_status=r.parse_status, attempts=r.attempts,
+                 error=r.error)
+        for r in rows
+    ]
+
+
+def _check_config(out: Path, config: dict[str, Any], config_hash: str) -> None:
+    cfg = out / "config.json"
+    if not cfg.is_file():
+        return
+    try:
+        old = json.loads(cfg.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise MindEvalError(f"malformed JSON ({exc.msg})", path=cfg, line=exc.lineno) from None
+    if old.get("config_hash") != config_hash:
+        from mindeval.config import config_diff
+
+        diff = "\n".join(config_diff(old.get("config", {}), config))
+        raise ConfigMismatchError(
+            f"this directory holds a judge run with a different configuration:\n{diff}\n"
+            "use another --out directory", path=cfg,
+        )
+
+
+def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
+    """Judge every evaluation interaction ``repetitions`` times; write the run directory."""
+    from mindeval.config import spec_with_defaults
+    from mindeval.judge import FewShotExample, judge_transcript
+    from mindeval.llm.gateway import ModelSpec, check_model_string
+    from mindeval.prompts import load_template
+    from mindeval.runner import ensure_run
+    from mindeval.store import CallLog, Database, sqlite_url
+
+    say = echo or (lambda _m: None)
+    if opts.repetitions < 1:
+        raise MindEvalError("--repetitions must be at least 1", field="--repetitions")
+    if opts.fewshot_k < 0:
+        raise MindEvalError("--fewshot must be 0 or more", field="--fewshot")
+    check_model_string(opts.judge)
+    spec = spec_with_defaults("judge", ModelSpec(
+        model=opts.judge, temperature=opts.temperature, max_tokens=opts.max_tokens,
+        reasoning_effort=opts.reasoning_effort, api_base=opts.api_base,
+    ))
+    tpl = load_template(opts.prompt, kind="judge")
+    mapping = load_mapping(opts.mapping)
+    data = load_authors_annotations(opts.annotations, mapping, zeros=opts.zeros)
+    shot_src = data
+    if opts.fewshot_source and Path(opts.fewshot_source).resolve() != Path(opts.annotations).resolve():
+        shot_src = load_authors_annotations(opts.fewshot_source, mapping, zeros=opts.zeros)
+    shot_ids = draw_fewshot(shot_src, opts.fewshot_k, opts.seed) if opts.fewshot_k else []
+    fewshot = [
+        FewShotExample(
+            intake=shot_src.interactions[i].profile.intake(), messages=shot_src.interactions[i].messages,
+            scores=mean_axis_scores(shot_src, i),
+        )
+        for i in shot_ids
+    ]
+    evaluate: list[AnnotatedInteraction] = [it for iid, it in data.interactions.items() if iid not in set(shot_ids)]
+    if opts.limit is not None:
+        evaluate = evaluate[: max(0, opts.limit)]
+    config = {
+        "judge": spec.model_dump(mode="json"),
+        "prompt": {"ref": tpl.ref, "sha256": tpl.sha256},
+        "annotations_sha256": _sha256(opts.annotations),
+        "fewshot_sha256": _sha256(opts.fewshot_source) if opts.fewshot_source else None,
+        "fewshot_k": opts.fewshot_k,
+        "fewshot_interaction_ids": shot_ids,
+        "fewshot_scores": {i: ex.scores for i, ex in zip(shot_ids, fewshot, strict=True)},
+        "zeros": opts.zeros,
+        "mapping_version": mapping.version,
+        "repetitions": opts.repetitions,
+        "retries": opts.retries,
+        "seed": opts.seed,
+        "interaction_ids": [it.interaction_id for it in evaluate],
+    }
+    config_hash = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+    run_id = f"mj-{config_hash[:16]}"
+    out = Path(opts.out)
+    out.mkdir(parents=True, exist_ok=True)
+    _check_config(out, config, config_hash)
+    label = opts.label or spec.model
+    header = {
+        "run_id": run_id, "config_hash": config_hash, "kind": KIND, "label": label,
+        "fewshot_interaction_ids": shot_ids, "config": {**config, "prompts": {"judge": tpl.ref}},
+        "annotations_source": str(opts.annotations), "fewshot_source": opts.fewshot_source,
+        "package_version": __version__,
+    }
+    (out / "config.json").write_text(json.dumps(header, indent=1, ensure_ascii=False), encoding="utf-8")
+    db = Database(opts.db_url or sqlite_url(out / "run.db"))
+    ensure_run(db, run_id, header, KIND, config_hash)
+    log = CallLog(db, run_id)
+    done = _existing(db, run_id)
+    todo = [(it, r) for it in evaluate for r in range(opts.repetitions) if (it.interaction_id, r) not in done]
+    say(f"judge {spec.model} ({tpl.ref}) on {len(evaluate)} interactions × {opts.repetitions} runs; "
+        f"{len(shot_ids)} few-shot examples (seed {opts.seed}); {len(todo)} judgments to make, "
+        f"{len(evaluate) * opts.repetitions - len(todo)} already stored")
+    started = time.perf_counter()
+
+    def work(it: AnnotatedInteraction, rep: int) -> Judgment:
+        j = judge_transcript(log, spec, tpl, it.profile, it.messages, it.interaction_id,
+                             sample=rep, retries=opts.retries, fewshot=fewshot, seed=opts.seed)
+        _save(db, run_id, j)
+        return j
+
+    pool = ThreadPoolExecutor(max_workers=max(1, opts.concurrency))
+    try:
+        futures = [pool.submit(work, it, r) for it, r in todo]
+        for n, fut in enumerate(as_completed(futures), start=1):
+            fut.result()
+            if n % 50 == 0 or n == len(futures):
+                say(f"  {n}/{len(futures)} judgments")
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # on an error or Ctrl-C, start no new judgment
+        summary = _export(db, run_id, out, data, evaluate, label, log, time.perf_counter() - started)
+        db.close()
+    say(f"wrote {out / 'judgments.jsonl'}: {summary['n_judgments']} judgments, {summary['n_failed']} failed; "
+        f"calls made {summary['calls_made']}, reused {summary['calls_reused']}")
+    return summary
+
+
+def _export(db: Any, run_id: str, out: Path, data: HumanSource, evaluate: list[AnnotatedInteraction],
+            label: str, log: Any, elapsed: float) -> dict[str, Any]:
+    keep = {it.interaction_id for it in evaluate}
+    judgments = sorted((j for j in _load(db, run_id) if j.interaction_id in keep),
+                       key=lambda j: (j.interaction_id, j.sample))
+    rows = []
+    for j in judgments:
+        it = data.interactions[j.interaction_id]
+        rows.append({
+            "interaction_id": j.interaction_id, "profile_id": it.profile_id, "model": it.system,
+            "judge_model": j.judge_model, "sample": j.sample, "scores": j.scores, "average": j.average,
+            "parse_status": j.parse_status, "attempts": j.attempts, "raw_text": j.raw_text,
+            "rationale": j.rationale, "error": j.error, "severe": it.profile.severe,
+            "n_turns": max(0, len(it.messages) - 1),
+        })
+    tmp = out / "judgments.jsonl.tmp"
+    with tmp.open("w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    tmp.replace(out / "judgments.jsonl")
+    summary = {
+        "run_id": run_id, "label": label, "n_interactions": len(evaluate), "n_judgments": len(rows),
+        "n_failed": sum(r["parse_status"] == "failed" for r in rows),
+        "calls_made": log.counters.made, "calls_reused": log.counters.reused, "elapsed_s": round(elapsed, 3),
+        "package_version": __version__,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    return summary

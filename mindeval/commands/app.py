@@ -1,0 +1,274 @@
+"""``mindeval app``: launch the annotation app, and ``mindeval app admin …`` to script studies.
+
+The app is ``streamlit run annotation_app/app.py`` on 127.0.0.1 (headless, no usage
+statistics); the database URL reaches it through ``$MINDEVAL_APP_DB``. Access codes
+are printed once when created and never written to disk or logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+ADMIN_CODE_ENV = "MINDEVAL_ADMIN_CODE"
+DEMO_CODE_ENV = "MINDEVAL_DEMO_CODE"
+THEME = {"base": "light", "primaryColor": "#2f6f73", "font": "sans serif"}
+
+
+def app_script() -> Path:
+    import annotation_app
+
+    return Path(annotation_app.__file__).resolve().parent / "app.py"
+
+
+def streamlit_command(host: str, port: int) -> list[str]:
+    """The ``streamlit run`` command line of the app (also used by tests and benchmarks)."""
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", str(app_script()),
+        "--server.headless", "true", "--server.address", host, "--server.port", str(port),
+        "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+        "--server.runOnSave", "false", "--client.toolbarMode", "minimal",
+    ]
+    for key, val in THEME.items():
+        cmd += [f"--theme.{key}", val]
+    return cmd
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "app", help="annotation app: psychologists rate transcripts and role-play patients",
+        description="Launch the annotation app (Streamlit) on this machine, or manage studies with "
+        "`mindeval app admin ...`.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--db", default=None, metavar="URL",
+                   help="SQLAlchemy URL (default: $MINDEVAL_APP_DB or sqlite ./mindeval-app.db)")
+    p.add_argument("--seed-demo", action="store_true",
+                   help="if the database is empty, create a demo admin, annotator and two studies")
+    p.add_argument("--demo-clinician", default=None, metavar="MODEL",
+                   help="clinician model of the demo role-play study (default: the embedded local/smollm2)")
+    p.set_defaults(func=_launch)
+    asub = p.add_subparsers(dest="app_command", metavar="admin")
+    admin = asub.add_parser("admin", help="manage studies, people, imports and exports")
+    admin.add_argument("--db", default=None, metavar="URL", help="as for `mindeval app`")
+    cmds = admin.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
+
+    c = cmds.add_parser("create-study", help="create a rating or role-play study")
+    c.add_argument("name")
+    c.add_argument("--kind", choices=("rating", "roleplay"), default="rating")
+    c.add_argument("--k", type=int, default=1, help="annotators per item (default 1)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the assignment and of each annotator's order")
+    c.add_argument("--description", default="")
+    c.add_argument("--clinician-model", default=None, metavar="MODEL",
+                   help="role-play: litellm model string (default local/smollm2)")
+    c.add_argument("--clinician-max-tokens", type=int, default=None, metavar="N")
+    c.add_argument("--clinician-temperature", type=float, default=None, metavar="T")
+    c.add_argument("--minutes", type=int, default=None, help="role-play session length (default 25)")
+    c.set_defaults(func=_create_study)
+
+    a = cmds.add_parser("add-annotator", help="add a person; prints their access code once")
+    a.add_argument("name")
+    a.add_argument("--admin", action="store_true", help=f"a study admin (code from ${ADMIN_CODE_ENV} if set)")
+    a.add_argument("--code-env", default=None, metavar="VAR", help="read the access code from this variable")
+    a.set_defaults(func=_add_annotator)
+
+    r = cmds.add_parser("reset-code", help="give a person a new access code (printed once)")
+    r.add_argument("name")
+    r.add_argument("--code-env", default=None, metavar="VAR")
+    r.set_defaults(func=_reset_code)
+
+    s = cmds.add_parser("assign", help="assign every item to k annotators, balanced and seeded")
+    s.add_argument("study")
+    s.add_argument("--k", type=int, default=None, help="override the study's k")
+    s.add_argument("--annotators", default=None, help="comma-separated names (default: all annotators)")
+    s.set_defaults(func=_assign)
+
+    i = cmds.add_parser("import", help="import a run directory, interactions, profiles or the authors' ratings")
+    i.add_argument("study")
+    i.add_argument("path", type=Path)
+    i.add_argument("--kind", choices=("run", "interactions", "authors", "profiles"), default=None)
+    i.set_defaults(func=_import)
+
+    rs = cmds.add_parser("add-sessions", help="put finished role-play sessions into a rating study")
+    rs.add_argument("rating_study")
+    rs.add_argument("roleplay_study")
+    rs.set_defaults(func=_add_sessions)
+
+    e = cmds.add_parser("export", help="export ratings or role-play sessions")
+    e.add_argument("study")
+    e.add_argument("--format", required=True, choices=("csv", "jsonl", "authors", "interactions", "user-turns"))
+    e.add_argument("--out", type=Path, required=True)
+    e.set_defaults(func=_export)
+
+    ls = cmds.add_parser("list", help="list studies or people")
+    ls.add_argument("what", choices=("studies", "annotators"), nargs="?", default="studies")
+    ls.set_defaults(func=_list)
+
+    res = cmds.add_parser("results", help="progress and mean scores of a study (JSON)")
+    res.add_argument("study")
+    res.set_defaults(func=_results)
+
+
+def _workspace(args: argparse.Namespace):
+    from annotation_app.services import Workspace
+
+    return Workspace(args.db)
+
+
+def _code_from(var: str | None) -> str | None:
+    from ..errors import MindEvalError
+
+    if var is None:
+        return None
+    code = os.environ.get(var)
+    if not code:
+        raise MindEvalError(f"environment variable {var} is empty or unset", field="code-env")
+    return code
+
+
+def _print_code(name: str, code: str) -> None:
+    print(f"  access code for {name}: {code}   (shown only now; it is stored only as a hash)")
+
+
+def _launch(args: argparse.Namespace) -> int:
+    if getattr(args, "app_command", None) == "admin":  # pragma: no cover - argparse routes admin
+        return 2
+    from annotation_app.services import DB_ENV, default_db_url
+
+    url = args.db or default_db_url()
+    ws = _workspace(argparse.Namespace(db=url))
+    if args.seed_demo:
+        from annotation_app.demo import seed_demo
+
+        kw = {"clinician_model": args.demo_clinician} if args.demo_clinician else {}
+        given_admin = os.environ.get(ADMIN_CODE_ENV) or None
+        given_demo = os.environ.get(DEMO_CODE_ENV) or None
+        accounts = seed_demo(ws, admin_code=given_admin, annotator_code=given_demo, **kw)
+        if accounts is None:
+            print("The database already has data; the demo workspace was not added.")
+        else:
+            print("Demo workspace created. Sign in with:")
+            for who, code, env in ((f"annotator '{accounts.annotator_name}'", accounts.annotator_code, DEMO_CODE_ENV if given_demo else None),
+                                   (f"admin '{accounts.admin_name}'", accounts.admin_code, ADMIN_CODE_ENV if given_admin else None)):
+                if env:
+                    print(f"  {who}: the access code in ${env}")
+                else:
+                    _print_code(who, code)
+    elif ws.is_empty():
+        print("The database is empty: add people with `mindeval app admin add-annotator`, "
+              "or start with --seed-demo.")
+    ws.close()
+    from ..store import redact_url
+
+    print(f"Annotation app on http://{args.host}:{args.port}  (database {redact_url(url)}; Ctrl+C stops it)",
+          flush=True)
+    env = dict(os.environ)
+    env[DB_ENV] = url
+    cmd = streamlit_command(args.host, args.port)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(cmd[0], cmd, env)
+    return 0  # pragma: no cover
+
+
+def _create_study(args: argparse.Namespace) -> int:
+    from annotation_app.services import SYSTEM
+
+    ws = _workspace(args)
+    kw = {}
+    if args.kind == "roleplay":
+        kw = {"clinician_model": args.clinician_model, "clinician_max_tokens": args.clinician_max_tokens,
+              "clinician_temperature": args.clinician_temperature, "minutes": args.minutes}
+    info = ws.create_study(SYSTEM, args.name, args.kind, k=args.k, seed=args.seed,
+                           description=args.description, **kw)
+    print(f"created {info.kind} study '{info.name}' (id {info.id}, k={info.k}, seed={info.seed})")
+    return 0
+
+
+def _add_annotator(args: argparse.Namespace) -> int:
+    from annotation_app.services import SYSTEM
+
+    code = _code_from(args.code_env)
+    if code is None and args.admin:
+        code = os.environ.get(ADMIN_CODE_ENV) or None
+    info, code = _workspace(args).add_annotator(SYSTEM, args.name, admin=args.admin, code=code)
+    print(f"added {'admin' if info.is_admin else 'annotator'} '{info.name}'")
+    if not (args.code_env or (args.admin and os.environ.get(ADMIN_CODE_ENV))):
+        _print_code(info.name, code)
+    return 0
+
+
+def _reset_code(args: argparse.Namespace) -> int:
+    from annotation_app.services import SYSTEM
+
+    given = _code_from(args.code_env)
+    code = _workspace(args).reset_code(SYSTEM, args.name, given)
+    print(f"new access code set for '{args.name}'")
+    if given is None:
+        _print_code(args.name, code)
+    return 0
+
+
+def _assign(args: argparse.Namespace) -> int:
+    from annotation_app.services import SYSTEM
+
+    names = [n.strip() for n in args.annotators.split(",") if n.strip()] if args.annotators else None
+    rep = _workspace(args).assign(SYSTEM, args.study, annotators=names, k=args.k)
+    per = ", ".join(f"{n}: {c}" for n, c in sorted(rep.per_annotator.items())) or "nothing new"
+    print(f"{rep.created} new assignments (seed {rep.seed}) — {per}")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from annotation_app.services import SYSTEM
+
+    rep = _workspace(args).import_path(SYSTEM, args.study, args.path, args.kind)
+    print(f"imported {rep.kind}: {rep.items_added} new items ({rep.items_reused} already present), "
+          f"{rep.profiles_added} profiles, {rep.ratings_added} ratings ({rep.ratings_unchanged} unchanged), "
+          f"{rep.annotators_added} imported annotators, {rep.skipped} skipped")
+    for w in rep.warnings:
+        print(f"  warning: {w}", file=sys.stderr)
+    return 0
+
+
+def _add_sessions(args: argparse.Namespace) -> int:
+    from annotation_app.services import SYSTEM
+
+    n = _workspace(args).add_roleplay_items(SYSTEM, args.rating_study, args.roleplay_study)
+    print(f"added {n} finished role-play sessions to '{args.rating_study}' (assign them next)")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from annotation_app.services import SYSTEM
+
+    n = _workspace(args).export_file(SYSTEM, args.study, args.format, args.out)
+    print(f"wrote {n} rows to {args.out}")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from annotation_app.services import SYSTEM
+
+    ws = _workspace(args)
+    if args.what == "studies":
+        for s in ws.studies(SYSTEM):
+            extra = f", clinician {s.clinician_model}, {s.minutes} min" if s.kind == "roleplay" else ""
+            print(f"{s.id}\t{s.name}\t{s.kind}\t{s.n_items} items\t{s.n_assignments} assignments\tk={s.k}\tseed={s.seed}{extra}")
+    else:
+        for a in ws.annotators(SYSTEM):
+            role = "admin" if a.is_admin else "annotator"
+            print(f"{a.id}\t{a.name}\t{role}\t{'can sign in' if a.can_sign_in else 'imported'}")
+    return 0
+
+
+def _results(args: argparse.Namespace) -> int:
+    from annotation_app.services import SYSTEM
+
+    res = _workspace(args).results(SYSTEM, args.study)
+    print(json.dumps(res.model_dump(mode="json"), indent=2))
+    return 0

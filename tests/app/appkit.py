@@ -1,0 +1,106 @@
+"""Helpers of the annotation-app tests: seeded workspaces, AppTest helpers, a live server."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from annotation_app.demo import seed_demo
+from annotation_app.services import DB_ENV, SYSTEM, Workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = ROOT / "annotation_app" / "app.py"
+ADMIN_CODE = "ADMIN-CODE-1234"
+DEMO_CODE = "DEMO-CODE-5678"
+
+
+def make_workspace(url: str, clinician: str = "fake/echo") -> Workspace:
+    ws = Workspace(url)
+    seed_demo(ws, admin_code=ADMIN_CODE, annotator_code=DEMO_CODE, clinician_model=clinician)
+    return ws
+
+
+def new_app():
+    from streamlit.testing.v1 import AppTest
+
+    return AppTest.from_file(str(APP), default_timeout=60)
+
+
+def sign_in(name: str, code: str):
+    """A fresh browser session that signs in through the sign-in form."""
+    at = new_app().run()
+    at.text_input(key="signin_name").input(name)
+    at.text_input(key="signin_code").input(code)
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def all_text(at) -> str:
+    """Every element's content on the current page (for blinding and security checks)."""
+    out: list[str] = []
+
+    def walk(node) -> None:
+        proto = getattr(node, "proto", None)
+        if proto is not None:
+            out.append(str(proto))
+        children = getattr(node, "children", None) or {}
+        for child in children.values():
+            walk(child)
+
+    walk(at._tree)
+    return "\n".join(out)
+
+
+def viewer(ws: Workspace, name: str, code: str):
+    signed = ws.sign_in(name, code)
+    assert signed is not None
+    return signed.viewer
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> float:
+    """Seconds until ``/_stcore/health`` answers ``ok``."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the app exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1) as r:
+                if r.read().decode().strip() == "ok":
+                    return time.perf_counter() - start
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError("the app did not become healthy")
+
+
+def start_app(url: str, port: int, log: Path) -> subprocess.Popen:
+    """``mindeval app --db URL`` (which execs ``streamlit run``) on 127.0.0.1:port."""
+    env = dict(os.environ)
+    env[DB_ENV] = url
+    return subprocess.Popen(
+        [sys.executable, "-m", "mindeval", "app", "--db", url, "--port", str(port)],
+        stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+    )
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+__all__ = ["SYSTEM"]

@@ -1,0 +1,132 @@
+"""AppTest: role-play mode — start, chat, resume, model errors with retry, timer, finish."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from appkit import DEMO_CODE, SYSTEM, all_text, sign_in, viewer
+from sqlalchemy import delete, select, update
+
+from annotation_app.services import Conflict
+from mindeval.llm import fake
+from mindeval.store.annotations import ItemRow, RoleplaySessionRow, StudyRow, utcnow
+from mindeval.store.tables import CallRow, TurnRow
+
+
+def open_roleplay(at):
+    at.button(key="open_2").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_chat_as_the_patient_is_committed_and_resumes_in_a_new_session(demo_ws):
+    at = open_roleplay(sign_in("demo", DEMO_CODE))
+    sid = at.session_state["session_id"]
+    assert "You are playing" in all_text(at)
+    at.button(key=f"start_{sid}").click().run()
+    at.chat_input(key=f"chat_{sid}").set_value("I have not been sleeping much.").run()
+    assert not at.exception, at.exception
+    text = all_text(at)
+    assert "I have not been sleeping much" in text and "Reply 1" in text
+
+    with demo_ws.db.read() as s:
+        turns = s.scalars(select(TurnRow).order_by(TurnRow.idx)).all()
+    assert [(t.role, t.author) for t in turns] == [("patient", "human"), ("clinician", "model")]
+    assert turns[1].call_id is not None
+
+    again = open_roleplay(sign_in("demo", DEMO_CODE))  # refresh / closed tab / restart
+    assert again.session_state["session_id"] == sid
+    assert "Reply 1" in all_text(again)
+    again.chat_input(key=f"chat_{sid}").set_value("Work is a lot.").run()
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    assert [m.role for m in demo_ws.roleplay(v, sid).messages] == ["patient", "clinician"] * 2
+
+
+def test_the_clinician_sees_the_default_prompt_with_intake_only(demo_ws):
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    sid = demo_ws.sessions(v, 2)[0].session_id
+    demo_ws.start_session(v, sid)
+    demo_ws.send_message(v, sid, "Hi.")
+    with demo_ws.db.read() as s:
+        call = s.scalars(select(CallRow)).one()
+    system = call.request_json["messages"][0]
+    assert system["role"] == "system"
+    backstory = demo_ws.roleplay(v, sid).backstory
+    assert backstory and backstory[:60] not in system["content"]
+    assert call.request_json["messages"][1:] == [{"role": "user", "content": "Hi."}]
+
+
+def test_a_model_error_is_shown_plainly_and_the_turn_can_be_retried(demo_ws):
+    with demo_ws.db.write() as s:
+        s.execute(update(StudyRow).where(StudyRow.id == 2).values(clinician_model="fake/error"))
+    at = open_roleplay(sign_in("demo", DEMO_CODE))
+    sid = at.session_state["session_id"]
+    at.button(key=f"start_{sid}").click().run()
+    at.chat_input(key=f"chat_{sid}").set_value("Hello there.").run()
+    assert not at.exception
+    assert any("did not answer" in e.value for e in at.error)
+    assert at.button(key=f"retry_{sid}")  # the retry button is offered
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    assert [m.role for m in demo_ws.roleplay(v, sid).messages] == ["patient"]  # the message is kept
+
+    with demo_ws.db.write() as s:
+        s.execute(update(StudyRow).where(StudyRow.id == 2).values(clinician_model="fake/echo"))
+    at.button(key=f"retry_{sid}").click().run()
+    assert [m.role for m in demo_ws.roleplay(v, sid).messages] == ["patient", "clinician"]
+    assert "Reply 1" in all_text(at)
+
+
+def test_a_stored_reply_is_never_requested_twice(demo_ws):
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    sid = demo_ws.sessions(v, 2)[0].session_id
+    demo_ws.start_session(v, sid)
+    before = sum(fake.CALLS.values())
+    demo_ws.send_message(v, sid, "One.")
+    assert sum(fake.CALLS.values()) == before + 1
+    reply = demo_ws.roleplay(v, sid).messages[-1].content
+    # A crash after the call was logged but before the turn was committed:
+    with demo_ws.db.write() as s:
+        s.execute(delete(TurnRow).where(TurnRow.role == "clinician"))
+    assert demo_ws.roleplay(v, sid).awaiting_reply
+    demo_ws.retry_reply(v, sid)
+    assert sum(fake.CALLS.values()) == before + 1
+    assert demo_ws.roleplay(v, sid).messages[-1].content == reply
+
+
+def test_the_timer_ends_the_session_for_new_messages(demo_ws):
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    sid = demo_ws.sessions(v, 2)[0].session_id
+    demo_ws.start_session(v, sid)
+    view = demo_ws.roleplay(v, sid)
+    assert view.minutes == 25 and 24 * 60 < view.seconds_left <= 25 * 60
+    with demo_ws.db.write() as s:
+        s.execute(update(RoleplaySessionRow).where(RoleplaySessionRow.id == sid)
+                  .values(deadline_at=utcnow() - timedelta(seconds=1)))
+    at = open_roleplay(sign_in("demo", DEMO_CODE))
+    assert any("Time is up" in w.value for w in at.warning)
+    assert at.chat_input(key=f"chat_{sid}").disabled
+    with pytest.raises(Conflict, match="time for this session is up"):
+        demo_ws.send_message(v, sid, "late")
+
+
+def test_a_finished_session_becomes_a_rateable_interaction(demo_ws):
+    at = open_roleplay(sign_in("demo", DEMO_CODE))
+    sid = at.session_state["session_id"]
+    at.button(key=f"start_{sid}").click().run()
+    at.button(key=f"finish_{sid}").click().run()
+    assert any("at least one message" in w.value for w in at.warning)
+    at.chat_input(key=f"chat_{sid}").set_value("I feel stuck.").run()
+    at.button(key=f"finish_{sid}").click().run()
+    assert any("Session finished" in s.value for s in at.success)
+    assert at.chat_input == [] or not any(c.key == f"chat_{sid}" for c in at.chat_input)
+
+    with demo_ws.db.read() as s:
+        item = s.scalars(select(ItemRow).where(ItemRow.source == "roleplay")).one()
+    assert item.patient_kind == "human"
+    assert [m["role"] for m in item.messages] == ["user", "assistant"]
+    assert demo_ws.add_roleplay_items(SYSTEM, 1, 2) == 1
+    assert demo_ws.add_roleplay_items(SYSTEM, 1, 2) == 0
+    demo_ws.assign(SYSTEM, 1)
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    assert len(demo_ws.queue(v, 1)) == 7

@@ -1,0 +1,70 @@
+"""AppTest: signing in and out, staying signed in across a refresh, admin-only pages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from appkit import ADMIN_CODE, APP, DEMO_CODE, all_text, new_app, sign_in
+from streamlit.testing.v1 import AppTest
+
+
+def test_a_wrong_code_is_refused_plainly(demo_ws):
+    at = sign_in("demo", "WRONG-CODE-0000")
+    assert any("do not match" in e.value for e in at.error)
+    assert "token" not in at.session_state and "s" not in at.query_params
+    assert [t.value for t in at.title] == ["MindEval annotation"]
+
+
+def test_sign_in_is_case_and_dash_insensitive_and_survives_a_refresh(demo_ws):
+    at = sign_in("Demo", DEMO_CODE.lower().replace("-", " "))
+    assert [t.value for t in at.title] == ["Hello, demo"]
+    token = at.query_params["s"]
+    assert token and token == at.session_state["token"]
+
+    refreshed = new_app()  # a browser refresh: a new session, the URL keeps ?s=
+    refreshed.query_params["s"] = token
+    refreshed.run()
+    assert [t.value for t in refreshed.title] == ["Hello, demo"]
+
+    refreshed.button(key="sign_out").click().run()
+    assert [t.value for t in refreshed.title] == ["MindEval annotation"]
+    after = new_app()
+    after.query_params["s"] = token
+    after.run()
+    assert [t.value for t in after.title] == ["MindEval annotation"]  # the token no longer works
+
+
+def _pages(at) -> set[str]:
+    return {Path(str(i["script_path"])).stem for i in at._registered_pages.values()}
+
+
+def test_annotators_do_not_get_admin_pages_admins_do(demo_ws):
+    at = sign_in("demo", DEMO_CODE)
+    assert _pages(at) == {"home", "rate", "roleplay"}
+    with pytest.raises(ValueError):
+        at.switch_page("views/admin_results.py")
+    # Even run directly, an admin page refuses an annotator's session.
+    direct = AppTest.from_file(str(APP.parent / "views" / "admin_export.py"))
+    direct.session_state["token"] = at.session_state["token"]
+    direct.run()
+    assert any("for study admins" in e.value for e in direct.error)
+    assert not direct.get("download_button")
+
+    admin = sign_in("admin", ADMIN_CODE)
+    assert {"admin_studies", "admin_people", "admin_results", "admin_export"} <= _pages(admin)
+    admin.switch_page("views/admin_results.py").run()
+    assert not admin.exception
+    assert "Progress" in all_text(admin)
+
+
+def test_admin_pages_show_progress_means_and_exports(demo_ws):
+    admin = sign_in("admin", ADMIN_CODE)
+    admin.switch_page("views/admin_studies.py").run()
+    assert not admin.exception
+    assert "Demo: rate transcripts" in all_text(admin)
+    admin.switch_page("views/admin_people.py").run()
+    assert not admin.exception and "demo" in all_text(admin)
+    admin.switch_page("views/admin_export.py").run()
+    assert not admin.exception
+    assert admin.get("download_button")

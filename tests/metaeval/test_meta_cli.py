@@ -1,0 +1,187 @@
+"""`metaeval compare` end to end, report files, and CLI error handling."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import write_judgments
+
+from metaeval.cli import main
+from metaeval.report import fmt_values
+from metaeval.sources import AUTHORS_FEWSHOT_IDS, load_authors_annotations
+
+ROWS_AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
+
+
+def judge_dir_from_humans(tiny_authors, out, runs=2):
+    """A judge run in the CONTRACTS schema whose scores follow annotator ann-a, plus noise by run."""
+    src = load_authors_annotations(tiny_authors)
+    p1 = src.raters[0].frame
+    rows = []
+    for iid, it in src.interactions.items():
+        base = {ax: p1[(p1.interaction_id == iid) & (p1.axis == ax)]["score"].iloc[0] for ax in ROWS_AXES}
+        for r in range(runs):
+            scores = {ax: int(min(6, max(1, round(v + (r if ax == "CAC" else 0))))) for ax, v in base.items()}
+            rows.append({"interaction_id": iid, "profile_id": it.profile_id, "model": it.system,
+                         "judge_model": "sys/alpha", "sample": r, "scores": scores})
+    return write_judgments(out, rows, {"run_id": "x"})
+
+
+def test_compare_end_to_end_writes_every_output(tiny_authors, tmp_path, capsys):
+    jdir = judge_dir_from_humans(tiny_authors, tmp_path / "judge")
+    out = tmp_path / "cmp"
+    code = main(["compare", "--humans", str(tiny_authors), "--judges", f"J={jdir}", "--out", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "Kendall τ-b below the diagonal, MIPSA (ties=sign) above" in printed
+    assert "| Annotator | P1 | P2 | P3 | J | Avg. P |" in printed
+    assert "verdict J (average)" in printed
+    md = (out / "agreement.md").read_text()
+    assert "### Average score" in md and "Krippendorff α" in md
+    data = json.loads((out / "agreement.json").read_text())
+    assert data["tau_variant"] == "tau-b" and data["mipsa_ties"] == "sign"
+    assert set(data["matrices"]) == {"CAC", "EPC", "AR", "TRA", "ASCQ", "average"}
+    assert "NaN" not in (out / "agreement.json").read_text()
+    with (out / "agreement.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert {"axis", "rater_a", "rater_b", "metric", "variant", "q1", "median", "q3", "n_runs"} <= set(rows[0])
+    judge_rows = [r for r in rows if r["rater_a"] == "J" and r["metric"] == "tau"]
+    assert judge_rows and all(r["n_runs"] == "2" for r in judge_rows)
+    pngs = sorted(p.name for p in out.glob("heatmap_*.png"))
+    assert len(pngs) == 12 and all((out / p).stat().st_size > 5000 for p in pngs)
+    assert (out / "heatmap_average_tau_mipsa.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_matrix_layout_tau_below_mipsa_above(tiny_authors, tmp_path):
+    jdir = judge_dir_from_humans(tiny_authors, tmp_path / "judge", runs=3)
+    out = tmp_path / "cmp"
+    assert main(["compare", "--humans", str(tiny_authors), "--judges", str(jdir), "--out", str(out),
+                 "--no-plots", "--tau", "c", "--mipsa-ties", "exclude"]) == 0
+    data = json.loads((out / "agreement.json").read_text())
+    m = data["matrices"]["average"]
+    assert m["options"]["tau_variant"] == "c"
+    summary = m["summary"]
+    md = (out / "agreement.md").read_text()
+    section = md.split("### Average score — Kendall τ-c below the diagonal, MIPSA (ties=exclude) above")[1]
+    table = [line for line in section.splitlines() if line.startswith("| ")]
+    header = [c.strip() for c in table[0].strip("|").split("|")]
+    p2_row = [c.strip() for c in table[2].strip("|").split("|")]  # row P2
+    assert p2_row[0] == "P2"
+    # below the diagonal (row P2, column P1): τ ; above (row P2, column P3): MIPSA
+    assert p2_row[header.index("P1")] == fmt_values(summary["P1|P2"]["tau"])
+    assert p2_row[header.index("P3")] == fmt_values(summary["P2|P3"]["mipsa"])
+    judge = "sys/alpha"
+    j_row = next(r for r in table if r.startswith(f"| {judge} |"))
+    assert j_row.count("[") >= 3  # quartile brackets for a repeated judge
+
+
+def test_self_preference_and_leaderboards_in_report(tiny_authors, tmp_path):
+    a = judge_dir_from_humans(tiny_authors, tmp_path / "a")
+    b = judge_dir_from_humans(tiny_authors, tmp_path / "b", runs=1)
+    out = tmp_path / "cmp"
+    assert main(["compare", "--judges", f"ref={a}", f"alpha={b}", "--self-system", "alpha=sys/alpha",
+                 "--out", str(out), "--no-plots", "--no-alpha"]) == 0
+    data = json.loads((out / "agreement.json").read_text())
+    [row] = data["table5"]
+    assert row["judge"] == "alpha" and row["reference"] == "ref" and row["self_system"] == "sys/alpha"
+    assert 0 <= row["pairwise_accuracy"] <= 1 and row["n_profiles"] == 4
+    assert set(data["leaderboards"]) == {"ref", "alpha"}
+
+
+def test_cli_errors_exit_2_without_traceback(tiny_authors, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    lines = tiny_authors.read_text().splitlines()
+    row = json.loads(lines[1])
+    row["criterion_3.responses"] = [1, "x", 2]
+    bad.write_text(lines[0] + "\n" + json.dumps(row) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "metaeval.cli", "compare", "--humans", str(bad),
+                           "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert f"error: {bad}:2:criterion_3.responses:" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "metaeval.cli", "compare", "--judges", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "no judgments.jsonl" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_compare_needs_inputs(capsys):
+    assert main(["compare"]) == 2
+    assert "give at least one" in capsys.readouterr().err
+
+
+def test_judge_then_compare_with_the_cli(tiny_authors, tmp_path, capsys):
+    jdir = tmp_path / "fake"
+    assert main(["judge", "--annotations", str(tiny_authors), "--judge", "fake/judge", "--fewshot", "2",
+                 "-n", "2", "--out", str(jdir)]) == 0
+    out = tmp_path / "cmp"
+    assert main(["compare", "--humans", str(tiny_authors), "--judges", str(jdir), "--out", str(out), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    assert "10 interactions (4 profiles, 3 systems); 2 excluded" in printed
+
+
+def test_compare_on_the_authors_data(shared_data, tmp_path, capsys):
+    ann = shared_data / "human_annotations.jsonl"
+    jdir = tmp_path / "judge"
+    assert main(["judge", "--annotations", str(ann), "--judge", "fake/judge", "--fewshot", "5", "-n", "2",
+                 "--out", str(jdir)]) == 0
+    shots = json.loads((jdir / "config.json").read_text())["fewshot_interaction_ids"]
+    out = tmp_path / "cmp"
+    assert main(["compare", "--humans", str(ann), "--judges", str(jdir), "--out", str(out), "--paper-compatible"]) == 0
+    printed = capsys.readouterr().out
+    assert "| fake/judge | [" in printed and "verdict fake/judge (average)" in printed
+    data = json.loads((out / "agreement.json").read_text())
+    excluded = set(shots) | set(AUTHORS_FEWSHOT_IDS)
+    assert data["inputs"]["excluded_interaction_ids"] == sorted(excluded)
+    assert data["matrices"]["average"]["n_interactions"] == 60 - len(excluded)
+    assert data["matrices"]["average"]["runs"]["fake/judge"] == 2
+    assert len(list(out.glob("heatmap_*.png"))) == 12
+
+
+def test_paper_compatible_humans_reproduce_table3(shared_data, tmp_path, capsys):
+    out = tmp_path / "cmp"
+    assert main(["compare", "--humans", str(shared_data / "human_annotations.jsonl"), "--paper-compatible",
+                 "--out", str(out), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    avg = printed.split("### Average score")[1]
+    assert "| P1 |  | 0.5693 | 0.7623 | 0.6706 | 0.6842 |" in avg
+    assert "| P2 | 0.1556 |  | 0.5303 | 0.5833 | 0.5868 |" in avg
+    assert "| Avg. P | 0.3987 | 0.1550 | 0.3618 | 0.3292 |  |" in avg
+
+
+@pytest.mark.parametrize("args", [["--tau", "d"], ["--mipsa-ties", "half"]])
+def test_bad_choices_exit_2(args, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["compare", *args])
+    assert e.value.code == 2
+
+
+def test_table5_from_mindeval_run_directories(tmp_path, capsys):
+    """Judge A and judge B (another judge prompt) each scored two clinicians' runs; runs of one
+    judge are merged into one leaderboard, and fake/judge is also a clinician (self-preference)."""
+    from mindeval.cli import main as mindeval_main
+
+    dirs = {}
+    for clin in ("fake/echo", "fake/judge"):
+        for label, prompt in (("A", "judge/default"), ("B", "judge/length_penalty")):
+            out = tmp_path / f"{label}-{clin.split('/')[1]}"
+            assert mindeval_main(["run", "--patient", "fake/echo", "--clinician", clin, "--judge", "fake/judge",
+                                  "--judge-prompt", prompt, "--profiles", "demo", "--limit", "3", "--turns", "2",
+                                  "--out", str(out), "--quiet"]) == 0
+            dirs.setdefault(label, []).append(out)
+    out = tmp_path / "cmp"
+    args = [f"{lab}={d}" for lab, ds in dirs.items() for d in ds]
+    assert main(["compare", "--judges", *args, "--out", str(out), "--no-plots"]) == 0
+    data = json.loads((out / "agreement.json").read_text())
+    assert data["matrices"]["average"]["labels"] == ["A", "B"]
+    assert data["matrices"]["average"]["n_interactions"] == 6
+    [row] = data["table5"]
+    assert row["reference"] == "A" and row["self_system"] == "fake/judge" and row["n_profiles"] == 3
+    assert set(data["leaderboards"]["A"]) == {"fake/echo", "fake/judge"}
+    capsys.readouterr()
+    # the same runs under one label twice would double-count interactions: refused
+    assert main(["compare", "--judges", f"A={dirs['A'][0]}", f"A={dirs['A'][0]}", "--out", str(out)]) == 2
+    assert "same interactions" in capsys.readouterr().err

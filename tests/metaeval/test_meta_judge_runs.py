@@ -1,0 +1,104 @@
+"""`metaeval judge`: few-shot draw, repetitions, stored and resumable calls."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from metaeval.judge_runs import JudgeRunOptions, draw_fewshot, mean_axis_scores, run_judge
+from metaeval.sources import load_authors_annotations, load_judge_run
+from mindeval.errors import ConfigMismatchError, MindEvalError
+from mindeval.llm import fake
+
+
+def opts(tiny_authors, out, **kw) -> JudgeRunOptions:
+    base = dict(annotations=str(tiny_authors), judge="fake/judge", out=str(out), concurrency=2)
+    return JudgeRunOptions(**{**base, **kw})
+
+
+def test_judge_run_writes_schema_and_excludes_fewshot(tiny_authors, tmp_path):
+    out = tmp_path / "jr"
+    summary = run_judge(opts(tiny_authors, out, fewshot_k=2, repetitions=3, seed=5), echo=None)
+    cfg = json.loads((out / "config.json").read_text())
+    shots = cfg["fewshot_interaction_ids"]
+    src = load_authors_annotations(tiny_authors)
+    assert shots == draw_fewshot(src, 2, 5) and len(set(shots)) == 2
+    rows = [json.loads(line) for line in (out / "judgments.jsonl").read_text().splitlines()]
+    assert summary["n_judgments"] == len(rows) == (12 - 2) * 3
+    assert not {r["interaction_id"] for r in rows} & set(shots)
+    assert {r["sample"] for r in rows} == {0, 1, 2}
+    for key in ("interaction_id", "profile_id", "model", "judge_model", "sample", "scores", "average",
+                "parse_status", "attempts", "raw_text", "rationale", "error", "severe", "n_turns"):
+        assert key in rows[0]
+    [judge] = load_judge_run(out)
+    assert judge.runs == 3 and judge.meta["fewshot_interaction_ids"] == shots
+    # few-shot scores are the annotators' means, recorded in the config
+    for iid in shots:
+        assert cfg["config"]["fewshot_scores"][iid] == pytest.approx(mean_axis_scores(src, iid))
+
+
+def test_fewshot_scores_are_annotator_means(tiny_authors):
+    src = load_authors_annotations(tiny_authors)
+    row = json.loads(tiny_authors.read_text().splitlines()[1])
+    got = mean_axis_scores(src, "int-01")
+    per_rater_cac = [np.mean([row["criterion_1.responses"][i], row["criterion_2.responses"][i]]) for i in range(3)]
+    assert got["CAC"] == pytest.approx(np.mean(per_rater_cac))
+    assert got["ASCQ"] == pytest.approx(np.mean(row["criterion_10.responses"]))
+
+
+def test_rerun_makes_no_call_and_other_config_is_refused(tiny_authors, tmp_path):
+    out = tmp_path / "jr"
+    run_judge(opts(tiny_authors, out, repetitions=2), echo=None)
+    first = (out / "judgments.jsonl").read_text()
+    before = fake.CALLS["judge"]
+    again = run_judge(opts(tiny_authors, out, repetitions=2), echo=None)
+    assert fake.CALLS["judge"] == before and again["calls_made"] == 0
+    assert (out / "judgments.jsonl").read_text() == first
+    with pytest.raises(ConfigMismatchError, match="repetitions"):
+        run_judge(opts(tiny_authors, out, repetitions=3), echo=None)
+
+
+def test_interrupted_run_resumes_without_repeating(tiny_authors, tmp_path, monkeypatch):
+    import metaeval.judge_runs as jr
+
+    real_save = jr._save
+    saved = []
+
+    def crashing_save(db, run_id, j):
+        if len(saved) == 5:
+            raise KeyboardInterrupt
+        saved.append(j)
+        real_save(db, run_id, j)
+
+    monkeypatch.setattr(jr, "_save", crashing_save)
+    out = tmp_path / "part"
+    before = fake.CALLS["judge"]
+    with pytest.raises(KeyboardInterrupt):
+        run_judge(opts(tiny_authors, out, concurrency=1), echo=None)
+    made_first = fake.CALLS["judge"] - before
+    # the crash stops the run: at most the worker's next call starts after it
+    assert 6 <= made_first <= 7
+    monkeypatch.setattr(jr, "_save", real_save)
+    s = run_judge(opts(tiny_authors, out, concurrency=1), echo=None)
+    assert s["n_judgments"] == 12
+    # calls made before the crash whose judgments were not saved are answered from the store
+    assert s["calls_reused"] == made_first - 5 and s["calls_made"] == 12 - made_first
+    assert fake.CALLS["judge"] - before == 12
+
+
+def test_failed_judgments_are_recorded_not_invented(tiny_authors, tmp_path):
+    out = tmp_path / "bad"
+    s = run_judge(opts(tiny_authors, out, judge="fake/empty", retries=2, limit=2), echo=None)
+    rows = [json.loads(line) for line in (out / "judgments.jsonl").read_text().splitlines()]
+    assert s["n_failed"] == 2 and all(r["scores"] is None and r["parse_status"] == "failed" for r in rows)
+
+
+def test_bad_options(tiny_authors, tmp_path):
+    with pytest.raises(MindEvalError, match="cannot draw"):
+        run_judge(opts(tiny_authors, tmp_path / "x", fewshot_k=50), echo=None)
+    with pytest.raises(MindEvalError, match="provider"):
+        run_judge(opts(tiny_authors, tmp_path / "y", judge="nope/model"), echo=None)
+    with pytest.raises(MindEvalError, match="repetitions"):
+        run_judge(opts(tiny_authors, tmp_path / "z", repetitions=0), echo=None)
