@@ -71,6 +71,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         db_url=args.db, temperature=args.temperature, max_tokens=args.max_tokens,
         reasoning_effort=args.reasoning_effort, api_base=args.api_base, retries=args.retries,
         concurrency=args.concurrency, mapping=args.mapping, limit=args.limit, label=args.label, zeros=args.zeros,
+        study=args.study,
     )
     summary = run_judge(opts, echo=print)
     return 0 if summary["n_failed"] == 0 else 1
@@ -119,7 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_compare)
 
     j = sub.add_parser("judge", help="run a judge (N repetitions) over already-annotated interactions")
-    j.add_argument("--annotations", required=True, help="annotated interactions: the authors' human_annotations.jsonl")
+    j.add_argument("--annotations", required=True,
+                   help="annotated interactions: the authors' human_annotations.jsonl or an annotation database URL")
+    j.add_argument("--study", help="rating study (name or id) when --annotations is a database URL")
     j.add_argument("--judge", required=True, help="judge model: any litellm string, local/smollm2 or fake/judge")
     j.add_argument("--prompt", default="judge/default", help="judge prompt (kind/name or file; default judge/default)")
     j.add_argument("--fewshot", type=int, default=0, metavar="K",

@@ -32,7 +32,7 @@ from mindeval.errors import ConfigMismatchError, MindEvalError
 from mindeval.records import AXES, Judgment
 
 from .mapping import load_mapping
-from .sources import AnnotatedInteraction, HumanSource, load_authors_annotations
+from .sources import AnnotatedInteraction, HumanSource, load_annotation_db, load_authors_annotations
 
 KIND = "metaeval-judge"
 
@@ -57,10 +57,41 @@ class JudgeRunOptions(BaseModel):
     zeros: str = "missing"
     limit: int | None = None
     label: str | None = None
+    study: str | None = None
 
 
 def _sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _is_url(source: str) -> bool:
+    return "://" in source
+
+
+def load_annotated(source: str, mapping: Any, zeros: str, study: str | None) -> HumanSource:
+    """The authors' annotation file, or a rating study of the annotation platform's database."""
+    if _is_url(source):
+        if not study:
+            raise MindEvalError("reading annotated interactions from a database needs --study NAME", field="--study")
+        return load_annotation_db(source, study, zeros=zeros)
+    return load_authors_annotations(source, mapping, zeros=zeros)
+
+
+def _shown(source: str | None) -> str | None:
+    """A source as recorded: database URLs without their password."""
+    if source is None or not _is_url(source):
+        return source
+    from mindeval.store import redact_url
+
+    return redact_url(source)
+
+
+def _content_hash(data: HumanSource) -> str:
+    """Identity of a source's interactions and ratings (for database sources)."""
+    blob = json.dumps(
+        [[i, data.interactions[i].messages] for i in sorted(data.interactions)], sort_keys=True, ensure_ascii=False
+    ) + data.ratings.sort_values(list(data.ratings.columns)).to_csv(index=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def mean_axis_scores(source: HumanSource, interaction_id: str) -> dict[str, float]:
@@ -157,10 +188,10 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     ))
     tpl = load_template(opts.prompt, kind="judge")
     mapping = load_mapping(opts.mapping)
-    data = load_authors_annotations(opts.annotations, mapping, zeros=opts.zeros)
+    data = load_annotated(opts.annotations, mapping, opts.zeros, opts.study)
     shot_src = data
-    if opts.fewshot_source and Path(opts.fewshot_source).resolve() != Path(opts.annotations).resolve():
-        shot_src = load_authors_annotations(opts.fewshot_source, mapping, zeros=opts.zeros)
+    if opts.fewshot_source and opts.fewshot_source != opts.annotations:
+        shot_src = load_annotated(opts.fewshot_source, mapping, opts.zeros, opts.study)
     shot_ids = draw_fewshot(shot_src, opts.fewshot_k, opts.seed) if opts.fewshot_k else []
     fewshot = [
         FewShotExample(
@@ -175,8 +206,9 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     config = {
         "judge": spec.model_dump(mode="json"),
         "prompt": {"ref": tpl.ref, "sha256": tpl.sha256},
-        "annotations_sha256": _sha256(opts.annotations),
-        "fewshot_sha256": _sha256(opts.fewshot_source) if opts.fewshot_source else None,
+        "annotations_sha256": _content_hash(data) if _is_url(opts.annotations) else _sha256(opts.annotations),
+        "fewshot_sha256": (None if not opts.fewshot_source else _content_hash(shot_src)
+                           if _is_url(opts.fewshot_source) else _sha256(opts.fewshot_source)),
         "fewshot_k": opts.fewshot_k,
         "fewshot_interaction_ids": shot_ids,
         "fewshot_scores": {i: ex.scores for i, ex in zip(shot_ids, fewshot, strict=True)},
@@ -196,7 +228,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     header = {
         "run_id": run_id, "config_hash": config_hash, "kind": KIND, "label": label,
         "fewshot_interaction_ids": shot_ids, "config": {**config, "prompts": {"judge": tpl.ref}},
-        "annotations_source": str(opts.annotations), "fewshot_source": opts.fewshot_source,
+        "annotations_source": _shown(opts.annotations), "fewshot_source": _shown(opts.fewshot_source),
         "package_version": __version__,
     }
     (out / "config.json").write_text(json.dumps(header, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -22,7 +22,7 @@ from ..resources import smollm2_gguf_path
 N_CTX = int(os.environ.get("MINDEVAL_EMBEDDED_CTX", "8192"))
 # Prompt-prefix cache: the patient, clinician and judge prompts of consecutive turns share
 # long prefixes, so reusing llama.cpp's KV state makes a turn ~3-5x cheaper on 2 cores.
-CACHE_BYTES = int(os.environ.get("MINDEVAL_EMBEDDED_CACHE_MB", "2048")) << 20
+CACHE_BYTES = int(os.environ.get("MINDEVAL_EMBEDDED_CACHE_MB", "768")) << 20
 DEFAULT_MAX_TOKENS = 256
 
 _lock = threading.Lock()

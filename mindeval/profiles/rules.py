@@ -11,10 +11,11 @@ Stated targets (checked by ``mindeval profiles stats`` and the tests):
     (paper, Table 1: "Severe symptoms ~50%");
   * about 20% are not heterosexual, about 2% have a gender identity different from
     their sex, ages are 21-69 (issue 5);
-  * conditional realism (paper, footnote 3): a single person does not live with a
-    spouse, professions follow education, finances follow education and employment,
-    severe symptoms shift sleep and exercise, names follow gender identity, the
-    program goal is consistent with the symptoms.
+  * conditional realism: a single person does not live with a spouse (paper,
+    footnote 3); professions follow education, finances follow education and
+    employment, severe symptoms shift sleep and exercise, names follow gender
+    identity, the program goal is consistent with the symptoms (issue 5). The
+    remaining rules (mood, age limits, households, support) are ours.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import write_judgments
+from metaeval_builders import write_judgments
 
 from metaeval.cli import main
 from metaeval.report import fmt_values

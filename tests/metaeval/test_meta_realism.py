@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import attributes  # noqa: I001
+from metaeval_builders import attributes  # noqa: I001
 
 from metaeval.realism import (
     RealismOptions,

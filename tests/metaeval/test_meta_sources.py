@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import authors_row, write_judgments
+from metaeval_builders import authors_row, write_judgments
 
 from metaeval.mapping import load_mapping
 from metaeval.sources import load_authors_annotations, load_judge_run, profile_key

@@ -1,0 +1,41 @@
+"""The wheel ships prompts/, guidelines/ and data/, and the package finds them there."""
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return next(out.glob("mindeval-*.whl"))
+
+
+def test_wheel_contents(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for f in ("mindeval/_bundled/guidelines/guidelines.yaml", "mindeval/_bundled/prompts/judge/default.txt",
+              "mindeval/_bundled/prompts/clinician/default.txt", "mindeval/_bundled/data/demo_profiles.jsonl",
+              "metaeval/cli.py", "annotation_app/app.py"):
+        assert f in names, f
+    entry = [n for n in names if n.endswith("entry_points.txt")][0]
+    text = zipfile.ZipFile(wheel).read(entry).decode()
+    assert "mindeval = mindeval.cli:main" in text and "metaeval = metaeval.cli:main" in text
+
+
+def test_installed_layout_finds_bundled_files(wheel, tmp_path):
+    zipfile.ZipFile(wheel).extractall(tmp_path / "site")
+    code = ("from mindeval.prompts import load_template; from mindeval.guidelines import load_guidelines;"
+            "from mindeval.resources import prompts_dir; print(prompts_dir());"
+            "print(load_template('judge/default').ref, load_guidelines().version)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert str(tmp_path / "site" / "mindeval" / "_bundled" / "prompts") in r.stdout

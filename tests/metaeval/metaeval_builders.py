@@ -1,0 +1,53 @@
+"""Builders for metaeval tests: rows in the authors' annotation schema, judge run directories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+FIELDS = ("criterion_1", "criterion_2", "criterion_3", "criterion_4", "criterion_6", "criterion_7",
+          "criterion_8", "criterion_9", "criterion_10", "criterion11")
+SYSTEMS = ("sys/alpha", "sys/beta", "sys/gamma")
+
+
+def attributes(name: str, age: int = 40, goal: str = "Feel calmer") -> dict[str, Any]:
+    """A complete attribute set in the authors' spelling (``mood``, ``interaction_goal``)."""
+    return {
+        "name": name, "sex": "Female", "gender_identity": "Female", "sexual_orientation": "Heterosexual",
+        "age": age, "race": "Caucasian", "thought_process": "linear", "general_outlook": "hopeful",
+        "conversation_style": "brief", "mood": "flat", "education": "college", "profession": "Teacher",
+        "employment_status": "employed", "financial_situation": "stable", "support_system": "friends",
+        "siblings": "one brother", "relationship_status": "single", "living_situation": "alone",
+        "exercise": "walks", "sleep_quality": "poor", "attitude_towards_mindfulness": "curious",
+        "region": "urban", "depressive_symptoms": "mild depressive symptoms",
+        "anxious_symptoms": "moderate anxious symptoms", "interaction_goal": goal,
+    }
+
+
+def authors_row(iid: str, name: str, system: str, scores: dict[str, list[int]], users: list[str],
+                age: int = 40) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": iid, "model": system, "member_attributes": attributes(name, age, goal=f"goal for {system}"),
+        "messages": [
+            {"role": "assistant", "content": f"Hi {name}. How are you doing?"},
+            {"role": "user", "content": "Not great, honestly."},
+            {"role": "assistant", "content": "I am sorry to hear that. What has been hardest?"},
+        ],
+    }
+    for f in FIELDS:
+        row[f"{f}.responses"] = scores[f]
+        row[f"{f}.responses.users"] = users
+    return row
+
+
+def write_judgments(out: Path, rows: list[dict[str, Any]], config: dict[str, Any] | None = None) -> Path:
+    """A judge run directory with judgments.jsonl (CONTRACTS schema) and config.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "judgments.jsonl").open("w", encoding="utf-8") as fh:
+        for r in rows:
+            full = {"parse_status": "ok" if r.get("scores") else "failed", "sample": 0, "attempts": 1,
+                    "raw_text": "", "rationale": None, "error": None, "severe": False, "n_turns": 20, **r}
+            fh.write(json.dumps(full) + "\n")
+    (out / "config.json").write_text(json.dumps(config or {"run_id": "r1"}), encoding="utf-8")
+    return out
