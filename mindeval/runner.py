@@ -193,27 +193,33 @@ def open_run(db: Database, config: RunConfig, new_run: bool) -> tuple[str, bool]
 
 
 class Progress:
-    """A one-line progress bar on stderr (silent when disabled)."""
+    """Progress on stderr: a live bar on a terminal, a line per 10% in logs (silent when disabled)."""
 
     def __init__(self, total_turns: int, total_judgments: int, enabled: bool) -> None:
         self.total = total_turns + total_judgments
         self.done = 0
         self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self.last_decile = -1
         self.started = time.perf_counter()
         self._lock = threading.Lock()
 
     def advance(self, n: int = 1) -> None:
         with self._lock:
             self.done += n
-            if self.enabled:
-                frac = self.done / max(1, self.total)
-                bar = "#" * int(frac * 30)
-                el = time.perf_counter() - self.started
-                sys.stderr.write(f"\r[{bar:<30}] {self.done}/{self.total} steps  {el:6.1f}s")
-                sys.stderr.flush()
+            if not self.enabled:
+                return
+            frac = self.done / max(1, self.total)
+            el = time.perf_counter() - self.started
+            if self.tty:
+                sys.stderr.write(f"\r[{'#' * int(frac * 30):<30}] {self.done}/{self.total} steps  {el:6.1f}s")
+            elif int(frac * 10) > self.last_decile:
+                self.last_decile = int(frac * 10)
+                sys.stderr.write(f"progress: {self.done}/{self.total} steps ({frac:.0%}) after {el:.1f}s\n")
+            sys.stderr.flush()
 
     def close(self) -> None:
-        if self.enabled:
+        if self.enabled and self.tty:
             sys.stderr.write("\n")
 
 

@@ -27,6 +27,19 @@ def _column_best(lb: Leaderboard) -> dict[str, float]:
     return {c: max(s.results[c].mean for s in lb.table.systems) for c in ORDER}
 
 
+def _score_cells(lb: Leaderboard, s, bold, cell) -> list[str]:
+    """One formatted cell per criterion of system ``s``: ``cell(score, cluster)``, best scores ``bold``."""
+    best = _column_best(lb)
+    out = []
+    for c in ORDER:
+        r = s.results[c]
+        score = _num(r.mean)
+        if math.isclose(r.mean, best[c], abs_tol=1e-12):
+            score = bold(score)
+        out.append(cell(score, r.cluster))
+    return out
+
+
 def _md_escape(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -45,7 +58,6 @@ def settings_line(lb: Leaderboard) -> str:
 
 def to_markdown(lb: Leaderboard) -> str:
     """The full report: Table 4 (score + cluster), CIs, p-values, breakdowns, verbosity, Table 5."""
-    best = _column_best(lb)
     setups = sorted({(r.judge_model, r.patient_model) for r in lb.runs})
     lines = ["# MindEval leaderboard", ""]
     lines.append("Judge / patient: " + "; ".join(f"{j} / {p}" for j, p in setups) + f". Statistics: {settings_line(lb)}.")
@@ -54,13 +66,7 @@ def to_markdown(lb: Leaderboard) -> str:
               "significantly different from the members ranked above them. Bold: best score per column.", ""]
     rows = []
     for s in lb.table.systems:
-        cells = []
-        for c in ORDER:
-            r = s.results[c]
-            score = _num(r.mean)
-            if math.isclose(r.mean, best[c], abs_tol=1e-12):
-                score = f"**{score}**"
-            cells.append(f"{score} ({r.cluster})")
+        cells = _score_cells(lb, s, lambda x: f"**{x}**", lambda x, k: f"{x} ({k})")
         rows.append([str(s.rank), _md_escape(s.label), str(s.n), *cells])
     lines += _md_table(["#", "System", "n", *[HEADERS[c] for c in ORDER]], rows)
 
@@ -145,17 +151,10 @@ def _latex_escape(text: str) -> str:
 
 def to_latex(lb: Leaderboard) -> str:
     """Table 4: score with cluster as superscript, best score per column in bold (needs booktabs)."""
-    best = _column_best(lb)
     lines = [r"\begin{tabular}{l" + "r" * len(ORDER) + "}", r"\toprule",
              "Model & " + " & ".join(HEADERS[c] for c in ORDER) + r" \\", r"\midrule"]
     for s in lb.table.systems:
-        cells = []
-        for c in ORDER:
-            r = s.results[c]
-            score = _num(r.mean)
-            if math.isclose(r.mean, best[c], abs_tol=1e-12):
-                score = rf"\textbf{{{score}}}"
-            cells.append(rf"{score}\textsuperscript{{{r.cluster}}}")
+        cells = _score_cells(lb, s, lambda x: rf"\textbf{{{x}}}", lambda x, k: rf"{x}\textsuperscript{{{k}}}")
         lines.append(_latex_escape(s.label) + " & " + " & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"

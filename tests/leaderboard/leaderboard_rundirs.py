@@ -1,4 +1,4 @@
-"""Write run directories in the CONTRACTS.md schema for the leaderboard tests."""
+"""Write run directories in the docs/architecture.md schema for the leaderboard tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Leaderboards built from run directories written in tmp_path (CONTRACTS.md schema)."""
+"""Leaderboards built from run directories written in tmp_path (docs/architecture.md schema)."""
 
 from __future__ import annotations
 

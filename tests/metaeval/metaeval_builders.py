@@ -42,7 +42,7 @@ def authors_row(iid: str, name: str, system: str, scores: dict[str, list[int]], 
 
 
 def write_judgments(out: Path, rows: list[dict[str, Any]], config: dict[str, Any] | None = None) -> Path:
-    """A judge run directory with judgments.jsonl (CONTRACTS schema) and config.json."""
+    """A judge run directory with judgments.jsonl (run-directory schema of docs/architecture.md) and config.json."""
     out.mkdir(parents=True, exist_ok=True)
     with (out / "judgments.jsonl").open("w", encoding="utf-8") as fh:
         for r in rows:

@@ -18,7 +18,7 @@ ROWS_AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 
 
 def judge_dir_from_humans(tiny_authors, out, runs=2):
-    """A judge run in the CONTRACTS schema whose scores follow annotator ann-a, plus noise by run."""
+    """A judge run in the run-directory schema of docs/architecture.md whose scores follow annotator ann-a, plus noise by run."""
     src = load_authors_annotations(tiny_authors)
     p1 = src.raters[0].frame
     rows = []
