@@ -105,3 +105,14 @@ def render_transcript(messages: list[Message], member_name: str, *, chat: bool =
         else:
             with st.container(border=True):
                 st.markdown(f"{icon} **:{colour}[{who}]** · turn {n}  \n{inert(m.content)}")
+
+
+def pick_study(studies, state_key: str, reset_key: str) -> int:
+    """The chosen study id, remembered in session state; a selectbox when there are several."""
+    ids = [p.study_id for p in studies]
+    if st.session_state.get(state_key) not in ids:
+        st.session_state[state_key] = ids[0]
+    if len(studies) > 1:
+        st.selectbox("Study", ids, format_func=lambda i: next(p.name for p in studies if p.study_id == i),
+                     key=state_key, on_change=lambda: st.session_state.pop(reset_key, None))
+    return st.session_state[state_key]

@@ -16,13 +16,7 @@ if not studies:
     st.info("You have no transcripts to rate.")
     st.stop()
 
-ids = [p.study_id for p in studies]
-if st.session_state.get("rate_study") not in ids:
-    st.session_state["rate_study"] = ids[0]
-if len(studies) > 1:
-    st.selectbox("Study", ids, format_func=lambda i: next(p.name for p in studies if p.study_id == i),
-                 key="rate_study", on_change=lambda: st.session_state.pop("assignment_id", None))
-study_id = st.session_state["rate_study"]
+study_id = ui.pick_study(studies, "rate_study", "assignment_id")
 
 queue = ws.queue(v, study_id)
 order = [q.assignment_id for q in queue]

@@ -18,13 +18,7 @@ st.title("Role-play", anchor=False)
 if not studies:
     st.info("You have no role-play sessions.")
     st.stop()
-ids = [p.study_id for p in studies]
-if st.session_state.get("roleplay_study") not in ids:
-    st.session_state["roleplay_study"] = ids[0]
-if len(studies) > 1:
-    st.selectbox("Study", ids, format_func=lambda i: next(p.name for p in studies if p.study_id == i),
-                 key="roleplay_study", on_change=lambda: st.session_state.pop("session_id", None))
-study_id = st.session_state["roleplay_study"]
+study_id = ui.pick_study(studies, "roleplay_study", "session_id")
 sessions = ws.sessions(v, study_id)
 order = [e.session_id for e in sessions]
 if st.session_state.get("session_id") not in order:
