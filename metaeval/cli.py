@@ -31,9 +31,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from .report import markdown_matrix, write_outputs
 
     paper = args.paper_compatible
+    if paper and args.zeros == "missing":
+        raise MindEvalError("--paper-compatible averages a 0 in as a score of zero; it cannot be combined with --zeros missing")
     opts = CompareOptions(
         humans=args.humans or [], judges=args.judges or [], study=args.study, mapping=args.mapping,
-        zeros="zero" if paper else args.zeros,
+        zeros="zero" if paper else (args.zeros or "missing"),
         tau_variant=args.tau, mipsa_ties="taub" if paper and args.mipsa_ties is None else (args.mipsa_ties or "sign"),
         alpha=not args.no_alpha, exclude=args.exclude or [], exclude_authors_examples=paper,
         reference=args.reference, self_systems=_self_systems(args.self_system or []),
@@ -103,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="judge runs: `mindeval run` or `metaeval judge` output directories")
     c.add_argument("--study", help="annotation study (name or id) when --humans is a database URL")
     c.add_argument("--mapping", help="criterion → sub-axis mapping file (default: guidelines/authors_criteria.yaml)")
-    c.add_argument("--zeros", choices=["missing", "zero"], default="missing",
+    c.add_argument("--zeros", choices=["missing", "zero"], default=None,
                    help="a 0 in human ratings: not rated (default) or a score of 0 as in the paper")
     c.add_argument("--tau", choices=["b", "c"], default="b", help="Kendall τ variant (default b)")
     c.add_argument("--mipsa-ties", choices=["sign", "exclude", "taub"], default=None,

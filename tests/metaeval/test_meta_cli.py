@@ -185,3 +185,11 @@ def test_table5_from_mindeval_run_directories(tmp_path, capsys):
     # the same runs under one label twice would double-count interactions: refused
     assert main(["compare", "--judges", f"A={dirs['A'][0]}", f"A={dirs['A'][0]}", "--out", str(out)]) == 2
     assert "same interactions" in capsys.readouterr().err
+
+
+def test_paper_compatible_conflicting_zeros_is_refused(shared_data, capsys):
+    from metaeval.cli import main as meta_main
+
+    rc = meta_main(["compare", "--humans", str(shared_data / "human_annotations.jsonl"),
+                    "--paper-compatible", "--zeros", "missing", "--no-plots"])
+    assert rc == 2 and "--zeros missing" in capsys.readouterr().err
