@@ -116,3 +116,16 @@ def pick_study(studies, state_key: str, reset_key: str) -> int:
         st.selectbox("Study", ids, format_func=lambda i: next(p.name for p in studies if p.study_id == i),
                      key=state_key, on_change=lambda: st.session_state.pop(reset_key, None))
     return st.session_state[state_key]
+
+
+def admin_study_page(title: str, key: str):
+    """Header of an admin page: title, the study list (stops when empty), the chosen study."""
+    v = require_admin()
+    ws = workspace()
+    st.title(title, anchor=False)
+    studies = ws.studies(v)
+    if not studies:
+        st.info("No studies yet.")
+        st.stop()
+    chosen = st.selectbox("Study", [s.name for s in studies], key=key)
+    return v, ws, studies, chosen

@@ -7,14 +7,7 @@ import streamlit as st
 from annotation_app import ui
 from annotation_app.services import MindEvalError
 
-v = ui.require_admin()
-ws = ui.workspace()
-st.title("Export", anchor=False)
-studies = ws.studies(v)
-if not studies:
-    st.info("No studies yet.")
-    st.stop()
-chosen = st.selectbox("Study", [s.name for s in studies], key="export_study")
+v, ws, studies, chosen = ui.admin_study_page("Export", "export_study")
 kind = next(s.kind for s in studies if s.name == chosen)
 if kind == "rating":
     formats = {"csv": "Ratings, CSV (one row per rating)", "jsonl": "Ratings, JSONL",

@@ -6,14 +6,7 @@ import streamlit as st
 
 from annotation_app import ui
 
-v = ui.require_admin()
-ws = ui.workspace()
-st.title("Results", anchor=False)
-studies = ws.studies(v)
-if not studies:
-    st.info("No studies yet.")
-    st.stop()
-chosen = st.selectbox("Study", [s.name for s in studies], key="results_study")
+v, ws, studies, chosen = ui.admin_study_page("Results", "results_study")
 res = ws.results(v, chosen)
 
 st.subheader("Progress", anchor=False)
