@@ -8,22 +8,12 @@ import warnings
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import func, select
-
 from mindeval.guidelines import Guidelines
 from mindeval.store import Database
-from mindeval.store.annotations import (
-    NA_VALUE,
-    AnnotatorRow,
-    AssignmentRow,
-    RatingRow,
-    RoleplaySessionRow,
-    StudyRow,
-)
-
-from .exporters import submitted_ratings
-from .models import AnnotatorProgress, StudyResults
-from .studies import get_study
+from mindeval.store.annotations.exporters import submitted_ratings
+from mindeval.store.annotations.models import StudyResults
+from mindeval.store.annotations.studies import get_study, progress
+from mindeval.store.annotations.tables import NA_VALUE
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -38,48 +28,6 @@ def axis_scores(g: Guidelines, values: dict[str, int]) -> dict[str, float]:
         if v is not None and v != NA_VALUE:
             per[sub.axis].append(v)
     return {axis: sum(vs) / len(vs) for axis, vs in per.items() if vs}
-
-
-def ratings_frame(db: Database, study_id: int):
-    """Submitted ratings as a pandas frame ``(interaction_id, profile_id, system, rater, subaxis_id, score)``.
-
-    ``score`` 0 means not applicable / not rated (the authors' convention).
-    """
-    import pandas as pd
-
-    rows = []
-    for r in submitted_ratings(db, study_id):
-        item = r["item"]
-        profile = str((item.member_attributes or {}).get("name", ""))
-        for sub, v in r["values"].items():
-            rows.append({"interaction_id": item.external_id, "profile_id": profile,
-                         "system": item.clinician_model or "", "rater": r["annotator"],
-                         "subaxis_id": sub, "score": v})
-    return pd.DataFrame(rows, columns=["interaction_id", "profile_id", "system", "rater", "subaxis_id", "score"])
-
-
-def _progress(db: Database, study: StudyRow) -> list[AnnotatorProgress]:
-    with db.read() as s:
-        if study.kind == "rating":
-            rows = s.execute(
-                select(AnnotatorRow.name, func.count(AssignmentRow.id),
-                       func.count(RatingRow.id).filter(RatingRow.state == "submitted"),
-                       func.count(RatingRow.id).filter(RatingRow.state == "draft"))
-                .join(AssignmentRow, AssignmentRow.annotator_id == AnnotatorRow.id)
-                .outerjoin(RatingRow, RatingRow.assignment_id == AssignmentRow.id)
-                .where(AssignmentRow.study_id == study.id)
-                .group_by(AnnotatorRow.name).order_by(AnnotatorRow.name)
-            ).all()
-        else:
-            rows = s.execute(
-                select(AnnotatorRow.name, func.count(RoleplaySessionRow.id),
-                       func.count(RoleplaySessionRow.id).filter(RoleplaySessionRow.status == "finished"),
-                       func.count(RoleplaySessionRow.id).filter(RoleplaySessionRow.status == "active"))
-                .join(RoleplaySessionRow, RoleplaySessionRow.annotator_id == AnnotatorRow.id)
-                .where(RoleplaySessionRow.study_id == study.id)
-                .group_by(AnnotatorRow.name).order_by(AnnotatorRow.name)
-            ).all()
-    return [AnnotatorProgress(name=n, assigned=a, submitted=d, drafts=p) for n, a, d, p in rows]
 
 
 def agreement_summary(ratings: list[dict[str, Any]], g: Guidelines) -> tuple[dict[str, float | None] | None, str]:
@@ -137,7 +85,7 @@ def agreement_summary(ratings: list[dict[str, Any]], g: Guidelines) -> tuple[dic
 def study_results(db: Database, g: Guidelines, study_ref: int | str) -> StudyResults:
     with db.read() as s:
         study = get_study(s, study_ref)
-    res = StudyResults(study_id=study.id, name=study.name, kind=study.kind, progress=_progress(db, study), n_ratings=0)
+    res = StudyResults(study_id=study.id, name=study.name, kind=study.kind, progress=progress(db, study), n_ratings=0)
     if study.kind != "rating":
         return res
     ratings = submitted_ratings(db, study.id)

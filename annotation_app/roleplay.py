@@ -10,9 +10,6 @@ clinician prompt rendered with the intake fields only.
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from mindeval.config import spec_with_defaults
@@ -23,8 +20,10 @@ from mindeval.records import Profile, Turn, profile_from_json
 from mindeval.runner import ensure_run
 from mindeval.simulate import load_turns, role_view, save_turn
 from mindeval.store import CallLog, Database
-from mindeval.store.annotations import (
-    ItemRow,
+from mindeval.store.annotations import roleplay as sessions_store
+from mindeval.store.annotations.common import Conflict, ReplyFailed, attribute_pairs
+from mindeval.store.annotations.models import Message, RoleplayView, SessionEntry
+from mindeval.store.annotations.tables import (
     RoleplaySessionRow,
     StudyProfileRow,
     StudyRow,
@@ -33,17 +32,7 @@ from mindeval.store.annotations import (
 )
 from mindeval.store.tables import InteractionRow
 
-from .common import AccessDenied, Conflict, ReplyFailed, attribute_pairs
-from .models import Message, RoleplayView, SessionEntry
-
 MAX_MESSAGE = 4000
-
-
-def _owned(s, annotator_id: int, session_id: int) -> RoleplaySessionRow:
-    row = s.get(RoleplaySessionRow, int(session_id))
-    if row is None or row.annotator_id != annotator_id:
-        raise AccessDenied("this role-play session is not assigned to you", field="session")
-    return row
 
 
 def _profile(sp: StudyProfileRow) -> Profile:
@@ -57,15 +46,8 @@ def clinician_spec(study: StudyRow) -> ModelSpec:
 
 
 def sessions(db: Database, annotator_id: int, study_id: int) -> list[SessionEntry]:
-    with db.read() as s:
-        rows = s.execute(
-            select(RoleplaySessionRow, StudyProfileRow)
-            .join(StudyProfileRow, StudyProfileRow.id == RoleplaySessionRow.study_profile_id)
-            .where(RoleplaySessionRow.annotator_id == annotator_id, RoleplaySessionRow.study_id == study_id)
-            .order_by(RoleplaySessionRow.position)
-        ).all()
     out = []
-    for n, (sess, sp) in enumerate(rows, start=1):
+    for n, (sess, sp) in enumerate(sessions_store.session_rows(db, annotator_id, study_id), start=1):
         turns = _turns(db, sess) if sess.interaction_id else []
         out.append(SessionEntry(session_id=sess.id, position=n, status=sess.status,
                                 member_name=str(sp.profile_json["member_attributes"].get("name", "member")),
@@ -80,10 +62,7 @@ def _turns(db: Database, sess: RoleplaySessionRow) -> list[Turn]:
 
 
 def view(db: Database, annotator_id: int, session_id: int) -> RoleplayView:
-    with db.read() as s:
-        sess = _owned(s, annotator_id, session_id)
-        sp = s.get(StudyProfileRow, sess.study_profile_id)
-        study = s.get(StudyRow, sess.study_id)
+    sess, study, sp = sessions_store.load_session(db, annotator_id, session_id)
     turns = _turns(db, sess)
     attrs = sp.profile_json["member_attributes"]
     left = None
@@ -101,10 +80,7 @@ def view(db: Database, annotator_id: int, session_id: int) -> RoleplayView:
 
 def start(db: Database, annotator_id: int, session_id: int) -> None:
     """Start the clock and create the session's run and interaction (idempotent)."""
-    with db.read() as s:
-        sess = _owned(s, annotator_id, session_id)
-        study = s.get(StudyRow, sess.study_id)
-        sp = s.get(StudyProfileRow, sess.study_profile_id)
+    sess, study, sp = sessions_store.load_session(db, annotator_id, session_id)
     if sess.status != "not_started":
         return
     profile = _profile(sp)
@@ -121,23 +97,7 @@ def start(db: Database, annotator_id: int, session_id: int) -> None:
             s.add(InteractionRow(id=iid, run_id=run_id, position=0, profile_id=profile.id,
                                  profile_json=profile.to_json(), clinician_model=spec.model,
                                  patient_model="human", status="running"))
-        now = utcnow()
-        s.execute(
-            update(RoleplaySessionRow)
-            .where(RoleplaySessionRow.id == sess.id, RoleplaySessionRow.status == "not_started")
-            .values(status="active", run_id=run_id, interaction_id=iid, started_at=now,
-                    deadline_at=now + timedelta(minutes=study.minutes or 0))
-        )
-
-
-def _active(db: Database, annotator_id: int, session_id: int) -> tuple[RoleplaySessionRow, StudyRow, StudyProfileRow]:
-    with db.read() as s:
-        sess = _owned(s, annotator_id, session_id)
-        study = s.get(StudyRow, sess.study_id)
-        sp = s.get(StudyProfileRow, sess.study_profile_id)
-    if sess.status != "active":
-        raise Conflict("this session is not in progress", field="status")
-    return sess, study, sp
+        sessions_store.mark_started(s, sess.id, run_id, iid, study.minutes or 0)
 
 
 def send(db: Database, annotator_id: int, session_id: int, text: str) -> None:
@@ -147,7 +107,7 @@ def send(db: Database, annotator_id: int, session_id: int, text: str) -> None:
         raise MindEvalError("the message is empty", field="message")
     if len(text) > MAX_MESSAGE:
         raise MindEvalError(f"a message can have at most {MAX_MESSAGE} characters", field="message")
-    sess, _study, _sp = _active(db, annotator_id, session_id)
+    sess, _study, _sp = sessions_store.active_session(db, annotator_id, session_id)
     if as_utc(sess.deadline_at) <= utcnow():
         raise Conflict("the time for this session is up; please finish it", field="time")
     turns = _turns(db, sess)
@@ -163,7 +123,7 @@ def send(db: Database, annotator_id: int, session_id: int, text: str) -> None:
 
 def reply(db: Database, annotator_id: int, session_id: int) -> None:
     """Ask the clinician model to answer the last patient message and commit its turn."""
-    sess, study, sp = _active(db, annotator_id, session_id)
+    sess, study, sp = sessions_store.active_session(db, annotator_id, session_id)
     turns = _turns(db, sess)
     if not turns or turns[-1].role != "patient":
         return  # already answered (e.g. by another tab)
@@ -187,29 +147,16 @@ def reply(db: Database, annotator_id: int, session_id: int) -> None:
 
 def finish(db: Database, annotator_id: int, session_id: int) -> int:
     """End the session and store it as a rateable interaction; returns the item id."""
-    sess, study, sp = _active(db, annotator_id, session_id)
+    sess, study, sp = sessions_store.active_session(db, annotator_id, session_id)
     turns = _turns(db, sess)
     if not any(t.role == "clinician" for t in turns):
         raise Conflict("send at least one message and receive a reply before finishing", field="status")
     profile = _profile(sp)
     messages = [{"role": "user" if t.role == "patient" else "assistant", "content": t.content} for t in turns]
-    with db.write() as s:
-        res = s.execute(
-            update(RoleplaySessionRow).where(RoleplaySessionRow.id == sess.id, RoleplaySessionRow.status == "active")
-            .values(status="finished", finished_at=utcnow())
-        )
-        if res.rowcount != 1:
-            raise Conflict("this session was already finished", field="status")
-        item = ItemRow(
-            external_id=f"roleplay:{sess.interaction_id}", source="roleplay", source_ref=sess.run_id,
-            member_attributes=profile.member_attributes.model_dump(mode="json"), messages=messages,
-            clinician_model=study.clinician_model, patient_kind="human",
-            meta={"study": study.name, "session_id": sess.id, "run_id": sess.run_id,
-                  "interaction_id": sess.interaction_id, "profile_id": profile.id,
-                  "member_narrative": profile.member_narrative},
-        )
-        s.add(item)
-        s.flush()
-        s.execute(update(RoleplaySessionRow).where(RoleplaySessionRow.id == sess.id).values(item_id=item.id))
-        s.execute(update(InteractionRow).where(InteractionRow.id == sess.interaction_id).values(status="complete"))
-        return item.id
+    return sessions_store.finish_session(
+        db, sess, member_attributes=profile.member_attributes.model_dump(mode="json"), messages=messages,
+        clinician_model=study.clinician_model,
+        meta={"study": study.name, "session_id": sess.id, "run_id": sess.run_id,
+              "interaction_id": sess.interaction_id, "profile_id": profile.id,
+              "member_narrative": profile.member_narrative},
+    )

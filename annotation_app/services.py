@@ -2,7 +2,9 @@
 
 Every call names the person making it (a :class:`Viewer`); annotator calls only
 reach that person's own assignments and sessions, and admin calls require an
-admin. Views returned to annotators are blinded (see :mod:`annotation_app.models`).
+admin. Views returned to annotators are blinded (see :mod:`mindeval.store.annotations.models`).
+The queries themselves live in :mod:`mindeval.store.annotations`; this layer adds
+the permission checks.
 """
 
 from __future__ import annotations
@@ -11,23 +13,19 @@ import os
 from functools import cached_property
 from pathlib import Path
 
-from sqlalchemy import func, select
-
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines, load_guidelines
 from mindeval.store import Database
-from mindeval.store.annotations import (
-    AnnotatorRow,
-    AssignmentRow,
-    RatingRow,
-    RoleplaySessionRow,
-    StudyRow,
+from mindeval.store.annotations import exporters, importers, people, ratings, studies
+from mindeval.store.annotations.common import (
+    AccessDenied,
+    Conflict,
+    NotFound,
+    RatingIncomplete,
+    ReplyFailed,
 )
-from mindeval.store.migrations import upgrade
-
-from . import exporters, importers, people, ratings, results, roleplay, studies
-from .common import AccessDenied, Conflict, NotFound, RatingIncomplete, ReplyFailed
-from .models import (
+from mindeval.store.annotations.migrations import upgrade
+from mindeval.store.annotations.models import (
     AnnotatorInfo,
     AssignReport,
     ImportReport,
@@ -42,6 +40,8 @@ from .models import (
     SubAxisView,
     Viewer,
 )
+
+from . import results, roleplay
 
 DB_ENV = "MINDEVAL_APP_DB"
 DEFAULT_DB_FILE = "mindeval-app.db"
@@ -73,10 +73,7 @@ class Workspace:
         self.db.close()
 
     def is_empty(self) -> bool:
-        with self.db.read() as s:
-            n = (s.scalar(select(func.count()).select_from(StudyRow)) or 0) + \
-                (s.scalar(select(func.count()).select_from(AnnotatorRow)) or 0)
-        return n == 0
+        return studies.is_empty(self.db)
 
     # ------------------------------------------------------------ sign-in
 
@@ -96,25 +93,7 @@ class Workspace:
 
     def my_studies(self, v: Viewer) -> list[StudyProgress]:
         """Studies with work for this person, with done/total."""
-        out = []
-        with self.db.read() as s:
-            rated = s.execute(
-                select(StudyRow, func.count(AssignmentRow.id),
-                       func.count(RatingRow.id).filter(RatingRow.state == "submitted"))
-                .join(AssignmentRow, AssignmentRow.study_id == StudyRow.id)
-                .outerjoin(RatingRow, RatingRow.assignment_id == AssignmentRow.id)
-                .where(AssignmentRow.annotator_id == v.id).group_by(StudyRow.id).order_by(StudyRow.id)
-            ).all()
-            played = s.execute(
-                select(StudyRow, func.count(RoleplaySessionRow.id),
-                       func.count(RoleplaySessionRow.id).filter(RoleplaySessionRow.status == "finished"))
-                .join(RoleplaySessionRow, RoleplaySessionRow.study_id == StudyRow.id)
-                .where(RoleplaySessionRow.annotator_id == v.id).group_by(StudyRow.id).order_by(StudyRow.id)
-            ).all()
-        for study, total, done in list(rated) + list(played):
-            out.append(StudyProgress(study_id=study.id, name=study.name, kind=study.kind,
-                                     description=study.description, done=done, total=total))
-        return sorted(out, key=lambda p: p.study_id)
+        return studies.my_studies(self.db, v.id)
 
     # ------------------------------------------------------------ annotator: rating
 

@@ -13,8 +13,8 @@ from datetime import datetime
 
 import streamlit as st
 
-from annotation_app.models import Message, Viewer
 from annotation_app.services import Workspace, default_db_url
+from mindeval.store.annotations.models import Message, Viewer
 
 TOKEN_PARAM = "s"
 _PUNCT = re.compile("([" + re.escape(string.punctuation) + "])")

@@ -98,19 +98,10 @@ def load_human_turns(source: str, study: str | None = None) -> list[HumanTurn]:
     if "://" in source:
         if not study:
             raise MindEvalError("reading role-play turns from a database needs --study NAME", field="--study")
-        from annotation_app.exporters import user_turns_jsonl
-        from annotation_app.studies import get_study
-        from mindeval.store import Database, redact_url
+        from mindeval.store.annotations import read_user_turns
 
-        db = Database(source, create=False)
-        try:
-            with db.read() as s:
-                sid = get_study(s, study).id
-            text = user_turns_jsonl(db, sid)
-        finally:
-            db.close()
-        where = f"{redact_url(source)}#study={study}"
-        turns = [_turn_from_json(json.loads(line), where, n) for n, line in enumerate(text.splitlines(), start=1) if line]
+        where, rows = read_user_turns(source, study)
+        turns = [_turn_from_json(obj, where, n) for n, obj in enumerate(rows, start=1)]
     else:
         turns = [_turn_from_json(obj, source, n) for n, obj in read_jsonl(source)]
     if not turns:

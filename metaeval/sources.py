@@ -322,47 +322,32 @@ def load_annotation_db(url: str, study: str | int, *, zeros: str = "missing", pr
     (e.g. the authors' file imported into the platform) get :func:`profile_key`.
     Annotators are labelled by name, except the authors' four, who get P1-P4.
     """
-    from annotation_app.exporters import submitted_ratings
-    from annotation_app.studies import get_study
     from mindeval.guidelines import load_guidelines
-    from mindeval.store import Database, redact_url
+    from mindeval.store.annotations import read_ratings
 
-    db = Database(url, create=False)
-    try:
-        with db.read() as s:
-            study_row = get_study(s, study)
-            study_id, study_name = study_row.id, study_row.name
-        records = submitted_ratings(db, study_id)
-    except MindEvalError:
-        raise
-    except Exception as exc:  # a database without the annotation tables, etc.
-        raise MindEvalError(f"cannot read ratings from {redact_url(url)}: {type(exc).__name__}: {exc}") from None
-    finally:
-        db.close()
-    source = f"{redact_url(url)}#study={study_name}"
+    study_ratings = read_ratings(url, study)
+    source, study_name = study_ratings.source, study_ratings.study
     paper = {uid: f"{prefix}{i}" for i, uid in enumerate(AUTHORS_PAPER_RATERS, start=1)}
     subaxis_axis = {sa.id: sa.axis for sa in load_guidelines().human_subaxes}
     rows: list[tuple[str, str, str, str, str, float]] = []
     interactions: dict[str, AnnotatedInteraction] = {}
     rater_ids: dict[str, str] = {}
-    for rec in records:
-        item = rec["item"]
-        meta = item.meta or {}
-        iid = str(meta.get("id") or item.external_id)
-        pid = str(meta.get("profile_id") or profile_key(item.member_attributes))
-        system = item.clinician_model or "unknown"
-        label = paper.get(rec["annotator"], rec["annotator"])
-        rater_ids[label] = rec["annotator"]
-        for sub, value in rec["values"].items():
+    for rec in study_ratings.ratings:
+        iid = rec.interaction_id
+        pid = rec.profile_id or str(profile_key(rec.member_attributes))
+        system = rec.clinician_model or "unknown"
+        label = paper.get(rec.annotator, rec.annotator)
+        rater_ids[label] = rec.annotator
+        for sub, value in rec.values.items():
             rows.append((iid, pid, system, label, sub, float(value)))
         if iid not in interactions:
             try:
-                prof = _authors_profile(item.member_attributes, Path(source), 0)
+                prof = _authors_profile(rec.member_attributes, Path(source), 0)
             except MindEvalError:
                 prof = None
             if prof is not None:
                 interactions[iid] = AnnotatedInteraction(
-                    interaction_id=iid, profile_id=pid, system=system, profile=prof, messages=list(item.messages),
+                    interaction_id=iid, profile_id=pid, system=system, profile=prof, messages=list(rec.messages),
                 )
     if not rows:
         raise MindEvalError(f"study {study_name!r} has no submitted ratings", path=source)

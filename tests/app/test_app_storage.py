@@ -11,7 +11,6 @@ from appkit import ADMIN_CODE, DEMO_CODE, make_workspace, viewer
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import IntegrityError
 
-from annotation_app.auth import hash_code
 from annotation_app.services import SYSTEM, Workspace
 from mindeval.store.annotations import (
     VERSION_TABLE,
@@ -21,7 +20,13 @@ from mindeval.store.annotations import (
     RatingValueRow,
     RoleplaySessionRow,
 )
-from mindeval.store.migrations import current_revision, head_revision, include_object, upgrade
+from mindeval.store.annotations.auth import hash_code
+from mindeval.store.annotations.migrations import (
+    current_revision,
+    head_revision,
+    include_object,
+    upgrade,
+)
 
 NOW = "2026-01-02 03:04:05"
 

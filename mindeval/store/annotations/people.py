@@ -9,9 +9,8 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 
 from mindeval.errors import MindEvalError
-from mindeval.store import Database
-from mindeval.store.annotations import AnnotatorRow, AuthSessionRow, as_utc, utcnow
 
+from ..db import Database
 from .auth import (
     MIN_CODE_LEN,
     generate_code,
@@ -22,6 +21,7 @@ from .auth import (
     verify_code,
 )
 from .models import AnnotatorInfo, SignedIn, Viewer
+from .tables import AnnotatorRow, AuthSessionRow, as_utc, utcnow
 
 log = logging.getLogger(__name__)
 SESSION_HOURS = 12

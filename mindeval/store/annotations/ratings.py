@@ -14,8 +14,11 @@ from sqlalchemy.exc import IntegrityError
 
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
-from mindeval.store import Database
-from mindeval.store.annotations import (
+
+from ..db import Database
+from .common import AccessDenied, Conflict, NotFound, RatingIncomplete, intake_pairs
+from .models import ItemState, ItemView, Message, QueueEntry, RevisionView, SubAxisView
+from .tables import (
     NA_VALUE,
     AssignmentRow,
     ItemRow,
@@ -25,9 +28,6 @@ from mindeval.store.annotations import (
     StudyRow,
     utcnow,
 )
-
-from .common import AccessDenied, Conflict, NotFound, RatingIncomplete, intake_pairs
-from .models import ItemState, ItemView, Message, QueueEntry, RevisionView, SubAxisView
 
 MAX_TEXT = 20_000
 

@@ -1,6 +1,6 @@
 """SQLAlchemy tables of the annotation platform (studies, people, ratings, role-play).
 
-The schema is owned by the Alembic migrations in ``mindeval/store/migrations``;
+The schema is owned by the Alembic migrations in ``mindeval/store/annotations/migrations``;
 these models describe the head revision. Constraints carry the concurrency
 guarantees: one assignment per (study, item, annotator), one rating per
 assignment, one value per (rating, sub-axis), one revision row per submission and

@@ -19,8 +19,13 @@ from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.records import ATTRIBUTE_FIELDS
 from mindeval.simulate import load_turns
-from mindeval.store import CallLog, Database
-from mindeval.store.annotations import (
+
+from ..calls import CallLog
+from ..db import Database
+from ..tables import InteractionRow
+from .authors_schema import JUSTIFICATION, RESP, SAFETY, STATUS, USERS, load_mapping
+from .studies import get_study
+from .tables import (
     NA_VALUE,
     AnnotatorRow,
     AssignmentRow,
@@ -32,10 +37,6 @@ from mindeval.store.annotations import (
     StudyProfileRow,
     StudyRow,
 )
-from mindeval.store.tables import InteractionRow
-
-from .authors_schema import JUSTIFICATION, RESP, SAFETY, STATUS, USERS, load_mapping
-from .studies import get_study
 
 FORMATS = ("csv", "jsonl", "authors", "interactions", "user-turns")
 
@@ -195,17 +196,21 @@ def interactions_jsonl(db: Database, study_id: int) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def user_turns_jsonl(db: Database, study_id: int) -> str:
+def user_turns_rows(db: Database, study_id: int) -> list[dict[str, Any]]:
     """Human patient turns in the authors' ``human_user_turns.jsonl`` layout."""
-    lines = []
+    rows = []
     for sess, sp, _name in _finished_sessions(db, study_id):
         attrs = sp.profile_json["member_attributes"]
         profile = {k: attrs[k] for k in ATTRIBUTE_FIELDS if k in attrs}
         profile["backstory"] = sp.profile_json.get("member_narrative") or ""
         for t in load_turns(CallLog(db, sess.run_id), sess.interaction_id):
             if t.role == "patient" and t.author == "human":
-                lines.append(json.dumps({"patient_profile": profile, "content": t.content}, ensure_ascii=False))
-    return "".join(line + "\n" for line in lines)
+                rows.append({"patient_profile": profile, "content": t.content})
+    return rows
+
+
+def user_turns_jsonl(db: Database, study_id: int) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in user_turns_rows(db, study_id))
 
 
 def export_text(db: Database, g: Guidelines, study_ref: int | str, fmt: str) -> str:

@@ -16,7 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
-from ..annotations import VERSION_TABLE
+from ..tables import VERSION_TABLE
 
 HERE = Path(__file__).resolve().parent
 

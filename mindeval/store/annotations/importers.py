@@ -25,18 +25,8 @@ from sqlalchemy import func, select
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.records import load_profiles, read_jsonl
-from mindeval.store import Database
-from mindeval.store.annotations import (
-    AssignmentRow,
-    ItemRow,
-    RatingRevisionRow,
-    RatingRow,
-    RatingValueRow,
-    StudyItemRow,
-    StudyProfileRow,
-    StudyRow,
-)
 
+from ..db import Database
 from .authors_schema import (
     JUSTIFICATION,
     PASSTHROUGH,
@@ -50,6 +40,16 @@ from .authors_schema import (
 from .models import ImportReport
 from .people import imported_annotator
 from .studies import get_study
+from .tables import (
+    AssignmentRow,
+    ItemRow,
+    RatingRevisionRow,
+    RatingRow,
+    RatingValueRow,
+    StudyItemRow,
+    StudyProfileRow,
+    StudyRow,
+)
 
 KINDS = ("run", "interactions", "authors", "profiles")
 

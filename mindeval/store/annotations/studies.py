@@ -10,19 +10,20 @@ from sqlalchemy.exc import IntegrityError
 from mindeval.config import DEFAULT_PROMPTS
 from mindeval.errors import MindEvalError
 from mindeval.llm.gateway import EMBEDDED_MODEL
-from mindeval.store import Database
-from mindeval.store.annotations import (
+
+from ..db import Database
+from .assign import annotator_order, balanced_assignment
+from .common import NotFound
+from .models import AnnotatorProgress, AssignReport, StudyInfo, StudyProgress
+from .tables import (
     AnnotatorRow,
     AssignmentRow,
+    RatingRow,
     RoleplaySessionRow,
     StudyItemRow,
     StudyProfileRow,
     StudyRow,
 )
-
-from .assign import annotator_order, balanced_assignment
-from .common import NotFound
-from .models import AssignReport, StudyInfo
 
 DEFAULT_MINUTES = 25  # the paper's role-play sessions lasted 25 minutes (§3.1)
 
@@ -192,3 +193,59 @@ def add_roleplay_items(db: Database, rating_ref: int | str, roleplay_ref: int | 
             pos += 1
             new += 1
         return new
+
+
+def is_empty(db: Database) -> bool:
+    """True when the database has neither studies nor people."""
+    with db.read() as s:
+        n = (s.scalar(select(func.count()).select_from(StudyRow)) or 0) + \
+            (s.scalar(select(func.count()).select_from(AnnotatorRow)) or 0)
+    return n == 0
+
+
+def my_studies(db: Database, annotator_id: int) -> list[StudyProgress]:
+    """Studies with work for this person, with done/total."""
+    out = []
+    with db.read() as s:
+        rated = s.execute(
+            select(StudyRow, func.count(AssignmentRow.id),
+                   func.count(RatingRow.id).filter(RatingRow.state == "submitted"))
+            .join(AssignmentRow, AssignmentRow.study_id == StudyRow.id)
+            .outerjoin(RatingRow, RatingRow.assignment_id == AssignmentRow.id)
+            .where(AssignmentRow.annotator_id == annotator_id).group_by(StudyRow.id).order_by(StudyRow.id)
+        ).all()
+        played = s.execute(
+            select(StudyRow, func.count(RoleplaySessionRow.id),
+                   func.count(RoleplaySessionRow.id).filter(RoleplaySessionRow.status == "finished"))
+            .join(RoleplaySessionRow, RoleplaySessionRow.study_id == StudyRow.id)
+            .where(RoleplaySessionRow.annotator_id == annotator_id).group_by(StudyRow.id).order_by(StudyRow.id)
+        ).all()
+    for study, total, done in list(rated) + list(played):
+        out.append(StudyProgress(study_id=study.id, name=study.name, kind=study.kind,
+                                 description=study.description, done=done, total=total))
+    return sorted(out, key=lambda p: p.study_id)
+
+
+def progress(db: Database, study: StudyRow) -> list[AnnotatorProgress]:
+    """Per-annotator progress of a study (submitted/drafts, or finished/active sessions)."""
+    with db.read() as s:
+        if study.kind == "rating":
+            rows = s.execute(
+                select(AnnotatorRow.name, func.count(AssignmentRow.id),
+                       func.count(RatingRow.id).filter(RatingRow.state == "submitted"),
+                       func.count(RatingRow.id).filter(RatingRow.state == "draft"))
+                .join(AssignmentRow, AssignmentRow.annotator_id == AnnotatorRow.id)
+                .outerjoin(RatingRow, RatingRow.assignment_id == AssignmentRow.id)
+                .where(AssignmentRow.study_id == study.id)
+                .group_by(AnnotatorRow.name).order_by(AnnotatorRow.name)
+            ).all()
+        else:
+            rows = s.execute(
+                select(AnnotatorRow.name, func.count(RoleplaySessionRow.id),
+                       func.count(RoleplaySessionRow.id).filter(RoleplaySessionRow.status == "finished"),
+                       func.count(RoleplaySessionRow.id).filter(RoleplaySessionRow.status == "active"))
+                .join(RoleplaySessionRow, RoleplaySessionRow.annotator_id == AnnotatorRow.id)
+                .where(RoleplaySessionRow.study_id == study.id)
+                .group_by(AnnotatorRow.name).order_by(AnnotatorRow.name)
+            ).all()
+    return [AnnotatorProgress(name=n, assigned=a, submitted=d, drafts=p) for n, a, d, p in rows]
