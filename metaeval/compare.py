@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from mindeval.authors import load_mapping
 from mindeval.errors import MindEvalError
 
 from .agreement import AgreementWarning, TauVariant, TieRule
-from .mapping import load_mapping
 from .matrices import AVG_LABEL, Matrix, MetricOptions, Panel, Verdict, build_all, verdicts
 from .rollup import AVERAGE, RollupWarning
 from .selfpref import (

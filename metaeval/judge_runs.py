@@ -28,10 +28,19 @@ from pydantic import BaseModel
 from sqlalchemy import select
 
 from mindeval import __version__
+from mindeval.authors import load_mapping
 from mindeval.errors import ConfigMismatchError, MindEvalError
-from mindeval.records import AXES, Judgment
+from mindeval.records import (
+    AXES,
+    CONFIG_FILE,
+    JUDGMENTS_FILE,
+    SUMMARY_FILE,
+    Judgment,
+    JudgmentRecord,
+    RunConfigRecord,
+    RunSummary,
+)
 
-from .mapping import load_mapping
 from .sources import AnnotatedInteraction, HumanSource, load_annotation_db, load_authors_annotations
 
 KIND = "metaeval-judge"
@@ -150,17 +159,14 @@ def _load(db: Any, run_id: str) -> list[Judgment]:
 
 
 def _check_config(out: Path, config: dict[str, Any], config_hash: str) -> None:
-    cfg = out / "config.json"
+    cfg = out / CONFIG_FILE
     if not cfg.is_file():
         return
-    try:
-        old = json.loads(cfg.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise MindEvalError(f"malformed JSON ({exc.msg})", path=cfg, line=exc.lineno) from None
-    if old.get("config_hash") != config_hash:
+    old = RunConfigRecord.read(cfg)
+    if old.config_hash != config_hash:
         from mindeval.config import config_diff
 
-        diff = "\n".join(config_diff(old.get("config", {}), config))
+        diff = "\n".join(config_diff(old.config, config))
         raise ConfigMismatchError(
             f"this directory holds a judge run with a different configuration:\n{diff}\n"
             "use another --out directory", path=cfg,
@@ -225,15 +231,14 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     out.mkdir(parents=True, exist_ok=True)
     _check_config(out, config, config_hash)
     label = opts.label or spec.model
-    header = {
-        "run_id": run_id, "config_hash": config_hash, "kind": KIND, "label": label,
-        "fewshot_interaction_ids": shot_ids, "config": {**config, "prompts": {"judge": tpl.ref}},
-        "annotations_source": _shown(opts.annotations), "fewshot_source": _shown(opts.fewshot_source),
-        "package_version": __version__,
-    }
-    (out / "config.json").write_text(json.dumps(header, indent=1, ensure_ascii=False), encoding="utf-8")
+    header = RunConfigRecord(
+        run_id=run_id, config_hash=config_hash, kind=KIND, label=label, fewshot_interaction_ids=shot_ids,
+        config={**config, "prompts": {"judge": tpl.ref}}, annotations_source=_shown(opts.annotations),
+        fewshot_source=_shown(opts.fewshot_source), package_version=__version__,
+    )
+    header.write(out / CONFIG_FILE)
     db = Database(opts.db_url or sqlite_url(out / "run.db"))
-    ensure_run(db, run_id, header, KIND, config_hash)
+    ensure_run(db, run_id, header.model_dump(mode="json"), KIND, config_hash)
     log = CallLog(db, run_id)
     done = _existing(db, run_id)
     todo = [(it, r) for it in evaluate for r in range(opts.repetitions) if (it.interaction_id, r) not in done]
@@ -259,7 +264,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         pool.shutdown(wait=True, cancel_futures=True)  # on an error or Ctrl-C, start no new judgment
         summary = _export(db, run_id, out, data, evaluate, label, log, time.perf_counter() - started)
         db.close()
-    say(f"wrote {out / 'judgments.jsonl'}: {summary['n_judgments']} judgments, {summary['n_failed']} failed; "
+    say(f"wrote {out / JUDGMENTS_FILE}: {summary['n_judged']} judgments, {summary['n_failed_judgments']} failed; "
         f"calls made {summary['calls_made']}, reused {summary['calls_reused']}")
     return summary
 
@@ -272,23 +277,15 @@ def _export(db: Any, run_id: str, out: Path, data: HumanSource, evaluate: list[A
     rows = []
     for j in judgments:
         it = data.interactions[j.interaction_id]
-        rows.append({
-            "interaction_id": j.interaction_id, "profile_id": it.profile_id, "model": it.system,
-            "judge_model": j.judge_model, "sample": j.sample, "scores": j.scores, "average": j.average,
-            "parse_status": j.parse_status, "attempts": j.attempts, "raw_text": j.raw_text,
-            "rationale": j.rationale, "error": j.error, "severe": it.profile.severe,
-            "n_turns": max(0, len(it.messages) - 1),
-        })
-    tmp = out / "judgments.jsonl.tmp"
-    with tmp.open("w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    tmp.replace(out / "judgments.jsonl")
-    summary = {
-        "run_id": run_id, "label": label, "n_interactions": len(evaluate), "n_judgments": len(rows),
-        "n_failed": sum(r["parse_status"] == "failed" for r in rows),
-        "calls_made": log.counters.made, "calls_reused": log.counters.reused, "elapsed_s": round(elapsed, 3),
-        "package_version": __version__,
-    }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-    return summary
+        rows.append(JudgmentRecord.from_judgment(j, profile_id=it.profile_id, model=it.system,
+                                                 severe=it.profile.severe, n_turns=max(0, len(it.messages) - 1)))
+    JudgmentRecord.write(out / JUDGMENTS_FILE, rows)
+    summary = RunSummary(
+        run_id=run_id, label=label, n_interactions=len(evaluate),
+        n_judged=sum(r.parse_status == "ok" for r in rows),
+        n_failed_judgments=sum(r.parse_status == "failed" for r in rows),
+        calls_made=log.counters.made, calls_reused=log.counters.reused, elapsed_s=round(elapsed, 3),
+        package_version=__version__,
+    )
+    summary.write(out / SUMMARY_FILE)
+    return summary.model_dump(mode="json")

@@ -33,6 +33,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from mindeval import __version__
+from mindeval.config import DEFAULT_MODEL, OPENING_LINE, REALISM_OPENER, REALISM_VARIANTS
 from mindeval.errors import MindEvalError, ModelCallError
 from mindeval.records import ATTRIBUTE_FIELDS, Profile, read_jsonl
 
@@ -40,9 +41,6 @@ from .style import relative_to, style_table
 
 KIND = "metaeval-realism"
 HUMAN = "human"
-DEFAULT_VARIANTS: tuple[str, ...] = ("default", "no_format", "no_profile", "role_only")
-DEFAULT_OPENER = "Hi ${name}. How are you doing?"
-OPENING_LINE = "Hello."
 TSNE_MIN_TEXTS = 31  # scikit-learn's default perplexity (30) must be below the sample count
 COLOURS = {"human": "#222222", "default": "#d62728", "no_format": "#1f77b4", "no_profile": "#2ca02c",
            "role_only": "#9467bd"}
@@ -56,8 +54,8 @@ class HumanTurn(BaseModel):
 
 class RealismOptions(BaseModel):
     human_turns: str
-    patient: str = "local/smollm2"
-    variants: list[str] = Field(default_factory=lambda: list(DEFAULT_VARIANTS))
+    patient: str = DEFAULT_MODEL
+    variants: list[str] = Field(default_factory=lambda: list(REALISM_VARIANTS))
     out: str
     db_url: str | None = None
     embedder: str = "minilm"
@@ -69,7 +67,7 @@ class RealismOptions(BaseModel):
     reasoning_effort: str | None = None
     concurrency: int = 4
     study: str | None = None
-    opener: str = DEFAULT_OPENER
+    opener: str = REALISM_OPENER
 
 
 # --------------------------------------------------------------------- human turns

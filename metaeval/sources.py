@@ -23,10 +23,19 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
+from mindeval.authors import CriteriaMapping, load_mapping
 from mindeval.errors import MindEvalError
-from mindeval.records import AXES, Profile, read_jsonl
+from mindeval.records import (
+    AXES,
+    CONFIG_FILE,
+    JUDGMENTS_FILE,
+    JudgmentRecord,
+    Profile,
+    RunConfigRecord,
+    read_jsonl,
+    read_run,
+)
 
-from .mapping import CriteriaMapping, load_mapping
 from .rollup import ALL_AXES, AVERAGE, RATING_COLUMNS, rollup
 
 SCORE_COLUMNS: tuple[str, ...] = ("profile_id", "system", "interaction_id", "run", "axis", "score")
@@ -232,26 +241,21 @@ def load_authors_annotations(
 # --------------------------------------------------------------------- judge runs
 
 
-def _judgments_path(path: Path) -> Path:
-    if path.is_dir():
-        f = path / "judgments.jsonl"
-        if not f.is_file():
-            raise MindEvalError("no judgments.jsonl in this directory (is it a `mindeval run` or `metaeval judge` output?)", path=path)
-        return f
+def _judge_rows(path: Path) -> tuple[list[JudgmentRecord], RunConfigRecord, Path]:
+    """The judgments, config and judgments file of a run directory (or of a bare judgments file)."""
     if path.is_file():
-        return path
-    raise MindEvalError("judge run not found", path=path)
-
-
-def _run_config(path: Path) -> dict[str, Any]:
-    cfg = (path if path.is_dir() else path.parent) / "config.json"
-    if not cfg.is_file():
-        return {}
-    try:
-        data = json.loads(cfg.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise MindEvalError(f"malformed JSON ({exc.msg})", path=cfg, line=exc.lineno) from None
-    return data if isinstance(data, dict) else {}
+        run_dir, jpath = path.parent, path
+        cpath = run_dir / CONFIG_FILE
+        config = RunConfigRecord.read(cpath) if cpath.is_file() else RunConfigRecord()
+        return JudgmentRecord.read(jpath), config, jpath
+    if not path.is_dir():
+        raise MindEvalError("judge run not found", path=path)
+    jpath = path / JUDGMENTS_FILE
+    if not jpath.is_file():
+        raise MindEvalError(f"no {JUDGMENTS_FILE} in this directory (is it a `mindeval run` or `metaeval judge` "
+                            "output?)", path=path)
+    run = read_run(path)
+    return run.judgments, run.config or RunConfigRecord(), jpath
 
 
 def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScores]:
@@ -261,35 +265,16 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
     Failed judgments (no scores) are NaN and counted in ``meta["n_failed"]``.
     """
     root = Path(path)
-    jpath = _judgments_path(root)
-    config = _run_config(root)
+    judgments, config, jpath = _judge_rows(root)
     rows: dict[str, list[dict[str, Any]]] = {}
-    for line, obj in read_jsonl(jpath):
-        for key in ("interaction_id", "profile_id", "model", "judge_model"):
-            _require(obj, key, str, jpath, line)
-        sample = obj.get("sample", 0)
-        if isinstance(sample, bool) or not isinstance(sample, int) or sample < 0:
-            raise MindEvalError("sample must be a non-negative integer", path=jpath, line=line, field="sample")
-        scores = obj.get("scores")
-        row: dict[str, Any] = {
-            "profile_id": obj["profile_id"], "system": obj["model"], "interaction_id": obj["interaction_id"],
-            "run": sample,
-        }
-        if scores is None:
-            row.update({ax: np.nan for ax in AXES})
-        else:
-            if not isinstance(scores, dict):
-                raise MindEvalError("scores must be an object or null", path=jpath, line=line, field="scores")
-            for ax in AXES:
-                val = scores.get(ax)
-                if isinstance(val, bool) or not isinstance(val, (int, float)) or not 1 <= val <= 6:
-                    raise MindEvalError(f"score {val!r} is not a number from 1 to 6", path=jpath, line=line, field=f"scores.{ax}")
-                row[ax] = float(val)
-        rows.setdefault(obj["judge_model"], []).append(row)
+    for j in judgments:
+        row: dict[str, Any] = {"profile_id": j.profile_id, "system": j.model, "interaction_id": j.interaction_id,
+                               "run": j.sample}
+        row.update({ax: np.nan if j.scores is None else float(j.scores[ax]) for ax in AXES})
+        rows.setdefault(j.judge_model, []).append(row)
     if not rows:
         raise MindEvalError("no judgments in file", path=jpath)
     out: list[RaterScores] = []
-    excluded = [str(x) for x in config.get("fewshot_interaction_ids", []) or []]
     for judge_model, judge_rows in rows.items():
         wide = pd.DataFrame(judge_rows)
         n_failed = int(wide[list(AXES)].isna().any(axis=1).sum())
@@ -299,14 +284,14 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
             id_vars=["profile_id", "system", "interaction_id", "run"], value_vars=list(ALL_AXES),
             var_name="axis", value_name="score",
         ).loc[:, list(SCORE_COLUMNS)]
-        name = label or config.get("label") or judge_model
+        name = label or config.label or judge_model
         if label and len(rows) > 1:
             name = f"{label}:{judge_model}"
         _check_unique(long, str(jpath), name)
         meta = {
-            "judge_model": judge_model, "n_failed": n_failed, "fewshot_interaction_ids": excluded,
-            "prompt": (config.get("config") or {}).get("prompts", {}).get("judge") if isinstance(config.get("config"), dict) else None,
-            "run_id": config.get("run_id"),
+            "judge_model": judge_model, "n_failed": n_failed,
+            "fewshot_interaction_ids": list(config.fewshot_interaction_ids),
+            "prompt": (config.config.get("prompts") or {}).get("judge"), "run_id": config.run_id,
         }
         out.append(RaterScores(label=str(name), kind="judge", source=str(root), frame=long, meta=meta))
     return out

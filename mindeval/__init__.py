@@ -11,3 +11,7 @@ _os.environ.setdefault("LITELLM_TELEMETRY", "False")
 _os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 __version__ = "0.1.0"
+
+from .records import Run, read_run  # noqa: E402  (after the environment defaults above)
+
+__all__ = ["Run", "read_run", "__version__"]

@@ -20,6 +20,8 @@ DEFAULT_TURNS = 20  # patient + clinician turns after the opening "Hello." (pape
 OPENING_LINE = "Hello."
 DEFAULT_CONCURRENCY = 4
 DEFAULT_JUDGE_RETRIES = 3
+DEFAULT_JUDGE_SAMPLES = 1
+DEFAULT_FEWSHOT_K = 5  # the paper shows the judge five annotated examples
 DEFAULT_SEED = 0
 DEFAULT_PROMPTS = {
     "patient": "patient/default",
@@ -31,8 +33,14 @@ EMBEDDED_DEFAULTS = {
     "patient": {"temperature": 0.7, "max_tokens": 96},
     "clinician": {"temperature": 0.7, "max_tokens": 128},
     "judge": {"temperature": 0.0, "max_tokens": 64},
+    # Room for four backstory paragraphs (~120 words each).
+    "backstory": {"temperature": 0.7, "max_tokens": 768},
 }
 ROLES = ("patient", "clinician", "judge")
+# `metaeval realism`: the patient prompt variants compared with humans, and the clinician
+# greeting the LLM patient answers (${name} = the profile's name).
+REALISM_VARIANTS: tuple[str, ...] = ("default", "no_format", "no_profile", "role_only")
+REALISM_OPENER = "Hi ${name}. How are you doing?"
 
 
 def spec_with_defaults(role: str, spec: ModelSpec) -> ModelSpec:
@@ -71,7 +79,7 @@ class RunConfig(BaseModel):
     opening_line: str = OPENING_LINE
     seed: int = DEFAULT_SEED
     judge_retries: int = DEFAULT_JUDGE_RETRIES
-    judge_samples: int = 1
+    judge_samples: int = DEFAULT_JUDGE_SAMPLES
     fewshot_source: str | None = None
     fewshot_sha256: str | None = None
     fewshot_k: int = 0

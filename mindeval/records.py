@@ -10,11 +10,23 @@ import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from .errors import MindEvalError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 # The 25 profile attributes, in the authors' order and spelling.
 ATTRIBUTE_FIELDS: tuple[str, ...] = (
@@ -70,6 +82,7 @@ INTAKE_FIELDS: tuple[str, ...] = (
 AXES: tuple[str, ...] = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 
 Role = Literal["patient", "clinician"]
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class ProfileAttributes(BaseModel):
@@ -203,6 +216,44 @@ class Interaction(BaseModel):
 
 
 ParseStatus = Literal["ok", "failed"]
+SCORE_RANGE = (1, 6)
+# Judge protocols: "mindeval" scores are whole numbers; "paper" (the authors' own
+# examples) may be fractional.
+PROTOCOLS = ("mindeval", "paper")
+
+
+class _FieldError(ValueError):
+    """A validation error that names a sub-field (e.g. ``scores.CAC``)."""
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def check_scores(scores: Any, protocol: str = "mindeval") -> dict[str, int | float]:
+    """The one rule for judge scores, used by every writer and reader.
+
+    Exactly the five axes; each a number from 1 to 6; a whole number unless the
+    judgment's protocol is ``"paper"``. Whole floats (``3.0``) become ints.
+    """
+    if not isinstance(scores, dict):
+        raise _FieldError("scores must be an object with the five axes", "scores")
+    if set(scores) != set(AXES):
+        raise _FieldError(f"scores must have exactly the axes {', '.join(AXES)}", "scores")
+    lo, hi = SCORE_RANGE
+    out: dict[str, int | float] = {}
+    for ax in AXES:
+        v = scores[ax]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+            raise _FieldError(f"score {v!r} is not a number from {lo} to {hi}", f"scores.{ax}")
+        if float(v).is_integer():
+            v = int(v)
+        elif protocol != "paper":
+            raise _FieldError(
+                f"score {v!r} is not a whole number (fractional scores need protocol 'paper')", f"scores.{ax}"
+            )
+        out[ax] = v
+    return out
 
 
 class Judgment(BaseModel):
@@ -211,24 +262,18 @@ class Judgment(BaseModel):
     interaction_id: str
     judge_model: str
     sample: int = 0
-    scores: dict[str, int] | None = None
+    protocol: str = "mindeval"
+    scores: dict[str, int | float] | None = None
     raw_text: str = ""
     rationale: str | None = None
     parse_status: ParseStatus = "ok"
     attempts: int = 1
     error: str | None = None
 
-    @field_validator("scores")
+    @field_validator("scores", mode="before")
     @classmethod
-    def _valid_scores(cls, v: dict[str, int] | None) -> dict[str, int] | None:
-        if v is None:
-            return v
-        if set(v) != set(AXES):
-            raise ValueError(f"scores must have exactly the axes {AXES}")
-        for k, s in v.items():
-            if not isinstance(s, int) or isinstance(s, bool) or not 1 <= s <= 6:
-                raise ValueError(f"score {k}={s!r} is not an integer from 1 to 6")
-        return v
+    def _valid_scores(cls, v: Any, info: ValidationInfo) -> dict[str, int | float] | None:
+        return None if v is None else check_scores(v, info.data.get("protocol", "mindeval"))
 
     @property
     def average(self) -> float | None:
@@ -261,20 +306,29 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def _validation_message(exc: ValidationError) -> tuple[str, str]:
     err = exc.errors()[0]
     loc = ".".join(str(x) for x in err["loc"])
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, _FieldError):
+        loc = ".".join(x for x in (loc.rpartition(".")[0], cause.field) if x)
+        return loc, str(cause)
     if err["type"] == "missing":
         return loc, "missing required field"
     return loc, err["msg"]
+
+
+def validate_row(model: type[_M], obj: Any, *, path: str | Path = "<input>", line: int | None = None) -> _M:
+    """``model.model_validate(obj)``; a failure is a :class:`MindEvalError` naming file:line:field."""
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        field, msg = _validation_message(exc)
+        raise MindEvalError(msg, path=path, line=line, field=field or None) from None
 
 
 def profile_from_json(obj: dict[str, Any], *, path: str | Path = "<input>", line: int | None = None) -> Profile:
     """Validate one row of the authors' profile schema, naming file:line:field on error."""
     if "member_attributes" not in obj:
         raise MindEvalError("missing required field", path=path, line=line, field="member_attributes")
-    try:
-        return Profile.model_validate(obj)
-    except ValidationError as exc:
-        field, msg = _validation_message(exc)
-        raise MindEvalError(msg, path=path, line=line, field=field) from None
+    return validate_row(Profile, obj, path=path, line=line)
 
 
 def load_profiles(path: str | Path) -> list[Profile]:
@@ -289,3 +343,274 @@ def write_profiles(profiles: list[Profile], path: str | Path) -> None:
     with Path(path).open("w", encoding="utf-8") as fh:
         for p in profiles:
             fh.write(json.dumps(p.to_json(), ensure_ascii=False) + "\n")
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file, so readers never see half a file."""
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(p)
+
+
+# ------------------------------------------------------------ run directory rows
+#
+# A run directory (``mindeval run`` or ``metaeval judge``) holds config.json,
+# interactions.jsonl, judgments.jsonl and summary.json. Each file's rows are the
+# models below; every writer and reader goes through them.
+
+CONFIG_FILE = "config.json"
+INTERACTIONS_FILE = "interactions.jsonl"
+JUDGMENTS_FILE = "judgments.jsonl"
+SUMMARY_FILE = "summary.json"
+
+
+class _Row(BaseModel):
+    """A JSONL row model: ``read(path)`` validates every line, ``write(path, rows)`` is atomic."""
+
+    model_config = ConfigDict(extra="ignore")
+    _line: int | None = PrivateAttr(default=None)
+
+    @property
+    def line(self) -> int | None:
+        """The line of the file this row was read from (None when built in memory)."""
+        return self._line
+
+    @classmethod
+    def read(cls, path: str | Path) -> list[Self]:
+        rows = []
+        for n, obj in read_jsonl(path):
+            row = validate_row(cls, obj, path=path, line=n)
+            row._line = n
+            rows.append(row)
+        return rows
+
+    @classmethod
+    def write(cls, path: str | Path, rows: list[Any]) -> None:
+        atomic_write_text(path, "".join(
+            json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n" for r in rows))
+
+
+class _Document(BaseModel):
+    """A JSON document model (config.json, summary.json)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @classmethod
+    def read(cls, path: str | Path) -> Self:
+        p = Path(path)
+        if not p.is_file():
+            raise MindEvalError("file not found", path=p)
+        try:
+            obj = json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise MindEvalError(f"malformed JSON ({exc.msg})", path=p, line=exc.lineno) from None
+        if not isinstance(obj, dict):
+            raise MindEvalError("expected a JSON object", path=p, line=1)
+        return validate_row(cls, obj, path=p)
+
+    def write(self, path: str | Path) -> None:
+        atomic_write_text(path, json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+
+
+class Message(BaseModel):
+    """One message in the authors' schema: user = patient, assistant = clinician."""
+
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class InteractionRecord(_Row):
+    """A row of ``interactions.jsonl``: one conversation."""
+
+    id: str
+    run_id: str | None = None
+    profile_id: str
+    model: str  # the clinician system
+    patient_model: str | None = None
+    member_attributes: dict[str, Any] = Field(default_factory=dict)
+    messages: list[Message]
+    turns: list[Turn] = Field(default_factory=list)
+    status: Literal["running", "complete", "failed"] = "complete"
+    error: str | None = None
+    severe: bool = False
+
+    @classmethod
+    def from_interaction(cls, i: Interaction) -> InteractionRecord:
+        return cls(
+            id=i.id, run_id=i.run_id, profile_id=i.profile.id, model=i.clinician_model,
+            patient_model=i.patient_model, member_attributes=i.profile.member_attributes.model_dump(mode="json"),
+            messages=i.messages(), turns=i.turns, status=i.status, error=i.error, severe=i.profile.severe,
+        )
+
+
+class JudgmentRecord(_Row):
+    """A row of ``judgments.jsonl``: one judge sample of one interaction.
+
+    ``scores`` follow :func:`check_scores`; a failed sample (``parse_status: failed``)
+    has no scores and keeps the judge's raw reply.
+    """
+
+    interaction_id: str
+    profile_id: str
+    model: str  # the clinician system
+    judge_model: str
+    sample: int = Field(default=0, ge=0)
+    protocol: str = "mindeval"
+    parse_status: ParseStatus = "ok"
+    scores: dict[str, int | float] | None = None
+    average: float | None = None
+    attempts: int = 1
+    raw_text: str = ""
+    rationale: str | None = None
+    error: str | None = None
+    severe: bool = False
+    n_turns: int = 0
+
+    @field_validator("scores", mode="before")
+    @classmethod
+    def _valid_scores(cls, v: Any, info: ValidationInfo) -> dict[str, int | float] | None:
+        return None if v is None else check_scores(v, info.data.get("protocol", "mindeval"))
+
+    @model_validator(mode="after")
+    def _scores_match_status(self) -> JudgmentRecord:
+        if self.parse_status == "ok" and self.scores is None:
+            raise _FieldError("parse_status is 'ok' but scores is null", "scores")
+        if self.parse_status == "failed" and self.scores is not None:
+            raise _FieldError("parse_status is 'failed' but scores are given", "scores")
+        self.average = None if self.scores is None else sum(self.scores.values()) / len(self.scores)
+        return self
+
+    @classmethod
+    def from_judgment(cls, j: Judgment, *, profile_id: str, model: str, severe: bool, n_turns: int) -> JudgmentRecord:
+        return cls(
+            interaction_id=j.interaction_id, profile_id=profile_id, model=model, judge_model=j.judge_model,
+            sample=j.sample, protocol=j.protocol, parse_status=j.parse_status, scores=j.scores,
+            attempts=j.attempts, raw_text=j.raw_text, rationale=j.rationale, error=j.error,
+            severe=severe, n_turns=n_turns,
+        )
+
+
+class RunConfigRecord(_Document):
+    """``config.json``: the run's id, its config hash and the configuration itself.
+
+    ``config`` is a ``RunConfig`` for ``mindeval run`` (kind ``benchmark``) and the
+    judge-run settings for ``metaeval judge``; :meth:`benchmark` reads the former.
+    """
+
+    run_id: str | None = None
+    config_hash: str | None = None
+    kind: str = "benchmark"
+    label: str | None = None
+    fewshot_interaction_ids: list[str] = Field(default_factory=list)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+    def benchmark(self, path: str | Path = CONFIG_FILE) -> BenchmarkConfig:
+        """The benchmark settings; errors name ``config.json::config.<field>``."""
+        try:
+            cfg = BenchmarkConfig.model_validate(self.config)
+        except ValidationError as exc:
+            field, msg = _validation_message(exc)
+            raise MindEvalError(msg, path=path, field=f"config.{field}") from None
+        for role in ("patient", "clinician", "judge"):
+            if role not in cfg.prompts:
+                raise MindEvalError("missing required field", path=path, field=f"config.prompts.{role}")
+        return cfg
+
+
+class ModelRecord(BaseModel):
+    """A role's model string and generation parameters as recorded in ``config.json``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    api_base: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class PromptRecord(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    ref: str
+    sha256: str
+
+
+class BenchmarkConfig(BaseModel):
+    """What readers need of a benchmark run's ``RunConfig`` (other keys are kept, unread)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    patient: ModelRecord
+    clinician: ModelRecord
+    judge: ModelRecord
+    prompts: dict[str, PromptRecord]
+    profile_ids: list[str]
+    turns: int
+    guidelines_version: str = ""
+    seed: int | None = None
+    judge_samples: int = 1
+    fewshot_sha256: str | None = None
+    fewshot_k: int = 0
+
+
+class RunSummary(_Document):
+    """``summary.json``: counts, per-axis means and call accounting of a run."""
+
+    run_id: str
+    label: str | None = None
+    means: dict[str, float | None] = Field(default_factory=dict)
+    n_interactions: int = 0
+    n_judged: int = 0
+    n_failed_judgments: int = 0
+    calls_made: int = 0
+    calls_reused: int = 0
+    elapsed_s: float = 0.0
+    package_version: str = ""
+
+
+class Run(BaseModel):
+    """A run directory read back: its config, rows and summary (absent files are empty)."""
+
+    path: str
+    config: RunConfigRecord | None
+    interactions: list[InteractionRecord]
+    judgments: list[JudgmentRecord]
+    summary: RunSummary | None
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame, one row per judge sample and one column per axis (NaN when failed)."""
+        import pandas as pd
+
+        cols = ["interaction_id", "profile_id", "model", "judge_model", "sample", "protocol",
+                "parse_status", "severe", "n_turns"]
+        rows = []
+        for j in self.judgments:
+            row = {c: getattr(j, c) for c in cols}
+            row.update({ax: float((j.scores or {}).get(ax, "nan")) for ax in AXES})
+            row["average"] = float("nan") if j.average is None else j.average
+            rows.append(row)
+        return pd.DataFrame(rows, columns=[*cols, *AXES, "average"])
+
+
+def read_run(path: str | Path) -> Run:
+    """Read and validate a run directory; any bad row is a :class:`MindEvalError` naming file:line:field."""
+    d = Path(path)
+    if not d.is_dir():
+        raise MindEvalError("run directory not found", path=d)
+    files = {name: d / name for name in (CONFIG_FILE, INTERACTIONS_FILE, JUDGMENTS_FILE, SUMMARY_FILE)}
+    if not files[CONFIG_FILE].is_file() and not files[JUDGMENTS_FILE].is_file():
+        raise MindEvalError(f"not a run directory ({CONFIG_FILE} not found)", path=d)
+
+    def present(name: str) -> bool:
+        return files[name].is_file()
+
+    return Run(
+        path=str(d),
+        config=RunConfigRecord.read(files[CONFIG_FILE]) if present(CONFIG_FILE) else None,
+        interactions=InteractionRecord.read(files[INTERACTIONS_FILE]) if present(INTERACTIONS_FILE) else [],
+        judgments=JudgmentRecord.read(files[JUDGMENTS_FILE]) if present(JUDGMENTS_FILE) else [],
+        summary=RunSummary.read(files[SUMMARY_FILE]) if present(SUMMARY_FILE) else None,
+    )

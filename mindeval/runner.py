@@ -8,7 +8,6 @@ configuration is refused with a readable diff unless ``new_run`` is set.
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 import threading
 import time
@@ -24,7 +23,9 @@ from sqlalchemy import select
 from . import __version__
 from .config import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_FEWSHOT_K,
     DEFAULT_JUDGE_RETRIES,
+    DEFAULT_JUDGE_SAMPLES,
     DEFAULT_PROMPTS,
     DEFAULT_SEED,
     DEFAULT_TURNS,
@@ -39,8 +40,21 @@ from .guidelines import load_guidelines
 from .judge import FewShotExample, judge_transcript
 from .llm.gateway import ModelSpec, check_model_string
 from .prompts import PromptTemplate, load_template, render_clinician, render_patient
-from .records import AXES, Interaction, Judgment, Profile, load_profiles
-from .resources import data_dir
+from .records import (
+    AXES,
+    CONFIG_FILE,
+    INTERACTIONS_FILE,
+    JUDGMENTS_FILE,
+    SUMMARY_FILE,
+    Interaction,
+    InteractionRecord,
+    Judgment,
+    JudgmentRecord,
+    Profile,
+    RunConfigRecord,
+    RunSummary,
+    load_profiles,
+)
 from .simulate import load_turns, run_interaction
 from .store.calls import CallLog
 from .store.db import Database, redact_url, sqlite_url
@@ -66,9 +80,9 @@ class RunOptions(BaseModel):
     concurrency: int = DEFAULT_CONCURRENCY
     seed: int = DEFAULT_SEED
     judge_retries: int = DEFAULT_JUDGE_RETRIES
-    judge_samples: int = 1
+    judge_samples: int = DEFAULT_JUDGE_SAMPLES
     fewshot: str | None = None
-    fewshot_k: int = 5
+    fewshot_k: int = DEFAULT_FEWSHOT_K
     new_run: bool = False
     progress: bool = True
 
@@ -78,15 +92,9 @@ class RunOptions(BaseModel):
 
 def resolve_profiles(value: str) -> Path:
     """``demo`` → the shipped demo profiles; ``official`` → the downloaded set; else a path."""
-    try:
-        from .profiles.official import resolve_profiles_arg
-    except ImportError:
-        resolve_profiles_arg = None
-    if resolve_profiles_arg is not None:
-        return Path(resolve_profiles_arg(value))
-    if value == "demo":
-        return data_dir() / "demo_profiles.jsonl"
-    return Path(value)
+    from .profiles.official import resolve_profiles_arg
+
+    return resolve_profiles_arg(value)
 
 
 def file_sha256(path: Path) -> str:
@@ -280,10 +288,8 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
     try:
         run_id, resumed = open_run(db, config, opts.new_run)
         log = CallLog(db, run_id)
-        (out / "config.json").write_text(
-            json.dumps({"run_id": run_id, "config_hash": config.hash(), "config": config.model_dump(mode="json"),
-                        "database": redact_url(db.url)}, indent=2) + "\n"
-        )
+        RunConfigRecord(run_id=run_id, config_hash=config.hash(), config=config.model_dump(mode="json"),
+                        database=redact_url(db.url)).write(out / CONFIG_FILE)
         if echo:
             verb = "resuming" if resumed else "starting"
             echo(f"{verb} run {run_id}: {len(prep.profiles)} profiles x {config.turns} turns, "
@@ -337,7 +343,7 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
         summary["calls_failed"] = log.counters.failed
         summary["elapsed_s"] = round(time.perf_counter() - started, 2)
         summary["resumed"] = resumed
-        (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        RunSummary.model_validate(summary).write(out / SUMMARY_FILE)
         if echo:
             echo(format_summary(summary))
         return summary
@@ -390,24 +396,12 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig) -> dict[
     interactions = load_interactions(db, run_id)
     judgments = load_judgments(db, run_id)
     by_id = {i.id: i for i in interactions}
-    _write_jsonl(out / "interactions.jsonl", [
-        {
-            "id": i.id, "run_id": run_id, "profile_id": i.profile.id, "model": i.clinician_model,
-            "patient_model": i.patient_model, "member_attributes": i.profile.member_attributes.model_dump(mode="json"),
-            "messages": i.messages(), "turns": [t.model_dump(mode="json") for t in i.turns],
-            "status": i.status, "error": i.error, "severe": i.profile.severe,
-        }
-        for i in interactions
-    ])
-    _write_jsonl(out / "judgments.jsonl", [
-        {
-            "interaction_id": j.interaction_id, "profile_id": by_id[j.interaction_id].profile.id,
-            "model": by_id[j.interaction_id].clinician_model, "judge_model": j.judge_model,
-            "sample": j.sample, "scores": j.scores, "average": j.average, "parse_status": j.parse_status,
-            "attempts": j.attempts, "raw_text": j.raw_text, "rationale": j.rationale, "error": j.error,
-            "severe": by_id[j.interaction_id].profile.severe,
-            "n_turns": max(0, len(by_id[j.interaction_id].turns) - 1),
-        }
+    InteractionRecord.write(out / INTERACTIONS_FILE, [InteractionRecord.from_interaction(i) for i in interactions])
+    JudgmentRecord.write(out / JUDGMENTS_FILE, [
+        JudgmentRecord.from_judgment(
+            j, profile_id=by_id[j.interaction_id].profile.id, model=by_id[j.interaction_id].clinician_model,
+            severe=by_id[j.interaction_id].profile.severe, n_turns=max(0, len(by_id[j.interaction_id].turns) - 1),
+        )
         for j in judgments if j.interaction_id in by_id
     ])
     means = axis_means(judgments)
@@ -446,14 +440,6 @@ def axis_means(judgments: list[Judgment]) -> dict[str, float | None]:
         out[ax] = round(sum(r[ax] for r in rows) / len(rows), 4) if rows else None
     out["average"] = round(sum(out[ax] for ax in AXES) / len(AXES), 4) if rows else None
     return out
-
-
-def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    tmp.replace(path)
 
 
 def format_summary(summary: dict[str, Any]) -> str:

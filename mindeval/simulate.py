@@ -14,6 +14,7 @@ import hashlib
 
 from sqlalchemy import select
 
+from .config import OPENING_LINE
 from .llm.gateway import ModelSpec
 from .records import Role, Turn, Usage
 from .store.calls import CallLog
@@ -74,7 +75,7 @@ def run_interaction(
     patient_prompt: str,
     clinician_prompt: str,
     turns: int,
-    opening_line: str = "Hello.",
+    opening_line: str = OPENING_LINE,
     seed: int = 0,
     on_turn=None,
 ) -> list[Turn]:

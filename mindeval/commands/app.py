@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Launch the annotation app (Streamlit) on this machine, or manage studies with "
         "`mindeval app admin ...`.",
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on")
     p.add_argument("--port", type=int, default=8501)
     p.add_argument("--db", default=None, metavar="URL",
                    help="SQLAlchemy URL (default: $MINDEVAL_APP_DB or sqlite ./mindeval-app.db)")
@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = cmds.add_parser("create-study", help="create a rating or role-play study")
     c.add_argument("name")
     c.add_argument("--kind", choices=("rating", "roleplay"), default="rating")
-    c.add_argument("--k", type=int, default=1, help="annotators per item (default 1)")
+    c.add_argument("--k", type=int, default=1, help="annotators per item")
     c.add_argument("--seed", type=int, default=0, help="seed of the assignment and of each annotator's order")
     c.add_argument("--description", default="")
     c.add_argument("--clinician-model", default=None, metavar="MODEL",

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..cli import out_dir
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -15,11 +17,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "leaderboards from other judges or patients. See docs/leaderboard.md.",
     )
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help="run directories from `mindeval run`")
-    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+    p.add_argument("--out", type=out_dir(), default=None, metavar="DIR",
                    help="write leaderboard.{md,csv,tex,json} and pairwise/breakdowns/verbosity CSVs here")
     p.add_argument("--resamples", type=int, default=2000, help="bootstrap / permutation resamples (>= 2000)")
     p.add_argument("--test", choices=("permutation", "bootstrap"), default="permutation",
-                   help="paired significance test (default: sign-flip permutation)")
+                   help="paired significance test (permutation = sign-flip)")
     p.add_argument("--seed", type=int, default=0, help="seed of all resampling (recorded in the JSON)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level for the clusters")
     p.add_argument("--allow-mixed", action="store_true",

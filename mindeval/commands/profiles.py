@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-DEFAULT_MODEL = "local/smollm2"  # keep in sync with mindeval.llm.gateway.EMBEDDED_MODEL (light import)
+from ..cli import at_least
+from ..config import DEFAULT_MODEL
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,17 +35,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "same command reuses them. Invalid replies are retried with feedback.")
     g.add_argument("source", metavar="FILE", help="profiles.jsonl, 'official' or 'demo'")
     g.add_argument("-o", "--out", type=Path, required=True, metavar="FILE", help="output profiles.jsonl")
-    g.add_argument("--model", default=DEFAULT_MODEL, help=f"litellm model string (default {DEFAULT_MODEL})")
+    g.add_argument("--model", default=DEFAULT_MODEL, help="litellm model string")
     g.add_argument("--temperature", type=float, default=None, metavar="T")
     g.add_argument("--max-tokens", type=int, default=None, metavar="N")
     g.add_argument("--reasoning-effort", default=None, metavar="LEVEL")
     g.add_argument("--api-base", default=None, metavar="URL", help="OpenAI-compatible server URL")
     g.add_argument("--retries", type=int, default=3, metavar="K",
-                   help="attempts per profile before it is recorded as failed (default 3)")
+                   help="attempts per profile before it is recorded as failed")
     g.add_argument("--prompt", default="backstory/default", metavar="REF",
-                   help="backstory template: kind/name or a file (default backstory/default)")
+                   help="backstory template: kind/name or a file")
     g.add_argument("--seed", type=int, default=0, help="seed passed to the model (recorded)")
-    g.add_argument("--concurrency", type=int, default=1, help="profiles in parallel (remote models)")
+    g.add_argument("--concurrency", type=at_least("--concurrency"), default=1, help="profiles in parallel (remote models)")
     g.add_argument("--db", default=None, metavar="URL", help="SQLAlchemy URL instead of <out stem>.backstory.db")
     g.add_argument("--regenerate", action="store_true", help="replace backstories the input already has")
     g.add_argument("--quiet", action="store_true", help="no per-profile progress lines")
@@ -53,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t = psub.add_parser("stats", help="severity mix, identity and other distributions vs the paper")
     t.add_argument("source", metavar="FILE", help="profiles.jsonl, 'official' or 'demo'")
     t.add_argument("--against", default=None, metavar="FILE", help="a second set shown beside (e.g. official)")
-    t.add_argument("--top", type=int, default=5, help="values shown per attribute (default 5)")
+    t.add_argument("--top", type=int, default=5, help="values shown per attribute")
     t.add_argument("--pool", type=Path, default=None, metavar="DIR", help="pool used to map finance tiers")
     t.add_argument("--json", action="store_true", help="print JSON instead of the table")
     t.set_defaults(func=_stats)

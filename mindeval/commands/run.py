@@ -3,31 +3,44 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from ..cli import at_least, out_dir
 from ..config import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_FEWSHOT_K,
     DEFAULT_JUDGE_RETRIES,
+    DEFAULT_JUDGE_SAMPLES,
     DEFAULT_MODEL,
     DEFAULT_PROMPTS,
+    DEFAULT_SEED,
     DEFAULT_TURNS,
+    OPENING_LINE,
+    ROLES,
 )
 
-ROLES = ("patient", "clinician", "judge")
+MODEL_OPTIONS = ("temperature", "max-tokens", "reasoning-effort", "api-base")
 
 
-def add_role_options(parser: argparse.ArgumentParser, roles=ROLES) -> None:
-    """``--ROLE MODEL`` plus ``--ROLE-temperature/-max-tokens/-reasoning-effort/-api-base``."""
+def add_role_options(parser: argparse.ArgumentParser, roles=ROLES, *, required: bool = False,
+                     plain_aliases: bool = False) -> None:
+    """``--ROLE MODEL`` plus ``--ROLE-temperature/-max-tokens/-reasoning-effort/-api-base``.
+
+    ``plain_aliases`` also accepts the earlier ``--temperature`` etc. (hidden) for a single role.
+    """
     for role in roles:
         g = parser.add_argument_group(f"{role} model")
-        g.add_argument(f"--{role}", default=DEFAULT_MODEL, metavar="MODEL",
-                       help=f"litellm model string for the {role} (default: {DEFAULT_MODEL})")
+        g.add_argument(f"--{role}", default=None if required else DEFAULT_MODEL, required=required,
+                       metavar="MODEL", help=f"litellm model string for the {role}")
         g.add_argument(f"--{role}-temperature", type=float, default=None, metavar="T")
         g.add_argument(f"--{role}-max-tokens", type=int, default=None, metavar="N")
         g.add_argument(f"--{role}-reasoning-effort", default=None, metavar="LEVEL",
                        help="low | medium | high (providers that support it)")
         g.add_argument(f"--{role}-api-base", default=None, metavar="URL",
                        help="OpenAI-compatible server URL (e.g. http://127.0.0.1:8000/v1)")
+        for name in MODEL_OPTIONS if plain_aliases else ():
+            g.add_argument(f"--{name}", dest=f"{role}_{name.replace('-', '_')}", default=argparse.SUPPRESS,
+                           type=float if name == "temperature" else int if name == "max-tokens" else str,
+                           help=argparse.SUPPRESS)
 
 
 def role_spec(args: argparse.Namespace, role: str):
@@ -51,26 +64,36 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="profiles JSONL (authors' schema), 'demo' (shipped) or 'official' (after `mindeval data download`)")
     p.add_argument("--limit", type=int, default=None, help="use only the first N profiles")
     p.add_argument("--turns", type=int, default=DEFAULT_TURNS,
-                   help=f"patient + clinician turns after the opening 'Hello.' (default {DEFAULT_TURNS})")
-    p.add_argument("--out", type=Path, required=True, help="run directory (holds run.db and outputs)")
+                   help=f"patient + clinician turns after the opening {OPENING_LINE!r}")
+    p.add_argument("--out", type=out_dir(), required=True, help="run directory (holds run.db and outputs)")
     p.add_argument("--db", default=None, metavar="URL", help="SQLAlchemy URL instead of DIR/run.db")
-    p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="interactions in parallel")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY, help="interactions in parallel")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of every model call and of the few-shot draw")
     p.add_argument("--patient-prompt", default=DEFAULT_PROMPTS["patient"], metavar="REF",
                    help="kind/name (e.g. patient/no_format) or a template file")
     p.add_argument("--clinician-prompt", default=DEFAULT_PROMPTS["clinician"], metavar="REF",
                    help="e.g. clinician/four_sentences, or a template file (intake fields only)")
     p.add_argument("--judge-prompt", default=DEFAULT_PROMPTS["judge"], metavar="REF",
                    help="e.g. judge/length_penalty, or a template file")
-    p.add_argument("--judge-retries", type=int, default=DEFAULT_JUDGE_RETRIES,
-                   help="attempts for an unparseable judge reply before it is recorded as failed")
-    p.add_argument("--judge-samples", type=int, default=1, help="judge samples per interaction (mean)")
-    p.add_argument("--judge-fewshot", default=None, metavar="FILE",
-                   help="annotated file (authors' human_annotations.jsonl schema) for few-shot examples")
-    p.add_argument("--fewshot-k", type=int, default=5)
+    add_judge_options(p)
     p.add_argument("--new-run", action="store_true", help="start a new run even if --out holds one")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=handle)
+
+
+def add_judge_options(p: argparse.ArgumentParser, *, fewshot_k: int = DEFAULT_FEWSHOT_K, fewshot_file_help: str = "") -> None:
+    """The judge options ``mindeval run`` and ``metaeval judge`` share, under the same names."""
+    p.add_argument("--judge-retries", type=at_least("--judge-retries"), default=DEFAULT_JUDGE_RETRIES,
+                   help="attempts for an unparseable judge reply before it is recorded as failed")
+    p.add_argument("--judge-samples", type=at_least("--judge-samples"), default=DEFAULT_JUDGE_SAMPLES,
+                   help="judge samples per interaction (30 in the paper's meta-evaluation)")
+    p.add_argument("--fewshot-file", default=None, metavar="FILE",
+                   help="annotated file (authors' human_annotations.jsonl schema) to draw few-shot examples from"
+                   + fewshot_file_help)
+    p.add_argument("--fewshot-k", type=at_least("--fewshot-k", 0), default=fewshot_k, metavar="K",
+                   help="few-shot examples shown to the judge (annotators' mean scores)")
+    # Earlier names, kept working but not shown.
+    p.add_argument("--judge-fewshot", dest="fewshot_file", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -82,7 +105,7 @@ def handle(args: argparse.Namespace) -> int:
         clinician_prompt=args.clinician_prompt, judge_prompt=args.judge_prompt,
         profiles=args.profiles, limit=args.limit, turns=args.turns, out=args.out, db_url=args.db,
         concurrency=args.concurrency, seed=args.seed, judge_retries=args.judge_retries,
-        judge_samples=args.judge_samples, fewshot=args.judge_fewshot, fewshot_k=args.fewshot_k,
+        judge_samples=args.judge_samples, fewshot=args.fewshot_file, fewshot_k=args.fewshot_k,
         new_run=args.new_run, progress=not args.quiet,
     )
     summary = run_benchmark(opts)

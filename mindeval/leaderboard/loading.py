@@ -8,14 +8,20 @@ Every inconsistency in the files is a :class:`MindEvalError` naming file, line, 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from ..errors import MindEvalError
-from ..records import AXES, read_jsonl
+from ..records import (
+    AXES,
+    CONFIG_FILE,
+    INTERACTIONS_FILE,
+    JUDGMENTS_FILE,
+    InteractionRecord,
+    read_run,
+)
 from .verbosity import VerbosityCounts
 
 CRITERIA: tuple[str, ...] = (*AXES, "average")
@@ -66,112 +72,6 @@ class RunData(BaseModel):
     verbosity: VerbosityCounts
 
 
-# ----------------------------------------------------------------------- file schemas
-
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    model: str
-    temperature: float | None = None
-    max_tokens: int | None = None
-    reasoning_effort: str | None = None
-    api_base: str | None = None
-    extra: dict[str, Any] = Field(default_factory=dict)
-
-
-class _Prompt(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    ref: str
-    sha256: str
-
-
-class _Config(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    patient: _Spec
-    clinician: _Spec
-    judge: _Spec
-    prompts: dict[str, _Prompt]
-    profile_ids: list[str]
-    turns: int
-    guidelines_version: str = ""
-    seed: int | None = None
-    judge_samples: int = 1
-    fewshot_sha256: str | None = None
-    fewshot_k: int = 0
-
-
-class _ConfigFile(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    run_id: str
-    config: _Config
-
-
-class _JudgmentRow(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    interaction_id: str
-    model: str
-    judge_model: str
-    sample: int
-    scores: dict[str, Any] | None
-    parse_status: Literal["ok", "failed"]
-
-
-class _Message(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    role: str
-    content: str
-
-
-class _InteractionRow(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    id: str
-    profile_id: str
-    model: str
-    messages: list[_Message]
-    status: str
-    severe: bool
-
-
-def _validate(model: type[BaseModel], obj: Any, path: Path, line: int | None) -> Any:
-    try:
-        return model.model_validate(obj)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(x) for x in err["loc"]) or None
-        msg = "missing required field" if err["type"] == "missing" else err["msg"]
-        raise MindEvalError(msg, path=path, line=line, field=field) from None
-
-
-def _read_config(run_dir: Path) -> _ConfigFile:
-    path = run_dir / "config.json"
-    if not path.is_file():
-        raise MindEvalError("not a run directory (config.json not found)", path=run_dir)
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise MindEvalError(f"malformed JSON ({exc.msg})", path=path, line=exc.lineno) from None
-    cfg = _validate(_ConfigFile, obj, path, None)
-    for role in ("patient", "clinician", "judge"):
-        if role not in cfg.config.prompts:
-            raise MindEvalError("missing required field", path=path, field=f"config.prompts.{role}")
-    return cfg
-
-
-def _check_scores(row: _JudgmentRow, path: Path, line: int) -> dict[str, float] | None:
-    if row.parse_status == "failed":
-        return None
-    if row.scores is None:
-        raise MindEvalError("parse_status is 'ok' but scores is null", path=path, line=line, field="scores")
-    if set(row.scores) != set(AXES):
-        raise MindEvalError(f"scores must have exactly the axes {', '.join(AXES)}", path=path, line=line,
-                            field="scores")
-    for ax, val in row.scores.items():
-        if isinstance(val, bool) or not isinstance(val, int) or not 1 <= val <= 6:
-            raise MindEvalError(f"score {val!r} is not an integer from 1 to 6", path=path, line=line,
-                                field=f"scores.{ax}")
-    return {ax: float(v) for ax, v in row.scores.items()}
-
-
 def _short(sha: str) -> str:
     return sha[:12]
 
@@ -179,26 +79,30 @@ def _short(sha: str) -> str:
 def load_run(run_dir: str | Path) -> RunData:
     """Load and cross-check one run directory."""
     run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise MindEvalError("run directory not found", path=run_dir)
-    cfg_file = _read_config(run_dir)
-    cfg = cfg_file.config
-    ipath, jpath = run_dir / "interactions.jsonl", run_dir / "judgments.jsonl"
+    run = read_run(run_dir)
+    cpath, ipath, jpath = (run_dir / name for name in (CONFIG_FILE, INTERACTIONS_FILE, JUDGMENTS_FILE))
+    if run.config is None:
+        raise MindEvalError(f"not a run directory ({CONFIG_FILE} not found)", path=run_dir)
+    for path in (ipath, jpath):
+        if not path.is_file():
+            raise MindEvalError("file not found", path=path)
+    if run.config.run_id is None:
+        raise MindEvalError("missing required field", path=cpath, field="run_id")
+    cfg = run.config.benchmark(cpath)
 
-    interactions: dict[str, _InteractionRow] = {}
+    interactions: dict[str, InteractionRecord] = {}
     known_profiles = set(cfg.profile_ids)
     verbosity = VerbosityCounts()
     n_failed_interactions = 0
-    for line, obj in read_jsonl(ipath):
-        row: _InteractionRow = _validate(_InteractionRow, obj, ipath, line)
+    for row in run.interactions:
         if row.id in interactions:
-            raise MindEvalError(f"duplicate interaction id {row.id!r}", path=ipath, line=line, field="id")
+            raise MindEvalError(f"duplicate interaction id {row.id!r}", path=ipath, line=row.line, field="id")
         if row.model != cfg.clinician.model:
             raise MindEvalError(f"clinician {row.model!r} differs from config.json ({cfg.clinician.model!r})",
-                                path=ipath, line=line, field="model")
+                                path=ipath, line=row.line, field="model")
         if row.profile_id not in known_profiles:
             raise MindEvalError(f"profile {row.profile_id!r} is not in config.json profile_ids",
-                                path=ipath, line=line, field="profile_id")
+                                path=ipath, line=row.line, field="profile_id")
         interactions[row.id] = row
         if row.status == "complete":
             verbosity.add_turns(m.content for m in row.messages if m.role == "assistant")
@@ -208,8 +112,8 @@ def load_run(run_dir: str | Path) -> RunData:
     samples: dict[str, list[dict[str, float]]] = {}
     seen: set[tuple[str, int]] = set()
     n_failed_samples = 0
-    for line, obj in read_jsonl(jpath):
-        jrow: _JudgmentRow = _validate(_JudgmentRow, obj, jpath, line)
+    for jrow in run.judgments:
+        line = jrow.line
         if jrow.interaction_id not in interactions:
             raise MindEvalError(f"interaction {jrow.interaction_id!r} is not in interactions.jsonl",
                                 path=jpath, line=line, field="interaction_id")
@@ -224,11 +128,10 @@ def load_run(run_dir: str | Path) -> RunData:
             raise MindEvalError(f"duplicate judge sample {jrow.sample} for {jrow.interaction_id!r}",
                                 path=jpath, line=line, field="sample")
         seen.add(key)
-        scores = _check_scores(jrow, jpath, line)
-        if scores is None:
+        if jrow.scores is None:
             n_failed_samples += 1
             continue
-        samples.setdefault(jrow.interaction_id, []).append(scores)
+        samples.setdefault(jrow.interaction_id, []).append({ax: float(v) for ax, v in jrow.scores.items()})
 
     scored: list[InteractionScore] = []
     by_profile: dict[str, str] = {}
@@ -263,7 +166,7 @@ def load_run(run_dir: str | Path) -> RunData:
         params.pop("extra", None)
     return RunData(
         path=str(run_dir),
-        run_id=cfg_file.run_id,
+        run_id=run.config.run_id,
         seed=cfg.seed,
         judge_samples=cfg.judge_samples,
         clinician_model=cfg.clinician.model,

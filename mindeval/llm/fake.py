@@ -22,8 +22,8 @@ from typing import Any
 from litellm import CustomLLM, ModelResponse, Usage
 
 from ..errors import ModelCallError
+from ..records import AXES
 
-AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 CALLS: Counter[str] = Counter()
 _scripts: dict[str, deque[str]] = {}
 _lock = threading.Lock()

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from .. import __version__
+from ..config import spec_with_defaults
 from ..errors import MindEvalError, ModelCallError
 from ..llm.gateway import ModelSpec, check_model_string
 from ..prompts import PromptTemplate, load_template, render_backstory
@@ -35,8 +36,6 @@ DEFAULT_RETRIES = 3
 PARAGRAPHS = 4
 MIN_PARAGRAPH_WORDS = 25
 ROLE = "backstory"
-# The embedded 135M model needs room for four paragraphs (~120 words each).
-EMBEDDED_DEFAULTS = {"temperature": 0.7, "max_tokens": 768}
 
 # ------------------------------------------------------------------ validation
 
@@ -128,17 +127,6 @@ class BackstoryOutcome(BaseModel):
     last_reply: str | None = None
     calls_made: int = 0
     calls_reused: int = 0
-
-
-def embedded_defaults(spec: ModelSpec) -> ModelSpec:
-    """Fill unset temperature / max_tokens of the embedded model (others keep provider defaults)."""
-    if not spec.is_embedded:
-        return spec
-    data = spec.model_dump()
-    for key, val in EMBEDDED_DEFAULTS.items():
-        if data.get(key) is None:
-            data[key] = val
-    return ModelSpec(**data)
 
 
 def generate_one(
@@ -259,7 +247,7 @@ def generate_file(
     if src.resolve() == out.resolve():
         raise MindEvalError("the output must be a different file from the input", path=out)
     check_model_string(spec.model)
-    spec = embedded_defaults(spec)
+    spec = spec_with_defaults(ROLE, spec)
     profiles = load_profiles(src)
     tpl = load_template(template, kind="backstory")
     url = db_url or sqlite_url(sidecar(out, "backstory.db"))

@@ -224,11 +224,11 @@ def test_bad_score_names_file_line_and_field(make_run):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(MindEvalError) as exc:
         load_run(run)
-    assert str(exc.value) == f"{path}:2:scores.EPC: score 9 is not an integer from 1 to 6"
+    assert str(exc.value) == f"{path}:2:scores.EPC: score 9 is not a number from 1 to 6"
     row["scores"]["EPC"] = 3.5
     lines[1] = json.dumps(row)
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(MindEvalError, match=r"judgments.jsonl:2:scores.EPC: score 3.5 is not an integer"):
+    with pytest.raises(MindEvalError, match=r"judgments.jsonl:2:scores.EPC: score 3.5 is not a whole number"):
         load_run(run)
 
 

@@ -87,7 +87,7 @@ def test_judge_runs_over_a_database_study(tiny_authors, tmp_db_url, tmp_path):
     out = tmp_path / "jr"
     s = run_judge(JudgeRunOptions(annotations=tmp_db_url, study="ratings", judge="fake/judge", fewshot_k=2,
                                   out=str(out)), echo=None)
-    assert s["n_judgments"] == 10
+    assert s["n_judged"] == 10
     cfg = (out / "config.json").read_text()
     assert "int-" in cfg  # the few-shot ids are the original interaction ids
     with pytest.raises(MindEvalError, match="needs --study"):

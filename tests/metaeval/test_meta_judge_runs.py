@@ -26,7 +26,7 @@ def test_judge_run_writes_schema_and_excludes_fewshot(tiny_authors, tmp_path):
     src = load_authors_annotations(tiny_authors)
     assert shots == draw_fewshot(src, 2, 5) and len(set(shots)) == 2
     rows = [json.loads(line) for line in (out / "judgments.jsonl").read_text().splitlines()]
-    assert summary["n_judgments"] == len(rows) == (12 - 2) * 3
+    assert summary["n_judged"] + summary["n_failed_judgments"] == len(rows) == (12 - 2) * 3
     assert not {r["interaction_id"] for r in rows} & set(shots)
     assert {r["sample"] for r in rows} == {0, 1, 2}
     for key in ("interaction_id", "profile_id", "model", "judge_model", "sample", "scores", "average",
@@ -82,7 +82,7 @@ def test_interrupted_run_resumes_without_repeating(tiny_authors, tmp_path, monke
     assert 6 <= made_first <= 7
     monkeypatch.setattr(jr, "_save", real_save)
     s = run_judge(opts(tiny_authors, out, concurrency=1), echo=None)
-    assert s["n_judgments"] == 12
+    assert s["n_judged"] == 12
     # calls made before the crash whose judgments were not saved are answered from the store
     assert s["calls_reused"] == made_first - 5 and s["calls_made"] == 12 - made_first
     assert fake.CALLS["judge"] - before == 12
@@ -92,7 +92,7 @@ def test_failed_judgments_are_recorded_not_invented(tiny_authors, tmp_path):
     out = tmp_path / "bad"
     s = run_judge(opts(tiny_authors, out, judge="fake/empty", retries=2, limit=2), echo=None)
     rows = [json.loads(line) for line in (out / "judgments.jsonl").read_text().splitlines()]
-    assert s["n_failed"] == 2 and all(r["scores"] is None and r["parse_status"] == "failed" for r in rows)
+    assert s["n_failed_judgments"] == 2 and all(r["scores"] is None and r["parse_status"] == "failed" for r in rows)
 
 
 def test_bad_options(tiny_authors, tmp_path):
