@@ -11,9 +11,10 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from .llm.gateway import EMBEDDED_MODEL, ModelSpec
+from .records import BenchmarkConfig, PromptRecord
 
 DEFAULT_MODEL = EMBEDDED_MODEL
 DEFAULT_TURNS = 20  # patient + clinician turns after the opening "Hello." (paper fn. 13)
@@ -54,16 +55,17 @@ def spec_with_defaults(role: str, spec: ModelSpec) -> ModelSpec:
     return ModelSpec(**data)
 
 
-class PromptRef(BaseModel):
+class PromptRef(PromptRecord):
     """A prompt template as recorded in a run: its ref (kind/name@vN) and content hash."""
 
-    ref: str
-    sha256: str
     source: str = Field(default="", exclude=True)
 
 
-class RunConfig(BaseModel):
-    """Everything that determines the results of a benchmark run."""
+class RunConfig(BenchmarkConfig):
+    """Everything that determines the results of a benchmark run.
+
+    The fields readers need are declared once, in :class:`mindeval.records.BenchmarkConfig`.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -71,18 +73,11 @@ class RunConfig(BaseModel):
     clinician: ModelSpec
     judge: ModelSpec
     prompts: dict[str, PromptRef]
-    guidelines_version: str
     profiles_source: str
     profiles_sha256: str
-    profile_ids: list[str]
-    turns: int = DEFAULT_TURNS
     opening_line: str = OPENING_LINE
-    seed: int = DEFAULT_SEED
     judge_retries: int = DEFAULT_JUDGE_RETRIES
-    judge_samples: int = DEFAULT_JUDGE_SAMPLES
     fewshot_source: str | None = None
-    fewshot_sha256: str | None = None
-    fewshot_k: int = 0
     package_version: str
 
     def hash(self) -> str:

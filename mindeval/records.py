@@ -57,27 +57,12 @@ ATTRIBUTE_FIELDS: tuple[str, ...] = (
     "program_goal",
 )
 
-# What the clinician may know: the intake fields of the paper's Fig. 10.
-INTAKE_FIELDS: tuple[str, ...] = (
-    "name",
-    "sex",
-    "gender_identity",
-    "sexual_orientation",
-    "age",
-    "race",
-    "education",
-    "profession",
-    "employment_status",
-    "siblings",
-    "relationship_status",
-    "living_situation",
-    "exercise",
-    "sleep_quality",
-    "attitude_towards_mindfulness",
-    "region",
-    "depressive_symptoms",
-    "anxious_symptoms",
+# What the clinician may know: the intake fields of the paper's Fig. 10 (all but these).
+PATIENT_ONLY_FIELDS: tuple[str, ...] = (
+    "thought_process", "general_outlook", "conversation_style", "recent_mood", "financial_situation",
+    "support_system", "program_goal",
 )
+INTAKE_FIELDS: tuple[str, ...] = tuple(f for f in ATTRIBUTE_FIELDS if f not in PATIENT_ONLY_FIELDS)
 
 AXES: tuple[str, ...] = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 

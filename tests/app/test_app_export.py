@@ -94,14 +94,19 @@ def test_bad_interaction_files_name_the_line_and_field(tmp_path, line, message):
 def test_a_run_directory_keeps_judge_scores_for_the_admin_only(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    rows = [{"id": "i0", "run_id": "r9", "model": "x/clin", "member_attributes": {"name": "Kim"}, "status": s,
-             "messages": [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi"}]}
-            for s in ("complete",)] + [{"id": "i1", "run_id": "r9", "status": "failed"}]
+    msgs = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi"}]
+    rows = [{"id": f"i{n}", "run_id": "r9", "profile_id": "kim-1", "model": "x/clin", "member_attributes": {"name": "Kim"},
+             "status": st, "messages": msgs if st == "complete" else []} for n, st in enumerate(("complete", "failed"))]
     (run / "interactions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (run / "judgments.jsonl").write_text(json.dumps({"interaction_id": "i0", "judge_model": "j/x", "sample": 0,
-                                                     "scores": {"CAC": 3}, "parse_status": "ok"}) + "\n")
+    judgment = {"interaction_id": "i0", "profile_id": "kim-1", "model": "x/clin", "judge_model": "j/x", "sample": 0,
+                "scores": {"CAC": 3, "EPC": 4, "AR": 3, "TRA": 5, "ASCQ": 4}, "parse_status": "ok"}
     ws = Workspace(f"sqlite:///{tmp_path / 'x.db'}")
     ws.create_study(SYSTEM, "S", "rating")
+    # a judgment row that breaks the run-directory schema is refused as by every other reader
+    (run / "judgments.jsonl").write_text(json.dumps({**judgment, "scores": {"CAC": 3}}) + "\n")
+    with pytest.raises(MindEvalError, match=r"judgments.jsonl:1:scores: scores must have exactly the axes"):
+        ws.import_path(SYSTEM, "S", run)
+    (run / "judgments.jsonl").write_text(json.dumps(judgment) + "\n")
     rep = ws.import_path(SYSTEM, "S", run)
     assert (rep.kind, rep.items_added, rep.skipped) == ("run", 1, 1)
     with ws.db.read() as s:

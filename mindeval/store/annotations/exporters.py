@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from mindeval.authors import JUSTIFICATION, RESP, SAFETY, STATUS, USERS, load_mapping
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.records import ATTRIBUTE_FIELDS
@@ -23,7 +24,6 @@ from mindeval.simulate import load_turns
 from ..calls import CallLog
 from ..db import Database
 from ..tables import InteractionRow
-from .authors_schema import JUSTIFICATION, RESP, SAFETY, STATUS, USERS, load_mapping
 from .studies import get_study
 from .tables import (
     NA_VALUE,
@@ -105,7 +105,7 @@ def ratings_jsonl(db: Database, g: Guidelines, study_id: int) -> str:
 
 def authors_jsonl(db: Database, g: Guidelines, study_id: int) -> str:
     """Rows in the authors' ``human_annotations.jsonl`` layout, one per rated item."""
-    mapping = load_mapping(g)
+    mapping = load_mapping(guidelines=g, every_subaxis=True)
     by_item: dict[int, list[dict[str, Any]]] = {}
     for r in submitted_ratings(db, study_id):
         by_item.setdefault(r["item"].id, []).append(r)

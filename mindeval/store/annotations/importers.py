@@ -22,12 +22,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
-from mindeval.records import load_profiles, read_jsonl
-
-from ..db import Database
-from .authors_schema import (
+from mindeval.authors import (
     JUSTIFICATION,
     PASSTHROUGH,
     RESP,
@@ -37,6 +32,17 @@ from .authors_schema import (
     is_authors_row,
     load_mapping,
 )
+from mindeval.errors import MindEvalError
+from mindeval.guidelines import Guidelines
+from mindeval.records import (
+    InteractionRecord,
+    JudgmentRecord,
+    load_profiles,
+    read_jsonl,
+    validate_row,
+)
+
+from ..db import Database
 from .models import ImportReport
 from .people import imported_annotator
 from .studies import get_study
@@ -141,10 +147,9 @@ def _add_item(s, study_id: int, external_id: str, **fields: Any) -> tuple[ItemRo
 
 def _judgments(path: Path) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for _n, obj in read_jsonl(path):
-        iid = obj.get("interaction_id")
-        if iid:
-            out[str(iid)].append({k: obj.get(k) for k in ("judge_model", "sample", "scores", "average", "parse_status")})
+    for j in JudgmentRecord.read(path):
+        out[j.interaction_id].append(
+            j.model_dump(mode="json", include={"judge_model", "sample", "scores", "average", "parse_status"}))
     return out
 
 
@@ -158,6 +163,8 @@ def _import_interactions(db: Database, study_id: int, path: Path, source: str,
         for line, obj in read_jsonl(path):
             if "id" not in obj:
                 raise MindEvalError("missing required field", path=path, line=line, field="id")
+            if source == "run":  # a run directory's rows follow the run-directory schema
+                validate_row(InteractionRecord, obj, path=path, line=line)
             status = obj.get("status", "complete")
             if status != "complete":
                 report.skipped += 1
@@ -236,7 +243,7 @@ class _Slots:
 
 
 def _import_authors(db: Database, g: Guidelines, study_id: int, path: Path) -> ImportReport:
-    mapping = load_mapping(g)
+    mapping = load_mapping(guidelines=g, every_subaxis=True)
     report = ImportReport(kind="authors")
     rows = list(read_jsonl(path))
     with db.write() as s:
