@@ -10,11 +10,11 @@ Stated targets (checked by ``mindeval profiles stats`` and the tests):
   * about half of the profiles have severe depressive and/or anxious symptoms
     (paper, Table 1: "Severe symptoms ~50%");
   * about 20% are not heterosexual, about 2% have a gender identity different from
-    their sex, ages are 21-69 (issue 5);
+    their sex, ages are 21-69;
   * conditional realism: a single person does not live with a spouse (paper,
     footnote 3); professions follow education, finances follow education and
     employment, severe symptoms shift sleep and exercise, names follow gender
-    identity, the program goal is consistent with the symptoms (issue 5). The
+    identity, the program goal is consistent with the symptoms. The
     remaining rules (mood, age limits, households, support) are ours.
 """
 
@@ -31,8 +31,8 @@ from .pool import AttributePool, PoolValue
 # ------------------------------------------------------------------ rates and tables
 
 SEVERE_SHARE = 0.50  # paper Table 1: ~50% severe depressive and/or anxious symptoms
-NON_HETEROSEXUAL_SHARE = 0.20  # issue 5 (binary gender identities; see rule_sexual_orientation)
-GENDER_DIFFERS_FROM_SEX = 0.02  # issue 5
+NON_HETEROSEXUAL_SHARE = 0.20  # design target (binary gender identities; see rule_sexual_orientation)
+GENDER_DIFFERS_FROM_SEX = 0.02  # design target
 NEUTRAL_NAME_SHARE = 0.08  # people with a binary identity who have a gender-neutral name
 
 # When one symptom is severe: which one(s).

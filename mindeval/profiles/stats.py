@@ -6,7 +6,7 @@ Reference values and their sources:
     backstories, so attributes cannot measure them; related attribute shares are shown
     and labelled as such;
   * a single person does not live with a spouse: paper footnote 3;
-  * ~20% non-heterosexual, ~2% gender identity different from sex, ages 21-69: issue 5.
+  * ~20% non-heterosexual, ~2% gender identity different from sex, ages 21-69: design targets of the sampler.
 """
 
 from __future__ import annotations
@@ -118,9 +118,9 @@ _ROWS: tuple[tuple[str, str, str, str, str], ...] = (
     ("severe_both", "Severity mix", "  both severe", "", ""),
     *((f"dep_{lv}", "Severity mix", f"depressive: {lv}", "", "") for lv in LEVELS),
     *((f"anx_{lv}", "Severity mix", f"anxious: {lv}", "", "") for lv in LEVELS),
-    ("non_hetero", "Identity", "sexual orientation not heterosexual", "~20%", "issue 5"),
-    ("identity_differs", "Identity", "gender identity differs from sex", "~2%", "issue 5"),
-    ("age_in_range", "Identity", "age within 21-69", "100%", "issue 5"),
+    ("non_hetero", "Identity", "sexual orientation not heterosexual", "~20%", "design target"),
+    ("identity_differs", "Identity", "gender identity differs from sex", "~2%", "design target"),
+    ("age_in_range", "Identity", "age within 21-69", "100%", "design target"),
     ("single_with_spouse", "Realism", "no partner but lives with a spouse", "0", "paper fn. 3"),
     ("precarity", "Table 1 (related attribute shares)",
      "financial tier 1-2 (pool) ~ economic precarity", "~20% archetype", "paper Table 1"),
@@ -158,7 +158,7 @@ def compute_stats(
     ages = [int(p.member_attributes.age) for p in profiles]
     age_row = StatRow(section="Identity", label="age min / median / max",
                       observed=f"{min(ages)} / {statistics.median(ages):g} / {max(ages)}",
-                      reference="21-69", source="issue 5")
+                      reference="21-69", source="design target")
     if against:
         oa = [int(p.member_attributes.age) for p in against]
         age_row.against = f"{min(oa)} / {statistics.median(oa):g} / {max(oa)}"

@@ -53,7 +53,7 @@ def test_cli_table_json_and_against(tmp_path, capsys):
     path.write_bytes(profiles_jsonl(sample_profiles(200, 1)))
     assert main(["profiles", "stats", str(path)]) == 0
     out = capsys.readouterr().out
-    for needle in ("[Severity mix]", "~50%", "paper Table 1", "issue 5", "paper fn. 3", "[Distributions]"):
+    for needle in ("[Severity mix]", "~50%", "paper Table 1", "design target", "paper fn. 3", "[Distributions]"):
         assert needle in out
     assert main(["profiles", "stats", str(path), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
