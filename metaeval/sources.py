@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
-from mindeval.authors import CriteriaMapping, load_mapping
+from mindeval.authors import CriteriaMapping, load_mapping, read_authors
 from mindeval.errors import MindEvalError
 from mindeval.records import (
     AXES,
@@ -32,7 +32,6 @@ from mindeval.records import (
     JudgmentRecord,
     Profile,
     RunConfigRecord,
-    read_jsonl,
     read_run,
 )
 
@@ -164,15 +163,6 @@ def _authors_profile(attrs: dict[str, Any], path: Path, line: int) -> Profile:
         raise MindEvalError(err["msg"], path=path, line=line, field=loc) from None
 
 
-def _require(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path, line: int) -> Any:
-    if key not in obj:
-        raise MindEvalError("missing required field", path=path, line=line, field=key)
-    val = obj[key]
-    if not isinstance(val, kind):
-        raise MindEvalError(f"expected {getattr(kind, '__name__', kind)}, got {type(val).__name__}", path=path, line=line, field=key)
-    return val
-
-
 def load_authors_annotations(
     path: str | Path, mapping: CriteriaMapping | None = None, *, zeros: str = "missing", prefix: str = "P"
 ) -> HumanSource:
@@ -188,45 +178,16 @@ def load_authors_annotations(
     seen: dict[str, None] = {}
     records: list[tuple[str, str, str, str, str, float]] = []
     interactions: dict[str, AnnotatedInteraction] = {}
-    for line, obj in read_jsonl(p):
-        iid = str(_require(obj, "id", (str, int), p, line))
-        system = _require(obj, "model", str, p, line)
-        attrs = _require(obj, "member_attributes", dict, p, line)
-        messages = _require(obj, "messages", list, p, line)
-        if iid in interactions:
-            raise MindEvalError(f"interaction id {iid!r} appears twice", path=p, line=line, field="id")
-        present = sorted(k[: -len(".responses")] for k in obj if k.endswith(".responses") and k.startswith("criterion"))
-        unmapped = [f for f in present if f not in cmap.fields]
-        if unmapped:
-            raise MindEvalError(
-                f"criterion field(s) {', '.join(unmapped)} are not in the mapping file {cmap.source}",
-                path=p, line=line, field=unmapped[0],
-            )
-        profile = _authors_profile(attrs, p, line)
-        pid = profile_key(attrs)
-        for crit, subaxis in cmap.fields.items():
-            if subaxis is None:
-                continue
-            scores = _require(obj, f"{crit}.responses", list, p, line)
-            users = _require(obj, f"{crit}.responses.users", list, p, line)
-            if len(scores) != len(users):
-                raise MindEvalError(
-                    f"{len(scores)} scores but {len(users)} annotator ids", path=p, line=line, field=f"{crit}.responses"
-                )
-            for user, score in zip(users, scores, strict=True):
-                if isinstance(score, bool) or not isinstance(score, int) or not 0 <= score <= 6:
-                    raise MindEvalError(
-                        f"score {score!r} is not an integer from 0 (not rated) to 6",
-                        path=p, line=line, field=f"{crit}.responses",
-                    )
-                uid = str(user)
-                seen.setdefault(uid, None)
-                records.append((iid, pid, system, uid, subaxis, float(score)))
-        interactions[iid] = AnnotatedInteraction(
-            interaction_id=iid, profile_id=pid, system=system, profile=profile,
-            messages=[{"role": str(m.get("role")), "content": str(m.get("content", ""))} for m in messages],
-            line=line,
-        )
+    for row in read_authors(p, cmap):
+        if row.id in interactions:
+            raise MindEvalError(f"interaction id {row.id!r} appears twice", path=p, line=row.line, field="id")
+        profile = _authors_profile(row.member_attributes, p, row.line)
+        pid = profile_key(row.member_attributes)
+        for user, subaxis, score in row.scores(cmap):
+            seen.setdefault(user, None)
+            records.append((row.id, pid, row.model, user, subaxis, float(score)))
+        interactions[row.id] = AnnotatedInteraction(interaction_id=row.id, profile_id=pid, system=row.model,
+                                                    profile=profile, messages=row.messages, line=row.line)
     if not interactions:
         raise MindEvalError("no annotated interactions in file", path=p)
     labels = rater_labels(list(seen), prefix)

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from .errors import MindEvalError
 from .guidelines import Guidelines, load_guidelines
-from .records import AXES
+from .records import AXES, read_jsonl
 from .resources import guidelines_dir
 
 MAPPING_FILE = "authors_criteria.yaml"
@@ -135,3 +135,93 @@ def axis_means(row: dict[str, Any], mapping: CriteriaMapping) -> dict[str, float
             return None
         out[ax] = sum(vals) / len(vals)
     return out
+
+
+# ------------------------------------------------------------------ the reader
+
+
+def row_messages(obj: dict[str, Any], path: Path, line: int) -> list[dict[str, str]]:
+    """The ``messages`` of an interaction row: a non-empty list of user/assistant texts."""
+    msgs = obj.get("messages")
+    if not isinstance(msgs, list) or not msgs:
+        raise MindEvalError("expected a non-empty list of messages", path=path, line=line, field="messages")
+    out = []
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant") or not isinstance(m.get("content"), str):
+            raise MindEvalError("each message needs role user|assistant and text content", path=path, line=line,
+                                field=f"messages.{i}")
+        out.append({"role": m["role"], "content": m["content"]})
+    return out
+
+
+def row_attributes(obj: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
+    """The ``member_attributes`` of an interaction row (at least a name)."""
+    attrs = obj.get("member_attributes")
+    if not isinstance(attrs, dict) or "name" not in attrs:
+        raise MindEvalError("expected member_attributes with at least a name", path=path, line=line,
+                            field="member_attributes")
+    return attrs
+
+
+def _aligned(obj: dict[str, Any], key: str, path: Path, line: int) -> list[tuple[str, Any, str | None]]:
+    """``(user, response, status)`` triples of one response field (empty when absent or null)."""
+    responses, users, status = obj.get(key + RESP), obj.get(key + USERS), obj.get(key + STATUS)
+    if responses is None and users is None:
+        return []
+    if not isinstance(responses, list) or not isinstance(users, list) or len(responses) != len(users):
+        n = len(responses) if isinstance(responses, list) else 0
+        m = len(users) if isinstance(users, list) else 0
+        raise MindEvalError(f"{n} responses but {m} annotator ids", path=path, line=line, field=key + RESP)
+    if status is not None and (not isinstance(status, list) or len(status) != len(users)):
+        raise MindEvalError("status must be a list aligned with users", path=path, line=line, field=key + STATUS)
+    return [(str(u), r, status[i] if status else None) for i, (u, r) in enumerate(zip(users, responses, strict=True))]
+
+
+class AuthorsRow(BaseModel):
+    """One interaction of the authors' file with every annotator response, in file order.
+
+    ``responses`` holds ``(user, key, value, status)``: ``key`` is a criterion field of the
+    mapping (value 0-6, 0 = not rated), :data:`JUSTIFICATION` or :data:`SAFETY` (text).
+    """
+
+    line: int
+    raw: dict[str, Any]
+    id: str
+    model: str
+    member_attributes: dict[str, Any]
+    messages: list[dict[str, str]]
+    responses: list[tuple[str, str, Any, str | None]]
+
+    def scores(self, mapping: CriteriaMapping) -> list[tuple[str, str, int]]:
+        """``(user, subaxis, score)`` of the mapped criteria (0 = not rated kept)."""
+        return [(u, mapping.fields[k], v) for u, k, v, _s in self.responses if mapping.fields.get(k)]
+
+
+def read_authors(path: str | Path, mapping: CriteriaMapping) -> list[AuthorsRow]:
+    """Read and check the authors' ``human_annotations.jsonl``; errors name file:line:field."""
+    p = Path(path)
+    rows = []
+    for line, obj in read_jsonl(p):
+        for key, kind in (("id", (str, int)), ("model", str)):
+            if key not in obj:
+                raise MindEvalError("missing required field", path=p, line=line, field=key)
+            if not isinstance(obj[key], kind):
+                raise MindEvalError(f"expected text, got {type(obj[key]).__name__}", path=p, line=line, field=key)
+        present = sorted(k[: -len(RESP)] for k in obj if k.startswith("criterion") and k.endswith(RESP))
+        unmapped = [f for f in present if f not in mapping.fields]
+        if unmapped:
+            raise MindEvalError(f"criterion field(s) {', '.join(unmapped)} are not in the mapping file "
+                                f"{mapping.source}", path=p, line=line, field=unmapped[0])
+        responses = []
+        for key in (*mapping.fields, JUSTIFICATION, SAFETY):
+            for user, value, status in _aligned(obj, key, p, line):
+                is_score = key in mapping.fields
+                if is_score and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 6):
+                    raise MindEvalError(f"score {value!r} is not an integer from 0 (not rated) to 6",
+                                        path=p, line=line, field=key + RESP)
+                responses.append((user, key, value, status))
+        rows.append(AuthorsRow(
+            line=line, raw=obj, id=str(obj["id"]), model=obj["model"], member_attributes=row_attributes(obj, p, line),
+            messages=row_messages(obj, p, line), responses=responses,
+        ))
+    return rows

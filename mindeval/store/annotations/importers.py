@@ -25,12 +25,12 @@ from sqlalchemy import func, select
 from mindeval.authors import (
     JUSTIFICATION,
     PASSTHROUGH,
-    RESP,
     SAFETY,
-    STATUS,
-    USERS,
     is_authors_row,
     load_mapping,
+    read_authors,
+    row_attributes,
+    row_messages,
 )
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
@@ -104,27 +104,6 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
 # ------------------------------------------------------------------ helpers
 
 
-def _messages(obj: dict[str, Any], path: Path, line: int) -> list[dict[str, str]]:
-    msgs = obj.get("messages")
-    if not isinstance(msgs, list) or not msgs:
-        raise MindEvalError("expected a non-empty list of messages", path=path, line=line, field="messages")
-    out = []
-    for i, m in enumerate(msgs):
-        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant") or not isinstance(m.get("content"), str):
-            raise MindEvalError("each message needs role user|assistant and text content", path=path, line=line,
-                                field=f"messages.{i}")
-        out.append({"role": m["role"], "content": m["content"]})
-    return out
-
-
-def _attributes(obj: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
-    attrs = obj.get("member_attributes")
-    if not isinstance(attrs, dict) or "name" not in attrs:
-        raise MindEvalError("expected member_attributes with at least a name", path=path, line=line,
-                            field="member_attributes")
-    return attrs
-
-
 def _next_position(s, table, study_id: int) -> int:
     cur = s.scalar(select(func.max(table.position)).where(table.study_id == study_id))
     return 0 if cur is None else cur + 1
@@ -170,8 +149,8 @@ def _import_interactions(db: Database, study_id: int, path: Path, source: str,
                 report.skipped += 1
                 report.warnings.append(f"{path.name}:{line}: skipped interaction {obj['id']} with status '{status}'")
                 continue
-            msgs = _messages(obj, path, line)
-            attrs = _attributes(obj, path, line)
+            msgs = row_messages(obj, path, line)
+            attrs = row_attributes(obj, path, line)
             run_id = obj.get("run_id")
             ext = f"{source}:{run_id}:{obj['id']}" if run_id else f"{source}:{obj['id']}"
             meta: dict[str, Any] = {"source_line": line}
@@ -214,21 +193,6 @@ def _import_profiles(db: Database, study_id: int, path: Path) -> ImportReport:
 # ------------------------------------------------------------------ the authors' ratings
 
 
-def _aligned(obj: dict[str, Any], key: str, path: Path, line: int) -> list[tuple[str, Any, str | None]]:
-    """``(user, response, status)`` triples of one response field (empty when null)."""
-    responses = obj.get(key + RESP)
-    users = obj.get(key + USERS)
-    status = obj.get(key + STATUS)
-    if responses is None and users is None:
-        return []
-    if not isinstance(responses, list) or not isinstance(users, list) or len(responses) != len(users):
-        raise MindEvalError("responses and users must be lists of the same length", path=path, line=line,
-                            field=key + RESP)
-    if status is not None and (not isinstance(status, list) or len(status) != len(users)):
-        raise MindEvalError("status must be a list aligned with users", path=path, line=line, field=key + STATUS)
-    return [(str(u), r, status[i] if status else None) for i, (u, r) in enumerate(zip(users, responses, strict=True))]
-
-
 class _Slots:
     """Per-annotator accumulators of one authors' row, remembering first-seen order."""
 
@@ -245,46 +209,34 @@ class _Slots:
 def _import_authors(db: Database, g: Guidelines, study_id: int, path: Path) -> ImportReport:
     mapping = load_mapping(guidelines=g, every_subaxis=True)
     report = ImportReport(kind="authors")
-    rows = list(read_jsonl(path))
+    rows = read_authors(path, mapping)
     with db.write() as s:
         study = s.get(StudyRow, study_id)
-        for line, obj in rows:
-            if "id" not in obj:
-                raise MindEvalError("missing required field", path=path, line=line, field="id")
-            msgs = _messages(obj, path, line)
-            attrs = _attributes(obj, path, line)
+        for row in rows:
             per_user: dict[str, dict[str, Any]] = {}
             order: list[str] = []
             slot = _Slots(per_user, order)
-            for crit, sub in mapping.fields.items():
-                for user, value, status in _aligned(obj, crit, path, line):
-                    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 6:
-                        raise MindEvalError(f"score {value!r} is not a whole number from 0 to 6", path=path,
-                                            line=line, field=crit + RESP)
-                    rec = slot(user)
-                    if sub is None:
-                        rec["extra"][crit] = value
-                    else:
-                        rec["values"][sub] = value
-                    rec["status"][crit] = status
-            for user, text, status in _aligned(obj, JUSTIFICATION, path, line):
-                slot(user)["justification"] = "" if text is None else str(text)
-                slot(user)["status"][JUSTIFICATION] = status
-            for user, text, status in _aligned(obj, SAFETY, path, line):
-                slot(user)["safety"] = "" if text is None else str(text)
-                slot(user)["status"][SAFETY] = status
-            meta = {k: obj[k] for k in PASSTHROUGH if k in obj}
-            meta["key_order"] = list(obj.keys())
+            for user, key, value, status in row.responses:
+                rec = slot(user)
+                if key in (JUSTIFICATION, SAFETY):
+                    rec["justification" if key == JUSTIFICATION else "safety"] = "" if value is None else str(value)
+                elif mapping.fields[key] is None:
+                    rec["extra"][key] = value
+                else:
+                    rec["values"][mapping.fields[key]] = value
+                rec["status"][key] = status
+            meta = {k: row.raw[k] for k in PASSTHROUGH if k in row.raw}
+            meta["key_order"] = list(row.raw.keys())
             meta["annotator_order"] = order
             item, created = _add_item(
-                s, study_id, f"authors:{obj['id']}", source="authors", source_ref=str(path),
-                member_attributes=attrs, messages=msgs, clinician_model=obj.get("model"),
-                patient_kind="model", meta={"authors": meta, "id": obj["id"]},
+                s, study_id, f"authors:{row.raw['id']}", source="authors", source_ref=str(path),
+                member_attributes=row.member_attributes, messages=row.messages, clinician_model=row.model,
+                patient_kind="model", meta={"authors": meta, "id": row.raw["id"]},
             )
             report.items_added += int(created)
             report.items_reused += int(not created)
             for user in order:
-                _store_imported_rating(s, study, item, user, per_user[user], path, line, report, g)
+                _store_imported_rating(s, study, item, user, per_user[user], path, row.line, report, g)
     return report
 
 
