@@ -18,9 +18,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from .errors import MindEvalError
+from .records import AXES
 from .resources import guidelines_dir
 
-AXIS_CODES: tuple[str, ...] = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 BANDS: tuple[str, ...] = ("1-2", "3-4", "5-6")
 SUBAXIS_ANCHOR_SCORES: tuple[int, ...] = (1, 3, 6)
 N_SUBAXES = 9
@@ -33,6 +33,12 @@ def _nonblank(value: str, what: str) -> str:
     if not value.strip():
         raise ValueError(f"{what} must not be empty")
     return value
+
+
+def _exactly(items: list[Any], got: tuple[str, ...], want: tuple[str, ...], what: str) -> list[Any]:
+    if got != want:
+        raise ValueError(f"{what} must be exactly {', '.join(want)} in this order (got {', '.join(got) or 'none'})")
+    return items
 
 
 class _Frozen(BaseModel):
@@ -116,13 +122,7 @@ class JudgeAxis(_Frozen):
     @field_validator("anchors")
     @classmethod
     def _anchors(cls, v: list[AnchorBand]) -> list[AnchorBand]:
-        got = tuple(a.band for a in v)
-        if got != BANDS:
-            raise ValueError(
-                f"anchors must be exactly the three bands {', '.join(BANDS)} in this order "
-                f"(got {', '.join(got) or 'none'})"
-            )
-        return v
+        return _exactly(v, tuple(a.band for a in v), BANDS, "anchors")
 
     def band(self, band: str) -> AnchorBand:
         for a in self.anchors:
@@ -150,8 +150,8 @@ class HumanSubAxis(_Frozen):
     @field_validator("axis")
     @classmethod
     def _axis(cls, v: str) -> str:
-        if v not in AXIS_CODES:
-            raise ValueError(f"axis '{v}' is not one of {', '.join(AXIS_CODES)}")
+        if v not in AXES:
+            raise ValueError(f"axis '{v}' is not one of {', '.join(AXES)}")
         return v
 
     @field_validator("name")
@@ -195,13 +195,7 @@ class Guidelines(_Frozen):
     @field_validator("judge_axes")
     @classmethod
     def _axes(cls, v: list[JudgeAxis]) -> list[JudgeAxis]:
-        got = tuple(a.code for a in v)
-        if got != AXIS_CODES:
-            raise ValueError(
-                f"judge_axes must be exactly {', '.join(AXIS_CODES)} in this order "
-                f"(got {', '.join(got) or 'none'})"
-            )
-        return v
+        return _exactly(v, tuple(a.code for a in v), AXES, "judge_axes")
 
     @field_validator("human_subaxes")
     @classmethod
@@ -213,7 +207,7 @@ class Guidelines(_Frozen):
             if s.id in seen:
                 raise ValueError(f"duplicate id '{s.id}' (items {seen[s.id]} and {i})")
             seen[s.id] = i
-        uncovered = [c for c in AXIS_CODES if not any(s.axis == c for s in v)]
+        uncovered = [c for c in AXES if not any(s.axis == c for s in v)]
         if uncovered:
             raise ValueError(f"no sub-axis for axis {', '.join(uncovered)}")
         return v

@@ -28,42 +28,6 @@ from .errors import MindEvalError
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-# The 25 profile attributes, in the authors' order and spelling.
-ATTRIBUTE_FIELDS: tuple[str, ...] = (
-    "name",
-    "sex",
-    "gender_identity",
-    "sexual_orientation",
-    "age",
-    "race",
-    "thought_process",
-    "general_outlook",
-    "conversation_style",
-    "recent_mood",
-    "education",
-    "profession",
-    "employment_status",
-    "financial_situation",
-    "support_system",
-    "siblings",
-    "relationship_status",
-    "living_situation",
-    "exercise",
-    "sleep_quality",
-    "attitude_towards_mindfulness",
-    "region",
-    "depressive_symptoms",
-    "anxious_symptoms",
-    "program_goal",
-)
-
-# What the clinician may know: the intake fields of the paper's Fig. 10 (all but these).
-PATIENT_ONLY_FIELDS: tuple[str, ...] = (
-    "thought_process", "general_outlook", "conversation_style", "recent_mood", "financial_situation",
-    "support_system", "program_goal",
-)
-INTAKE_FIELDS: tuple[str, ...] = tuple(f for f in ATTRIBUTE_FIELDS if f not in PATIENT_ONLY_FIELDS)
-
 AXES: tuple[str, ...] = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 
 Role = Literal["patient", "clinician"]
@@ -71,7 +35,7 @@ _M = TypeVar("_M", bound=BaseModel)
 
 
 class ProfileAttributes(BaseModel):
-    """The 25 attributes of a patient profile (all required)."""
+    """The 25 attributes of a patient profile (all required), in the authors' order and spelling."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -108,6 +72,15 @@ class ProfileAttributes(BaseModel):
             raise ValueError("age must be between 1 and 129")
         return v
 
+
+
+ATTRIBUTE_FIELDS: tuple[str, ...] = tuple(ProfileAttributes.model_fields)
+# What the clinician may know: the intake fields of the paper's Fig. 10 (all but these).
+PATIENT_ONLY_FIELDS: tuple[str, ...] = (
+    "thought_process", "general_outlook", "conversation_style", "recent_mood", "financial_situation",
+    "support_system", "program_goal",
+)
+INTAKE_FIELDS: tuple[str, ...] = tuple(f for f in ATTRIBUTE_FIELDS if f not in PATIENT_ONLY_FIELDS)
 
 class Profile(BaseModel):
     """A simulated patient: attributes plus a 4-paragraph second-person backstory."""
@@ -542,7 +515,8 @@ class BenchmarkConfig(BaseModel):
 
 
 class RunSummary(_Document):
-    """``summary.json``: counts, per-axis means and call accounting of a run."""
+    """``summary.json``: counts and per-axis means of a run; other keys (call counts, tokens,
+    elapsed time) are kept as they are."""
 
     run_id: str
     label: str | None = None
@@ -550,9 +524,6 @@ class RunSummary(_Document):
     n_interactions: int = 0
     n_judged: int = 0
     n_failed_judgments: int = 0
-    calls_made: int = 0
-    calls_reused: int = 0
-    elapsed_s: float = 0.0
     package_version: str = ""
 
 

@@ -11,12 +11,12 @@ import yaml
 
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import (
-    AXIS_CODES,
     Guidelines,
     load_guidelines,
     render_rubric,
     render_scale,
 )
+from mindeval.records import AXES
 from mindeval.resources import guidelines_dir, prompts_dir
 
 # Counted by hand from the paper (Fig. 11-12 / Appendix B): bullets per band 1-2, 3-4, 5-6.
@@ -85,7 +85,7 @@ def write_yaml(tmp_path: Path, data: dict) -> Path:
 
 def test_shipped_guidelines_load(g):
     assert g.version
-    assert g.axis_codes == AXIS_CODES == ("CAC", "EPC", "AR", "TRA", "ASCQ")
+    assert g.axis_codes == AXES == ("CAC", "EPC", "AR", "TRA", "ASCQ")
     assert len(g.judge_axes) == 5
     assert len(g.human_subaxes) == 9
     assert {s.id for s in g.human_subaxes if s.allow_na} == NA_SUBAXES
@@ -100,7 +100,7 @@ def test_axis_names_and_accessors(g):
         assert g.axis(code).what_to_evaluate.strip()
     with pytest.raises(MindEvalError, match="unknown axis"):
         g.axis("XYZ")
-    assert [len(g.subaxes_for(c)) for c in AXIS_CODES] == [2, 2, 2, 2, 1]
+    assert [len(g.subaxes_for(c)) for c in AXES] == [2, 2, 2, 2, 1]
     assert [s.id for s in g.subaxes_for("TRA")] == ["collaborative_stance", "alliance_maintenance"]
 
 
@@ -264,7 +264,7 @@ def test_mapping_reproduces_the_authors_fewshot_scores(g, shared_data):
                 continue
             seen += 1
             got = []
-            for code in AXIS_CODES:
+            for code in AXES:
                 fields = [f for f, sid in mapping.items() if sid and axis_of[sid] == code]
                 means = [sum(row[f"{f}.responses"]) / len(row[f"{f}.responses"]) for f in fields]
                 got.append(sum(means) / len(means))
