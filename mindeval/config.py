@@ -37,7 +37,6 @@ EMBEDDED_DEFAULTS = {
     # Room for four backstory paragraphs (~120 words each).
     "backstory": {"temperature": 0.7, "max_tokens": 768},
 }
-ROLES = ("patient", "clinician", "judge")
 # `metaeval realism`: the patient prompt variants compared with humans, and the clinician
 # greeting the LLM patient answers (${name} = the profile's name).
 REALISM_VARIANTS: tuple[str, ...] = ("default", "no_format", "no_profile", "role_only")

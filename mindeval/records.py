@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 AXES: tuple[str, ...] = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 
 Role = Literal["patient", "clinician"]
+# The model roles of a benchmark run (each has a model and a prompt).
+ROLES: tuple[str, ...] = ("patient", "clinician", "judge")
 _M = TypeVar("_M", bound=BaseModel)
 
 
@@ -470,7 +472,7 @@ class RunConfigRecord(_Document):
         except ValidationError as exc:
             field, msg = _validation_message(exc)
             raise MindEvalError(msg, path=path, field=f"config.{field}") from None
-        for role in ("patient", "clinician", "judge"):
+        for role in ROLES:
             if role not in cfg.prompts:
                 raise MindEvalError("missing required field", path=path, field=f"config.prompts.{role}")
         return cfg

@@ -15,8 +15,8 @@ from ..config import (
     DEFAULT_SEED,
     DEFAULT_TURNS,
     OPENING_LINE,
-    ROLES,
 )
+from ..records import ROLES
 
 MODEL_OPTIONS = ("temperature", "max-tokens", "reasoning-effort", "api-base")
 
