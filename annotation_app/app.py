@@ -43,8 +43,7 @@ else:
     with st.sidebar:
         st.caption(f"Signed in as **{ui.inert(viewer.name)}**")
         if st.button("Sign out", key="sign_out"):
-            ui.workspace().sign_out(st.session_state.get("token", ""))
-            st.session_state.clear()
-            st.query_params.clear()
+            ui.sign_out()
             st.rerun()
+ui.follow_handoff()
 nav.run()

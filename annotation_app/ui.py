@@ -7,16 +7,18 @@ and HTML character, so text from models or files can never become markup or scri
 
 from __future__ import annotations
 
+import json
 import re
 import string
 from datetime import datetime
 
 import streamlit as st
 
+from annotation_app import handoff
 from annotation_app.services import Workspace, default_db_url
 from mindeval.store.annotations.models import Message, Viewer
 
-TOKEN_PARAM = "s"
+LEGACY_TOKEN_PARAM = "s"  # old links carried the session in the URL; it is ignored and removed
 _PUNCT = re.compile("([" + re.escape(string.punctuation) + "])")
 
 
@@ -30,27 +32,66 @@ def workspace() -> Workspace:
     return _workspace(default_db_url())
 
 
+# Direction controls (LRM/RLM, embeddings, overrides, isolates) could reorder what a
+# reader sees; they are shown as visible tags such as [U+202E] instead of obeyed.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Markdown turns bare URLs, www. names and e-mail addresses into links even when
+# escaped; an invisible word joiner after the scheme, "www" or "@" stops it.
+_AUTOLINK = re.compile(r"(?i)\b(?:https?|mailto|xmpp)(?=:)|\bwww(?=\.)|@")
+WORD_JOINER = "\u2060"
+
+
 def inert(text: str) -> str:
-    """Markdown that displays ``text`` literally: no links, HTML, math or formatting."""
+    """Markdown that displays ``text`` literally: no links, HTML, math, formatting or bidi tricks."""
+    text = _BIDI.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
+    text = _AUTOLINK.sub(lambda m: m.group() + WORD_JOINER, text)
     escaped = _PUNCT.sub(r"\\\1", text)
     return escaped.replace("\r\n", "\n").replace("\n", "  \n")
 
 
+def _cookie_token() -> str | None:
+    try:
+        return st.context.cookies.get(handoff.COOKIE)
+    except Exception:  # no browser connection (e.g. a script test)
+        return None
+
+
 def viewer() -> Viewer | None:
-    """The signed-in person, from this browser session's token (kept in the URL for refresh)."""
-    token = st.session_state.get("token") or st.query_params.get(TOKEN_PARAM)
+    """The signed-in person: this tab's token, else the browser's HttpOnly session cookie.
+
+    The token never appears in the URL; a URL copied to another browser signs nobody in.
+    """
+    if LEGACY_TOKEN_PARAM in st.query_params:
+        del st.query_params[LEGACY_TOKEN_PARAM]
+    token = st.session_state.get("token") or _cookie_token()
     if not token:
         return None
     v = workspace().viewer(token)
     if v is None:
         st.session_state.pop("token", None)
-        if TOKEN_PARAM in st.query_params:
-            del st.query_params[TOKEN_PARAM]
         return None
     st.session_state["token"] = token
-    if st.query_params.get(TOKEN_PARAM) != token:
-        st.query_params[TOKEN_PARAM] = token
     return v
+
+
+def signed_in(token: str) -> None:
+    """Remember a new sign-in in this tab and have the browser store it as a cookie (see handoff)."""
+    st.session_state["token"] = token
+    st.session_state["_handoff"] = handoff.SESSION_ROUTE + "?t=" + handoff.issue_ticket(token)
+
+
+def sign_out() -> None:
+    """Revoke this session's token everywhere, then have the browser drop its cookie."""
+    workspace().sign_out(st.session_state.get("token") or _cookie_token() or "")
+    st.session_state.clear()
+    st.session_state["_handoff"] = handoff.SIGNOUT_ROUTE
+
+
+def follow_handoff() -> None:
+    """Send the browser to a pending cookie route (right after sign-in or sign-out)."""
+    target = st.session_state.pop("_handoff", None)
+    if target:
+        st.html(f"<script>window.location.replace({json.dumps(target)})</script>", unsafe_allow_javascript=True)
 
 
 def require_viewer() -> Viewer:

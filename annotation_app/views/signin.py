@@ -21,6 +21,5 @@ if submitted:
         st.error("That name and access code do not match. Please check them, or ask your study admin for a new code.")
     else:
         st.session_state.pop("signin_code", None)
-        st.session_state["token"] = done.token
-        st.query_params[ui.TOKEN_PARAM] = done.token
+        ui.signed_in(done.token)
         st.rerun()

@@ -1,6 +1,7 @@
 """``mindeval app``: launch the annotation app, and ``mindeval app admin …`` to script studies.
 
-The app is ``streamlit run annotation_app/app.py`` on 127.0.0.1 (headless, no usage
+The app is ``streamlit run annotation_app/server.py`` (which serves ``app.py`` with
+security headers and the session-cookie routes) on 127.0.0.1 (headless, no usage
 statistics); the database URL reaches it through ``$MINDEVAL_APP_DB``. Access codes
 are printed once when created and never written to disk or logs.
 """
@@ -19,9 +20,10 @@ THEME = {"base": "light", "primaryColor": "#2f6f73", "font": "sans serif"}
 
 
 def app_script() -> Path:
+    """The launcher that ``streamlit run`` starts (``annotation_app/server.py``)."""
     import annotation_app
 
-    return Path(annotation_app.__file__).resolve().parent / "app.py"
+    return Path(annotation_app.__file__).resolve().parent / "server.py"
 
 
 def streamlit_command(host: str, port: int) -> list[str]:

@@ -16,6 +16,7 @@ import pytest
 from appkit import DEMO_CODE, ROOT, free_port, make_workspace, start_app, stop, wait_healthy
 from sqlalchemy import select
 
+from annotation_app.handoff import SESSION_ROUTE
 from mindeval.store.annotations import RatingRow
 from mindeval.store.tables import TurnRow
 
@@ -54,12 +55,16 @@ def settle(page) -> None:
     page.wait_for_timeout(150)
 
 
-def sign_in(page, base: str) -> None:
+def sign_in(page, base: str, name: str = "demo", code: str = DEMO_CODE) -> None:
+    """Sign in through the form and wait until the browser holds the session cookie."""
     page.goto(base)
-    page.get_by_label("Your name").fill("demo")
-    page.get_by_label("Access code").fill(DEMO_CODE)
-    page.get_by_role("button", name="Sign in").click()
-    page.get_by_text("Hello, demo").wait_for()
+    page.get_by_label("Your name").fill(name)
+    page.get_by_label("Access code").fill(code)
+    with page.expect_response(lambda r: SESSION_ROUTE in r.url):
+        page.get_by_role("button", name="Sign in").click()
+    page.wait_for_load_state()
+    page.get_by_text(f"Hello, {name}").wait_for()
+    settle(page)
 
 
 def rate_one(page) -> None:
@@ -106,7 +111,6 @@ def test_sign_in_rate_roleplay_restart_and_screenshot(browser_page, tmp_path):
         assert page.get_by_text("<script>", exact=False).count() >= 1  # shown as text
         SCREENSHOT.parent.mkdir(exist_ok=True)
         page.screenshot(path=str(SCREENSHOT), full_page=True)
-        token = re.search(r"[?&]s=([^&]+)", page.url).group(1)
     finally:
         stop(proc)
     print(f"cold start {cold:.2f}s")
@@ -123,7 +127,7 @@ def test_sign_in_rate_roleplay_restart_and_screenshot(browser_page, tmp_path):
     proc = start_app(url, port2, tmp_path / "app2.log")
     try:
         wait_healthy(port2, proc)
-        page.goto(f"http://127.0.0.1:{port2}/roleplay?s={token}")
+        page.goto(f"http://127.0.0.1:{port2}/roleplay")  # the session cookie still signs in
         page.get_by_text(re.compile("Reply 1")).first.wait_for()
         assert page.get_by_text("on edge", exact=False).count() >= 1
     finally:

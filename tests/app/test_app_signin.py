@@ -16,23 +16,31 @@ def test_a_wrong_code_is_refused_plainly(demo_ws):
     assert [t.value for t in at.title] == ["MindEval annotation"]
 
 
-def test_sign_in_is_case_and_dash_insensitive_and_survives_a_refresh(demo_ws):
+def test_sign_in_is_case_and_dash_insensitive_and_keeps_the_token_out_of_the_url(demo_ws):
     at = sign_in("Demo", DEMO_CODE.lower().replace("-", " "))
     assert [t.value for t in at.title] == ["Hello, demo"]
-    token = at.query_params["s"]
-    assert token and token == at.session_state["token"]
+    token = at.session_state["token"]
+    assert token and not dict(at.query_params)  # nothing in the URL
+    # The browser is sent once to the cookie route with a one-time ticket, never the token.
+    handoffs = [h.proto.body for h in at.get("html")]
+    assert len(handoffs) == 1 and "/mindeval/session?t=" in handoffs[0] and token not in handoffs[0]
 
-    refreshed = new_app()  # a browser refresh: a new session, the URL keeps ?s=
-    refreshed.query_params["s"] = token
-    refreshed.run()
-    assert [t.value for t in refreshed.title] == ["Hello, demo"]
+    copied = new_app()  # a copied link with an old-style ?s= token signs nobody in
+    copied.query_params["s"] = token
+    copied.run()
+    assert [t.value for t in copied.title] == ["MindEval annotation"]
+    assert "s" not in copied.query_params
 
-    refreshed.button(key="sign_out").click().run()
-    assert [t.value for t in refreshed.title] == ["MindEval annotation"]
-    after = new_app()
-    after.query_params["s"] = token
-    after.run()
-    assert [t.value for t in after.title] == ["MindEval annotation"]  # the token no longer works
+    other_tab = new_app()  # the same browser (its cookie) is signed in until sign-out
+    other_tab.session_state["token"] = token
+    other_tab.run()
+    assert [t.value for t in other_tab.title] == ["Hello, demo"]
+    at.button(key="sign_out").click().run()
+    assert [t.value for t in at.title] == ["MindEval annotation"]
+    assert "/mindeval/signout" in at.get("html")[0].proto.body
+    other_tab.run()
+    assert [t.value for t in other_tab.title] == ["MindEval annotation"]  # revoked everywhere
+    assert demo_ws.viewer(token) is None
 
 
 def _pages(at) -> set[str]:
