@@ -47,11 +47,12 @@ def browser_page(tmp_path):
 
 
 def settle(page) -> None:
-    """Wait until Streamlit has finished re-running the script."""
+    """Wait until Streamlit has finished re-running the script and loading widget code."""
     page.wait_for_timeout(250)
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"] button')"
-        " && !document.querySelector('[data-testid=\"stSpinner\"]')", timeout=120_000)
+        " && !document.querySelector('[data-testid=\"stSpinner\"]')"
+        " && !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=120_000)
     page.wait_for_timeout(150)
 
 
