@@ -28,14 +28,18 @@ SCREENSHOT = ROOT / "test-artifacts" / "app.png"
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> I feel **on edge**.'
 
 
-@pytest.fixture
-def browser_page(tmp_path):
+def playwright_api():
+    """playwright's sync API, or skip (fail in CI) when Chromium is missing."""
     if not Path(CHROMIUM).is_file() and not shutil.which("chromium"):
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("chromium is missing in CI: scripts/services.sh should have installed it")
         pytest.skip("no chromium (scripts/services.sh installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
+    return pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture
+def browser_page(tmp_path):
+    with playwright_api().sync_playwright() as p:
         ctx = p.chromium.launch_persistent_context(
             tempfile.mkdtemp(dir=tmp_path), executable_path=CHROMIUM, args=FLAGS, headless=True,
             viewport={"width": 1400, "height": 1000},

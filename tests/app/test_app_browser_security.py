@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 from appkit import ADMIN_CODE, free_port, start_app, stop, wait_healthy
-from test_app_browser import CHROMIUM, FLAGS, settle, sign_in
+from test_app_browser import CHROMIUM, FLAGS, playwright_api, settle, sign_in
 
 from annotation_app.handoff import COOKIE, SESSION_ROUTE
 from annotation_app.services import SYSTEM, Workspace
@@ -38,16 +38,7 @@ def _workspace(url: str, tmp_path) -> None:
 
 @pytest.fixture
 def chromium():
-    import os
-    import shutil
-    from pathlib import Path
-
-    if not Path(CHROMIUM).is_file() and not shutil.which("chromium"):
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("chromium is missing in CI")
-        pytest.skip("no chromium (scripts/services.sh installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
+    with playwright_api().sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         yield browser
         browser.close()
