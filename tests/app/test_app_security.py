@@ -25,7 +25,8 @@ def write_run(tmp: Path, content: str = "I feel tense.") -> Path:
              "messages": [{"role": "user", "content": content if n == 0 else "Hello."},
                           {"role": "assistant", "content": SCRIPT if n == 0 else "Hi."}]} for n in range(2)]
     (run / "interactions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    j = {"interaction_id": "i0", "judge_model": "judgevendor/j1", "sample": 0,
+    j = {"interaction_id": "i0", "profile_id": "robin", "model": "secretvendor/clinician-xyz",
+         "judge_model": "judgevendor/j1", "sample": 0,
          "scores": {"CAC": 5, "EPC": 5, "AR": 5, "TRA": 5, "ASCQ": 5}, "average": 5.0, "parse_status": "ok"}
     (run / "judgments.jsonl").write_text(json.dumps(j) + "\n")
     return run
