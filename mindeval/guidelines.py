@@ -12,10 +12,18 @@ import hashlib
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+)
 
 from .errors import MindEvalError
 from .records import AXES
@@ -41,6 +49,9 @@ def _exactly(items: list[Any], got: tuple[str, ...], want: tuple[str, ...], what
     return items
 
 
+Text = Annotated[str, AfterValidator(lambda v: _nonblank(v, "text"))]
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -50,14 +61,9 @@ class Scale(_Frozen):
 
     min: Literal[1] = 1
     max: Literal[6] = 6
-    intro: str
+    intro: Text
     levels: dict[int, str]
-    distribution_note: str
-
-    @field_validator("intro", "distribution_note")
-    @classmethod
-    def _text(cls, v: str) -> str:
-        return _nonblank(v, "text")
+    distribution_note: Text
 
     @field_validator("levels")
     @classmethod
@@ -76,14 +82,9 @@ class AnchorBand(_Frozen):
     """One score band of a judge axis, e.g. ``SCORE 5-6: label (RARE)`` plus bullets."""
 
     band: Literal["1-2", "3-4", "5-6"]
-    label: str
+    label: Text
     rarity: str | None = None
     bullets: list[str] = Field(min_length=1)
-
-    @field_validator("label")
-    @classmethod
-    def _label(cls, v: str) -> str:
-        return _nonblank(v, "label")
 
     @field_validator("rarity")
     @classmethod
@@ -109,15 +110,10 @@ class JudgeAxis(_Frozen):
     """One of the five evaluation axes scored by the judge."""
 
     code: str
-    name: str
-    summary: str
-    what_to_evaluate: str
+    name: Text
+    summary: Text
+    what_to_evaluate: Text
     anchors: list[AnchorBand]
-
-    @field_validator("name", "summary", "what_to_evaluate")
-    @classmethod
-    def _text(cls, v: str) -> str:
-        return _nonblank(v, "text")
 
     @field_validator("anchors")
     @classmethod
@@ -136,7 +132,7 @@ class HumanSubAxis(_Frozen):
 
     id: str
     axis: str
-    name: str
+    name: Text
     anchors: dict[int, str]
     allow_na: bool = False
 
@@ -153,11 +149,6 @@ class HumanSubAxis(_Frozen):
         if v not in AXES:
             raise ValueError(f"axis '{v}' is not one of {', '.join(AXES)}")
         return v
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        return _nonblank(v, "name")
 
     @field_validator("anchors")
     @classmethod
@@ -179,18 +170,13 @@ class HumanSubAxis(_Frozen):
 class Guidelines(_Frozen):
     """The whole guidelines file."""
 
-    version: str
+    version: Text
     scale: Scale
     judge_axes: list[JudgeAxis]
     human_subaxes: list[HumanSubAxis]
 
     _source: str | None = PrivateAttr(default=None)
     _sha256: str | None = PrivateAttr(default=None)
-
-    @field_validator("version")
-    @classmethod
-    def _version(cls, v: str) -> str:
-        return _nonblank(v, "version")
 
     @field_validator("judge_axes")
     @classmethod
