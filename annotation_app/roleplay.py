@@ -17,8 +17,7 @@ from mindeval.errors import MindEvalError, ModelCallError
 from mindeval.llm.gateway import ModelSpec
 from mindeval.prompts import load_template, render_clinician
 from mindeval.records import Profile, Turn, profile_from_json
-from mindeval.runner import ensure_run
-from mindeval.simulate import load_turns, role_view, save_turn
+from mindeval.simulate import model_turn, role_view
 from mindeval.store import CallLog, Database
 from mindeval.store.annotations import roleplay as sessions_store
 from mindeval.store.annotations.common import Conflict, ReplyFailed, attribute_pairs
@@ -30,7 +29,7 @@ from mindeval.store.annotations.tables import (
     as_utc,
     utcnow,
 )
-from mindeval.store.tables import InteractionRow
+from mindeval.store.runs import RunStore, ensure_run, load_turns, save_turn
 
 MAX_MESSAGE = 4000
 
@@ -58,7 +57,7 @@ def sessions(db: Database, annotator_id: int, study_id: int) -> list[SessionEntr
 def _turns(db: Database, sess: RoleplaySessionRow) -> list[Turn]:
     if not sess.interaction_id:
         return []
-    return load_turns(CallLog(db, sess.run_id or ""), sess.interaction_id)
+    return load_turns(db, sess.interaction_id)
 
 
 def view(db: Database, annotator_id: int, session_id: int) -> RoleplayView:
@@ -93,10 +92,7 @@ def start(db: Database, annotator_id: int, session_id: int) -> None:
               "minutes": study.minutes}
     ensure_run(db, run_id, config, "roleplay")
     with db.write() as s:
-        if s.get(InteractionRow, iid) is None:
-            s.add(InteractionRow(id=iid, run_id=run_id, position=0, profile_id=profile.id,
-                                 profile_json=profile.to_json(), clinician_model=spec.model,
-                                 patient_model="human", status="running"))
+        RunStore(db, run_id).ensure_interaction(iid, 0, profile, spec.model, "human")(s)
         sessions_store.mark_started(s, sess.id, run_id, iid, study.minutes or 0)
 
 
@@ -114,7 +110,7 @@ def send(db: Database, annotator_id: int, session_id: int, text: str) -> None:
     if turns and turns[-1].role == "patient":
         raise Conflict("the clinician has not answered your last message yet", field="message")
     try:
-        save_turn(CallLog(db, sess.run_id), sess.interaction_id,
+        save_turn(db, sess.interaction_id,
                   Turn(index=len(turns), role="patient", content=text, author="human", model=None))
     except IntegrityError:
         raise Conflict("this conversation changed in another tab; it has been reloaded", field="message") from None
@@ -129,18 +125,15 @@ def reply(db: Database, annotator_id: int, session_id: int) -> None:
         return  # already answered (e.g. by another tab)
     tpl = load_template(study.clinician_prompt or "clinician/default", kind="clinician")
     system = render_clinician(tpl, _profile(sp))
-    log = CallLog(db, sess.run_id)
+    spec = clinician_spec(study)
     idx = len(turns)
     try:
-        call = log.call("clinician", clinician_spec(study), role_view(system, turns, "clinician"), tag=f"turn:{idx}")
+        call = CallLog(db, sess.run_id).call_sync("clinician", spec, role_view(system, turns, "clinician"),
+                                                  tag=f"turn:{idx}")
     except ModelCallError as exc:
         raise ReplyFailed(f"the clinician model did not answer ({exc.message})") from None
-    comp = call.completion
     try:
-        save_turn(log, sess.interaction_id, Turn(
-            index=idx, role="clinician", content=comp.text, reasoning=comp.reasoning, model=comp.model,
-            author="model", usage=comp.usage, latency_s=comp.latency_s, call_id=call.call_id,
-        ))
+        save_turn(db, sess.interaction_id, model_turn(idx, "clinician", spec, call.call_id, call.completion))
     except IntegrityError:
         pass  # another tab stored this same reply first
 

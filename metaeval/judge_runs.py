@@ -19,27 +19,26 @@ import json
 import random
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
-from sqlalchemy import select
 
 from mindeval import __version__
 from mindeval.authors import load_mapping
-from mindeval.errors import ConfigMismatchError, MindEvalError
+from mindeval.errors import MindEvalError
 from mindeval.records import (
     AXES,
     CONFIG_FILE,
     JUDGMENTS_FILE,
     SUMMARY_FILE,
-    Judgment,
     JudgmentRecord,
     RunConfigRecord,
     RunSummary,
 )
+from mindeval.store.runs import RunStore, Writer, ensure_run, mismatch_error
+from mindeval.workers import Progress, bounded, check_concurrency, run_async
 
 from .sources import AnnotatedInteraction, HumanSource, load_annotation_db, load_authors_annotations
 
@@ -126,51 +125,13 @@ def draw_fewshot(source: HumanSource, k: int, seed: int) -> list[str]:
     return random.Random(seed).sample(ids, k)
 
 
-def _existing(db: Any, run_id: str) -> set[tuple[str, int]]:
-    from mindeval.store.tables import JudgmentRow
-
-    with db.read() as s:
-        rows = s.execute(select(JudgmentRow.interaction_id, JudgmentRow.sample).where(JudgmentRow.run_id == run_id)).all()
-    return {(r[0], r[1]) for r in rows}
-
-
-def _save(db: Any, run_id: str, j: Judgment) -> None:
-    from mindeval.store.tables import JudgmentRow
-
-    with db.write() as s:
-        s.add(JudgmentRow(
-            run_id=run_id, interaction_id=j.interaction_id, judge_model=j.judge_model, sample=j.sample,
-            scores_json=j.scores, raw_text=j.raw_text, rationale=j.rationale, parse_status=j.parse_status,
-            attempts=j.attempts, error=j.error,
-        ))
-
-
-def _load(db: Any, run_id: str) -> list[Judgment]:
-    from mindeval.store.tables import JudgmentRow
-
-    with db.read() as s:
-        rows = s.scalars(select(JudgmentRow).where(JudgmentRow.run_id == run_id).order_by(JudgmentRow.id)).all()
-    return [
-        Judgment(interaction_id=r.interaction_id, judge_model=r.judge_model, sample=r.sample, scores=r.scores_json,
-                 raw_text=r.raw_text, rationale=r.rationale, parse_status=r.parse_status, attempts=r.attempts,
-                 error=r.error)
-        for r in rows
-    ]
-
-
 def _check_config(out: Path, config: dict[str, Any], config_hash: str) -> None:
     cfg = out / CONFIG_FILE
     if not cfg.is_file():
         return
     old = RunConfigRecord.read(cfg)
     if old.config_hash != config_hash:
-        from mindeval.config import config_diff
-
-        diff = "\n".join(config_diff(old.config, config))
-        raise ConfigMismatchError(
-            f"this directory holds a judge run with a different configuration:\n{diff}\n"
-            "use another --out directory", path=cfg,
-        )
+        raise mismatch_error(old.config, config, "Use the same options to resume it, or another --out.", path=cfg)
 
 
 def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
@@ -179,12 +140,12 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     from mindeval.judge import FewShotExample, judge_transcript
     from mindeval.llm.gateway import ModelSpec, check_model_string
     from mindeval.prompts import load_template
-    from mindeval.runner import ensure_run
     from mindeval.store import CallLog, Database, sqlite_url
 
     say = echo or (lambda _m: None)
     if opts.repetitions < 1:
         raise MindEvalError("--repetitions must be at least 1", field="--repetitions")
+    check_concurrency(opts.concurrency)
     if opts.fewshot_k < 0:
         raise MindEvalError("--fewshot must be 0 or more", field="--fewshot")
     check_model_string(opts.judge)
@@ -239,40 +200,43 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     header.write(out / CONFIG_FILE)
     db = Database(opts.db_url or sqlite_url(out / "run.db"))
     ensure_run(db, run_id, header.model_dump(mode="json"), KIND, config_hash)
-    log = CallLog(db, run_id)
-    done = _existing(db, run_id)
-    todo = [(it, r) for it in evaluate for r in range(opts.repetitions) if (it.interaction_id, r) not in done]
+    store = RunStore(db, run_id)
+    done = store.judgment_rounds()
+    todo = [(it, r) for it in evaluate for r in range(opts.repetitions)
+            if done.get((it.interaction_id, spec.model, r), ("",))[0] != "ok"]
     say(f"judge {spec.model} ({tpl.ref}) on {len(evaluate)} interactions × {opts.repetitions} runs; "
         f"{len(shot_ids)} few-shot examples (seed {opts.seed}); {len(todo)} judgments to make, "
         f"{len(evaluate) * opts.repetitions - len(todo)} already stored")
     started = time.perf_counter()
+    writer = Writer(db)
+    log = CallLog(db, run_id, writer)
+    progress = Progress(len(todo), "judgments", echo is not None)
 
-    def work(it: AnnotatedInteraction, rep: int) -> Judgment:
-        j = judge_transcript(log, spec, tpl, it.profile, it.messages, it.interaction_id,
-                             sample=rep, retries=opts.retries, fewshot=fewshot, seed=opts.seed)
-        _save(db, run_id, j)
-        return j
+    async def work(job: tuple[AnnotatedInteraction, int]) -> None:
+        it, rep = job
+        status, rounds = done.get((it.interaction_id, spec.model, rep), ("", 0))
+        round_ = rounds + 1 if status == "failed" else 0
+        j = await judge_transcript(log, spec, tpl, it.profile, it.messages, it.interaction_id, sample=rep,
+                                   retries=opts.retries, fewshot=fewshot, seed=opts.seed, round_=round_)
+        await log.store.arun(log.store.save_judgment(j, round_))
+        progress.advance()
 
-    pool = ThreadPoolExecutor(max_workers=max(1, opts.concurrency))
     try:
-        futures = [pool.submit(work, it, r) for it, r in todo]
-        for n, fut in enumerate(as_completed(futures), start=1):
-            fut.result()
-            if n % 50 == 0 or n == len(futures):
-                say(f"  {n}/{len(futures)} judgments")
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)  # on an error or Ctrl-C, start no new judgment
-        summary = _export(db, run_id, out, data, evaluate, label, log, time.perf_counter() - started)
+        run_async(lambda: bounded(todo, work, opts.concurrency), opts.concurrency)
+    finally:  # on an error or Ctrl-C: what was judged is committed; export it
+        progress.close()
+        writer.close()
+        summary = _export(store, out, data, evaluate, label, log, time.perf_counter() - started)
         db.close()
     say(f"wrote {out / JUDGMENTS_FILE}: {summary['n_judged']} judgments, {summary['n_failed_judgments']} failed; "
         f"calls made {summary['calls_made']}, reused {summary['calls_reused']}")
     return summary
 
 
-def _export(db: Any, run_id: str, out: Path, data: HumanSource, evaluate: list[AnnotatedInteraction],
+def _export(store: RunStore, out: Path, data: HumanSource, evaluate: list[AnnotatedInteraction],
             label: str, log: Any, elapsed: float) -> dict[str, Any]:
     keep = {it.interaction_id for it in evaluate}
-    judgments = sorted((j for j in _load(db, run_id) if j.interaction_id in keep),
+    judgments = sorted((j for j in store.judgments() if j.interaction_id in keep),
                        key=lambda j: (j.interaction_id, j.sample))
     rows = []
     for j in judgments:
@@ -281,7 +245,7 @@ def _export(db: Any, run_id: str, out: Path, data: HumanSource, evaluate: list[A
                                                  severe=it.profile.severe, n_turns=max(0, len(it.messages) - 1)))
     JudgmentRecord.write(out / JUDGMENTS_FILE, rows)
     summary = RunSummary(
-        run_id=run_id, label=label, n_interactions=len(evaluate),
+        run_id=store.run_id, label=label, n_interactions=len(evaluate),
         n_judged=sum(r.parse_status == "ok" for r in rows),
         n_failed_judgments=sum(r.parse_status == "failed" for r in rows),
         calls_made=log.counters.made, calls_reused=log.counters.reused, elapsed_s=round(elapsed, 3),

@@ -24,7 +24,6 @@ import os
 import random
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from mindeval import __version__
 from mindeval.config import DEFAULT_MODEL, OPENING_LINE, REALISM_OPENER, REALISM_VARIANTS
 from mindeval.errors import MindEvalError, ModelCallError
 from mindeval.records import ATTRIBUTE_FIELDS, Profile, read_jsonl
+from mindeval.workers import check_concurrency, run_pool
 
 from .style import relative_to, style_table
 
@@ -150,8 +150,10 @@ def generate(opts: RealismOptions, turns: list[HumanTurn], say: Callable[[str], 
     from mindeval.config import spec_with_defaults
     from mindeval.llm.gateway import ModelSpec, check_model_string
     from mindeval.prompts import load_template, render_patient
-    from mindeval.runner import ensure_run
     from mindeval.store import CallLog, Database, sqlite_url
+    from mindeval.store.runs import Writer, ensure_run
+
+    check_concurrency(opts.concurrency)
 
     check_model_string(opts.patient)
     spec = spec_with_defaults("patient", ModelSpec(
@@ -171,27 +173,27 @@ def generate(opts: RealismOptions, turns: list[HumanTurn], say: Callable[[str], 
     out = Path(opts.out)
     db = Database(opts.db_url or sqlite_url(out / "run.db"))
     ensure_run(db, run_id, config, KIND, config_hash)
-    log = CallLog(db, run_id)
+    writer = Writer(db)
+    log = CallLog(db, run_id, writer)
     jobs = [(name, i) for name in templates for i in range(len(turns))]
     texts: dict[str, list[str | None]] = {name: [None] * len(turns) for name in templates}
     errors: list[str] = []
     say(f"patient {spec.model}: {len(jobs)} turns ({len(templates)} variants × {len(turns)} human turns)")
 
-    def work(name: str, i: int) -> None:
+    async def work(job: tuple[str, int]) -> None:
+        name, i = job
         t = turns[i]
         msgs = patient_messages(render_patient(templates[name], t.profile), t.profile.name, opts.opener)
         try:
-            call = log.call("patient", spec, msgs, seed=index_seed(opts.seed, i), tag=f"realism:{name}:{i}")
+            call = await log.call("patient", spec, msgs, seed=index_seed(opts.seed, i), tag=f"realism:{name}:{i}")
             texts[name][i] = call.completion.text.strip()
         except ModelCallError as exc:
             errors.append(f"{name} #{i}: {exc}")
 
-    pool = ThreadPoolExecutor(max_workers=max(1, opts.concurrency))
     try:
-        for fut in as_completed([pool.submit(work, n, i) for n, i in jobs]):
-            fut.result()
+        run_pool(jobs, work, concurrency=opts.concurrency, desc="patient turns", progress=say is not _silent)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)  # on Ctrl-C, start no new call
+        writer.close()
         db.close()
     done = {name: [t for t in vals if t] for name, vals in texts.items()}
     empty = [n for n, v in done.items() if not v]
@@ -281,8 +283,12 @@ def scatter(points: np.ndarray, groups: list[str], distances: dict[str, float], 
 # ---------------------------------------------------------------------------- driver
 
 
+def _silent(_msg: str) -> None:
+    pass
+
+
 def run_realism(opts: RealismOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
-    say = echo or (lambda _m: None)
+    say = echo or _silent
     started = time.perf_counter()
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -41,6 +41,12 @@ EMBEDDED_DEFAULTS = {
 # greeting the LLM patient answers (${name} = the profile's name).
 REALISM_VARIANTS: tuple[str, ...] = ("default", "no_format", "no_profile", "role_only")
 REALISM_OPENER = "Hi ${name}. How are you doing?"
+# Assumptions of `mindeval run --dry-run` and of the --max-cost guard (docs/architecture.md):
+# ~4 characters per token, replies of these lengths (or --ROLE-max-tokens when smaller),
+# and a few tokens of chat formatting per message.
+CHARS_PER_TOKEN = 4
+ASSUMED_REPLY_TOKENS = {"patient": 80, "clinician": 150, "judge": 120, "backstory": 700}
+TOKENS_PER_MESSAGE = 4
 
 
 def spec_with_defaults(role: str, spec: ModelSpec) -> ModelSpec:

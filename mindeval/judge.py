@@ -199,7 +199,7 @@ def build_judge_messages(
 # ----------------------------------------------------------------------------- judging
 
 
-def judge_transcript(
+async def judge_transcript(
     log: CallLog,
     spec: ModelSpec,
     tpl: PromptTemplate,
@@ -212,8 +212,12 @@ def judge_transcript(
     fewshot: Sequence[FewShotExample] = (),
     seed: int = 0,
     guidelines: Guidelines | None = None,
+    round_: int = 0,
 ) -> Judgment:
-    """Judge one transcript; every attempt is a stored call, so re-running repeats none."""
+    """Judge one transcript; every attempt is a stored call, so re-running repeats none.
+
+    ``round_`` > 0 re-judges after a recorded failure with fresh attempts (new requests).
+    """
     g = guidelines or load_guidelines()
     base = build_judge_messages(tpl, profile, messages, fewshot, g)
     rf = response_format() if spec.provider in ("local",) else None
@@ -221,9 +225,10 @@ def judge_transcript(
     last_raw, last_error = "", "no attempt made"
     for attempt in range(max(1, retries)):
         try:
-            call = log.call(
-                "judge", spec, history, response_format=rf,
-                seed=seed + 1000 * sample + attempt, tag=f"judge:{interaction_id}:{sample}:{attempt}",
+            again = f"r{round_}:" if round_ else ""
+            call = await log.call(
+                "judge", spec, history, response_format=rf, seed=seed + 1000 * sample + attempt + 100 * round_,
+                tag=f"judge:{interaction_id}:{sample}:{again}{attempt}",
             )
         except ModelCallError as exc:
             last_error = f"model call failed: {exc}"

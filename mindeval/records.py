@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from .errors import MindEvalError
+from .files import atomic_write
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -305,14 +306,6 @@ def write_profiles(profiles: list[Profile], path: str | Path) -> None:
             fh.write(json.dumps(p.to_json(), ensure_ascii=False) + "\n")
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so readers never see half a file."""
-    p = Path(path)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(p)
-
-
 # ------------------------------------------------------------ run directory rows
 #
 # A run directory (``mindeval run`` or ``metaeval judge``) holds config.json,
@@ -347,7 +340,7 @@ class _Row(BaseModel):
 
     @classmethod
     def write(cls, path: str | Path, rows: list[Any]) -> None:
-        atomic_write_text(path, "".join(
+        atomic_write(path, "".join(
             json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n" for r in rows))
 
 
@@ -370,7 +363,7 @@ class _Document(BaseModel):
         return validate_row(cls, obj, path=p)
 
     def write(self, path: str | Path) -> None:
-        atomic_write_text(path, json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+        atomic_write(path, json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
 
 
 class Message(BaseModel):

@@ -7,21 +7,20 @@ configuration is refused with a readable diff unless ``new_run`` is set.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import sys
-import threading
 import time
-import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import select
 
 from . import __version__
+from .budget import Budget, BudgetExceeded, cost, prompt_tokens, reply_tokens
 from .config import (
+    ASSUMED_REPLY_TOKENS,
+    CHARS_PER_TOKEN,
     DEFAULT_CONCURRENCY,
     DEFAULT_FEWSHOT_K,
     DEFAULT_JUDGE_RETRIES,
@@ -30,15 +29,16 @@ from .config import (
     DEFAULT_SEED,
     DEFAULT_TURNS,
     OPENING_LINE,
+    TOKENS_PER_MESSAGE,
     PromptRef,
     RunConfig,
-    config_diff,
     spec_with_defaults,
 )
-from .errors import ConfigMismatchError, MindEvalError, ModelCallError
+from .errors import MindEvalError, ModelCallError
 from .guidelines import load_guidelines
 from .judge import FewShotExample, judge_transcript
 from .llm.gateway import ModelSpec, check_model_string
+from .profiles.official import resolve_profiles_arg
 from .prompts import PromptTemplate, load_template, render_clinician, render_patient
 from .records import (
     AXES,
@@ -55,10 +55,12 @@ from .records import (
     RunSummary,
     load_profiles,
 )
-from .simulate import load_turns, run_interaction
+from .simulate import run_interaction
+from .store import runs
 from .store.calls import CallLog
 from .store.db import Database, redact_url, sqlite_url
-from .store.tables import CallRow, InteractionRow, JudgmentRow, RunRow
+from .store.runs import RunStore, Writer
+from .workers import Progress, bounded, check_concurrency, run_async
 
 
 class RunOptions(BaseModel):
@@ -85,6 +87,7 @@ class RunOptions(BaseModel):
     fewshot_k: int = DEFAULT_FEWSHOT_K
     new_run: bool = False
     progress: bool = True
+    max_cost: float | None = None
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -92,21 +95,11 @@ class RunOptions(BaseModel):
 
 def resolve_profiles(value: str) -> Path:
     """``demo`` → the shipped demo profiles; ``official`` → the downloaded set; else a path."""
-    from .profiles.official import resolve_profiles_arg
-
     return resolve_profiles_arg(value)
 
 
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def ensure_run(db: Database, run_id: str, config_json: dict[str, Any], kind: str, config_hash: str = "") -> None:
-    """Create the run row if it does not exist (needed before any call is logged)."""
-    with db.write() as s:
-        if s.get(RunRow, run_id) is None:
-            s.add(RunRow(id=run_id, config_hash=config_hash or run_id, config_json=config_json,
-                         package_version=__version__, kind=kind))
 
 
 def _prompt_ref(tpl: PromptTemplate) -> PromptRef:
@@ -128,6 +121,10 @@ def prepare(opts: RunOptions) -> Prepared:
         check_model_string(spec.model)
     if opts.turns < 1:
         raise MindEvalError("--turns must be at least 1")
+    if opts.max_cost is not None and opts.max_cost <= 0:
+        raise MindEvalError(f"--max-cost must be a positive number of dollars (got {opts.max_cost})",
+                            field="--max-cost")
+    check_concurrency(opts.concurrency)
     if opts.judge_samples < 1 or opts.judge_retries < 1:
         raise MindEvalError("--judge-samples and --judge-retries must be at least 1")
     path = resolve_profiles(opts.profiles)
@@ -175,60 +172,69 @@ def prepare(opts: RunOptions) -> Prepared:
     return Prepared(config=config, profiles=profiles, templates=templates, fewshot=fewshot)
 
 
+# ---------------------------------------------------------------------------- dry run
+
+
+def estimate_run(prep: Prepared) -> dict[str, dict[str, Any]]:
+    """Calls, tokens and dollars per role for ``prep``, without calling any model.
+
+    Prompts are the rendered system prompts of every profile; each turn adds an assumed
+    reply (:func:`mindeval.budget.reply_tokens`) to the history; the judge sees a
+    transcript of such replies. One judge attempt per sample (no parse retries).
+    """
+    from .judge import build_judge_messages
+
+    c = prep.config
+    specs = {"patient": c.patient, "clinician": c.clinician, "judge": c.judge}
+    est = {r: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0} for r in specs}
+    reply = {r: reply_tokens(r, s) for r, s in specs.items()}
+    g = load_guidelines()
+    for profile in prep.profiles:
+        system = {"patient": prompt_tokens([{"content": render_patient(prep.templates["patient"], profile)}]),
+                  "clinician": prompt_tokens([{"content": render_clinician(prep.templates["clinician"], profile)}])}
+        history = prompt_tokens([{"content": c.opening_line}])
+        role = "clinician"
+        for _ in range(c.turns):
+            e = est[role]
+            e["calls"] += 1
+            e["prompt_tokens"] += system[role] + history
+            e["completion_tokens"] += reply[role]
+            history += reply[role] + TOKENS_PER_MESSAGE
+            role = "patient" if role == "clinician" else "clinician"
+        filler = [{"role": "user" if i % 2 == 0 else "assistant",
+                   "content": "x" * (CHARS_PER_TOKEN * reply["patient" if i % 2 == 0 else "clinician"])}
+                  for i in range(c.turns + 1)]
+        judge_prompt = prompt_tokens(build_judge_messages(prep.templates["judge"], profile, filler, prep.fewshot, g))
+        est["judge"]["calls"] += c.judge_samples
+        est["judge"]["prompt_tokens"] += judge_prompt * c.judge_samples
+        est["judge"]["completion_tokens"] += reply["judge"] * c.judge_samples
+    for role, e in est.items():
+        e["model"] = specs[role].model
+        e["cost_usd"] = cost(specs[role].model, e["prompt_tokens"], e["completion_tokens"])
+    return est
+
+
+def format_estimate(est: dict[str, dict[str, Any]], n_profiles: int, turns: int) -> str:
+    lines = [f"dry run: {n_profiles} profiles x {turns} turns; no model was called",
+             f"{'role':<10} {'model':<32} {'calls':>6} {'input tok':>10} {'output tok':>10} {'cost $':>9}"]
+    for role, e in est.items():
+        dollars = "n/a" if e["cost_usd"] is None else f"{e['cost_usd']:.4f}"
+        lines.append(f"{role:<10} {e['model']:<32} {e['calls']:>6} {e['prompt_tokens']:>10} "
+                     f"{e['completion_tokens']:>10} {dollars:>9}")
+    priced = [e["cost_usd"] for e in est.values()]
+    total = "n/a (a model has no price)" if None in priced else f"${sum(priced):.4f}"
+    lines.append(f"total: {sum(e['calls'] for e in est.values())} calls, estimated {total} "
+                 f"(assumes ~{CHARS_PER_TOKEN} characters per token, replies of "
+                 + ", ".join(f"{r} {ASSUMED_REPLY_TOKENS[r]}" for r in est) + " tokens; "
+                 "judge parse retries and prompt caching not included)")
+    return "\n".join(lines)
+
+
 def open_run(db: Database, config: RunConfig, new_run: bool) -> tuple[str, bool]:
     """Return ``(run_id, resumed)``: resume the latest benchmark run or start one."""
-    chash = config.hash()
-    with db.read() as s:
-        latest = s.scalars(
-            select(RunRow).where(RunRow.kind == "benchmark").order_by(RunRow.created_at.desc()).limit(1)
-        ).first()
-    if latest is not None and not new_run:
-        if latest.config_hash == chash:
-            return latest.id, True
-        old = {k: v for k, v in latest.config_json.items() if k not in ("package_version", "profiles_source", "fewshot_source")}
-        diff = config_diff(old, config.hashed_view())
-        raise ConfigMismatchError(
-            "this output directory holds a run with a different configuration:\n"
-            + "\n".join(diff or ["  (package version only)"])
-            + "\nUse the same options to resume it, another --out, or --new-run to start a new run here."
-        )
-    run_id = f"run-{chash[:8]}-{uuid.uuid4().hex[:6]}"
-    ensure_run(db, run_id, config.model_dump(mode="json"), "benchmark", chash)
-    return run_id, False
-
-
-# ------------------------------------------------------------------------------ progress
-
-
-class Progress:
-    """Progress on stderr: a live bar on a terminal, a line per 10% in logs (silent when disabled)."""
-
-    def __init__(self, total_turns: int, total_judgments: int, enabled: bool) -> None:
-        self.total = total_turns + total_judgments
-        self.done = 0
-        self.enabled = enabled
-        self.tty = sys.stderr.isatty()
-        self.last_decile = -1
-        self.started = time.perf_counter()
-        self._lock = threading.Lock()
-
-    def advance(self, n: int = 1) -> None:
-        with self._lock:
-            self.done += n
-            if not self.enabled:
-                return
-            frac = self.done / max(1, self.total)
-            el = time.perf_counter() - self.started
-            if self.tty:
-                sys.stderr.write(f"\r[{'#' * int(frac * 30):<30}] {self.done}/{self.total} steps  {el:6.1f}s")
-            elif int(frac * 10) > self.last_decile:
-                self.last_decile = int(frac * 10)
-                sys.stderr.write(f"progress: {self.done}/{self.total} steps ({frac:.0%}) after {el:.1f}s\n")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled and self.tty:
-            sys.stderr.write("\n")
+    return runs.open_run(db, "benchmark", "run", config.model_dump(mode="json"), config.hash(),
+                         config.hashed_view(), new_run=new_run,
+                         ignore=("package_version", "profiles_source", "fewshot_source"))
 
 
 # ---------------------------------------------------------------------------- the run
@@ -238,47 +244,91 @@ def interaction_id(run_id: str, position: int, profile: Profile) -> str:
     return f"{run_id}-{position:03d}-{profile.id}"
 
 
-def _existing_judgments(db: Database, run_id: str) -> set[tuple[str, str, int]]:
-    with db.read() as s:
-        rows = s.execute(
-            select(JudgmentRow.interaction_id, JudgmentRow.judge_model, JudgmentRow.sample)
-            .where(JudgmentRow.run_id == run_id)
-        ).all()
-    return {(r[0], r[1], r[2]) for r in rows}
+class Failure(BaseModel):
+    """One failed interaction or judgment of this invocation."""
+
+    what: str  # interaction | judgment
+    role: str
+    model: str
+    message: str
 
 
-def _save_judgment(db: Database, run_id: str, j: Judgment) -> None:
-    with db.write() as s:
-        s.add(
-            JudgmentRow(
-                run_id=run_id, interaction_id=j.interaction_id, judge_model=j.judge_model,
-                sample=j.sample, scores_json=j.scores, raw_text=j.raw_text, rationale=j.rationale,
-                parse_status=j.parse_status, attempts=j.attempts, error=j.error,
-            )
-        )
+async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, budget: Budget | None,
+                   failures: list[Failure]) -> CallLog:
+    """Simulate and judge every profile on one event loop; return the call log (its counters)."""
+    config = prep.config
+    writer = Writer(db)
+    log = CallLog(db, run_id, writer, guard=budget)
+    store = log.store
+    rounds = store.judgment_rounds()
+    g = load_guidelines()
+    progress = Progress(len(prep.profiles) * (config.turns + config.judge_samples), "run", opts.progress)
+    stop = asyncio.Event()
 
+    async def work(item: tuple[int, Profile]) -> None:
+        position, profile = item
+        iid = interaction_id(run_id, position, profile)
+        left = [config.turns + config.judge_samples]  # progress steps of this interaction not yet shown
 
-def _ensure_interaction(db: Database, run_id: str, iid: str, position: int, profile: Profile, config: RunConfig) -> None:
-    with db.write() as s:
-        if s.get(InteractionRow, iid) is None:
-            s.add(
-                InteractionRow(
-                    id=iid, run_id=run_id, position=position, profile_id=profile.id,
-                    profile_json=profile.to_json(), clinician_model=config.clinician.model,
-                    patient_model=config.patient.model, status="running",
+        def step(n: int = 1) -> None:
+            left[0] -= n
+            progress.advance(n)
+
+        try:
+            await store.arun(store.ensure_interaction(iid, position, profile, config.clinician.model,
+                                                      config.patient.model))
+            try:
+                turns = await run_interaction(
+                    log, iid, patient_spec=config.patient, clinician_spec=config.clinician,
+                    patient_prompt=render_patient(prep.templates["patient"], profile),
+                    clinician_prompt=render_clinician(prep.templates["clinician"], profile),
+                    turns=config.turns, opening_line=config.opening_line, seed=config.seed,
+                    on_turn=lambda _t: step(),
                 )
-            )
+            except ModelCallError as exc:
+                failures.append(Failure(what="interaction", role=getattr(exc, "role", "") or "?",
+                                        model=getattr(exc, "model", "") or "?", message=str(exc)))
+                await store.arun(store.set_status(iid, "failed", str(exc)))
+                return
+            await store.arun(store.set_status(iid, "complete"))
+            step(left[0] - config.judge_samples)  # turns stored by an earlier invocation
+            messages = Interaction(id=iid, profile=profile, clinician_model=config.clinician.model,
+                                   turns=turns).messages()
+            for sample in range(config.judge_samples):
+                status, done_rounds = rounds.get((iid, config.judge.model, sample), ("", 0))
+                if status != "ok":
+                    round_ = done_rounds + 1 if status == "failed" else 0
+                    j = await judge_transcript(
+                        log, config.judge, prep.templates["judge"], profile, messages, iid,
+                        sample=sample, retries=config.judge_retries, fewshot=prep.fewshot,
+                        seed=config.seed, guidelines=g, round_=round_,
+                    )
+                    await store.arun(store.save_judgment(j, round_))
+                    if j.parse_status != "ok":
+                        failures.append(Failure(what="judgment", role="judge", model=config.judge.model,
+                                                message=j.error or "judge reply could not be parsed"))
+                step()
+        except BudgetExceeded as exc:
+            if not stop.is_set():
+                stop.set()
+                failures.append(Failure(what="budget", role="", model="", message=str(exc)))
+        finally:
+            progress.advance(left[0])  # a failed or stopped interaction completes its share of the bar
 
-
-def _set_status(db: Database, iid: str, status: str, error: str | None = None) -> None:
-    with db.write() as s:
-        row = s.get(InteractionRow, iid)
-        row.status = status
-        row.error = error
+    try:
+        await bounded(list(enumerate(prep.profiles)), work, opts.concurrency, stop)
+    finally:
+        progress.close()
+        await asyncio.to_thread(writer.close)
+    return log
 
 
 def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
-    """Run (or resume) a benchmark and write the run directory; return the summary."""
+    """Run (or resume) a benchmark and write the run directory; return the summary.
+
+    ``summary["failures"]`` lists what failed (re-running retries exactly those);
+    ``summary["stopped"]`` is set when ``--max-cost`` stopped the run.
+    """
     started = time.perf_counter()
     prep = prepare(opts)
     config = prep.config
@@ -287,62 +337,25 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
     db = Database(opts.db_url or sqlite_url(out / "run.db"))
     try:
         run_id, resumed = open_run(db, config, opts.new_run)
-        log = CallLog(db, run_id)
+        budget = None
+        if opts.max_cost is not None:
+            budget = Budget(opts.max_cost, RunStore(db, run_id).spent_usd())
+            budget.check_priced({"patient": config.patient, "clinician": config.clinician, "judge": config.judge})
         RunConfigRecord(run_id=run_id, config_hash=config.hash(), config=config.model_dump(mode="json"),
                         database=redact_url(db.url)).write(out / CONFIG_FILE)
         if echo:
             verb = "resuming" if resumed else "starting"
             echo(f"{verb} run {run_id}: {len(prep.profiles)} profiles x {config.turns} turns, "
                  f"clinician={config.clinician.model} patient={config.patient.model} judge={config.judge.model}")
-        done_judg = _existing_judgments(db, run_id)
-        progress = Progress(len(prep.profiles) * config.turns, len(prep.profiles) * config.judge_samples,
-                            opts.progress and echo is not None)
-        g = load_guidelines()
-
-        def work(position: int, profile: Profile) -> None:
-            iid = interaction_id(run_id, position, profile)
-            _ensure_interaction(db, run_id, iid, position, profile, config)
-            already = max(0, len(load_turns(log, iid)) - 1)
-            progress.advance(min(already, config.turns))
-            try:
-                turns = run_interaction(
-                    log, iid, patient_spec=config.patient, clinician_spec=config.clinician,
-                    patient_prompt=render_patient(prep.templates["patient"], profile),
-                    clinician_prompt=render_clinician(prep.templates["clinician"], profile),
-                    turns=config.turns, opening_line=config.opening_line, seed=config.seed,
-                    on_turn=lambda _t: progress.advance(),
-                )
-            except ModelCallError as exc:
-                _set_status(db, iid, "failed", str(exc))
-                progress.advance(config.judge_samples)
-                return
-            _set_status(db, iid, "complete")
-            messages = Interaction(id=iid, profile=profile, clinician_model=config.clinician.model,
-                                   turns=turns).messages()
-            for sample in range(config.judge_samples):
-                if (iid, config.judge.model, sample) in done_judg:
-                    progress.advance()
-                    continue
-                j = judge_transcript(
-                    log, config.judge, prep.templates["judge"], profile, messages, iid,
-                    sample=sample, retries=config.judge_retries, fewshot=prep.fewshot,
-                    seed=config.seed, guidelines=g,
-                )
-                _save_judgment(db, run_id, j)
-                progress.advance()
-
-        workers = max(1, opts.concurrency)
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(work, i, p) for i, p in enumerate(prep.profiles)]
-            for f in as_completed(futures):
-                f.result()
-        progress.close()
+        failures: list[Failure] = []
+        log = run_async(lambda: _run_all(opts, prep, db, run_id, budget, failures), opts.concurrency)
         summary = export_run(db, run_id, out, config)
-        summary["calls_made"] = log.counters.made
-        summary["calls_reused"] = log.counters.reused
-        summary["calls_failed"] = log.counters.failed
-        summary["elapsed_s"] = round(time.perf_counter() - started, 2)
-        summary["resumed"] = resumed
+        summary.update(
+            calls_made=log.counters.made, calls_reused=log.counters.reused, calls_failed=log.counters.failed,
+            elapsed_s=round(time.perf_counter() - started, 2), resumed=resumed,
+            failures=[f.model_dump() for f in failures if f.what != "budget"],
+            stopped=next((f.message for f in failures if f.what == "budget"), None),
+        )
         RunSummary.model_validate(summary).write(out / SUMMARY_FILE)
         if echo:
             echo(format_summary(summary))
@@ -354,47 +367,11 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
 # ------------------------------------------------------------------------------ outputs
 
 
-def load_interactions(db: Database, run_id: str) -> list[Interaction]:
-    with db.read() as s:
-        rows = s.scalars(select(InteractionRow).where(InteractionRow.run_id == run_id)
-                         .order_by(InteractionRow.position)).all()
-    log = CallLog(db, run_id)
-    out = []
-    for r in rows:
-        out.append(Interaction(
-            id=r.id, run_id=run_id, profile=Profile.model_validate(r.profile_json),
-            clinician_model=r.clinician_model, patient_model=r.patient_model,
-            turns=load_turns(log, r.id), status=r.status, error=r.error,
-        ))
-    return out
-
-
-def load_judgments(db: Database, run_id: str) -> list[Judgment]:
-    with db.read() as s:
-        rows = s.scalars(select(JudgmentRow).where(JudgmentRow.run_id == run_id)
-                         .order_by(JudgmentRow.interaction_id, JudgmentRow.sample)).all()
-    return [Judgment(interaction_id=r.interaction_id, judge_model=r.judge_model, sample=r.sample,
-                     scores=r.scores_json, raw_text=r.raw_text, rationale=r.rationale,
-                     parse_status=r.parse_status, attempts=r.attempts, error=r.error) for r in rows]
-
-
-def token_usage(db: Database, run_id: str) -> dict[str, dict[str, int]]:
-    from sqlalchemy import func
-
-    with db.read() as s:
-        rows = s.execute(
-            select(CallRow.role, func.sum(CallRow.prompt_tokens), func.sum(CallRow.completion_tokens),
-                   func.count(CallRow.id))
-            .where(CallRow.run_id == run_id, CallRow.status == "ok").group_by(CallRow.role)
-        ).all()
-    return {r[0]: {"prompt_tokens": int(r[1] or 0), "completion_tokens": int(r[2] or 0), "calls": int(r[3])}
-            for r in rows}
-
-
 def export_run(db: Database, run_id: str, out: Path, config: RunConfig) -> dict[str, Any]:
     """Write interactions.jsonl and judgments.jsonl; return the summary (without call counts)."""
-    interactions = load_interactions(db, run_id)
-    judgments = load_judgments(db, run_id)
+    store = RunStore(db, run_id)
+    interactions = store.interactions()
+    judgments = store.judgments()
     by_id = {i.id: i for i in interactions}
     InteractionRecord.write(out / INTERACTIONS_FILE, [InteractionRecord.from_interaction(i) for i in interactions])
     JudgmentRecord.write(out / JUDGMENTS_FILE, [
@@ -405,7 +382,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig) -> dict[
         for j in judgments if j.interaction_id in by_id
     ])
     means = axis_means(judgments)
-    summary: dict[str, Any] = {
+    return {
         "run_id": run_id,
         "config_hash": config.hash(),
         "clinician": config.clinician.model,
@@ -417,15 +394,16 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig) -> dict[
         "seed": config.seed,
         "means": means,
         **means,
+        "n_profiles": len(config.profile_ids),
         "n_interactions": len(interactions),
         "n_complete": sum(i.status == "complete" for i in interactions),
         "n_failed_interactions": sum(i.status == "failed" for i in interactions),
         "n_judged": sum(j.parse_status == "ok" for j in judgments),
         "n_failed_judgments": sum(j.parse_status == "failed" for j in judgments),
-        "tokens": token_usage(db, run_id),
+        "n_means_over": len({j.interaction_id for j in judgments if j.parse_status == "ok"}),
+        "tokens": store.usage_by_role(),
         "package_version": __version__,
     }
-    return summary
 
 
 def axis_means(judgments: list[Judgment]) -> dict[str, float | None]:
@@ -442,17 +420,35 @@ def axis_means(judgments: list[Judgment]) -> dict[str, float | None]:
     return out
 
 
+def is_complete(summary: dict[str, Any]) -> bool:
+    """Every profile simulated and judged, nothing failed, not stopped by --max-cost."""
+    return (not summary.get("stopped") and summary["n_failed_interactions"] == 0
+            and summary["n_failed_judgments"] == 0 and summary["n_means_over"] == summary["n_profiles"])
+
+
+def format_failures(failures: list[dict[str, Any]]) -> list[str]:
+    """One line per distinct error: what, role, model, count, first message."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for f in failures:
+        groups.setdefault((f["what"], f["role"], f["model"]), []).append(f["message"])
+    lines = [f"  {n} {what}{'s' if n > 1 else ''} failed  {role} {model}: {msgs[0]}"
+             for (what, role, model), msgs in groups.items() for n in [len(msgs)]]
+    return lines
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     def fmt(v: float | None) -> str:
         return "  n/a" if v is None else f"{v:5.2f}"
 
     cols = list(AXES) + ["average"]
+    over, total = summary["n_means_over"], summary["n_profiles"]
     lines = [
         "",
         f"MindEval run {summary['run_id']}  clinician={summary['clinician']}  judge={summary['judge']}",
+        f"means over {over} of {total} interactions" + ("" if over == total else "  (INCOMPLETE)"),
         "  ".join(f"{c:>7}" for c in cols),
         "  ".join(f"{fmt(summary['means'][c]):>7}" for c in cols),
-        f"interactions: {summary['n_interactions']} ({summary['n_complete']} complete, "
+        f"interactions: {summary['n_interactions']} of {total} started ({summary['n_complete']} complete, "
         f"{summary['n_failed_interactions']} failed)   judgments: {summary['n_judged']} ok, "
         f"{summary['n_failed_judgments']} failed (excluded from means)",
         f"calls made: {summary.get('calls_made', 0)}   reused from store: {summary.get('calls_reused', 0)}   "
@@ -460,6 +456,19 @@ def format_summary(summary: dict[str, Any]) -> str:
     ]
     tok = summary.get("tokens", {})
     if tok:
-        lines.append("tokens: " + ", ".join(
-            f"{r} {v['prompt_tokens']}+{v['completion_tokens']}" for r, v in sorted(tok.items())))
+        lines.append(f"{'role':<10} {'calls':>6} {'input tok':>10} {'cached':>9} {'billed in':>10} "
+                     f"{'output tok':>10} {'cost $':>9}")
+        for role, v in sorted(tok.items()):
+            dollars = "n/a" if v["cost_usd"] is None else f"{v['cost_usd']:.4f}"
+            lines.append(f"{role:<10} {v['calls']:>6} {v['prompt_tokens']:>10} {v['cached_tokens']:>9} "
+                         f"{v['uncached_prompt_tokens']:>10} {v['completion_tokens']:>10} {dollars:>9}")
+    failures = summary.get("failures") or []
+    if failures:
+        lines.append("FAILED:")
+        lines += format_failures(failures)
+    if summary.get("stopped"):
+        lines.append(f"STOPPED: {summary['stopped']}")
+    if failures or not is_complete(summary):
+        lines.append("Re-run the same command to retry what failed or is missing; "
+                     "completed calls are reused from the store, never repeated.")
     return "\n".join(lines)

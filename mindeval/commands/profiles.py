@@ -81,6 +81,8 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
     from ..llm.gateway import ModelSpec
     from ..profiles.backstory import BackstoryOutcome, generate_file
     from ..profiles.official import resolve_profiles_arg
@@ -97,11 +99,11 @@ def _generate(args: argparse.Namespace) -> int:
         calls = f"{o.calls_made} new call(s), {o.calls_reused} reused"
         what = {"ok": f"ok after {o.attempts} attempt(s)", "kept": "kept (already has a backstory)",
                 "failed": f"FAILED after {o.attempts} attempt(s): {o.error or '; '.join(o.problems)}"}[o.status]
-        print(f"[{done[0]}] #{o.index + 1} {o.name}: {what} ({calls})", file=sys.stderr)
+        tqdm.write(f"[{done[0]}] #{o.index + 1} {o.name}: {what} ({calls})", file=sys.stderr)
 
     report = generate_file(source, args.out, spec, template=args.prompt, retries=args.retries, seed=args.seed,
                            concurrency=args.concurrency, db_url=args.db, regenerate=args.regenerate,
-                           on_done=progress)
+                           on_done=progress, progress=not args.quiet)
     print(f"{report.n_ok} generated, {report.n_kept} kept, {report.n_failed} failed of {report.n_profiles}; "
           f"calls: {report.calls_made} made, {report.calls_reused} reused, {report.calls_failed} errors; "
           f"{report.elapsed_s:.1f}s", file=sys.stderr)

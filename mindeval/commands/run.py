@@ -77,6 +77,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="e.g. judge/length_penalty, or a template file")
     add_judge_options(p)
     p.add_argument("--new-run", action="store_true", help="start a new run even if --out holds one")
+    p.add_argument("--max-cost", type=float, default=None, metavar="USD",
+                   help="stop cleanly (resumable) before the run's spend could exceed USD (default: no cap)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the number of calls and estimated tokens and dollars per role; call no model")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=handle)
 
@@ -97,7 +101,16 @@ def add_judge_options(p: argparse.ArgumentParser, *, fewshot_k: int = DEFAULT_FE
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..runner import RunOptions, run_benchmark
+    """Exit 0 when every profile was simulated and judged; 1 when something failed or
+    --max-cost stopped the run (re-running continues it)."""
+    from ..runner import (
+        RunOptions,
+        estimate_run,
+        format_estimate,
+        is_complete,
+        prepare,
+        run_benchmark,
+    )
 
     opts = RunOptions(
         patient=role_spec(args, "patient"), clinician=role_spec(args, "clinician"),
@@ -106,7 +119,11 @@ def handle(args: argparse.Namespace) -> int:
         profiles=args.profiles, limit=args.limit, turns=args.turns, out=args.out, db_url=args.db,
         concurrency=args.concurrency, seed=args.seed, judge_retries=args.judge_retries,
         judge_samples=args.judge_samples, fewshot=args.fewshot_file, fewshot_k=args.fewshot_k,
-        new_run=args.new_run, progress=not args.quiet,
+        new_run=args.new_run, progress=not args.quiet, max_cost=args.max_cost,
     )
+    if args.dry_run:
+        prep = prepare(opts)
+        print(format_estimate(estimate_run(prep), len(prep.profiles), prep.config.turns))
+        return 0
     summary = run_benchmark(opts)
-    return 0 if summary["n_interactions"] else 1
+    return 0 if is_complete(summary) else 1

@@ -13,10 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,11 +23,14 @@ from pydantic import BaseModel
 from .. import __version__
 from ..config import spec_with_defaults
 from ..errors import MindEvalError, ModelCallError
+from ..files import atomic_write, write_json
 from ..llm.gateway import ModelSpec, check_model_string
 from ..prompts import PromptTemplate, load_template, render_backstory
 from ..records import Profile, load_profiles
 from ..store import CallLog, Database, redact_url, sqlite_url
-from .sampler import atomic_write, profiles_jsonl, sidecar
+from ..store.runs import Writer, ensure_run
+from ..workers import check_concurrency, run_pool
+from .sampler import profiles_jsonl, sidecar
 
 DEFAULT_TEMPLATE = "backstory/default"
 DEFAULT_RETRIES = 3
@@ -129,7 +130,7 @@ class BackstoryOutcome(BaseModel):
     calls_reused: int = 0
 
 
-def generate_one(
+async def generate_one(
     log: CallLog, spec: ModelSpec, tpl: PromptTemplate, profile: Profile, index: int, *,
     retries: int = DEFAULT_RETRIES, seed: int | None = None,
 ) -> BackstoryOutcome:
@@ -140,7 +141,7 @@ def generate_one(
     for attempt in range(1, retries + 1):
         out.attempts = attempt
         try:
-            call = log.call(ROLE, spec, messages, seed=seed, tag=f"backstory:{profile.id}:{attempt}")
+            call = await log.call(ROLE, spec, messages, seed=seed, tag=f"backstory:{profile.id}:{attempt}")
         except ModelCallError as exc:
             out.error = str(exc)
             return out
@@ -164,7 +165,7 @@ def generate_one(
 def generate_backstories(
     profiles: list[Profile], spec: ModelSpec, log: CallLog, *, template: str | PromptTemplate = DEFAULT_TEMPLATE,
     retries: int = DEFAULT_RETRIES, seed: int | None = None, concurrency: int = 1,
-    regenerate: bool = False, on_done: Callable[[BackstoryOutcome], None] | None = None,
+    regenerate: bool = False, on_done: Callable[[BackstoryOutcome], None] | None = None, progress: bool = False,
 ) -> list[BackstoryOutcome]:
     """Backstories for ``profiles`` (input order); profiles that have one are kept unless ``regenerate``."""
     if retries < 1:
@@ -181,25 +182,13 @@ def generate_backstories(
                 on_done(results[i])
         else:
             todo.append(i)
-    lock = threading.Lock()
 
-    def work(i: int) -> None:
-        res = generate_one(log, spec, tpl, profiles[i], i, retries=retries, seed=seed)
-        with lock:
-            results[i] = res
-            if on_done:
-                on_done(res)
+    async def work(i: int) -> None:
+        results[i] = await generate_one(log, spec, tpl, profiles[i], i, retries=retries, seed=seed)
+        if on_done:
+            on_done(results[i])
 
-    if concurrency <= 1:
-        for i in todo:
-            work(i)
-    else:
-        pool = ThreadPoolExecutor(max_workers=concurrency)
-        try:
-            for fut in as_completed([pool.submit(work, i) for i in todo]):
-                fut.result()
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+    run_pool(todo, work, concurrency=concurrency, desc="backstories", progress=progress)
     return [results[i] for i in range(len(profiles))]
 
 
@@ -232,7 +221,7 @@ def run_config(spec: ModelSpec, tpl: PromptTemplate, seed: int | None) -> dict[s
 def generate_file(
     source: str | Path, output: str | Path, spec: ModelSpec, *, template: str = DEFAULT_TEMPLATE,
     retries: int = DEFAULT_RETRIES, seed: int | None = 0, concurrency: int = 1, db_url: str | None = None,
-    regenerate: bool = False, on_done: Callable[[BackstoryOutcome], None] | None = None,
+    regenerate: bool = False, on_done: Callable[[BackstoryOutcome], None] | None = None, progress: bool = False,
 ) -> GenerationReport:
     """Read profiles, generate backstories, write ``output`` plus its sidecar files.
 
@@ -240,13 +229,12 @@ def generate_file(
     failures go to ``<stem>.failures.jsonl`` and provenance to ``<stem>.meta.json``.
     Calls are stored in ``<stem>.backstory.db`` beside the output unless ``db_url`` is given.
     """
-    from ..runner import ensure_run
-
     started = time.perf_counter()
     src, out = Path(source), Path(output)
     if src.resolve() == out.resolve():
         raise MindEvalError("the output must be a different file from the input", path=out)
     check_model_string(spec.model)
+    check_concurrency(concurrency)
     spec = spec_with_defaults(ROLE, spec)
     profiles = load_profiles(src)
     tpl = load_template(template, kind="backstory")
@@ -259,9 +247,14 @@ def generate_file(
         chash = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
         run_id = f"backstory-{chash[:16]}"
         ensure_run(db, run_id, config, ROLE, chash)
-        log = CallLog(db, run_id)
-        outcomes = generate_backstories(profiles, spec, log, template=tpl, retries=retries, seed=seed,
-                                        concurrency=concurrency, regenerate=regenerate, on_done=on_done)
+        writer = Writer(db)
+        log = CallLog(db, run_id, writer)
+        try:
+            outcomes = generate_backstories(profiles, spec, log, template=tpl, retries=retries, seed=seed,
+                                            concurrency=concurrency, regenerate=regenerate, on_done=on_done,
+                                            progress=progress)
+        finally:
+            writer.close()
     finally:
         db.close()
     kept = [
@@ -292,5 +285,5 @@ def generate_file(
         "prompt": {"ref": tpl.ref, "sha256": tpl.sha256}, "retries": retries, "seed": seed,
         "source_sha256": hashlib.sha256(src.read_bytes()).hexdigest(), "mindeval_version": __version__,
     }
-    atomic_write(sidecar(out, "meta.json"), (json.dumps(meta, indent=2) + "\n").encode())
+    write_json(sidecar(out, "meta.json"), meta)
     return report

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ import numpy as np
 
 from .. import __version__
 from ..errors import MindEvalError
+from ..files import atomic_write
 from ..records import Profile, ProfileAttributes
 from .pool import AttributePool, load_pool
 from .rules import sample_attributes
@@ -55,22 +54,6 @@ def profiles_jsonl(profiles: list[Profile]) -> bytes:
     """The exact bytes of a profiles.jsonl file (authors' schema, UTF-8, one object per line)."""
     lines = [json.dumps(p.to_json(), ensure_ascii=False) + "\n" for p in profiles]
     return "".join(lines).encode("utf-8")
-
-
-def atomic_write(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and move it into place."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def sidecar(path: str | Path, suffix: str) -> Path:

@@ -1,25 +1,40 @@
-"""The call log: every model call is hashed, stored and committed before the next starts.
+"""The call log: every model call is hashed, stored and committed before the next step.
 
 A request already answered in this run is never sent again: :meth:`CallLog.call`
 returns the stored reply instead, which is what makes a killed run resumable at
 zero repeated cost. Failed calls are logged too but never reused.
+
+The hash covers the full request (model, parameters, every message, format, seed,
+tag). What is stored is linear in the turns: a request whose messages are an
+interaction's stored turns keeps only a reference to them (``ref``), not a copy of
+the history per call.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from ..errors import ModelCallError
 from ..llm.gateway import Completion, ModelSpec, complete
 from ..records import Usage
 from .db import Database
+from .runs import RunStore, Writer
 from .tables import CallRow
+
+try:  # the gateway's async call path
+    from ..llm.gateway import acomplete
+except ImportError:  # pragma: no cover - until the gateway has it
+    import asyncio
+
+    async def acomplete(spec: ModelSpec, messages: list[dict[str, str]], *, response_format: dict[str, Any] | None = None,
+                        seed: int | None = None, role: str = "", policy: Any = None) -> Completion:
+        return await asyncio.to_thread(complete, spec, messages, response_format=response_format, seed=seed)
 
 
 def request_hash(
@@ -57,80 +72,129 @@ class CallCounters:
     failed: int = 0
 
 
-class CallLog:
-    """Model calls of one run, backed by the ``calls`` table."""
+# An operation run in the same transaction as a successful call record (e.g. saving the turn).
+AfterCall = Callable[[int, Completion], Callable[[Session], Any]]
 
-    def __init__(self, db: Database, run_id: str) -> None:
+
+class CallLog:
+    """Model calls of one run, backed by the ``calls`` table.
+
+    ``guard`` (e.g. a :class:`mindeval.budget.Budget`) is asked before every new call
+    and told its cost after it.
+    """
+
+    def __init__(self, db: Database, run_id: str, writer: Writer | None = None, guard: Any = None) -> None:
         self.db = db
         self.run_id = run_id
+        self.store = RunStore(db, run_id, writer)
         self.counters = CallCounters()
-        self._lock = threading.Lock()
+        self.guard = guard
+        self._index: dict[str, CallRow] | None = None
 
     def lookup(self, rhash: str) -> CallRow | None:
-        with self.db.read() as s:
-            return s.scalars(
-                select(CallRow)
-                .where(CallRow.run_id == self.run_id, CallRow.request_hash == rhash, CallRow.status == "ok")
-                .order_by(CallRow.id.desc())
-                .limit(1)
-            ).first()
+        if self._index is None:
+            self._index = self.store.ok_calls()
+        return self._index.get(rhash)
 
-    def call(
-        self,
-        role: str,
-        spec: ModelSpec,
-        messages: list[dict[str, str]],
-        *,
-        response_format: dict[str, Any] | None = None,
-        seed: int | None = None,
-        tag: str = "",
+    async def call(
+        self, role: str, spec: ModelSpec, messages: list[dict[str, str]], *,
+        response_format: dict[str, Any] | None = None, seed: int | None = None, tag: str = "",
+        ref: dict[str, Any] | None = None, after: AfterCall | None = None,
     ) -> LoggedCall:
-        """Return the stored reply for this exact request, or make the call and store it."""
+        """Return the stored reply for this exact request, or make the call and commit it.
+
+        ``ref`` replaces the stored copy of ``messages`` (they must be reproducible from
+        it); ``after`` is committed together with the call record.
+        """
         rhash = request_hash(spec, messages, response_format=response_format, seed=seed, tag=tag)
-        row = self.lookup(rhash)
-        if row is not None:
-            with self._lock:
-                self.counters.reused += 1
-            return LoggedCall(_completion(row), row.id, reused=True)
-        request = {
-            "messages": messages,
-            "params": spec.params(),
-            "response_format": response_format,
-            "seed": seed,
-        }
+        hit = self._reuse(rhash)
+        if hit is not None:
+            return hit
+        hold = self.guard.reserve(role, spec, messages) if self.guard else None
         try:
-            comp = complete(spec, messages, response_format=response_format, seed=seed)
+            comp = await acomplete(spec, messages, response_format=response_format, seed=seed, role=role)
         except ModelCallError as exc:
-            with self.db.write() as s:
-                s.add(
-                    CallRow(
-                        run_id=self.run_id, role=role, tag=tag, request_hash=rhash,
-                        model=spec.model, request_json=request, status="error", error=str(exc),
-                    )
-                )
-            with self._lock:
-                self.counters.failed += 1
+            for key, val in (("role", role), ("model", spec.model)):
+                if not getattr(exc, key, ""):
+                    setattr(exc, key, val)
+            if self.guard:
+                self.guard.settle(hold, 0.0)
+            await self.store.arun(self._record_error(role, spec, rhash, tag, exc))
             raise
-        with self.db.write() as s:
-            new = CallRow(
+        if self.guard:
+            self.guard.settle(hold, getattr(comp, "cost_usd", None))
+        rec = self._record_ok(role, spec, messages, rhash, tag, response_format, seed, ref, comp, after)
+        return self._stored(comp, rhash, await self.store.arun(rec))
+
+    def call_sync(
+        self, role: str, spec: ModelSpec, messages: list[dict[str, str]], *, seed: int | None = None,
+        tag: str = "", after: AfterCall | None = None,
+    ) -> LoggedCall:
+        """:meth:`call` for synchronous callers (the annotation app), through the blocking gateway."""
+        rhash = request_hash(spec, messages, seed=seed, tag=tag)
+        hit = self._reuse(rhash)
+        if hit is not None:
+            return hit
+        try:
+            comp = complete(spec, messages, seed=seed)
+        except ModelCallError as exc:
+            self.store.run(self._record_error(role, spec, rhash, tag, exc))
+            raise
+        rec = self._record_ok(role, spec, messages, rhash, tag, None, seed, None, comp, after)
+        return self._stored(comp, rhash, self.store.run(rec))
+
+    # ---- internals
+    def _reuse(self, rhash: str) -> LoggedCall | None:
+        row = self.lookup(rhash)
+        if row is None:
+            return None
+        self.counters.reused += 1
+        return LoggedCall(_completion(row), row.id, reused=True)
+
+    def _stored(self, comp: Completion, rhash: str, row: CallRow) -> LoggedCall:
+        if self._index is not None:
+            self._index[rhash] = row
+        self.counters.made += 1
+        return LoggedCall(comp, row.id, reused=False)
+
+    def _record_error(self, role: str, spec: ModelSpec, rhash: str, tag: str, exc: ModelCallError):
+        self.counters.failed += 1
+
+        def op(s: Session) -> None:
+            s.add(CallRow(run_id=self.run_id, role=role, tag=tag, request_hash=rhash, model=spec.model,
+                          request_json={"params": spec.params()}, status="error", error=str(exc)))
+        return op
+
+    def _record_ok(self, role: str, spec: ModelSpec, messages: list[dict[str, str]], rhash: str, tag: str,
+                   response_format: dict[str, Any] | None, seed: int | None, ref: dict[str, Any] | None,
+                   comp: Completion, after: AfterCall | None):
+        request: dict[str, Any] = {"params": spec.params(), "response_format": response_format, "seed": seed}
+        if ref is not None:
+            request["ref"] = ref
+        else:
+            request["messages"] = messages
+        u = comp.usage
+
+        def op(s: Session) -> CallRow:
+            row = CallRow(
                 run_id=self.run_id, role=role, tag=tag, request_hash=rhash, model=spec.model,
-                request_json=request, status="ok", response_text=comp.text,
-                reasoning=comp.reasoning, prompt_tokens=comp.usage.prompt_tokens,
-                completion_tokens=comp.usage.completion_tokens, latency_s=comp.latency_s,
+                request_json=request, status="ok", response_text=comp.text, reasoning=comp.reasoning,
+                prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
+                cached_tokens=getattr(u, "cached_tokens", 0), cache_write_tokens=getattr(u, "cache_write_tokens", 0),
+                cost_usd=getattr(comp, "cost_usd", None), latency_s=comp.latency_s,
             )
-            s.add(new)
+            s.add(row)
             s.flush()
-            call_id = new.id
-        with self._lock:
-            self.counters.made += 1
-        return LoggedCall(comp, call_id, reused=False)
+            if after is not None:
+                after(row.id, comp)(s)
+            return row
+        return op
 
 
 def _completion(row: CallRow) -> Completion:
-    return Completion(
-        text=row.response_text or "",
-        reasoning=row.reasoning,
-        usage=Usage(prompt_tokens=row.prompt_tokens, completion_tokens=row.completion_tokens),
-        latency_s=row.latency_s,
-        model=row.model,
-    )
+    usage: dict[str, Any] = {"prompt_tokens": row.prompt_tokens, "completion_tokens": row.completion_tokens}
+    for extra in ("cached_tokens", "cache_write_tokens"):
+        if extra in Usage.model_fields:
+            usage[extra] = getattr(row, extra) or 0
+    return Completion(text=row.response_text or "", reasoning=row.reasoning, usage=Usage(**usage),
+                      latency_s=row.latency_s, model=row.model)

@@ -1,7 +1,9 @@
 """Opening the run store: any SQLAlchemy URL, SQLite by default.
 
-SQLite connections use WAL and a busy timeout; writes from worker threads are
-serialised by a process-wide lock so concurrent interactions never collide.
+SQLite connections use WAL and a busy timeout. Benchmark runs write through one
+writer thread (:class:`mindeval.store.runs.Writer`); :meth:`Database.write` is the
+blocking path of the annotation app, serialised within the process by a lock.
+Columns added to the run tables since a store was created are added on open.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -55,6 +57,18 @@ def redact_url(url: str) -> str:
         return "<database url>"
 
 
+def add_missing_columns(engine: Engine) -> None:
+    """Add nullable columns the run tables gained since this store was created."""
+    insp = inspect(engine)
+    for table in RunBase.metadata.sorted_tables:
+        have = {c["name"] for c in insp.get_columns(table.name)}
+        for col in table.columns:
+            if col.name not in have and col.nullable:
+                kind = col.type.compile(dialect=engine.dialect)
+                with engine.begin() as conn:
+                    conn.execute(text(f'ALTER TABLE {table.name} ADD COLUMN "{col.name}" {kind}'))
+
+
 class Database:
     """An engine, a session factory and a write lock."""
 
@@ -66,10 +80,15 @@ class Database:
         if create:
             try:
                 RunBase.metadata.create_all(self.engine)
+                add_missing_columns(self.engine)
             except OperationalError as exc:
                 raise MindEvalError(
                     f"cannot open database {redact_url(url)}: {exc.orig}"
                 ) from None
+
+    def session(self) -> Session:
+        """A plain session (the writer thread commits it itself)."""
+        return self._sessions()
 
     @contextmanager
     def read(self) -> Iterator[Session]:

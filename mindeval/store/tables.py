@@ -49,6 +49,8 @@ class CallRow(RunBase):
     tag: Mapped[str] = mapped_column(String(200), default="")
     request_hash: Mapped[str] = mapped_column(String(64))
     model: Mapped[str] = mapped_column(String(200))
+    # Model parameters, format and seed; the messages only when they are not a run's stored
+    # turns (those are referenced as {"interaction", "turns", "system_sha256"}: linear storage).
     request_json: Mapped[dict] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(16))  # ok | error
     response_text: Mapped[str | None] = mapped_column(Text, nullable=True)
@@ -56,6 +58,9 @@ class CallRow(RunBase):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cached_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True, default=0)
+    cache_write_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True, default=0)
+    cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
     latency_s: Mapped[float] = mapped_column(Float, default=0.0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -109,5 +114,6 @@ class JudgmentRow(RunBase):
     rationale: Mapped[str | None] = mapped_column(Text, nullable=True)
     parse_status: Mapped[str] = mapped_column(String(16))
     attempts: Mapped[int] = mapped_column(Integer, default=1)
+    round: Mapped[int | None] = mapped_column(Integer, nullable=True, default=0)  # re-runs after a failure
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

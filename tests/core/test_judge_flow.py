@@ -1,17 +1,24 @@
 """Judge retries with feedback, recorded failures, no repeated calls on re-run."""
 
+import asyncio
+
 import pytest
 
-from mindeval.judge import build_judge_messages, judge_transcript
+from mindeval.judge import build_judge_messages
+from mindeval.judge import judge_transcript as _judge
 from mindeval.llm import ModelSpec
 from mindeval.llm.fake import script
 from mindeval.prompts import load_template
 from mindeval.records import load_profiles
-from mindeval.runner import ensure_run
 from mindeval.store import CallLog, Database
+from mindeval.store.runs import ensure_run
 
 MSGS = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi, how are you?"}]
 GOOD = '{"CAC": 3, "EPC": 5, "AR": 2, "TRA": 4, "ASCQ": 1}'
+
+
+def judge_transcript(*args, **kwargs):
+    return asyncio.run(_judge(*args, **kwargs))
 
 
 @pytest.fixture

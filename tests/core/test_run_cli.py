@@ -57,7 +57,7 @@ def test_failed_judgments_are_counted_and_excluded(tmp_path):
     out = tmp_path / "D"
     args = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/echo", "--quiet",
             "--limit", "2", "--turns", "2", "--judge-retries", "2", "--out", str(out)]
-    assert run(args) == 0
+    assert run(args) == 1
     s = json.loads((out / "summary.json").read_text())
     assert s["n_failed_judgments"] == 2 and s["n_judged"] == 0 and s["average"] is None
     judg = [json.loads(x) for x in (out / "judgments.jsonl").read_text().splitlines()]

@@ -1,13 +1,15 @@
 """The interaction loop with scripted fake models: turn order, role views, persistence."""
 
+import asyncio
+
 import pytest
 
 from mindeval.errors import ModelCallError
 from mindeval.llm import ModelSpec
 from mindeval.llm.fake import script
-from mindeval.runner import ensure_run
-from mindeval.simulate import load_turns, role_view, run_interaction
-from mindeval.store import CallLog, Database
+from mindeval.simulate import role_view, run_interaction
+from mindeval.store import CallLog, Database, request_hash
+from mindeval.store.runs import ensure_run, load_turns
 
 
 @pytest.fixture
@@ -28,10 +30,10 @@ def add_interaction(log, iid):
 
 def play(log, turns, patient="fake/echo", clinician="fake/echo", iid="i1"):
     add_interaction(log, iid)
-    return run_interaction(
+    return asyncio.run(run_interaction(
         log, iid, patient_spec=ModelSpec(model=patient), clinician_spec=ModelSpec(model=clinician),
         patient_prompt="PATIENT SYSTEM", clinician_prompt="CLINICIAN SYSTEM", turns=turns,
-    )
+    ))
 
 
 def test_default_turn_structure(log):
@@ -55,19 +57,23 @@ def test_each_side_sees_its_own_view(log):
 
     with log.db.read() as s:
         calls = s.scalars(select(CallRow).order_by(CallRow.id)).all()
-    clin2 = calls[2].request_json["messages"]
-    assert clin2 == [
+    clin2 = [
         {"role": "system", "content": "CLINICIAN SYSTEM"},
         {"role": "user", "content": "Hello."},
         {"role": "assistant", "content": "C1"},
         {"role": "user", "content": "P1"},
     ]
-    pat1 = calls[1].request_json["messages"]
-    assert pat1 == [
+    pat1 = [
         {"role": "system", "content": "PATIENT SYSTEM"},
         {"role": "assistant", "content": "Hello."},
         {"role": "user", "content": "C1"},
     ]
+    # The stored hash is of exactly these messages; the stored request references the turns.
+    for row, msgs, spec in ((calls[2], clin2, c), (calls[1], pat1, p)):
+        seed = row.request_json["seed"]
+        assert row.request_hash == request_hash(ModelSpec(model=spec), msgs, seed=seed, tag=row.tag)
+        assert "messages" not in row.request_json
+        assert row.request_json["ref"]["interaction"] == "i1" and row.request_json["ref"]["turns"] == len(msgs) - 1
 
 
 def test_role_view_helper():
@@ -82,14 +88,14 @@ def test_turns_committed_before_failure_and_resume(log):
     c = script("clin-fail", ["C1"])  # second clinician call will fail: script exhausted
     with pytest.raises(ModelCallError):
         play(log, 4, clinician=c, iid="i2")
-    kept = load_turns(log, "i2")
+    kept = load_turns(log.db, "i2")
     assert [t.content for t in kept][:2] == ["Hello.", "C1"] and len(kept) == 3
     made_before = log.counters.made
     c2 = script("clin-fail", ["C2"])
-    turns = run_interaction(
+    turns = asyncio.run(run_interaction(
         log, "i2", patient_spec=ModelSpec(model="fake/echo"), clinician_spec=ModelSpec(model=c2),
         patient_prompt="PATIENT SYSTEM", clinician_prompt="CLINICIAN SYSTEM", turns=4,
-    )
+    ))
     assert [t.content for t in turns[:2]] == ["Hello.", "C1"] and turns[3].content == "C2"
     assert log.counters.made == made_before + 2
 

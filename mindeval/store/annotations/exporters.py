@@ -19,10 +19,9 @@ from mindeval.authors import JUSTIFICATION, RESP, SAFETY, STATUS, USERS, load_ma
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.records import ATTRIBUTE_FIELDS
-from mindeval.simulate import load_turns
 
-from ..calls import CallLog
 from ..db import Database
+from ..runs import load_turns
 from ..tables import InteractionRow
 from .studies import get_study
 from .tables import (
@@ -182,7 +181,7 @@ def interactions_jsonl(db: Database, study_id: int) -> str:
     """Finished role-play sessions as rows of a run's ``interactions.jsonl``."""
     lines = []
     for sess, sp, _name in _finished_sessions(db, study_id):
-        turns = load_turns(CallLog(db, sess.run_id), sess.interaction_id)
+        turns = load_turns(db, sess.interaction_id)
         with db.read() as s:
             inter = s.get(InteractionRow, sess.interaction_id)
         attrs = sp.profile_json["member_attributes"]
@@ -203,7 +202,7 @@ def user_turns_rows(db: Database, study_id: int) -> list[dict[str, Any]]:
         attrs = sp.profile_json["member_attributes"]
         profile = {k: attrs[k] for k in ATTRIBUTE_FIELDS if k in attrs}
         profile["backstory"] = sp.profile_json.get("member_narrative") or ""
-        for t in load_turns(CallLog(db, sess.run_id), sess.interaction_id):
+        for t in load_turns(db, sess.interaction_id):
             if t.role == "patient" and t.author == "human":
                 rows.append({"patient_profile": profile, "content": t.content})
     return rows

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import select, update
 
 from ..db import Database
-from ..tables import InteractionRow
+from ..runs import RunStore
 from .common import AccessDenied, Conflict
 from .tables import ItemRow, RoleplaySessionRow, StudyProfileRow, StudyRow, utcnow
 
@@ -76,5 +76,5 @@ def finish_session(db: Database, sess: RoleplaySessionRow, **item: Any) -> int:
         s.add(row)
         s.flush()
         s.execute(update(RoleplaySessionRow).where(RoleplaySessionRow.id == sess.id).values(item_id=row.id))
-        s.execute(update(InteractionRow).where(InteractionRow.id == sess.interaction_id).values(status="complete"))
+        RunStore.set_status(sess.interaction_id, "complete")(s)
         return row.id

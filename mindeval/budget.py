@@ -1,0 +1,91 @@
+"""Token and dollar estimates before a call, and the ``--max-cost`` guard.
+
+Estimates count ~4 characters per token (:data:`~mindeval.config.CHARS_PER_TOKEN`) and
+assume replies of :data:`~mindeval.config.ASSUMED_REPLY_TOKENS` tokens; prices come
+from litellm's bundled, offline price map.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import ASSUMED_REPLY_TOKENS, CHARS_PER_TOKEN, TOKENS_PER_MESSAGE
+from .errors import MindEvalError
+from .llm.gateway import ModelSpec
+
+
+def estimate_tokens(text: str) -> int:
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    return sum(estimate_tokens(str(m.get("content", ""))) + TOKENS_PER_MESSAGE for m in messages)
+
+
+def reply_tokens(role: str, spec: ModelSpec, *, worst: bool = False) -> int:
+    """The assumed reply length; with ``worst`` the cap (``max_tokens``) when one is set."""
+    assumed = ASSUMED_REPLY_TOKENS.get(role, ASSUMED_REPLY_TOKENS["clinician"])
+    if spec.max_tokens is None:
+        return assumed
+    return spec.max_tokens if worst else min(assumed, spec.max_tokens)
+
+
+def prices(model: str) -> tuple[float, float, float] | None:
+    """``(input, output, cache_read)`` dollars per token, or None when the model has no price."""
+    try:
+        from .llm.cost import price_per_token  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - until the gateway has it
+        return _litellm_prices(model)
+    return price_per_token(model)
+
+
+def _litellm_prices(model: str) -> tuple[float, float, float] | None:
+    from .llm.gateway import litellm_module
+
+    table = litellm_module().model_cost
+    entry = table.get(model) or table.get(model.split("/", 1)[-1])
+    if not entry or entry.get("input_cost_per_token") is None:
+        return None
+    inp = float(entry["input_cost_per_token"])
+    return inp, float(entry.get("output_cost_per_token") or 0.0), float(entry.get("cache_read_input_token_cost") or inp)
+
+
+def cost(model: str, prompt: int, completion: int) -> float | None:
+    p = prices(model)
+    return None if p is None else prompt * p[0] + completion * p[1]
+
+
+class BudgetExceeded(MindEvalError):
+    """The next call could exceed ``--max-cost``: the run stops here, resumable."""
+
+
+class Budget:
+    """Refuses a call whose worst-case cost could take the run past ``max_usd``.
+
+    ``spent`` starts at what earlier invocations of the run already paid. A reserved
+    estimate is held while the call is in flight, then replaced by its real cost.
+    """
+
+    def __init__(self, max_usd: float, spent: float = 0.0) -> None:
+        self.max_usd = max_usd
+        self.spent = spent
+        self.pending = 0.0
+
+    def check_priced(self, specs: dict[str, ModelSpec]) -> None:
+        for role, spec in specs.items():
+            if not spec.model.startswith(("fake/", "local/")) and prices(spec.model) is None:
+                raise MindEvalError(f"--max-cost needs prices, and {role} model {spec.model} has none in "
+                                    "litellm's price map", field="--max-cost")
+
+    def reserve(self, role: str, spec: ModelSpec, messages: list[dict[str, Any]]) -> float:
+        est = cost(spec.model, prompt_tokens(messages), reply_tokens(role, spec, worst=True)) or 0.0
+        if self.spent + self.pending + est > self.max_usd:
+            raise BudgetExceeded(
+                f"stopped before exceeding --max-cost ${self.max_usd:.2f} (spent ${self.spent:.4f}); "
+                "re-run with a higher --max-cost to continue where it stopped")
+        self.pending += est
+        return est
+
+    def settle(self, held: float | None, actual: float | None) -> None:
+        self.pending -= held or 0.0
+        self.spent += (held or 0.0) if actual is None else actual

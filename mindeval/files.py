@@ -1,0 +1,29 @@
+"""Writing output files atomically: a reader never sees half a file, a crash leaves the old one."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write(path: str | Path, data: bytes | str) -> None:
+    """Write ``data`` to a temporary file beside ``path`` and move it into place."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | Path, obj: Any, indent: int = 2) -> None:
+    atomic_write(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")

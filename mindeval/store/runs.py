@@ -1,0 +1,292 @@
+"""The one storage layer of runs: create/resume a run, save turns and judgments, status, export.
+
+Every run table (runs, calls, interactions, turns, judgments) is written here and
+nowhere else. Operations are plain functions of a SQLAlchemy ``Session``; a
+:class:`RunStore` runs them either synchronously (the annotation app) or through
+its :class:`Writer` — one thread that owns the connection and commits each batch of
+queued operations in one transaction (group commit). An ``await store.arun(op)``
+returns only after ``op`` is committed, so every call, turn and judgment is durable
+before that interaction's next step, while 50 concurrent interactions share one
+commit instead of queueing on a lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import uuid
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from .. import __version__
+from ..config import config_diff
+from ..errors import ConfigMismatchError
+from ..records import Interaction, Judgment, Profile, Turn, Usage
+from .db import Database
+from .tables import CallRow, InteractionRow, JudgmentRow, RunRow, TurnRow
+
+T = TypeVar("T")
+Op = Callable[[Session], T]
+
+
+# ------------------------------------------------------------------------ the writer
+
+
+class Writer:
+    """One thread owning the database connection; queued operations are committed in batches."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._queue: queue.SimpleQueue[tuple[Op[Any], Future[Any]] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name="mindeval-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, op: Op[T]) -> Future[T]:
+        fut: Future[T] = Future()
+        self._queue.put((op, fut))
+        return fut
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+
+    def _loop(self) -> None:
+        stop = False
+        while not stop:
+            batch = [self._queue.get()]
+            while True:  # drain what is queued now: one commit for all of it
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = None in batch
+            jobs = [j for j in batch if j is not None]
+            if jobs:
+                self._commit(jobs)
+
+    def _commit(self, jobs: list[tuple[Op[Any], Future[Any]]]) -> None:
+        try:
+            with self.db.session() as s:
+                results = [op(s) for op, _ in jobs]
+                s.commit()
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            if len(jobs) == 1:
+                jobs[0][1].set_exception(exc)
+            else:  # run each alone: one bad operation must not undo the others
+                for job in jobs:
+                    self._commit([job])
+            return
+        for (_, fut), res in zip(jobs, results, strict=True):
+            fut.set_result(res)
+
+
+# ------------------------------------------------------------------------- the store
+
+
+class RunStore:
+    """The tables of one run, written synchronously or through a :class:`Writer`."""
+
+    def __init__(self, db: Database, run_id: str, writer: Writer | None = None) -> None:
+        self.db = db
+        self.run_id = run_id
+        self.writer = writer
+
+    def run(self, op: Op[T]) -> T:
+        """Run ``op`` in a transaction now (blocking)."""
+        with self.db.write() as s:
+            return op(s)
+
+    async def arun(self, op: Op[T]) -> T:
+        """Run ``op`` through the writer; return after it is committed."""
+        if self.writer is None:
+            return self.run(op)
+        return await asyncio.wrap_future(self.writer.submit(op))
+
+    # ---- calls
+    def ok_calls(self) -> dict[str, CallRow]:
+        """Every successful call of the run by request hash (the resume index)."""
+        with self.db.read() as s:
+            rows = s.scalars(select(CallRow).where(CallRow.run_id == self.run_id, CallRow.status == "ok")
+                             .order_by(CallRow.id)).all()
+        return {r.request_hash: r for r in rows}
+
+    def spent_usd(self) -> float:
+        with self.db.read() as s:
+            val = s.scalar(select(func.sum(CallRow.cost_usd)).where(CallRow.run_id == self.run_id,
+                                                                     CallRow.status == "ok"))
+        return float(val or 0.0)
+
+    def usage_by_role(self) -> dict[str, dict[str, Any]]:
+        """Calls, tokens (prompt, cached, completion) and dollars per role over successful calls."""
+        cols = (CallRow.prompt_tokens, CallRow.cached_tokens, CallRow.completion_tokens, CallRow.cost_usd)
+        with self.db.read() as s:
+            rows = s.execute(
+                select(CallRow.role, func.count(CallRow.id), *(func.sum(c) for c in cols),
+                       func.count(CallRow.cost_usd))
+                .where(CallRow.run_id == self.run_id, CallRow.status == "ok").group_by(CallRow.role)
+            ).all()
+        out: dict[str, dict[str, Any]] = {}
+        for role, n, prompt, cached, completion, cost, n_priced in rows:
+            out[role] = {
+                "calls": int(n), "prompt_tokens": int(prompt or 0), "cached_tokens": int(cached or 0),
+                "uncached_prompt_tokens": int(prompt or 0) - int(cached or 0),
+                "completion_tokens": int(completion or 0),
+                "cost_usd": round(float(cost), 6) if n_priced else None,
+            }
+        return out
+
+    def failed_calls(self) -> list[tuple[str, str, str]]:
+        """``(role, model, error)`` of every failed call, oldest first."""
+        with self.db.read() as s:
+            return [tuple(r) for r in s.execute(
+                select(CallRow.role, CallRow.model, CallRow.error)
+                .where(CallRow.run_id == self.run_id, CallRow.status == "error").order_by(CallRow.id)).all()]
+
+    # ---- interactions and turns
+    def ensure_interaction(self, iid: str, position: int, profile: Profile, clinician: str,
+                           patient: str | None) -> Op[None]:
+        def op(s: Session) -> None:
+            row = s.get(InteractionRow, iid)
+            if row is None:
+                s.add(InteractionRow(id=iid, run_id=self.run_id, position=position, profile_id=profile.id,
+                                     profile_json=profile.to_json(), clinician_model=clinician,
+                                     patient_model=patient, status="running"))
+            elif row.status == "failed":  # retried now
+                row.status, row.error = "running", None
+        return op
+
+    @staticmethod
+    def set_status(iid: str, status: str, error: str | None = None) -> Op[None]:
+        def op(s: Session) -> None:
+            s.execute(update(InteractionRow).where(InteractionRow.id == iid).values(status=status, error=error))
+        return op
+
+    @staticmethod
+    def add_turn(iid: str, turn: Turn) -> Op[None]:
+        def op(s: Session) -> None:
+            s.add(TurnRow(
+                interaction_id=iid, idx=turn.index, role=turn.role, content=turn.content,
+                reasoning=turn.reasoning, model=turn.model, author=turn.author,
+                prompt_tokens=turn.usage.prompt_tokens, completion_tokens=turn.usage.completion_tokens,
+                latency_s=turn.latency_s, call_id=turn.call_id,
+            ))
+        return op
+
+    def load_turns(self, iid: str) -> list[Turn]:
+        return load_turns(self.db, iid)
+
+    def interactions(self) -> list[Interaction]:
+        with self.db.read() as s:
+            rows = s.scalars(select(InteractionRow).where(InteractionRow.run_id == self.run_id)
+                             .order_by(InteractionRow.position, InteractionRow.id)).all()
+            turns: dict[str, list[Turn]] = {}
+            for t in s.scalars(select(TurnRow).join(InteractionRow, InteractionRow.id == TurnRow.interaction_id)
+                               .where(InteractionRow.run_id == self.run_id).order_by(TurnRow.idx)):
+                turns.setdefault(t.interaction_id, []).append(row_to_turn(t))
+        return [Interaction(id=r.id, run_id=self.run_id, profile=Profile.model_validate(r.profile_json),
+                            clinician_model=r.clinician_model, patient_model=r.patient_model,
+                            turns=turns.get(r.id, []), status=r.status, error=r.error) for r in rows]
+
+    # ---- judgments
+    def judgments(self) -> list[Judgment]:
+        with self.db.read() as s:
+            rows = s.scalars(select(JudgmentRow).where(JudgmentRow.run_id == self.run_id)
+                             .order_by(JudgmentRow.interaction_id, JudgmentRow.sample)).all()
+        return [Judgment(interaction_id=r.interaction_id, judge_model=r.judge_model, sample=r.sample,
+                         scores=r.scores_json, raw_text=r.raw_text, rationale=r.rationale,
+                         parse_status=r.parse_status, attempts=r.attempts, error=r.error) for r in rows]
+
+    def judgment_rounds(self) -> dict[tuple[str, str, int], tuple[str, int]]:
+        """``(interaction, judge, sample) -> (parse_status, round)`` of every stored judgment."""
+        with self.db.read() as s:
+            rows = s.execute(select(JudgmentRow.interaction_id, JudgmentRow.judge_model, JudgmentRow.sample,
+                                    JudgmentRow.parse_status, JudgmentRow.round)
+                             .where(JudgmentRow.run_id == self.run_id)).all()
+        return {(r[0], r[1], r[2]): (r[3], r[4] or 0) for r in rows}
+
+    def save_judgment(self, j: Judgment, round_: int = 0) -> Op[None]:
+        """Insert a judgment, or replace a failed one that was retried (``round_`` > 0)."""
+        values = dict(scores_json=j.scores, raw_text=j.raw_text, rationale=j.rationale,
+                      parse_status=j.parse_status, attempts=j.attempts, error=j.error, round=round_)
+
+        def op(s: Session) -> None:
+            row = s.scalars(select(JudgmentRow).where(
+                JudgmentRow.run_id == self.run_id, JudgmentRow.interaction_id == j.interaction_id,
+                JudgmentRow.judge_model == j.judge_model, JudgmentRow.sample == j.sample)).first()
+            if row is None:
+                s.add(JudgmentRow(run_id=self.run_id, interaction_id=j.interaction_id,
+                                  judge_model=j.judge_model, sample=j.sample, **values))
+            else:
+                for k, v in values.items():
+                    setattr(row, k, v)
+        return op
+
+
+# ---------------------------------------------------------------------- runs: create / resume
+
+
+def ensure_run(db: Database, run_id: str, config_json: dict[str, Any], kind: str, config_hash: str = "") -> None:
+    """Create the run row if it does not exist (needed before any call is logged)."""
+    with db.write() as s:
+        if s.get(RunRow, run_id) is None:
+            s.add(RunRow(id=run_id, config_hash=config_hash or run_id, config_json=config_json,
+                         package_version=__version__, kind=kind))
+
+
+def open_run(db: Database, kind: str, prefix: str, config_json: dict[str, Any], config_hash: str,
+             hashed_view: dict[str, Any] | None = None, *, new_run: bool = False,
+             ignore: tuple[str, ...] = ("package_version",)) -> tuple[str, bool]:
+    """Return ``(run_id, resumed)``: resume the latest run of ``kind`` with this hash, or start one.
+
+    A stored run of the same kind with another configuration is refused with a readable
+    diff unless ``new_run`` is set.
+    """
+    with db.read() as s:
+        latest = s.scalars(select(RunRow).where(RunRow.kind == kind)
+                           .order_by(RunRow.created_at.desc()).limit(1)).first()
+    if latest is not None and not new_run:
+        if latest.config_hash == config_hash:
+            return latest.id, True
+        old = {k: v for k, v in latest.config_json.items() if k not in ignore}
+        new = {k: v for k, v in (hashed_view or config_json).items() if k not in ignore}
+        raise mismatch_error(old, new, "Use the same options to resume it, another --out, "
+                             "or --new-run to start a new run here.")
+    run_id = f"{prefix}-{config_hash[:8]}-{uuid.uuid4().hex[:6]}"
+    ensure_run(db, run_id, config_json, kind, config_hash)
+    return run_id, False
+
+
+def mismatch_error(old: dict[str, Any], new: dict[str, Any], hint: str, **where: Any) -> ConfigMismatchError:
+    """The refusal to resume a run under another configuration: one readable line per difference."""
+    return ConfigMismatchError(
+        "this output directory holds a run with a different configuration:\n"
+        + "\n".join(config_diff(old, new) or ["  (package version only)"]) + "\n" + hint, **where)
+
+
+# ------------------------------------------------------------------------------- turns
+
+
+def row_to_turn(r: TurnRow) -> Turn:
+    return Turn(
+        index=r.idx, role=r.role, content=r.content, reasoning=r.reasoning, model=r.model,
+        author=r.author, usage=Usage(prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens),
+        latency_s=r.latency_s, call_id=r.call_id,
+    )
+
+
+def load_turns(db: Database, iid: str) -> list[Turn]:
+    """The stored turns of one interaction, in order."""
+    with db.read() as s:
+        rows = s.scalars(select(TurnRow).where(TurnRow.interaction_id == iid).order_by(TurnRow.idx)).all()
+    return [row_to_turn(r) for r in rows]
+
+
+def save_turn(db: Database, iid: str, turn: Turn) -> None:
+    """Commit one turn now (the annotation app's human turns)."""
+    with db.write() as s:
+        RunStore.add_turn(iid, turn)(s)

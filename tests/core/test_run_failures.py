@@ -1,0 +1,97 @@
+"""Loud failures, retry on re-run, --max-cost, --dry-run and option checks of `mindeval run`."""
+
+import json
+
+import pytest
+
+from mindeval.cli import main
+from mindeval.llm.fake import script
+
+GOOD = '{"CAC": 3, "EPC": 5, "AR": 2, "TRA": 4, "ASCQ": 1}'
+ECHO = ["--patient", "fake/echo", "--clinician", "fake/echo", "--quiet"]
+
+
+def summary(out):
+    return json.loads((out / "summary.json").read_text())
+
+
+def test_failed_judgment_is_reported_and_retried_with_new_calls(tmp_path, capsys):
+    out = tmp_path / "D"
+    judge = script("retry-judge", ["nope", "still nope"])
+    args = [*ECHO, "--judge", judge, "--limit", "1", "--turns", "2", "--judge-retries", "2", "--out", str(out)]
+    assert main(["run", *args]) == 1
+    printed = capsys.readouterr().out
+    assert "means over 0 of 1 interactions" in printed
+    assert f"1 judgment failed  judge {judge}: no scores found" in printed and "Re-run the same command" in printed
+    assert summary(out)["n_failed_judgments"] == 1
+    script("retry-judge", [GOOD])  # the provider answers properly now
+    assert main(["run", *args]) == 0
+    s = summary(out)
+    assert s["n_judged"] == 1 and s["n_failed_judgments"] == 0 and s["n_means_over"] == 1
+    assert s["calls_made"] == 1  # the stored turns are kept, only the judge is asked anew
+    assert "means over 1 of 1 interactions" in capsys.readouterr().out
+
+
+def test_failed_interaction_exits_non_zero_and_resumes(tmp_path, capsys):
+    out = tmp_path / "D"
+    clin = script("retry-clin", [])
+    args = ["--patient", "fake/echo", "--clinician", clin, "--judge", "fake/judge", "--quiet",
+            "--limit", "2", "--turns", "2", "--out", str(out)]
+    assert main(["run", *args]) == 1
+    printed = capsys.readouterr().out
+    assert f"2 interactions failed  clinician {clin}: " in printed and "script exhausted" in printed
+    assert "means over 0 of 2 interactions  (INCOMPLETE)" in printed
+    s = summary(out)
+    assert s["n_failed_interactions"] == 2 and s["failures"][0]["role"] == "clinician"
+    script("retry-clin", ["C1", "C2"])
+    assert main(["run", *args]) == 0
+    s = summary(out)
+    assert s["n_complete"] == 2 and s["calls_made"] == 2 * 2 + 2 and s["failures"] == []
+
+
+def test_concurrency_zero_and_out_file_are_errors(tmp_path, capsys):
+    assert main(["run", *ECHO, "--concurrency", "0", "--out", str(tmp_path / "D")]) == 2
+    assert "--concurrency must be at least 1" in capsys.readouterr().err
+    f = tmp_path / "file.txt"
+    f.write_text("x")
+    assert main(["run", *ECHO, "--out", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "must be a directory" in err and "Traceback" not in err
+
+
+def test_dry_run_estimates_without_calling(tmp_path, capsys):
+    from mindeval.llm import fake
+
+    before = sum(fake.CALLS.values())
+    out = tmp_path / "D"
+    assert main(["run", *ECHO, "--judge", "fake/judge", "--limit", "3", "--turns", "4", "--out", str(out),
+                 "--dry-run"]) == 0
+    printed = capsys.readouterr().out
+    assert "dry run: 3 profiles x 4 turns" in printed and "total: 15 calls" in printed
+    lines = {ln.split()[0]: ln.split() for ln in printed.splitlines() if ln.split()}
+    assert lines["clinician"][2] == "6" and lines["patient"][2] == "6" and lines["judge"][2] == "3"
+    assert sum(fake.CALLS.values()) == before and not out.exists()
+
+
+def test_max_cost_stops_cleanly_and_resumes(tmp_path, capsys, monkeypatch):
+    import mindeval.budget as budget
+
+    monkeypatch.setattr(budget, "prices", lambda model: (1e-4, 1e-4, 1e-5))
+    out = tmp_path / "D"
+    args = [*ECHO, "--judge", "fake/judge", "--limit", "3", "--turns", "4", "--concurrency", "1", "--out", str(out)]
+    assert main(["run", *args, "--max-cost", "0.6"]) == 1
+    printed = capsys.readouterr().out
+    s1 = summary(out)
+    assert s1["stopped"] and "STOPPED: stopped before exceeding --max-cost $0.60" in printed
+    assert 0 < s1["calls_made"] < 15
+    spent = sum(v["cost_usd"] for v in s1["tokens"].values() if v["cost_usd"])
+    assert spent <= 0.6
+    assert main(["run", *args, "--max-cost", "100"]) == 0
+    s2 = summary(out)
+    assert s2["stopped"] is None and s2["n_judged"] == 3
+    assert s1["calls_made"] + s2["calls_made"] == 15  # nothing paid twice
+
+
+@pytest.mark.parametrize("bad", ["--max-cost", "--limit"])
+def test_negative_numbers_are_refused(tmp_path, capsys, bad):
+    assert main(["run", *ECHO, bad, "-1", "--out", str(tmp_path / "D")]) == 2
