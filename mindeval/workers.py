@@ -21,7 +21,7 @@ R = TypeVar("R")
 
 def check_concurrency(n: int) -> int:
     if n < 1:
-        raise MindEvalError(f"--concurrency must be at least 1 (got {n})", field="--concurrency")
+        raise MindEvalError(f"must be at least 1, got {n}", field="--concurrency")
     return n
 
 

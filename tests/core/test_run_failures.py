@@ -49,14 +49,13 @@ def test_failed_interaction_exits_non_zero_and_resumes(tmp_path, capsys):
     assert s["n_complete"] == 2 and s["calls_made"] == 2 * 2 + 2 and s["failures"] == []
 
 
-def test_concurrency_zero_and_out_file_are_errors(tmp_path, capsys):
-    assert main(["run", *ECHO, "--concurrency", "0", "--out", str(tmp_path / "D")]) == 2
-    assert "--concurrency must be at least 1" in capsys.readouterr().err
-    f = tmp_path / "file.txt"
-    f.write_text("x")
-    assert main(["run", *ECHO, "--out", str(f)]) == 2
-    err = capsys.readouterr().err
-    assert "must be a directory" in err and "Traceback" not in err
+def test_concurrency_zero_is_an_error_in_the_python_api_too(tmp_path):
+    from mindeval.errors import MindEvalError
+    from mindeval.runner import RunOptions, run_benchmark
+
+    with pytest.raises(MindEvalError, match="--concurrency: must be at least 1, got 0"):
+        run_benchmark(RunOptions(out=tmp_path / "D", concurrency=0), echo=None)
+    assert not (tmp_path / "D").exists()
 
 
 def test_dry_run_estimates_without_calling(tmp_path, capsys):
