@@ -35,7 +35,7 @@ from mindeval.records import (
     read_run,
 )
 
-from .rollup import ALL_AXES, AVERAGE, RATING_COLUMNS, rollup
+from .rollup import ALL_AXES, AVERAGE, RATING_COLUMNS, judge_axis_frame, rollup
 
 SCORE_COLUMNS: tuple[str, ...] = ("profile_id", "system", "interaction_id", "run", "axis", "score")
 # Per-interaction goal fields: they differ between the systems of one profile.
@@ -237,10 +237,8 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
         raise MindEvalError("no judgments in file", path=jpath)
     out: list[RaterScores] = []
     for judge_model, judge_rows in rows.items():
-        wide = pd.DataFrame(judge_rows)
-        n_failed = int(wide[list(AXES)].isna().any(axis=1).sum())
-        vals = wide[list(AXES)]
-        wide[AVERAGE] = vals.mean(axis=1).where(vals.notna().all(axis=1))
+        wide = judge_axis_frame(pd.DataFrame(judge_rows))
+        n_failed = int(wide[AVERAGE].isna().sum())
         long = wide.melt(
             id_vars=["profile_id", "system", "interaction_id", "run"], value_vars=list(ALL_AXES),
             var_name="axis", value_name="score",

@@ -49,12 +49,6 @@ class CriteriaMapping(BaseModel):
     def field_subaxis(self) -> dict[str, str]:
         return {f: s for f, s in self.fields.items() if s is not None}
 
-    def criterion_for(self, subaxis_id: str) -> str:
-        for crit, sub in self.fields.items():
-            if sub == subaxis_id:
-                return crit
-        raise MindEvalError(f"no criterion maps to sub-axis '{subaxis_id}'", path=self.source)
-
 
 def default_mapping_path() -> Path:
     return guidelines_dir() / MAPPING_FILE

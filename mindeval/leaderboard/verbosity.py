@@ -83,14 +83,6 @@ class VerbosityCounts(BaseModel):
             self.words += count_words(text)
             self.long_turns += n > LONG_TURN_SENTENCES
 
-    def merge(self, other: VerbosityCounts) -> VerbosityCounts:
-        return VerbosityCounts(
-            turns=self.turns + other.turns,
-            sentences=self.sentences + other.sentences,
-            words=self.words + other.words,
-            long_turns=self.long_turns + other.long_turns,
-        )
-
     def _ratio(self, x: int) -> float:
         return x / self.turns if self.turns else float("nan")
 
