@@ -10,6 +10,8 @@ clinician prompt rendered with the intake fields only.
 
 from __future__ import annotations
 
+import logging
+
 from sqlalchemy.exc import IntegrityError
 
 from mindeval.config import spec_with_defaults
@@ -32,6 +34,8 @@ from mindeval.store.annotations.tables import (
 from mindeval.store.runs import RunStore, ensure_run, load_turns, save_turn
 
 MAX_MESSAGE = 4000
+REPLY_FAILED = "The clinician did not answer; try again"
+logger = logging.getLogger(__name__)
 
 
 def _profile(sp: StudyProfileRow) -> Profile:
@@ -131,7 +135,9 @@ def reply(db: Database, annotator_id: int, session_id: int) -> None:
         call = CallLog(db, sess.run_id).call_sync("clinician", spec, role_view(system, turns, "clinician"),
                                                   tag=f"turn:{idx}")
     except ModelCallError as exc:
-        raise ReplyFailed(f"the clinician model did not answer ({exc.message})") from None
+        # The annotator is blind to the model: the detail goes to the server log only.
+        logger.warning("role-play session %s, turn %s: clinician call failed: %s", session_id, idx, exc)
+        raise ReplyFailed(REPLY_FAILED) from None
     try:
         save_turn(db, sess.interaction_id, model_turn(idx, "clinician", spec, call.call_id, call.completion))
     except IntegrityError:

@@ -23,6 +23,7 @@ from mindeval.store.annotations.common import (
     NotFound,
     RatingIncomplete,
     ReplyFailed,
+    SignedOut,
 )
 from mindeval.store.annotations.migrations import upgrade
 from mindeval.store.annotations.models import (
@@ -53,11 +54,6 @@ def default_db_url() -> str:
     return os.environ.get(DB_ENV) or f"sqlite:///{Path(DEFAULT_DB_FILE).resolve()}"
 
 
-def _admin(v: Viewer) -> None:
-    if not v.is_admin:
-        raise AccessDenied("only an admin can do this")
-
-
 class Workspace:
     """One annotation database: opened, migrated to the newest schema, ready to use."""
 
@@ -76,6 +72,15 @@ class Workspace:
         return studies.is_empty(self.db)
 
     # ------------------------------------------------------------ sign-in
+
+    def _live(self, v: Viewer) -> None:
+        """Refuse a write from a session that has ended (e.g. signed out in another tab)."""
+        people.check_session(self.db, v, SYSTEM.id)
+
+    def _admin(self, v: Viewer) -> None:
+        if not v.is_admin:
+            raise AccessDenied("only an admin can do this")
+        self._live(v)
 
     def sign_in(self, name: str, code: str) -> SignedIn | None:
         return people.sign_in(self.db, name, code)
@@ -107,16 +112,20 @@ class Workspace:
         return ratings.item_view(self.db, self.guidelines, v.id, assignment_id)
 
     def save_value(self, v: Viewer, assignment_id: int, subaxis: str, value: int | None) -> None:
+        self._live(v)
         ratings.save_value(self.db, self.guidelines, v.id, assignment_id, subaxis, value)
 
     def save_text(self, v: Viewer, assignment_id: int, *, justification: str | None = None,
                   safety_note: str | None = None) -> None:
+        self._live(v)
         ratings.save_text(self.db, v.id, assignment_id, justification=justification, safety_note=safety_note)
 
     def submit(self, v: Viewer, assignment_id: int) -> int:
+        self._live(v)
         return ratings.submit(self.db, self.guidelines, v.id, assignment_id)
 
     def revise(self, v: Viewer, assignment_id: int) -> None:
+        self._live(v)
         ratings.revise(self.db, v.id, assignment_id)
 
     # ------------------------------------------------------------ annotator: role-play
@@ -128,69 +137,73 @@ class Workspace:
         return roleplay.view(self.db, v.id, session_id)
 
     def start_session(self, v: Viewer, session_id: int) -> None:
+        self._live(v)
         roleplay.start(self.db, v.id, session_id)
 
     def send_message(self, v: Viewer, session_id: int, text: str) -> None:
+        self._live(v)
         roleplay.send(self.db, v.id, session_id, text)
 
     def retry_reply(self, v: Viewer, session_id: int) -> None:
+        self._live(v)
         roleplay.reply(self.db, v.id, session_id)
 
     def finish_session(self, v: Viewer, session_id: int) -> int:
+        self._live(v)
         return roleplay.finish(self.db, v.id, session_id)
 
     # ------------------------------------------------------------ admin
 
     def add_annotator(self, v: Viewer, name: str, *, admin: bool = False, code: str | None = None) -> tuple[AnnotatorInfo, str]:
-        _admin(v)
+        self._admin(v)
         return people.add_annotator(self.db, name, admin=admin, code=code)
 
     def reset_code(self, v: Viewer, name: str, code: str | None = None) -> str:
-        _admin(v)
+        self._admin(v)
         return people.reset_code(self.db, name, code)
 
     def annotators(self, v: Viewer) -> list[AnnotatorInfo]:
-        _admin(v)
+        self._admin(v)
         return people.list_annotators(self.db)
 
     def create_study(self, v: Viewer, name: str, kind: str, **kw) -> StudyInfo:
-        _admin(v)
+        self._admin(v)
         return studies.create_study(self.db, name, kind, guidelines_version=self.guidelines.version, **kw)
 
     def studies(self, v: Viewer) -> list[StudyInfo]:
-        _admin(v)
+        self._admin(v)
         return studies.list_studies(self.db)
 
     def study(self, v: Viewer, ref: int | str) -> StudyInfo:
-        _admin(v)
+        self._admin(v)
         return studies.study_info(self.db, ref)
 
     def import_path(self, v: Viewer, study: int | str, path: str | Path, kind: str | None = None) -> ImportReport:
-        _admin(v)
+        self._admin(v)
         return importers.import_path(self.db, self.guidelines, study, path, kind)
 
     def add_roleplay_items(self, v: Viewer, rating_study: int | str, roleplay_study: int | str) -> int:
-        _admin(v)
+        self._admin(v)
         return studies.add_roleplay_items(self.db, rating_study, roleplay_study)
 
     def assign(self, v: Viewer, study: int | str, *, annotators: list[str] | None = None, k: int | None = None) -> AssignReport:
-        _admin(v)
+        self._admin(v)
         return studies.assign(self.db, study, annotators=annotators, k=k)
 
     def results(self, v: Viewer, study: int | str) -> StudyResults:
-        _admin(v)
+        self._admin(v)
         return results.study_results(self.db, self.guidelines, study)
 
     def export_text(self, v: Viewer, study: int | str, fmt: str) -> str:
-        _admin(v)
+        self._admin(v)
         return exporters.export_text(self.db, self.guidelines, study, fmt)
 
     def export_file(self, v: Viewer, study: int | str, fmt: str, out: str | Path) -> int:
-        _admin(v)
+        self._admin(v)
         return exporters.export_file(self.db, self.guidelines, study, fmt, out)
 
 
 __all__ = [
     "DB_ENV", "SYSTEM", "AccessDenied", "Conflict", "MindEvalError", "NotFound", "RatingIncomplete",
-    "ReplyFailed", "Workspace", "default_db_url",
+    "ReplyFailed", "SignedOut", "Workspace", "default_db_url",
 ]

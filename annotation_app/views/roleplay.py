@@ -82,7 +82,7 @@ with chat:
                     try:
                         ws.retry_reply(v, sid)
                     except ReplyFailed as exc:
-                        ui.flash("error", f"{exc.message}. Your message is saved; please try again.")
+                        ui.flash("error", f"{exc.message}. Your message is saved.")
                     except MindEvalError as exc:
                         ui.flash("warning", exc.message)
                 st.rerun()
@@ -93,7 +93,7 @@ with chat:
                 try:
                     ws.send_message(v, sid, text)
                 except ReplyFailed as exc:
-                    ui.flash("error", f"{exc.message}. Your message is saved; choose “Get the clinician's reply” to try again.")
+                    ui.flash("error", f"{exc.message} with “Get the clinician's reply”. Your message is saved.")
                 except (Conflict, MindEvalError) as exc:
                     ui.flash("warning", exc.message)
             st.rerun()

@@ -7,9 +7,9 @@ import logging
 from pathlib import Path
 
 import pytest
-from appkit import ADMIN_CODE, all_text, new_app, sign_in, viewer
+from appkit import ADMIN_CODE, DEMO_CODE, all_text, new_app, sign_in, viewer
 
-from annotation_app.services import SYSTEM, AccessDenied, Workspace
+from annotation_app.services import SYSTEM, AccessDenied, SignedOut, Workspace
 from mindeval.cli import main as cli_main
 
 SCRIPT = '<script>window.__pwned = 1</script><img src=x onerror="alert(1)"> **bold** [click](javascript:alert(1))'
@@ -138,3 +138,45 @@ def test_access_codes_are_never_stored_or_logged_in_plain_text(tmp_path, caplog,
             assert form.encode() not in raw
             assert form not in caplog.text
     assert raw.count(b"scrypt$") >= 2
+
+
+def test_a_signed_out_tab_cannot_write_even_once(two):
+    at = sign_in("alice", A_CODE)
+    at.button(key="open_1").click().run()
+    aid = at.session_state["assignment_id"]
+    radio = next(r for r in at.radio if r.key.endswith("_coherence_style"))
+    two.sign_out(at.session_state["token"])  # signed out in another tab
+    radio.set_value(5).run()  # the stale tab's score callback runs before the page's own check
+    assert not at.exception
+    a = viewer(two, "alice", A_CODE)
+    assert two.item(a, aid).values == {}  # nothing written
+    assert [t.value for t in at.title] == ["MindEval annotation"]  # back to the sign-in page
+
+    stale = viewer(two, "alice", A_CODE)
+    two.reset_code(SYSTEM, "alice", A_CODE)  # a new code ends every session of that person
+    with pytest.raises(SignedOut):
+        two.save_value(stale, aid, "coherence_style", 4)
+    with pytest.raises(SignedOut):
+        two.save_text(stale, aid, justification="late")
+    assert two.item(viewer(two, "alice", A_CODE), aid).values == {}
+
+
+def test_role_play_errors_do_not_name_the_model(demo_ws, caplog):
+    from sqlalchemy import update
+
+    from mindeval.store.annotations import StudyRow
+
+    with demo_ws.db.write() as s:
+        s.execute(update(StudyRow).where(StudyRow.id == 2).values(clinician_model="fake/error"))
+    caplog.set_level(logging.WARNING)
+    at = sign_in("demo", DEMO_CODE)
+    at.button(key="open_2").click().run()
+    sid = at.session_state["session_id"]
+    at.button(key=f"start_{sid}").click().run()
+    at.chat_input(key=f"chat_{sid}").set_value("Hello there.").run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["The clinician did not answer; try again with "
+                                           "“Get the clinician's reply”. Your message is saved."]
+    shown = all_text(at)
+    assert "fake/error" not in shown and "simulated provider failure" not in shown
+    assert "fake/error: simulated provider failure" in caplog.text  # the admin's server log has it

@@ -12,6 +12,10 @@ class AccessDenied(MindEvalError):
     """The signed-in person may not see or change this object."""
 
 
+class SignedOut(AccessDenied):
+    """The session this request came from has ended (signed out, expired or code reset)."""
+
+
 class NotFound(MindEvalError):
     """No such study, item, assignment or session."""
 

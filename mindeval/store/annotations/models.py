@@ -16,11 +16,13 @@ ItemState = Literal["todo", "draft", "submitted"]
 
 
 class Viewer(BaseModel):
-    """The signed-in person."""
+    """The signed-in person; ``session`` is the hash of the sign-in token it came from
+    (``None`` only for the command line), checked again before every write."""
 
     id: int
     name: str
     is_admin: bool
+    session: str | None = Field(default=None, exclude=True, repr=False)
 
 
 class SignedIn(BaseModel):

@@ -20,6 +20,7 @@ from .auth import (
     token_hash,
     verify_code,
 )
+from .common import SignedOut
 from .models import AnnotatorInfo, SignedIn, Viewer
 from .tables import AnnotatorRow, AuthSessionRow, as_utc, utcnow
 
@@ -111,21 +112,38 @@ def sign_in(db: Database, name: str, code: str) -> SignedIn | None:
             expires_at=utcnow() + timedelta(hours=SESSION_HOURS),
         ))
     log.info("%s signed in", row.name)
-    return SignedIn(viewer=Viewer(id=row.id, name=row.name, is_admin=row.is_admin), token=token)
+    return SignedIn(viewer=Viewer(id=row.id, name=row.name, is_admin=row.is_admin, session=token_hash(token)),
+                    token=token)
 
 
 def viewer_for_token(db: Database, token: str | None) -> Viewer | None:
     """The person a session token belongs to, or ``None`` if unknown or expired."""
     if not token or not isinstance(token, str) or len(token) > 200:
         return None
+    return _session_viewer(db, token_hash(token))
+
+
+def _session_viewer(db: Database, hashed: str) -> Viewer | None:
     with db.read() as s:
-        sess = s.scalar(select(AuthSessionRow).where(AuthSessionRow.token_hash == token_hash(token)))
+        sess = s.scalar(select(AuthSessionRow).where(AuthSessionRow.token_hash == hashed))
         if sess is None or as_utc(sess.expires_at) < utcnow():
             return None
         row = s.get(AnnotatorRow, sess.annotator_id)
         if row is None or not row.active:
             return None
-        return Viewer(id=row.id, name=row.name, is_admin=row.is_admin)
+        return Viewer(id=row.id, name=row.name, is_admin=row.is_admin, session=hashed)
+
+
+def check_session(db: Database, viewer: Viewer, system_id: int = 0) -> None:
+    """Raise :class:`SignedOut` unless ``viewer``'s sign-in session is still valid.
+
+    Only the command line (``system_id``, no session) acts without one.
+    """
+    if viewer.session is None and viewer.id == system_id:
+        return
+    now = _session_viewer(db, viewer.session) if viewer.session else None
+    if now is None or now.id != viewer.id:
+        raise SignedOut("you have been signed out; please sign in again", field="session")
 
 
 def sign_out(db: Database, token: str) -> None:
