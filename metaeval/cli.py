@@ -83,7 +83,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         db_url=args.db, temperature=args.judge_temperature, max_tokens=args.judge_max_tokens,
         reasoning_effort=args.judge_reasoning_effort, api_base=args.judge_api_base, retries=args.judge_retries,
         concurrency=args.concurrency, mapping=args.mapping, limit=args.limit, label=args.label, zeros=args.zeros,
-        study=args.study,
+        study=args.study, judge_protocol=args.judge_protocol,
     )
     summary = run_judge(opts, echo=print)
     return 0 if summary["n_failed_judgments"] == 0 else 1

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -66,6 +65,7 @@ class JudgeRunOptions(BaseModel):
     limit: int | None = None
     label: str | None = None
     study: str | None = None
+    judge_protocol: str = "mindeval"
 
 
 def _sha256(path: str | Path) -> str:
@@ -118,11 +118,13 @@ def mean_axis_scores(source: HumanSource, interaction_id: str) -> dict[str, floa
 
 
 def draw_fewshot(source: HumanSource, k: int, seed: int) -> list[str]:
-    """``k`` interaction ids drawn without replacement with ``seed`` (sorted ids, so stable)."""
-    ids = sorted(source.interactions)
-    if k > len(ids):
-        raise MindEvalError(f"cannot draw {k} few-shot examples from {len(ids)} interactions", path=source.source)
-    return random.Random(seed).sample(ids, k)
+    """``k`` interaction ids by the one few-shot draw (:func:`mindeval.fewshot.draw_ids`)."""
+    from mindeval.fewshot import draw_ids
+
+    try:
+        return draw_ids(list(source.interactions), k, seed)
+    except MindEvalError as exc:
+        raise MindEvalError(exc.message, path=source.source) from None
 
 
 def _check_config(out: Path, config: dict[str, Any], config_hash: str) -> None:
@@ -136,7 +138,7 @@ def _check_config(out: Path, config: dict[str, Any], config_hash: str) -> None:
 
 def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
     """Judge every evaluation interaction ``repetitions`` times; write the run directory."""
-    from mindeval.config import spec_with_defaults
+    from mindeval.config import PAPER_JUDGE_PROMPT, judge_spec_for_protocol, spec_with_defaults
     from mindeval.judge import FewShotExample, judge_transcript
     from mindeval.llm.gateway import ModelSpec, check_model_string
     from mindeval.prompts import load_template
@@ -149,24 +151,32 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     if opts.fewshot_k < 0:
         raise MindEvalError("--fewshot must be 0 or more", field="--fewshot")
     check_model_string(opts.judge)
-    spec = spec_with_defaults("judge", ModelSpec(
+    paper = opts.judge_protocol == "paper"
+    spec = judge_spec_for_protocol(spec_with_defaults("judge", ModelSpec(
         model=opts.judge, temperature=opts.temperature, max_tokens=opts.max_tokens,
         reasoning_effort=opts.reasoning_effort, api_base=opts.api_base,
-    ))
-    tpl = load_template(opts.prompt, kind="judge")
+    )), opts.judge_protocol)
+    tpl = load_template(PAPER_JUDGE_PROMPT if paper and opts.prompt == "judge/default" else opts.prompt, kind="judge")
     mapping = load_mapping(opts.mapping)
     data = load_annotated(opts.annotations, mapping, opts.zeros, opts.study)
     shot_src = data
     if opts.fewshot_source and opts.fewshot_source != opts.annotations:
         shot_src = load_annotated(opts.fewshot_source, mapping, opts.zeros, opts.study)
-    shot_ids = draw_fewshot(shot_src, opts.fewshot_k, opts.seed) if opts.fewshot_k else []
-    fewshot = [
-        FewShotExample(
-            intake=shot_src.interactions[i].profile.intake(), messages=shot_src.interactions[i].messages,
-            scores=mean_axis_scores(shot_src, i),
-        )
-        for i in shot_ids
-    ]
+    if paper:
+        from mindeval.fewshot import paper_fewshot
+
+        shot_file = opts.fewshot_source or opts.annotations
+        _, fewshot = paper_fewshot(None if _is_url(shot_file) else Path(shot_file))
+        shot_ids = [ex.interaction_id for ex in fewshot]
+    else:
+        shot_ids = draw_fewshot(shot_src, opts.fewshot_k, opts.seed) if opts.fewshot_k else []
+        fewshot = [
+            FewShotExample(
+                intake=shot_src.interactions[i].profile.intake(), messages=shot_src.interactions[i].messages,
+                scores=mean_axis_scores(shot_src, i), interaction_id=i,
+            )
+            for i in shot_ids
+        ]
     evaluate: list[AnnotatedInteraction] = [it for iid, it in data.interactions.items() if iid not in set(shot_ids)]
     if opts.limit is not None:
         evaluate = evaluate[: max(0, opts.limit)]
@@ -176,7 +186,8 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         "annotations_sha256": _content_hash(data) if _is_url(opts.annotations) else _sha256(opts.annotations),
         "fewshot_sha256": (None if not opts.fewshot_source else _content_hash(shot_src)
                            if _is_url(opts.fewshot_source) else _sha256(opts.fewshot_source)),
-        "fewshot_k": opts.fewshot_k,
+        "fewshot_k": len(shot_ids),
+        "judge_protocol": opts.judge_protocol,
         "fewshot_interaction_ids": shot_ids,
         "fewshot_scores": {i: ex.scores for i, ex in zip(shot_ids, fewshot, strict=True)},
         "zeros": opts.zeros,
@@ -217,7 +228,8 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         status, rounds = done.get((it.interaction_id, spec.model, rep), ("", 0))
         round_ = rounds + 1 if status == "failed" else 0
         j = await judge_transcript(log, spec, tpl, it.profile, it.messages, it.interaction_id, sample=rep,
-                                   retries=opts.retries, fewshot=fewshot, seed=opts.seed, round_=round_)
+                                   retries=opts.retries, fewshot=fewshot, seed=opts.seed, round_=round_,
+                                   protocol=opts.judge_protocol)
         await log.store.arun(log.store.save_judgment(j, round_))
         progress.advance()
 
@@ -226,7 +238,8 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     finally:  # on an error or Ctrl-C: what was judged is committed; export it
         progress.close()
         writer.close()
-        summary = _export(store, out, data, evaluate, label, log, time.perf_counter() - started)
+        summary = _export(store, out, data, evaluate, label, log, time.perf_counter() - started,
+                          opts.judge_protocol)
         db.close()
     say(f"wrote {out / JUDGMENTS_FILE}: {summary['n_judged']} judgments, {summary['n_failed_judgments']} failed; "
         f"calls made {summary['calls_made']}, reused {summary['calls_reused']}")
@@ -234,9 +247,9 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
 
 
 def _export(store: RunStore, out: Path, data: HumanSource, evaluate: list[AnnotatedInteraction],
-            label: str, log: Any, elapsed: float) -> dict[str, Any]:
+            label: str, log: Any, elapsed: float, protocol: str = "mindeval") -> dict[str, Any]:
     keep = {it.interaction_id for it in evaluate}
-    judgments = sorted((j for j in store.judgments() if j.interaction_id in keep),
+    judgments = sorted((j for j in store.judgments(protocol) if j.interaction_id in keep),
                        key=lambda j: (j.interaction_id, j.sample))
     rows = []
     for j in judgments:
@@ -245,7 +258,7 @@ def _export(store: RunStore, out: Path, data: HumanSource, evaluate: list[Annota
                                                  severe=it.profile.severe, n_turns=max(0, len(it.messages) - 1)))
     JudgmentRecord.write(out / JUDGMENTS_FILE, rows)
     summary = RunSummary(
-        run_id=store.run_id, label=label, n_interactions=len(evaluate),
+        run_id=store.run_id, label=label, judge_protocol=protocol, n_interactions=len(evaluate),
         n_judged=sum(r.parse_status == "ok" for r in rows),
         n_failed_judgments=sum(r.parse_status == "failed" for r in rows),
         calls_made=log.counters.made, calls_reused=log.counters.reused, elapsed_s=round(elapsed, 3),

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from mindeval.authors import CriteriaMapping, load_mapping, read_authors
 from mindeval.errors import MindEvalError
+from mindeval.fewshot import PAPER_FEWSHOT_IDS
 from mindeval.records import (
     AXES,
     CONFIG_FILE,
@@ -50,13 +51,7 @@ AUTHORS_PAPER_RATERS: tuple[str, ...] = (
     "1d99af7c-2d23-4151-bdc8-bfd17f3c53ba",
     "b7386bab-913a-40d5-8d3e-f97d378b7b66",
 )
-AUTHORS_FEWSHOT_IDS: tuple[str, ...] = (
-    "b6a96d89-22b0-4f47-952c-040164a78b5a",
-    "954182de-82b4-4524-9259-2a26f98e972e",
-    "84b12e0c-0e5e-4a92-8b18-abc819a76686",
-    "39c23252-89be-4d7a-add9-9c70795dc37d",
-    "b718d324-212a-438e-9d50-69693bb4e132",
-)
+AUTHORS_FEWSHOT_IDS: tuple[str, ...] = PAPER_FEWSHOT_IDS  # in the order of the authors' judge prompt
 
 
 @dataclass

@@ -16,6 +16,7 @@ Each row holds flat keys ``criterion_N.responses`` (scores 1-6, 0 = not rated),
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -109,25 +110,28 @@ def is_authors_row(obj: dict[str, Any]) -> bool:
     return any(k.startswith("criterion") and k.endswith(RESP) for k in obj)
 
 
-def axis_means(row: dict[str, Any], mapping: CriteriaMapping) -> dict[str, float] | None:
-    """Mean over annotators of each annotator's axis score (0 = not rated, skipped).
+def axis_means(row: dict[str, Any], mapping: CriteriaMapping, zeros: str = "missing") -> dict[str, float] | None:
+    """Mean over annotators of each annotator's axis score, computed exactly (fractions).
 
     An annotator's axis score is the mean of the sub-axes they rated; None when an axis
-    has no rating at all.
+    has no rating at all. ``zeros="missing"`` skips a 0 (not rated); ``"zero"`` averages
+    it in as zero, as the authors did for their judge's few-shot scores and tables.
     """
+    if zeros not in ("missing", "zero"):
+        raise ValueError(f"zeros must be 'missing' or 'zero', got {zeros!r}")
     per_rater: dict[str, dict[str, list[int]]] = {}
     for field, sub in mapping.field_subaxis.items():
         scores = row.get(field + RESP) or []
         users = row.get(field + USERS) or [str(i) for i in range(len(scores))]
         for user, score in zip(users, scores):
-            if score:
+            if score or zeros == "zero":
                 per_rater.setdefault(user, {}).setdefault(mapping.subaxis_axis[sub], []).append(int(score))
     out: dict[str, float] = {}
     for ax in AXES:
-        vals = [sum(r[ax]) / len(r[ax]) for r in per_rater.values() if r.get(ax)]
+        vals = [Fraction(sum(r[ax]), len(r[ax])) for r in per_rater.values() if r.get(ax)]
         if not vals:
             return None
-        out[ax] = sum(vals) / len(vals)
+        out[ax] = float(sum(vals, Fraction(0)) / len(vals))
     return out
 
 

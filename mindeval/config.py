@@ -47,6 +47,11 @@ REALISM_OPENER = "Hi ${name}. How are you doing?"
 CHARS_PER_TOKEN = 4
 ASSUMED_REPLY_TOKENS = {"patient": 80, "clinician": 150, "judge": 120, "backstory": 700}
 TOKENS_PER_MESSAGE = 4
+JUDGE_PROTOCOL = "mindeval"  # or "paper" (the authors' judge; see mindeval.judge)
+# The authors' judge sampling settings (their README / paper §4.1: Claude Sonnet 4.5 with
+# high reasoning, max_completion_tokens 16000, provider-default temperature).
+PAPER_JUDGE_SAMPLING = {"reasoning_effort": "high", "max_tokens": 16000}
+PAPER_JUDGE_PROMPT = "judge/paper"
 
 
 def spec_with_defaults(role: str, spec: ModelSpec) -> ModelSpec:
@@ -55,6 +60,18 @@ def spec_with_defaults(role: str, spec: ModelSpec) -> ModelSpec:
         return spec
     data = spec.model_dump()
     for key, val in EMBEDDED_DEFAULTS[role].items():
+        if data.get(key) is None:
+            data[key] = val
+    return ModelSpec(**data)
+
+
+def judge_spec_for_protocol(spec: ModelSpec, protocol: str) -> ModelSpec:
+    """Under the ``paper`` protocol, fill unset sampling settings with the authors' (not for
+    the embedded model, which has no reasoning mode)."""
+    if protocol != "paper" or spec.is_embedded:
+        return spec
+    data = spec.model_dump()
+    for key, val in PAPER_JUDGE_SAMPLING.items():
         if data.get(key) is None:
             data[key] = val
     return ModelSpec(**data)
@@ -83,6 +100,7 @@ class RunConfig(BenchmarkConfig):
     opening_line: str = OPENING_LINE
     judge_retries: int = DEFAULT_JUDGE_RETRIES
     fewshot_source: str | None = None
+    judge_protocol: str = JUDGE_PROTOCOL
     package_version: str
 
     def hash(self) -> str:

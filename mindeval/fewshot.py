@@ -1,45 +1,117 @@
-"""Judge few-shot examples drawn (seeded) from an annotated file.
+"""Judge few-shot examples from an annotated file (the authors' ``human_annotations.jsonl`` schema).
 
-The file follows the authors' ``human_annotations.jsonl`` schema. An example's scores
-are the annotators' mean per axis: each annotator's axis score is the mean of the
-sub-axes they rated (0 = not rated, skipped), then averaged over annotators. The field
-→ sub-axis mapping is ``guidelines/authors_criteria.yaml``.
+* :func:`draw_ids` is the ONE few-shot draw: ``k`` ids sampled with ``seed`` from the
+  sorted interaction ids. ``mindeval run --judge-fewshot F --fewshot-k K --seed S`` and
+  ``metaeval judge`` both call it, so the same file, k and seed pick the same examples.
+* An example's scores are the annotators' mean per axis: each annotator's axis score is
+  the mean of the sub-axes they rated, then averaged over annotators, computed exactly
+  (:func:`mindeval.authors.axis_means`). ``zeros="missing"`` (default) skips a ``0``
+  ("not rated"); ``zeros="zero"`` averages it in as zero, as the authors did.
+* :func:`paper_fewshot` gives the five interactions of the authors' judge prompt, in
+  their order, scored their way (``zeros="zero"``), for ``--judge-protocol paper``.
 """
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
+from typing import Any
 
 from .authors import axis_means, load_mapping
 from .errors import MindEvalError
 from .judge import FewShotExample
 from .records import INTAKE_FIELDS, read_jsonl
 
+# The five interactions the authors used as judge few-shot examples, in the order of their
+# judge prompt (rows 58, 57, 56, 55, 59 of their human_annotations.jsonl; evidence:
+# docs/criteria-mapping.md §1).
+PAPER_FEWSHOT_IDS: tuple[str, ...] = (
+    "39c23252-89be-4d7a-add9-9c70795dc37d",
+    "84b12e0c-0e5e-4a92-8b18-abc819a76686",
+    "954182de-82b4-4524-9259-2a26f98e972e",
+    "b6a96d89-22b0-4f47-952c-040164a78b5a",
+    "b718d324-212a-438e-9d50-69693bb4e132",
+)
 
-def load_fewshot(path: Path, k: int, seed: int) -> list[FewShotExample]:
-    """Pick ``k`` annotated interactions with a seeded generator (sorted by file order)."""
-    mapping = load_mapping()
-    candidates: list[FewShotExample] = []
+
+def draw_ids(ids: Sequence[str], k: int, seed: int) -> list[str]:
+    """``k`` distinct ids drawn with ``seed`` from the sorted ids (the one few-shot draw)."""
+    pool = sorted(set(ids))
+    if k < 0:
+        raise MindEvalError("the number of few-shot examples must be 0 or more", field="--fewshot-k")
+    if k > len(pool):
+        raise MindEvalError(f"cannot draw {k} few-shot examples from {len(pool)} interactions")
+    return random.Random(seed).sample(pool, k)
+
+
+def _examples(path: Path, ids: Sequence[str] | None) -> dict[str, tuple[int, dict[str, Any]]]:
+    """Rows of an annotated file by interaction id (all rows, or only ``ids``)."""
+    rows: dict[str, tuple[int, dict[str, Any]]] = {}
     for lineno, row in read_jsonl(path):
-        for key in ("member_attributes", "messages"):
-            if key not in row:
-                raise MindEvalError("missing required field", path=path, line=lineno, field=key)
-        means = axis_means(row, mapping)
-        if means is None:
-            continue
-        attrs = row["member_attributes"]
-        missing = [f for f in INTAKE_FIELDS if f not in attrs]
-        if missing:
-            raise MindEvalError("missing intake attribute", path=path, line=lineno,
-                                field=f"member_attributes.{missing[0]}")
-        candidates.append(FewShotExample(
-            intake={f: str(attrs[f]) for f in INTAKE_FIELDS},
-            messages=[{"role": m["role"], "content": m["content"]} for m in row["messages"]],
-            scores=means,
-        ))
-    if k > len(candidates):
-        raise MindEvalError(f"asked for {k} few-shot examples but only {len(candidates)} are rated", path=path)
-    idx = sorted(np.random.default_rng(seed).choice(len(candidates), size=k, replace=False).tolist())
-    return [candidates[i] for i in idx]
+        iid = str(row.get("id", f"line-{lineno}"))
+        if iid in rows:
+            raise MindEvalError(f"interaction id {iid!r} appears twice", path=path, line=lineno, field="id")
+        if ids is None or iid in ids:
+            rows[iid] = (lineno, row)
+    return rows
+
+
+def _example(path: Path, lineno: int, row: dict[str, Any], zeros: str) -> FewShotExample:
+    for key in ("member_attributes", "messages"):
+        if key not in row:
+            raise MindEvalError("missing required field", path=path, line=lineno, field=key)
+    means = axis_means(row, load_mapping(), zeros)
+    if means is None:
+        raise MindEvalError("few-shot example has an axis nobody rated", path=path, line=lineno, field="id")
+    attrs = row["member_attributes"]
+    missing = [f for f in INTAKE_FIELDS if f not in attrs]
+    if missing:
+        raise MindEvalError("missing intake attribute", path=path, line=lineno, field=f"member_attributes.{missing[0]}")
+    return FewShotExample(
+        intake={f: str(attrs[f]) for f in INTAKE_FIELDS},
+        messages=[{"role": m["role"], "content": m["content"]} for m in row["messages"]],
+        scores=means, interaction_id=str(row.get("id", f"line-{lineno}")),
+    )
+
+
+def load_fewshot(path: Path, k: int, seed: int, zeros: str = "missing") -> list[FewShotExample]:
+    """``k`` annotated interactions picked by :func:`draw_ids` (in draw order)."""
+    rows = _examples(path, None)
+    return [_example(path, *rows[i], zeros) for i in draw_ids(list(rows), k, seed)]
+
+
+def paper_fewshot(path: Path | None = None) -> tuple[Path, list[FewShotExample]]:
+    """The authors' five few-shot interactions, their order and scores (``0`` counted as zero).
+
+    ``path`` defaults to the downloaded release (``mindeval data download``).
+    """
+    if path is None:
+        from .profiles.official import official_file
+
+        try:
+            path = official_file("human_annotations.jsonl")
+        except MindEvalError as exc:
+            raise MindEvalError(f"--judge-protocol paper needs the authors' human_annotations.jsonl: {exc.message}",
+                                path=exc.path) from None
+    rows = _examples(path, PAPER_FEWSHOT_IDS)
+    missing = [i for i in PAPER_FEWSHOT_IDS if i not in rows]
+    if missing:
+        raise MindEvalError(
+            f"--judge-protocol paper: this file lacks the authors' few-shot interaction(s) {', '.join(missing)}; "
+            "give the authors' human_annotations.jsonl (get it with `mindeval data download`)", path=path)
+    return path, [_example(path, *rows[i], "zero") for i in PAPER_FEWSHOT_IDS]
+
+
+def judge_fewshot(protocol: str, path: str | Path | None, k: int, seed: int) -> tuple[list[FewShotExample], Path | None]:
+    """The examples a judge protocol shows, and the file they came from (None: no examples).
+
+    ``mindeval``: ``k`` examples drawn from ``path`` (none without a file); ``paper``: the
+    authors' five from ``path`` or the downloaded release.
+    """
+    if protocol == "paper":
+        src, examples = paper_fewshot(Path(path) if path else None)
+        return examples, src
+    if not path:
+        return [], None
+    return load_fewshot(Path(path), k, seed), Path(path)

@@ -507,6 +507,7 @@ class BenchmarkConfig(BaseModel):
     judge_samples: int = 1
     fewshot_sha256: str | None = None
     fewshot_k: int = 0
+    judge_protocol: str = "mindeval"
 
 
 class RunSummary(_Document):
@@ -515,6 +516,7 @@ class RunSummary(_Document):
 
     run_id: str
     label: str | None = None
+    judge_protocol: str = "mindeval"
     means: dict[str, float | None] = Field(default_factory=dict)
     n_interactions: int = 0
     n_judged: int = 0

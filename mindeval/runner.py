@@ -28,10 +28,13 @@ from .config import (
     DEFAULT_PROMPTS,
     DEFAULT_SEED,
     DEFAULT_TURNS,
+    JUDGE_PROTOCOL,
     OPENING_LINE,
+    PAPER_JUDGE_PROMPT,
     TOKENS_PER_MESSAGE,
     PromptRef,
     RunConfig,
+    judge_spec_for_protocol,
     spec_with_defaults,
 )
 from .errors import MindEvalError, ModelCallError
@@ -85,6 +88,7 @@ class RunOptions(BaseModel):
     judge_samples: int = DEFAULT_JUDGE_SAMPLES
     fewshot: str | None = None
     fewshot_k: int = DEFAULT_FEWSHOT_K
+    judge_protocol: str = JUDGE_PROTOCOL
     new_run: bool = False
     progress: bool = True
     max_cost: float | None = None
@@ -136,24 +140,22 @@ def prepare(opts: RunOptions) -> Prepared:
     templates = {
         "patient": load_template(opts.patient_prompt, kind="patient"),
         "clinician": load_template(opts.clinician_prompt, kind="clinician"),
-        "judge": load_template(opts.judge_prompt, kind="judge"),
+        "judge": load_template(PAPER_JUDGE_PROMPT if opts.judge_protocol == "paper"
+                               and opts.judge_prompt == DEFAULT_PROMPTS["judge"] else opts.judge_prompt, kind="judge"),
     }
     # Render once per profile now: a missing field is an error before any call is made.
     for p in profiles:
         render_patient(templates["patient"], p)
         render_clinician(templates["clinician"], p)
-    fewshot: list[FewShotExample] = []
-    fewshot_sha = None
-    if opts.fewshot:
-        from .fewshot import load_fewshot
+    from .fewshot import judge_fewshot
 
-        fewshot = load_fewshot(Path(opts.fewshot), opts.fewshot_k, opts.seed)
-        fewshot_sha = file_sha256(Path(opts.fewshot))
+    fewshot, fewshot_path = judge_fewshot(opts.judge_protocol, opts.fewshot, opts.fewshot_k, opts.seed)
+    fewshot_sha = file_sha256(fewshot_path) if fewshot_path else None
     g = load_guidelines()
     config = RunConfig(
         patient=spec_with_defaults("patient", opts.patient),
         clinician=spec_with_defaults("clinician", opts.clinician),
-        judge=spec_with_defaults("judge", opts.judge),
+        judge=judge_spec_for_protocol(spec_with_defaults("judge", opts.judge), opts.judge_protocol),
         prompts={k: _prompt_ref(t) for k, t in templates.items()},
         guidelines_version=g.version,
         profiles_source=str(path),
@@ -164,9 +166,10 @@ def prepare(opts: RunOptions) -> Prepared:
         seed=opts.seed,
         judge_retries=opts.judge_retries,
         judge_samples=opts.judge_samples,
-        fewshot_source=opts.fewshot,
+        fewshot_source=str(fewshot_path) if fewshot_path else None,
         fewshot_sha256=fewshot_sha,
-        fewshot_k=opts.fewshot_k if opts.fewshot else 0,
+        fewshot_k=len(fewshot),
+        judge_protocol=opts.judge_protocol,
         package_version=__version__,
     )
     return Prepared(config=config, profiles=profiles, templates=templates, fewshot=fewshot)
@@ -301,7 +304,7 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
                     j = await judge_transcript(
                         log, config.judge, prep.templates["judge"], profile, messages, iid,
                         sample=sample, retries=config.judge_retries, fewshot=prep.fewshot,
-                        seed=config.seed, guidelines=g, round_=round_,
+                        seed=config.seed, guidelines=g, round_=round_, protocol=config.judge_protocol,
                     )
                     await store.arun(store.save_judgment(j, round_))
                     if j.parse_status != "ok":
@@ -371,7 +374,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig) -> dict[
     """Write interactions.jsonl and judgments.jsonl; return the summary (without call counts)."""
     store = RunStore(db, run_id)
     interactions = store.interactions()
-    judgments = store.judgments()
+    judgments = store.judgments(config.judge_protocol)
     by_id = {i.id: i for i in interactions}
     InteractionRecord.write(out / INTERACTIONS_FILE, [InteractionRecord.from_interaction(i) for i in interactions])
     JudgmentRecord.write(out / JUDGMENTS_FILE, [
@@ -388,6 +391,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig) -> dict[
         "clinician": config.clinician.model,
         "patient": config.patient.model,
         "judge": config.judge.model,
+        "judge_protocol": config.judge_protocol,
         "prompts": {k: v.ref for k, v in config.prompts.items()},
         "guidelines_version": config.guidelines_version,
         "turns": config.turns,
@@ -444,7 +448,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     over, total = summary["n_means_over"], summary["n_profiles"]
     lines = [
         "",
-        f"MindEval run {summary['run_id']}  clinician={summary['clinician']}  judge={summary['judge']}",
+        f"MindEval run {summary['run_id']}  clinician={summary['clinician']}  judge={summary['judge']} "
+        f"({summary.get('judge_protocol', JUDGE_PROTOCOL)} judge protocol)",
         f"means over {over} of {total} interactions" + ("" if over == total else "  (INCOMPLETE)"),
         "  ".join(f"{c:>7}" for c in cols),
         "  ".join(f"{fmt(summary['means'][c]):>7}" for c in cols),

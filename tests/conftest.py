@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED_DATA = ROOT.parent / "shared" / "data" / "mindeval-official"
+SHARED_DATA = Path(os.environ.get("MINDEVAL_SHARED_DATA", ROOT.parent / "shared" / "data" / "mindeval-official"))
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 

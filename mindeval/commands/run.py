@@ -14,9 +14,10 @@ from ..config import (
     DEFAULT_PROMPTS,
     DEFAULT_SEED,
     DEFAULT_TURNS,
+    JUDGE_PROTOCOL,
     OPENING_LINE,
 )
-from ..records import ROLES
+from ..records import PROTOCOLS, ROLES
 
 MODEL_OPTIONS = ("temperature", "max-tokens", "reasoning-effort", "api-base")
 
@@ -96,6 +97,10 @@ def add_judge_options(p: argparse.ArgumentParser, *, fewshot_k: int = DEFAULT_FE
                    + fewshot_file_help)
     p.add_argument("--fewshot-k", type=at_least("--fewshot-k", 0), default=fewshot_k, metavar="K",
                    help="few-shot examples shown to the judge (annotators' mean scores)")
+    p.add_argument("--judge-protocol", choices=PROTOCOLS, default=JUDGE_PROTOCOL,
+                   help="mindeval (default): integer JSON scores; paper: the authors' judge (their 5 few-shot "
+                   "interactions from human_annotations.jsonl, `Name: score` replies, fractional scores, "
+                   "high reasoning)")
     # Earlier names, kept working but not shown.
     p.add_argument("--judge-fewshot", dest="fewshot_file", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
@@ -119,7 +124,7 @@ def handle(args: argparse.Namespace) -> int:
         profiles=args.profiles, limit=args.limit, turns=args.turns, out=args.out, db_url=args.db,
         concurrency=args.concurrency, seed=args.seed, judge_retries=args.judge_retries,
         judge_samples=args.judge_samples, fewshot=args.fewshot_file, fewshot_k=args.fewshot_k,
-        new_run=args.new_run, progress=not args.quiet, max_cost=args.max_cost,
+        judge_protocol=args.judge_protocol, new_run=args.new_run, progress=not args.quiet, max_cost=args.max_cost,
     )
     if args.dry_run:
         prep = prepare(opts)

@@ -1,20 +1,27 @@
-"""Paired two-sided significance tests between two systems on the items they share.
+"""Paired significance tests between two systems on the items they share.
 
 Input is the matrix of paired differences ``d = a - b`` (items × criteria) on the
 profiles both systems were scored on. Scores are discrete (1-6 and their averages),
 so many resampled statistics equal the observed one exactly: every comparison counts
 ties as "at least as extreme" (``>=`` with a tolerance of ``TIE_TOL`` for floating-point
-error). Identical systems therefore get p = 1.
+error).
+
+Sidedness (``sided``): ``"one"`` (the leaderboard default) tests whether the observed winner is better
+(H1: the mean difference has the observed sign), as the authors' clustering and
+mt-metrics-eval's ``AssignRanks`` do; ``"two"`` (the default of these functions) tests for any
+difference.
 
 * ``permutation`` (default): sign-flip test. Under the null hypothesis the sign of each
-  paired difference is exchangeable. Statistic ``T = |sum(d)|``;
-  ``p = (1 + #{T* >= T}) / (R + 1)`` over ``R`` random sign vectors. When
-  ``2**n <= R`` all sign vectors are enumerated instead and ``p = #{T* >= T} / 2**n``
-  (exact).
+  paired difference is exchangeable. Two-sided statistic ``T = |sum(d)|``; one-sided
+  ``T = s·sum(d)`` with ``s`` the observed sign; ``p = (1 + #{T* >= T}) / (R + 1)`` over
+  ``R`` random sign vectors. When ``2**n <= R`` all sign vectors are enumerated instead
+  and ``p = #{T* >= T} / 2**n`` (exact).
 * ``bootstrap``: paired bootstrap in the style of Koehn (2004). Items are resampled with
-  replacement and the resampled mean difference ``δ*`` recorded;
-  ``p = min(1, 2 (1 + min(#{δ* <= 0}, #{δ* >= 0})) / (R + 1))``, i.e. twice the share of
-  resamples in which the observed winner does not win (ties count against it).
+  replacement and the resampled mean difference ``δ*`` recorded; one-sided
+  ``p = (1 + #{resamples where the observed winner does not win}) / (R + 1)`` (ties count
+  against it), two-sided ``p = min(1, 2 × that)``. On few items the bootstrap is
+  anti-conservative: below :data:`BOOTSTRAP_MIN_N` items its type-I error exceeds
+  α + 0.01 (measured by ``benchmarks/bench_significance.py``), and callers warn.
 """
 
 from __future__ import annotations
@@ -29,6 +36,21 @@ from .bootstrap import resample_counts
 TIE_TOL = 1e-9
 TESTS: tuple[str, ...] = ("permutation", "bootstrap")
 TestName = Literal["permutation", "bootstrap"]
+SIDES: tuple[str, ...] = ("one", "two")
+Sided = Literal["one", "two"]
+# Smallest number of paired items at which the paired bootstrap's type-I error is within
+# 0.01 of α = 0.05 at every larger size simulated (one- and two-sided); measured by
+# benchmarks/bench_significance.py (see docs/leaderboard.md for the figures).
+BOOTSTRAP_MIN_N = 30
+
+
+def small_sample_warning(test: str, n: int, alpha: float = 0.05) -> str | None:
+    """A warning when ``test`` on ``n`` paired items rejects too often under the null."""
+    if test == "bootstrap" and n < BOOTSTRAP_MIN_N:
+        return (f"the paired bootstrap on {n} shared profiles rejects a true null more often than "
+                f"alpha={alpha:g} (simulated type-I error above alpha + 0.01 below {BOOTSTRAP_MIN_N} "
+                "profiles); prefer --test permutation")
+    return None
 
 
 def _as_diffs(diffs: np.ndarray) -> np.ndarray:
@@ -66,9 +88,13 @@ class PairedTest:
     the differences, since the statistics are linear in the scores.
     """
 
-    def __init__(self, n: int, *, test: TestName, resamples: int, rng: np.random.Generator) -> None:
+    def __init__(self, n: int, *, test: TestName, resamples: int, rng: np.random.Generator,
+                 sided: Sided = "two") -> None:
         if test not in TESTS:
             raise ValueError(f"unknown test {test!r}; choose one of {TESTS}")
+        if sided not in SIDES:
+            raise ValueError(f"unknown sidedness {sided!r}; choose one of {SIDES}")
+        self.sided = sided
         if n < 1 or resamples < 1:
             raise ValueError("need n >= 1 and resamples >= 1")
         self.n, self.test, self.resamples = n, test, resamples
@@ -88,17 +114,25 @@ class PairedTest:
     def pvalue_from(self, proj_a: np.ndarray, proj_b: np.ndarray, total_diff: np.ndarray) -> np.ndarray:
         """p-values from two projections and the observed ``sum(a - b)`` per criterion."""
         weighted = proj_a - proj_b
+        total = np.asarray(total_diff, dtype=np.float64).reshape(-1)
         if self.test == "permutation":
             # sum(s_i d_i) with s_i = 2 b_i - 1  ==  2 (b @ d) - sum(d)
-            flipped = np.abs(2.0 * weighted - total_diff)
-            hits = (flipped >= np.abs(total_diff) - TIE_TOL).sum(axis=0)
+            flipped = 2.0 * weighted - total
+            if self.sided == "two":
+                hits = (np.abs(flipped) >= np.abs(total) - TIE_TOL).sum(axis=0)
+            else:
+                sign = np.where(total < 0, -1.0, 1.0)
+                hits = (sign * flipped >= np.abs(total) - TIE_TOL).sum(axis=0)
             if self.exact:
                 return hits / self.weights.shape[0]
             return (1.0 + hits) / (self.resamples + 1.0)
         # bootstrap: weighted = n * δ*, same sign as δ*
         not_above = (weighted <= TIE_TOL).sum(axis=0)
         not_below = (weighted >= -TIE_TOL).sum(axis=0)
-        return np.minimum(2.0 * (1.0 + np.minimum(not_above, not_below)) / (self.resamples + 1.0), 1.0)
+        if self.sided == "two":
+            return np.minimum(2.0 * (1.0 + np.minimum(not_above, not_below)) / (self.resamples + 1.0), 1.0)
+        losses = np.where(total < 0, not_below, not_above)
+        return (1.0 + losses) / (self.resamples + 1.0)
 
     def pvalue(self, diffs: np.ndarray) -> np.ndarray:
         """p-values for the paired differences ``a - b`` (items × criteria)."""
@@ -106,28 +140,26 @@ class PairedTest:
         return self.pvalue_from(self.project(d), np.zeros((1, d.shape[1])), d.sum(axis=0))
 
 
-def paired_permutation_pvalue(diffs: np.ndarray, *, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Two-sided sign-flip permutation p-value per criterion (see module docstring)."""
-    d = _as_diffs(diffs)
-    if d.shape[0] == 0:
-        return _empty(d.shape[1])
-    return PairedTest(d.shape[0], test="permutation", resamples=resamples, rng=rng).pvalue(d)
+def paired_permutation_pvalue(diffs: np.ndarray, *, resamples: int, rng: np.random.Generator,
+                              sided: Sided = "two") -> np.ndarray:
+    """Sign-flip permutation p-value per criterion (see module docstring)."""
+    return paired_pvalue(diffs, test="permutation", resamples=resamples, rng=rng, sided=sided)
 
 
-def paired_bootstrap_pvalue(diffs: np.ndarray, *, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Two-sided paired-bootstrap p-value per criterion (see module docstring)."""
-    d = _as_diffs(diffs)
-    if d.shape[0] == 0:
-        return _empty(d.shape[1])
-    return PairedTest(d.shape[0], test="bootstrap", resamples=resamples, rng=rng).pvalue(d)
+def paired_bootstrap_pvalue(diffs: np.ndarray, *, resamples: int, rng: np.random.Generator,
+                            sided: Sided = "two") -> np.ndarray:
+    """Paired-bootstrap p-value per criterion (see module docstring)."""
+    return paired_pvalue(diffs, test="bootstrap", resamples=resamples, rng=rng, sided=sided)
 
 
 def paired_pvalue(
-    diffs: np.ndarray, *, test: TestName = "permutation", resamples: int, rng: np.random.Generator
+    diffs: np.ndarray, *, test: TestName = "permutation", resamples: int, rng: np.random.Generator,
+    sided: Sided = "two",
 ) -> np.ndarray:
-    """Dispatch to the named paired test."""
-    if test == "permutation":
-        return paired_permutation_pvalue(diffs, resamples=resamples, rng=rng)
-    if test == "bootstrap":
-        return paired_bootstrap_pvalue(diffs, resamples=resamples, rng=rng)
-    raise ValueError(f"unknown test {test!r}; choose one of {TESTS}")
+    """p-value per criterion of the named paired test."""
+    if test not in TESTS:
+        raise ValueError(f"unknown test {test!r}; choose one of {TESTS}")
+    d = _as_diffs(diffs)
+    if d.shape[0] == 0:
+        return _empty(d.shape[1])
+    return PairedTest(d.shape[0], test=test, resamples=resamples, rng=rng, sided=sided).pvalue(d)

@@ -313,7 +313,7 @@ def test_prompt_front_matter(path):
 def test_judge_prompt_structure():
     _, body = front_matter(prompts_dir() / "judge" / "default.txt")
     order = ["${rating_scale}", "${rubric}", "${fewshot_examples}", "Now, consider a new instance",
-             "<member_details>", "<conversation>\n${conversation}\n</conversation>"]
+             "<member_details>", "\n${conversation}\n"]
     positions = [body.index(s) for s in order]
     assert positions == sorted(positions)
     tail = body[positions[-1]:]
