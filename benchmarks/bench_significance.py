@@ -67,7 +67,7 @@ def main() -> int:
     print(f"power to declare a true {args.delta} difference over {args.power_n} interactions")
     for key, rate in power.items():
         print(f"  {key:<24}{rate:>8.3f}")
-    print(f"bootstrap type-I within alpha + 0.01 from n = {ok_from} (warning threshold in code: "
+    print(f"bootstrap type-I within alpha + 0.01 from n = {ok_from} (warning thresholds in code: "
           f"{BOOTSTRAP_MIN_N}); {elapsed:.1f} s")
     return 0
 

@@ -24,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="paired significance test (permutation = sign-flip)")
     p.add_argument("--seed", type=int, default=0, help="seed of all resampling (recorded in the JSON)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level for the clusters")
+    p.add_argument("--sided", choices=("one", "two"), default="one",
+                   help="one-sided tests of 'the higher mean is better' (default, as the paper's clusters and "
+                   "mt-metrics-eval) or two-sided tests of any difference")
     p.add_argument("--allow-mixed", action="store_true",
                    help="rank runs with different judge, patient or profile set together")
     p.add_argument("--compare-to", nargs="+", type=Path, default=[], metavar="RUN_DIR",
@@ -35,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     from ..leaderboard import StatsSettings, build_leaderboard, to_markdown, write_outputs
 
-    settings = StatsSettings(resamples=args.resamples, test=args.test, seed=args.seed, alpha=args.alpha)
+    settings = StatsSettings(resamples=args.resamples, test=args.test, seed=args.seed, alpha=args.alpha,
+                             sided=args.sided)
     lb = build_leaderboard(args.runs, settings, allow_mixed=args.allow_mixed, compare_to=args.compare_to)
     if not args.quiet:
         print(to_markdown(lb), end="")

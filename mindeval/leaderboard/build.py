@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from .. import __version__
 from ..errors import MindEvalError
+from ..stats.significance import small_sample_warning
 from .breakdowns import Condition, compute_breakdowns
 from .compare import Comparison, compare_setups
 from .loading import CRITERIA, RunData, load_run
@@ -33,6 +34,7 @@ class RunInfo(BaseModel):
     n_failed_interactions: int
     n_failed_samples: int
     judge_model: str
+    judge_protocol: str = "mindeval"
     judge_prompt: str
     patient_model: str
     clinician_prompt: str
@@ -74,6 +76,7 @@ def _info(run: RunData, label: str) -> RunInfo:
         judge_samples=run.judge_samples, n_interactions=run.n_interactions, n_scored=len(run.scores),
         n_unscored=run.n_unscored, n_failed_interactions=run.n_failed_interactions,
         n_failed_samples=run.n_failed_samples, judge_model=run.setup.judge_model,
+        judge_protocol=run.setup.judge_protocol,
         judge_prompt=run.setup.judge_prompt, patient_model=run.setup.patient_model,
         clinician_prompt=run.clinician_prompt,
     )
@@ -125,9 +128,6 @@ def build_leaderboard(
         if r.scores and len(r.scores) < SMALL_SAMPLE:
             warnings.append(f"{labels[r.path]}: only {len(r.scores)} scored interactions; "
                             "confidence intervals and tests are unreliable")
-    if settings.test == "bootstrap" and any(len(r.scores) < SMALL_SAMPLE for r in scored):
-        warnings.append("the paired bootstrap can call a difference significant on very few profiles; "
-                        "prefer the permutation test for small samples")
 
     systems = [
         SystemScores(label=labels[r.path], key=keys[r.path], profile_ids=[s.profile_id for s in r.scores],
@@ -136,6 +136,10 @@ def build_leaderboard(
     ]
     table = compute_table(systems, settings)
     warnings += table.warnings
+    tested = [p.n_shared for p in table.pairs if p.n_shared]
+    small = small_sample_warning(settings.test, min(tested), settings.sided, settings.alpha) if tested else None
+    if small:
+        warnings.append(small)
 
     verbosity = []
     rank = {s.label: s.rank for s in table.systems}

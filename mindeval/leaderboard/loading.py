@@ -42,6 +42,7 @@ class RunSetup(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
+    judge_protocol: str = "mindeval"
     judge_model: str
     judge_prompt: str
     fewshot: str
@@ -153,6 +154,7 @@ def load_run(run_dir: str | Path) -> RunData:
     prompts = cfg.prompts
     fewshot = f"{_short(cfg.fewshot_sha256)} k={cfg.fewshot_k}" if cfg.fewshot_sha256 else "none"
     setup = RunSetup(
+        judge_protocol=cfg.judge_protocol,
         judge_model=cfg.judge.model,
         judge_prompt=f"{prompts['judge'].ref} ({_short(prompts['judge'].sha256)})",
         fewshot=fewshot,

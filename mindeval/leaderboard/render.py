@@ -52,15 +52,16 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def settings_line(lb: Leaderboard) -> str:
     s = lb.table.settings
-    return (f"{s.test} test, {s.resamples} resamples, seed {s.seed}, alpha {s.alpha}; "
+    return (f"{s.test} test, {s.sided}-sided, {s.resamples} resamples, seed {s.seed}, alpha {s.alpha}; "
             f"{int(s.level * 100)}% CIs: percentile bootstrap over interactions")
 
 
 def to_markdown(lb: Leaderboard) -> str:
     """The full report: Table 4 (score + cluster), CIs, p-values, breakdowns, verbosity, Table 5."""
-    setups = sorted({(r.judge_model, r.patient_model) for r in lb.runs})
+    setups = sorted({(r.judge_model, r.judge_protocol, r.patient_model) for r in lb.runs})
     lines = ["# MindEval leaderboard", ""]
-    lines.append("Judge / patient: " + "; ".join(f"{j} / {p}" for j, p in setups) + f". Statistics: {settings_line(lb)}.")
+    lines.append("Judge / patient: " + "; ".join(f"{j} ({pr} judge protocol) / {p}" for j, pr, p in setups)
+                 + f". Statistics: {settings_line(lb)}.")
     lines += ["", "## Scores and significance clusters", "",
               "Mean score (cluster); cluster 1 is the best group, systems in one cluster are not "
               "significantly different from the members ranked above them. Bold: best score per column.", ""]
@@ -151,7 +152,9 @@ def _latex_escape(text: str) -> str:
 
 def to_latex(lb: Leaderboard) -> str:
     """Table 4: score with cluster as superscript, best score per column in bold (needs booktabs)."""
-    lines = [r"\begin{tabular}{l" + "r" * len(ORDER) + "}", r"\toprule",
+    protocols = ", ".join(sorted({r.judge_protocol for r in lb.runs}))
+    lines = [f"% {protocols} judge protocol; clusters: {settings_line(lb)}",
+             r"\begin{tabular}{l" + "r" * len(ORDER) + "}", r"\toprule",
              "Model & " + " & ".join(HEADERS[c] for c in ORDER) + r" \\", r"\midrule"]
     for s in lb.table.systems:
         cells = _score_cells(lb, s, lambda x: rf"\textbf{{{x}}}", lambda x, k: rf"{x}\textsuperscript{{{k}}}")
@@ -191,10 +194,12 @@ def write_csvs(lb: Leaderboard, out: Path) -> list[Path]:
     p = out / "pairwise.csv"
     with p.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(["criterion", "system_a", "system_b", "n_shared", "mean_diff", "p_value", "significant"])
+        w.writerow(["criterion", "system_a", "system_b", "n_shared", "mean_diff", "p_value", "significant", "test",
+                    "sided"])
+        st = lb.table.settings
         for pr in lb.table.pairs:
             w.writerow([pr.criterion, pr.a, pr.b, pr.n_shared, f"{pr.mean_diff:.6f}", f"{pr.p_value:.6g}",
-                        int(pr.significant)])
+                        int(pr.significant), st.test, st.sided])
     paths.append(p)
     p = out / "breakdowns.csv"
     with p.open("w", newline="", encoding="utf-8") as fh:

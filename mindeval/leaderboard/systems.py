@@ -5,8 +5,8 @@ clinician prompt (ref and content hash) and interaction length. Its label is the
 string, extended only as far as needed to tell loaded systems apart
 (e.g. ``gpt-5 [clinician/four_sentences@v1]`` or ``gpt-5 [40 turns]``).
 
-Runs share a leaderboard only when their judge (model, prompt, few-shot examples,
-guidelines), patient (model, prompt) and profile set are equal; otherwise they are
+Runs share a leaderboard only when their judge (protocol, model, prompt, few-shot
+examples, guidelines), patient (model, prompt) and profile set are equal; otherwise they are
 refused unless mixing is explicitly allowed.
 """
 
@@ -19,6 +19,7 @@ from ..errors import MindEvalError
 from .loading import RunData, RunSetup
 
 SETUP_FIELDS: dict[str, str] = {
+    "judge_protocol": "judge protocol",
     "judge_model": "judge model",
     "judge_prompt": "judge prompt",
     "fewshot": "judge few-shot examples",

@@ -24,6 +24,7 @@ MEAN_TOL = 1e-9
 class StatsSettings(BaseModel):
     resamples: int = MIN_RESAMPLES
     test: Literal["permutation", "bootstrap"] = "permutation"
+    sided: Literal["one", "two"] = "one"  # one-sided for clusters, as the authors and mt-metrics-eval
     seed: int = 0
     alpha: float = 0.05
     level: float = 0.95
@@ -135,7 +136,7 @@ def _pairs(systems: list[SystemScores], settings: StatsSettings) -> tuple[list[P
     for key, group in by_shared.items():
         ids = group[0][2]
         tester = PairedTest(len(ids), test=settings.test, resamples=settings.resamples,
-                            rng=rng_for(settings.seed, "pair", key))
+                            rng=rng_for(settings.seed, "pair", key), sided=settings.sided)
         members = list({s.label: s for pair in group for s in pair[:2]}.values())
         rows = {s.label: _rows(s, ids) for s in members}
         stacked = tester.project(np.hstack([rows[s.label] for s in members]))  # one product for all

@@ -20,8 +20,8 @@ difference.
   replacement and the resampled mean difference ``δ*`` recorded; one-sided
   ``p = (1 + #{resamples where the observed winner does not win}) / (R + 1)`` (ties count
   against it), two-sided ``p = min(1, 2 × that)``. On few items the bootstrap is
-  anti-conservative: below :data:`BOOTSTRAP_MIN_N` items its type-I error exceeds
-  α + 0.01 (measured by ``benchmarks/bench_significance.py``), and callers warn.
+  anti-conservative: below :data:`BOOTSTRAP_MIN_N` items (25 one-sided, 40 two-sided)
+  its type-I error exceeds α + 0.01 (measured by ``benchmarks/bench_significance.py``), and callers warn.
 """
 
 from __future__ import annotations
@@ -38,18 +38,19 @@ TESTS: tuple[str, ...] = ("permutation", "bootstrap")
 TestName = Literal["permutation", "bootstrap"]
 SIDES: tuple[str, ...] = ("one", "two")
 Sided = Literal["one", "two"]
-# Smallest number of paired items at which the paired bootstrap's type-I error is within
-# 0.01 of α = 0.05 at every larger size simulated (one- and two-sided); measured by
-# benchmarks/bench_significance.py (see docs/leaderboard.md for the figures).
-BOOTSTRAP_MIN_N = 30
+# Smallest number of paired items from which the paired bootstrap's type-I error stays
+# within 0.01 of alpha = 0.05 at every larger size simulated (10-50 items, 4000 simulations
+# per size): benchmarks/bench_significance.py, figures in docs/leaderboard.md.
+BOOTSTRAP_MIN_N: dict[str, int] = {"one": 25, "two": 40}
 
 
-def small_sample_warning(test: str, n: int, alpha: float = 0.05) -> str | None:
-    """A warning when ``test`` on ``n`` paired items rejects too often under the null."""
-    if test == "bootstrap" and n < BOOTSTRAP_MIN_N:
-        return (f"the paired bootstrap on {n} shared profiles rejects a true null more often than "
-                f"alpha={alpha:g} (simulated type-I error above alpha + 0.01 below {BOOTSTRAP_MIN_N} "
-                "profiles); prefer --test permutation")
+def small_sample_warning(test: str, n: int, sided: str = "two", alpha: float = 0.05) -> str | None:
+    """A warning when ``test`` on ``n`` paired items rejects a true null too often."""
+    need = BOOTSTRAP_MIN_N[sided]
+    if test == "bootstrap" and n < need:
+        return (f"the paired bootstrap ({sided}-sided) on {n} shared profiles rejects a true null more often "
+                f"than alpha={alpha:g} (simulated type-I error above alpha + 0.01 below {need} profiles); "
+                "prefer --test permutation")
     return None
 
 

@@ -90,7 +90,7 @@ def test_paper_judge_reply_format_and_fractional_scores(tmp_db_url, shared_data,
         retry = s.scalars(select(CallRow).where(CallRow.tag == f"judge:{iid}:0:1")).one()
     assert "`Name: score`" in retry.request_json["messages"][-1]["content"]
     db.close()
-    with pytest.raises(ValueError, match="not an integer"):
+    with pytest.raises(ValueError, match="whole number"):
         Judgment(interaction_id="i", judge_model="m", scores={"CAC": 3.5, "EPC": 4, "AR": 3, "TRA": 3, "ASCQ": 2})
 
 
@@ -140,8 +140,9 @@ def test_paper_protocol_refuses_a_file_without_the_authors_rows(tmp_path, shared
 
 def test_one_fewshot_draw_for_both_clis(shared_data):
     """Same file, k and seed: ``mindeval run`` and ``metaeval judge`` show the same examples."""
+    from mindeval.authors import load_mapping
+
     from metaeval.judge_runs import draw_fewshot, mean_axis_scores
-    from metaeval.mapping import load_mapping
     from metaeval.sources import load_authors_annotations
 
     f = shared_data / "human_annotations.jsonl"

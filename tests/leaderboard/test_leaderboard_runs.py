@@ -173,14 +173,15 @@ def test_outputs_in_every_format(make_run, tmp_path):
     assert [(r["system"], r["average_cluster"]) for r in rows] == [("sys-A", "1"), ("sys-C", "1"), ("sys-B", "2")]
     assert float(rows[0]["average_ci_low"]) < float(rows[0]["average_mean"]) < float(rows[0]["average_ci_high"])
     data = json.loads((tmp_path / "out" / "leaderboard.json").read_text())
-    assert data["table"]["settings"] == {"resamples": 2000, "test": "permutation", "seed": 0, "alpha": 0.05,
-                                         "level": 0.95}
+    assert data["table"]["settings"] == {"resamples": 2000, "test": "permutation", "sided": "one", "seed": 0,
+                                         "alpha": 0.05, "level": 0.95}
     tex = (tmp_path / "out" / "leaderboard.tex").read_text()
     assert r"sys-A & \textbf{3.20}\textsuperscript{1}" in tex and r"\end{tabular}" in tex
+    assert tex.startswith("% mindeval judge protocol; clusters: permutation test, one-sided")
     md = (tmp_path / "out" / "leaderboard.md").read_text()
     assert "| 1 | sys-A | 50 | **3.20** (1) |" in md
     pair_rows = list(csv.DictReader((tmp_path / "out" / "pairwise.csv").open()))
-    assert len(pair_rows) == 3 * 6
+    assert len(pair_rows) == 3 * 6 and {(r["test"], r["sided"]) for r in pair_rows} == {("permutation", "one")}
 
 
 def test_cli_prints_leaderboard_and_writes_files(make_run, tmp_path, capsys):
@@ -188,7 +189,7 @@ def test_cli_prints_leaderboard_and_writes_files(make_run, tmp_path, capsys):
     rc = main(["leaderboard", *runs, "--out", str(tmp_path / "o"), "--seed", "1", "--test", "bootstrap"])
     out, err = capsys.readouterr()
     assert rc == 0
-    assert "| 1 | sys-A | 50 |" in out and "bootstrap test, 2000 resamples, seed 1" in out
+    assert "| 1 | sys-A | 50 |" in out and "bootstrap test, one-sided, 2000 resamples, seed 1" in out
     assert "wrote" in err and (tmp_path / "o" / "leaderboard.tex").is_file()
 
 
@@ -268,3 +269,37 @@ def test_pair_pvalue_does_not_depend_on_other_systems(make_run):
     ci2 = two.table.systems[0].results["average"]
     ci3 = next(s for s in three.table.systems if s.label == "sys-A").results["average"]
     assert (ci2.ci_low, ci2.ci_high) == (ci3.ci_low, ci3.ci_high)
+
+
+def test_judge_protocols_are_not_mixed_unless_allowed(make_run, capsys):
+    a = make_run("a", "m1", uniform(4))
+    b = make_run("b", "m2", uniform(3))
+    cfg = json.loads((b / "config.json").read_text())
+    cfg["config"]["judge_protocol"] = "paper"
+    (b / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(MindEvalError, match=r"judge protocol \(mindeval vs paper\)"):
+        build_leaderboard([a, b])
+    assert main(["leaderboard", str(a), str(b), "--quiet"]) != 0
+    assert "--allow-mixed" in capsys.readouterr().err
+    lb = build_leaderboard([a, b], allow_mixed=True)
+    assert any("judge protocol (mindeval vs paper)" in w for w in lb.warnings)
+    md = to_markdown(lb)
+    assert "(mindeval judge protocol)" in md and "(paper judge protocol)" in md
+
+
+def test_one_sided_clusters_find_what_two_sided_miss(make_run):
+    # A is better than B by a margin that a one-sided test at 0.05 detects and a two-sided one does not.
+    a_scores = {f"p{i:02d}": [4] * 5 for i in range(30)}
+    b_scores = {f"p{i:02d}": [4] * 5 if i >= 9 else [3] * 5 for i in range(30)}  # A wins 9 profiles
+    for i in (28, 29):  # and loses 2: one-sided p = 67/2048 = 0.033, two-sided 0.065
+        a_scores[f"p{i:02d}"] = [3] * 5
+    a = make_run("a", "sys-A", a_scores)
+    b = make_run("b", "sys-B", b_scores)
+    one = build_leaderboard([a, b])
+    two = build_leaderboard([a, b], StatsSettings(sided="two"))
+    p1, p2 = one.table.pair("average", "sys-A", "sys-B"), two.table.pair("average", "sys-A", "sys-B")
+    assert p1.p_value < 0.05 <= p2.p_value and p1.significant and not p2.significant
+    assert p2.p_value == pytest.approx(2 * p1.p_value, rel=0.1)
+    clusters = {s.label: s.results["average"].cluster for s in one.table.systems}
+    assert clusters == {"sys-A": 1, "sys-B": 2}
+    assert {s.results["average"].cluster for s in two.table.systems} == {1}
