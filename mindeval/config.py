@@ -100,7 +100,6 @@ class RunConfig(BenchmarkConfig):
     opening_line: str = OPENING_LINE
     judge_retries: int = DEFAULT_JUDGE_RETRIES
     fewshot_source: str | None = None
-    judge_protocol: str = JUDGE_PROTOCOL
     package_version: str
 
     def hash(self) -> str:

@@ -140,10 +140,9 @@ def test_paper_protocol_refuses_a_file_without_the_authors_rows(tmp_path, shared
 
 def test_one_fewshot_draw_for_both_clis(shared_data):
     """Same file, k and seed: ``mindeval run`` and ``metaeval judge`` show the same examples."""
-    from mindeval.authors import load_mapping
-
     from metaeval.judge_runs import draw_fewshot, mean_axis_scores
     from metaeval.sources import load_authors_annotations
+    from mindeval.authors import load_mapping
 
     f = shared_data / "human_annotations.jsonl"
     src = load_authors_annotations(str(f), load_mapping(None), zeros="missing")

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from mindeval.stats.power import rejection_rate
-from mindeval.stats.significance import BOOTSTRAP_MIN_N, PairedTest, paired_pvalue, small_sample_warning
+from mindeval.stats.significance import (
+    BOOTSTRAP_MIN_N,
+    PairedTest,
+    paired_pvalue,
+    small_sample_warning,
+)
 
 
 @pytest.mark.parametrize("test", ["permutation", "bootstrap"])
