@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
@@ -15,7 +16,7 @@ from mindeval.llm import ModelSpec
 from mindeval.llm.fake import script
 from mindeval.prompts import load_template
 from mindeval.records import Judgment, load_profiles
-from mindeval.runner import ensure_run
+from mindeval.store.runs import ensure_run
 from mindeval.store import CallLog, Database
 from mindeval.store.tables import CallRow
 
@@ -82,8 +83,8 @@ def test_paper_judge_reply_format_and_fractional_scores(tmp_db_url, shared_data,
     profile = load_profiles(demo_profiles_path)[0]
     for iid in PAPER_FEWSHOT_IDS:  # judge the authors' five transcripts themselves
         m = script(f"paper-{iid}", ["I'd say CAC: 3-4.", REPLY])
-        j = judge_transcript(log, ModelSpec(model=m), load_template("judge/paper"), profile,
-                             rows[iid]["messages"], iid, fewshot=examples, protocol="paper")
+        j = asyncio.run(judge_transcript(log, ModelSpec(model=m), load_template("judge/paper"), profile,
+                                         rows[iid]["messages"], iid, fewshot=examples, protocol="paper"))
         assert j.parse_status == "ok" and j.attempts == 2 and j.protocol == "paper"
         assert j.scores == {"CAC": 3.5, "EPC": 4, "AR": 3.25, "TRA": 3, "ASCQ": 2.5}
     with db.read() as s:
