@@ -16,8 +16,8 @@ from mindeval.llm import ModelSpec
 from mindeval.llm.fake import script
 from mindeval.prompts import load_template
 from mindeval.records import Judgment, load_profiles
-from mindeval.store.runs import ensure_run
 from mindeval.store import CallLog, Database
+from mindeval.store.runs import ensure_run
 from mindeval.store.tables import CallRow
 
 # The example outputs printed in the authors' judge prompt (SWORDHealth/mind-eval,
