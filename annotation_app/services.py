@@ -178,9 +178,10 @@ class Workspace:
         self._admin(v)
         return studies.study_info(self.db, ref)
 
-    def import_path(self, v: Viewer, study: int | str, path: str | Path, kind: str | None = None) -> ImportReport:
+    def import_path(self, v: Viewer, study: int | str, path: str | Path, kind: str | None = None, *,
+                    map_annotators: dict[str, str] | None = None) -> ImportReport:
         self._admin(v)
-        return importers.import_path(self.db, self.guidelines, study, path, kind)
+        return importers.import_path(self.db, self.guidelines, study, path, kind, map_annotators=map_annotators)
 
     def add_roleplay_items(self, v: Viewer, rating_study: int | str, roleplay_study: int | str) -> int:
         self._admin(v)

@@ -34,8 +34,6 @@ USERS = ".responses.users"
 STATUS = ".responses.status"
 JUSTIFICATION = "score_justification"
 SAFETY = "safety_justification"
-# Keys of an authors' row that are not ratings and that are kept verbatim.
-PASSTHROUGH = ("status", "_server_id", "member_profile", "conversation")
 
 
 class CriteriaMapping(BaseModel):
@@ -195,31 +193,44 @@ class AuthorsRow(BaseModel):
         return [(u, mapping.fields[k], v) for u, k, v, _s in self.responses if mapping.fields.get(k)]
 
 
-def read_authors(path: str | Path, mapping: CriteriaMapping) -> list[AuthorsRow]:
-    """Read and check the authors' ``human_annotations.jsonl``; errors name file:line:field."""
+def read_authors(path: str | Path, mapping: CriteriaMapping,
+                 problems: list[MindEvalError] | None = None) -> list[AuthorsRow]:
+    """Read and check the authors' ``human_annotations.jsonl``; errors name file:line:field.
+
+    With ``problems``, a bad row is appended there and skipped instead of raised.
+    """
     p = Path(path)
     rows = []
-    for line, obj in read_jsonl(p):
-        for key, kind in (("id", (str, int)), ("model", str)):
-            if key not in obj:
-                raise MindEvalError("missing required field", path=p, line=line, field=key)
-            if not isinstance(obj[key], kind):
-                raise MindEvalError(f"expected text, got {type(obj[key]).__name__}", path=p, line=line, field=key)
-        present = sorted(k[: -len(RESP)] for k in obj if k.startswith("criterion") and k.endswith(RESP))
-        unmapped = [f for f in present if f not in mapping.fields]
-        if unmapped:
-            raise MindEvalError(f"criterion field(s) {', '.join(unmapped)} are not in the mapping file "
-                                f"{mapping.source}", path=p, line=line, field=unmapped[0])
-        responses = []
-        for key in (*mapping.fields, JUSTIFICATION, SAFETY):
-            for user, value, status in _aligned(obj, key, p, line):
-                is_score = key in mapping.fields
-                if is_score and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 6):
-                    raise MindEvalError(f"score {value!r} is not an integer from 0 (not rated) to 6",
-                                        path=p, line=line, field=key + RESP)
-                responses.append((user, key, value, status))
-        rows.append(AuthorsRow(
-            line=line, raw=obj, id=str(obj["id"]), model=obj["model"], member_attributes=row_attributes(obj, p, line),
-            messages=row_messages(obj, p, line), responses=responses,
-        ))
+    for line, obj in read_jsonl(p, problems):
+        try:
+            rows.append(_authors_row(p, line, obj, mapping))
+        except MindEvalError as exc:
+            if problems is None:
+                raise
+            problems.append(exc)
     return rows
+
+
+def _authors_row(p: Path, line: int, obj: dict[str, Any], mapping: CriteriaMapping) -> AuthorsRow:
+    for key, kind in (("id", (str, int)), ("model", str)):
+        if key not in obj:
+            raise MindEvalError("missing required field", path=p, line=line, field=key)
+        if not isinstance(obj[key], kind):
+            raise MindEvalError(f"expected text, got {type(obj[key]).__name__}", path=p, line=line, field=key)
+    present = sorted(k[: -len(RESP)] for k in obj if k.startswith("criterion") and k.endswith(RESP))
+    unmapped = [f for f in present if f not in mapping.fields]
+    if unmapped:
+        raise MindEvalError(f"criterion field(s) {', '.join(unmapped)} are not in the mapping file "
+                            f"{mapping.source}", path=p, line=line, field=unmapped[0])
+    responses = []
+    for key in (*mapping.fields, JUSTIFICATION, SAFETY):
+        for user, value, status in _aligned(obj, key, p, line):
+            is_score = key in mapping.fields
+            if is_score and (isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 6):
+                raise MindEvalError(f"score {value!r} is not an integer from 0 (not rated) to 6",
+                                    path=p, line=line, field=key + RESP)
+            responses.append((user, key, value, status))
+    return AuthorsRow(
+        line=line, raw=obj, id=str(obj["id"]), model=obj["model"], member_attributes=row_attributes(obj, p, line),
+        messages=row_messages(obj, p, line), responses=responses,
+    )

@@ -246,22 +246,34 @@ class Judgment(BaseModel):
 # ---------------------------------------------------------------- JSONL reading
 
 
-def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, object)`` for each non-blank line; bad JSON names file:line."""
+def read_jsonl(path: str | Path, problems: list[MindEvalError] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each non-blank line; bad JSON names file:line.
+
+    A leading UTF-8 byte-order mark is accepted. With ``problems``, a bad line is
+    appended there and skipped instead of raised, so a caller can report every one.
+    """
     p = Path(path)
     if not p.is_file():
         raise MindEvalError("file not found", path=p)
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise MindEvalError(f"malformed JSON ({exc.msg})", path=p, line=lineno) from None
-            if not isinstance(obj, dict):
-                raise MindEvalError("each line must be a JSON object", path=p, line=lineno)
-            yield lineno, obj
+    try:
+        with p.open(encoding="utf-8-sig") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                    if not isinstance(obj, dict):
+                        raise MindEvalError("each line must be a JSON object", path=p, line=lineno)
+                except (json.JSONDecodeError, MindEvalError) as exc:
+                    err = exc if isinstance(exc, MindEvalError) else \
+                        MindEvalError(f"malformed JSON ({exc.msg})", path=p, line=lineno)
+                    if problems is None:
+                        raise err from None
+                    problems.append(err)
+                    continue
+                yield lineno, obj
+    except UnicodeDecodeError as exc:
+        raise MindEvalError(f"not UTF-8 text ({exc.reason})", path=p) from None
 
 
 def _validation_message(exc: ValidationError) -> tuple[str, str]:

@@ -61,16 +61,25 @@ if studies:
                 with tempfile.TemporaryDirectory() as tmp:
                     target = Path(tmp) / Path(upload.name).name
                     target.write_bytes(upload.getvalue())
-                    report = ws.import_path(v, chosen, target)
+                    try:
+                        report = ws.import_path(v, chosen, target)
+                    except MindEvalError as exc:  # name the uploaded file, not its temporary copy
+                        raise MindEvalError(str(exc).replace(str(target), target.name)) from None
             elif path_text.strip():
                 report = ws.import_path(v, chosen, Path(path_text.strip()).expanduser())
             else:
                 raise MindEvalError("choose a file or type a path first")
         except MindEvalError as exc:
-            st.error(str(exc))
+            st.error(ui.inert(str(exc)))
         else:
-            st.success(f"Imported ({report.kind}): {report.items_added} new items, {report.profiles_added} profiles, "
-                       f"{report.ratings_added} ratings, {report.skipped} skipped.")
+            if report.kind == "profiles":
+                st.success(f"Imported: {report.profiles_added} profiles added to the study, "
+                           f"{report.skipped} already there.")
+            else:
+                st.success(f"Imported: {report.items_linked} items linked to the study ({report.items_added} new, "
+                           f"{report.items_reused} identical ones already in the workspace), "
+                           f"{report.ratings_added} ratings, {report.annotators_added} imported annotators, "
+                           f"{report.skipped} skipped.")
             for w in report.warnings[:20]:
                 st.caption(ui.inert(w))
     if st.button("Assign to annotators", key="admin_assign",

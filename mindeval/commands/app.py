@@ -93,6 +93,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.add_argument("study")
     i.add_argument("path", type=Path)
     i.add_argument("--kind", choices=("run", "interactions", "authors", "profiles"), default=None)
+    i.add_argument("--map-annotator", action="append", default=[], metavar="FILE_ID=NAME",
+                   help="give the ratings of annotator FILE_ID in an authors' file to the existing person NAME "
+                        "(repeatable; by default imported ratings belong to new, inactive imported annotators)")
     i.set_defaults(func=_import)
 
     rs = cmds.add_parser("add-sessions", help="put finished role-play sessions into a rating study")
@@ -228,8 +231,17 @@ def _assign(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     from annotation_app.services import SYSTEM
 
-    rep = _workspace(args).import_path(SYSTEM, args.study, args.path, args.kind)
-    print(f"imported {rep.kind}: {rep.items_added} new items ({rep.items_reused} already present), "
+    from ..errors import MindEvalError
+
+    mapped: dict[str, str] = {}
+    for pair in args.map_annotator:
+        file_id, sep, name = pair.partition("=")
+        if not sep or not file_id.strip() or not name.strip():
+            raise MindEvalError(f"expected FILE_ID=NAME, not {pair!r}", field="--map-annotator")
+        mapped[file_id.strip()] = name.strip()
+    rep = _workspace(args).import_path(SYSTEM, args.study, args.path, args.kind, map_annotators=mapped)
+    print(f"imported {rep.kind}: {rep.items_linked} items linked to the study ({rep.items_added} new, "
+          f"{rep.items_reused} identical ones already in the workspace), "
           f"{rep.profiles_added} profiles, {rep.ratings_added} ratings ({rep.ratings_unchanged} unchanged), "
           f"{rep.annotators_added} imported annotators, {rep.skipped} skipped")
     for w in rep.warnings:

@@ -74,17 +74,29 @@ def _shown(v: int | None) -> Any:
     return "NA" if v == NA_VALUE else v
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet will not run: text starting like a formula gets a leading ``'``."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
 def ratings_csv(db: Database, g: Guidelines, study_id: int) -> str:
+    """One row per submitted rating; formula-like text is neutralised (see :func:`safe_cell`)."""
     subs = [x.id for x in g.human_subaxes]
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["item", "annotator", "revision", "submitted_at", *subs, "justification", "safety_note",
                 "clinician_model", "source"])
     for r in submitted_ratings(db, study_id):
-        w.writerow([r["item"].external_id, r["annotator"], r["revision"],
-                    r["submitted_at"].isoformat() if r["submitted_at"] else "",
-                    *[_shown(r["values"].get(x)) if x in r["values"] else "" for x in subs],
-                    r["justification"], r["safety_note"] or "", r["item"].clinician_model or "", r["item"].source])
+        w.writerow([safe_cell(v) for v in (
+            r["item"].external_id, r["annotator"], r["revision"],
+            r["submitted_at"].isoformat() if r["submitted_at"] else "",
+            *[_shown(r["values"].get(x)) if x in r["values"] else "" for x in subs],
+            r["justification"], r["safety_note"] or "", r["item"].clinician_model or "", r["item"].source)])
     return buf.getvalue()
 
 
@@ -122,9 +134,7 @@ def authors_jsonl(db: Database, g: Guidelines, study_id: int) -> str:
         ratings.sort(key=lambda r: (order.index(r["annotator"]) if r["annotator"] in order else len(order),
                                     r["assignment_id"]))
         row: dict[str, Any] = {"id": (item.meta or {}).get("id", item.external_id), "status": "completed"}
-        for key in ("status", "_server_id", "member_profile", "conversation"):
-            if key in meta:
-                row[key] = meta[key]
+        row.update({k: v for k, v in meta.items() if k not in ("key_order", "annotator_order")})
         for crit, sub in mapping.fields.items():
             entries = []
             for r in ratings:

@@ -5,18 +5,25 @@ Accepted inputs (detected from the path, or forced with ``kind``):
 * ``run`` — a ``mindeval run`` output directory (``interactions.jsonl``, and
   ``judgments.jsonl`` whose scores are kept for the admin only);
 * ``interactions`` — a JSONL file of interactions (``id``, ``model``,
-  ``member_attributes``, ``messages``), e.g. ``data/demo_transcripts.jsonl``;
+  ``member_attributes``, ``messages``), e.g. ``data/demo_transcripts.jsonl``, or the
+  authors' interaction layout (``member_profile`` + ``interaction``);
 * ``authors`` — the authors' ``human_annotations.jsonl``, including its ratings;
 * ``profiles`` — a ``profiles.jsonl`` file, for role-play studies.
 
-Re-importing the same rows is a no-op; a row whose ratings differ from the stored
-ones is refused with its file, line and field.
+Nothing is dropped silently: every problem in a file is collected and reported as
+``file:line:field`` and then nothing at all is imported. Re-importing identical rows
+is a no-op, but an id that is already in the workspace with different content is a
+problem. Imported ratings belong to imported (inactive) annotators unless the admin
+maps a file's annotator to a person explicitly.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +31,10 @@ from sqlalchemy import func, select
 
 from mindeval.authors import (
     JUSTIFICATION,
-    PASSTHROUGH,
+    RESP,
     SAFETY,
+    STATUS,
+    USERS,
     is_authors_row,
     load_mapping,
     read_authors,
@@ -37,7 +46,7 @@ from mindeval.guidelines import Guidelines
 from mindeval.records import (
     InteractionRecord,
     JudgmentRecord,
-    load_profiles,
+    profile_from_json,
     read_jsonl,
     validate_row,
 )
@@ -58,6 +67,50 @@ from .tables import (
 )
 
 KINDS = ("run", "interactions", "authors", "profiles")
+_AUTHORS_META = ("key_order", "annotator_order")  # our own keys in an authors' item's meta
+
+
+class ImportProblems(MindEvalError):
+    """Every problem found in one import; nothing was imported."""
+
+    def __init__(self, path: Path, problems: list[MindEvalError]) -> None:
+        self.problems = problems
+        n = len(problems)
+        head = f"{path}: {n} problem{'s' if n != 1 else ''}, nothing was imported"
+        super().__init__(head + "".join(f"\n  {p}" for p in problems))
+
+
+class _Problems:
+    """Collects problems instead of stopping at the first one."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.items = path, []
+
+    @contextmanager
+    def collect(self) -> Iterator[None]:
+        try:
+            yield
+        except MindEvalError as exc:
+            self.items.append(exc)
+
+    def raise_any(self) -> None:
+        """Raise the one problem as it is, or all of them together; nothing is then imported."""
+        if len(self.items) == 1:
+            raise self.items[0]
+        if self.items:
+            raise ImportProblems(self.path, self.items)
+
+
+def _rows(path: Path, problems: _Problems) -> list[tuple[int, dict[str, Any]]]:
+    rows = list(read_jsonl(path, problems.items))
+    if not rows:
+        problems.raise_any()
+        raise MindEvalError("the file is empty: there is nothing to import", path=path)
+    return rows
+
+
+def _is_authors_interaction(obj: dict[str, Any]) -> bool:
+    return isinstance(obj.get("interaction"), list) and "member_profile" in obj and "messages" not in obj
 
 
 def detect_kind(path: Path) -> str:
@@ -65,10 +118,11 @@ def detect_kind(path: Path) -> str:
         if (path / "interactions.jsonl").is_file():
             return "run"
         raise MindEvalError("directory has no interactions.jsonl (is it a `mindeval run` output?)", path=path)
-    for _n, obj in read_jsonl(path):
+    problems = _Problems(path)
+    for _n, obj in _rows(path, problems):
         if is_authors_row(obj):
             return "authors"
-        if "messages" in obj:
+        if "messages" in obj or _is_authors_interaction(obj):
             return "interactions"
         if "member_narrative" in obj or "member_attributes" in obj:
             return "profiles"
@@ -76,13 +130,21 @@ def detect_kind(path: Path) -> str:
     raise MindEvalError("cannot tell what this file holds (interactions, profiles or the authors' ratings)", path=path)
 
 
-def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | Path, kind: str | None = None) -> ImportReport:
+def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | Path, kind: str | None = None,
+                *, map_annotators: dict[str, str] | None = None) -> ImportReport:
+    """Import a file or run directory into a study (see the module docstring).
+
+    ``map_annotators`` maps annotator ids of an authors' file to existing people
+    whose accounts should hold those ratings.
+    """
     p = Path(path)
     if not p.exists():
         raise MindEvalError("file not found", path=p)
     kind = kind or detect_kind(p)
     if kind not in KINDS:
         raise MindEvalError(f"unknown import kind '{kind}' (one of {', '.join(KINDS)})", field="kind")
+    if map_annotators and kind != "authors":
+        raise MindEvalError("only the authors' ratings files have annotators to map", field="map-annotator")
     with db.read() as s:
         study = get_study(s, study_ref)
         study_id, study_kind = study.id, study.kind
@@ -98,10 +160,35 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
         return _import_interactions(db, study_id, p / "interactions.jsonl", "run", judgments)
     if kind == "interactions":
         return _import_interactions(db, study_id, p, "demo" if p.name.startswith("demo_") else "file", {})
-    return _import_authors(db, g, study_id, p)
+    return _import_authors(db, g, study_id, p, map_annotators or {})
 
 
 # ------------------------------------------------------------------ helpers
+
+
+def _from_authors_layout(obj: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
+    """A row of the authors' interaction files (``member_profile`` + ``interaction``) in our layout.
+
+    The profile's narrative and both thinking traces are kept in the item's metadata;
+    rows without an ``id`` get one from their content, so re-importing is a no-op.
+    """
+    renamed = {"member_attributes": "member_profile", "messages": "interaction"}
+    try:
+        profile = row_attributes({"member_attributes": obj.get("member_profile")}, path, line)
+        msgs = row_messages({"messages": obj.get("interaction")}, path, line)
+    except MindEvalError as exc:  # name the fields as this file calls them
+        field = exc.field or ""
+        head = field.split(".")[0]
+        raise MindEvalError(exc.message, path=path, line=line, field=renamed.get(head, head) + field[len(head):]) \
+            from None
+    row = {k: v for k, v in obj.items() if k not in ("member_profile", "interaction")}
+    digest = hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+    row.setdefault("id", f"authors-{digest}")
+    row["member_attributes"] = {k: v for k, v in profile.items() if k != "member_narrative"}
+    if "member_narrative" in profile:
+        row["member_narrative"] = profile["member_narrative"]
+    row["messages"] = msgs
+    return row
 
 
 def _next_position(s, table, study_id: int) -> int:
@@ -109,19 +196,37 @@ def _next_position(s, table, study_id: int) -> int:
     return 0 if cur is None else cur + 1
 
 
-def _add_item(s, study_id: int, external_id: str, **fields: Any) -> tuple[ItemRow, bool]:
-    """Find the item by external id or create it; link it to the study either way."""
+_COMPARED = {"messages": "transcript", "member_attributes": "member profile", "clinician_model": "clinician model"}
+
+
+def _add_item(s, report: ImportReport, study_id: int, external_id: str, shown_id: str, path: Path, line: int,
+              **fields: Any) -> ItemRow:
+    """Find the item by external id or create it; link it to the study either way.
+
+    An existing item with a different transcript, profile or model is a problem: the
+    file reuses an id for another interaction.
+    """
     item = s.scalar(select(ItemRow).where(ItemRow.external_id == external_id))
-    created = item is None
-    if created:
+    if item is None:
         item = ItemRow(external_id=external_id, **fields)
         s.add(item)
         s.flush()
+        report.items_added += 1
+    else:
+        for key, what in _COMPARED.items():
+            if getattr(item, key) != fields[key]:
+                origin = (item.meta or {}).get("source_line")
+                where = f"{item.source_ref}:{origin}" if origin else item.source_ref
+                raise MindEvalError(f"id '{shown_id}' is already in the workspace with a different {what} "
+                                    f"(from {where}); give each interaction its own id",
+                                    path=path, line=line, field=key)
+        report.items_reused += 1
     linked = s.scalar(select(StudyItemRow.id).where(StudyItemRow.study_id == study_id, StudyItemRow.item_id == item.id))
     if linked is None:
         s.add(StudyItemRow(study_id=study_id, item_id=item.id, position=_next_position(s, StudyItemRow, study_id)))
         s.flush()
-    return item, created
+        report.items_linked += 1
+    return item
 
 
 def _judgments(path: Path) -> dict[str, list[dict[str, Any]]]:
@@ -138,35 +243,46 @@ def _judgments(path: Path) -> dict[str, list[dict[str, Any]]]:
 def _import_interactions(db: Database, study_id: int, path: Path, source: str,
                          judgments: dict[str, list[dict[str, Any]]]) -> ImportReport:
     report = ImportReport(kind="run" if source == "run" else "interactions")
+    problems = _Problems(path)
+    rows = _rows(path, problems)
     with db.write() as s:
-        for line, obj in read_jsonl(path):
-            if "id" not in obj:
-                raise MindEvalError("missing required field", path=path, line=line, field="id")
-            if source == "run":  # a run directory's rows follow the run-directory schema
-                validate_row(InteractionRecord, obj, path=path, line=line)
+        for line, obj in rows:
+            before = len(problems.items)
+            if _is_authors_interaction(obj):
+                with problems.collect():
+                    obj = _from_authors_layout(obj, path, line)
+                if len(problems.items) > before:
+                    continue
+            with problems.collect():
+                if "id" not in obj:
+                    raise MindEvalError("missing required field", path=path, line=line, field="id")
+                if source == "run":  # a run directory's rows follow the run-directory schema
+                    validate_row(InteractionRecord, obj, path=path, line=line)
             status = obj.get("status", "complete")
             if status != "complete":
                 report.skipped += 1
-                report.warnings.append(f"{path.name}:{line}: skipped interaction {obj['id']} with status '{status}'")
+                report.warnings.append(f"{path.name}:{line}: skipped interaction {obj.get('id')} with status '{status}'")
                 continue
-            msgs = row_messages(obj, path, line)
-            attrs = row_attributes(obj, path, line)
+            with problems.collect():
+                msgs = row_messages(obj, path, line)
+            with problems.collect():
+                attrs = row_attributes(obj, path, line)
+            if len(problems.items) > before:
+                continue
             run_id = obj.get("run_id")
             ext = f"{source}:{run_id}:{obj['id']}" if run_id else f"{source}:{obj['id']}"
             meta: dict[str, Any] = {"source_line": line}
-            for key in ("run_id", "profile_id", "patient_model", "severe", "id"):
+            for key in ("run_id", "profile_id", "patient_model", "severe", "id", "member_narrative",
+                        "clinician_thinking_traces", "member_thinking_traces"):
                 if key in obj:
                     meta[key] = obj[key]
             if str(obj["id"]) in judgments:
                 meta["judgments"] = judgments[str(obj["id"])]
-            _item, created = _add_item(
-                s, study_id, ext, source=source, source_ref=str(path), member_attributes=attrs, messages=msgs,
-                clinician_model=obj.get("model"), patient_kind="model", meta=meta,
-            )
-            if created:
-                report.items_added += 1
-            else:
-                report.items_reused += 1
+            with problems.collect():
+                _add_item(s, report, study_id, ext, str(obj["id"]), path, line, source=source, source_ref=str(path),
+                          member_attributes=attrs, messages=msgs, clinician_model=obj.get("model"),
+                          patient_kind="model", meta=meta)
+        problems.raise_any()  # inside the transaction: nothing is written
     return report
 
 
@@ -175,18 +291,26 @@ def _import_interactions(db: Database, study_id: int, path: Path, source: str,
 
 def _import_profiles(db: Database, study_id: int, path: Path) -> ImportReport:
     report = ImportReport(kind="profiles")
-    profiles = load_profiles(path)
+    problems = _Problems(path)
+    rows = _rows(path, problems)
     with db.write() as s:
         pos = _next_position(s, StudyProfileRow, study_id)
-        for p in profiles:
-            exists = s.scalar(select(StudyProfileRow.id).where(StudyProfileRow.study_id == study_id,
-                                                                StudyProfileRow.profile_id == p.id))
-            if exists is not None:
-                report.skipped += 1
-                continue
-            s.add(StudyProfileRow(study_id=study_id, profile_id=p.id, profile_json=p.to_json(), position=pos))
-            pos += 1
-            report.profiles_added += 1
+        for line, obj in rows:
+            with problems.collect():
+                p = profile_from_json(obj, path=path, line=line)
+                have = s.scalar(select(StudyProfileRow).where(StudyProfileRow.study_id == study_id,
+                                                               StudyProfileRow.profile_id == p.id))
+                if have is not None:
+                    if have.profile_json != p.to_json():
+                        raise MindEvalError(f"profile '{p.id}' is already in the study with different content",
+                                            path=path, line=line, field="member_attributes")
+                    report.skipped += 1
+                    continue
+                s.add(StudyProfileRow(study_id=study_id, profile_id=p.id, profile_json=p.to_json(), position=pos))
+                s.flush()
+                pos += 1
+                report.profiles_added += 1
+        problems.raise_any()
     return report
 
 
@@ -206,10 +330,23 @@ class _Slots:
         return self.per_user[user]
 
 
-def _import_authors(db: Database, g: Guidelines, study_id: int, path: Path) -> ImportReport:
+def _authors_keys(mapping_fields: dict[str, str | None]) -> set[str]:
+    """The keys of an authors' row that hold ratings we read (and then write back)."""
+    keys = {"id", "model", "member_attributes", "messages"}
+    for base in [*mapping_fields, JUSTIFICATION, SAFETY]:
+        keys.update((base + RESP, base + USERS, base + STATUS))
+    return keys
+
+
+def _import_authors(db: Database, g: Guidelines, study_id: int, path: Path, mapped: dict[str, str]) -> ImportReport:
     mapping = load_mapping(guidelines=g, every_subaxis=True)
+    consumed = _authors_keys(mapping.fields)
     report = ImportReport(kind="authors")
-    rows = read_authors(path, mapping)
+    problems = _Problems(path)
+    rows = read_authors(path, mapping, problems=problems.items)
+    if not rows and not problems.items:
+        raise MindEvalError("the file is empty: there is nothing to import", path=path)
+    seen_users: set[str] = set()
     with db.write() as s:
         study = s.get(StudyRow, study_id)
         for row in rows:
@@ -225,24 +362,31 @@ def _import_authors(db: Database, g: Guidelines, study_id: int, path: Path) -> I
                 else:
                     rec["values"][mapping.fields[key]] = value
                 rec["status"][key] = status
-            meta = {k: row.raw[k] for k in PASSTHROUGH if k in row.raw}
+            seen_users.update(order)
+            meta = {k: v for k, v in row.raw.items() if k not in consumed and k not in _AUTHORS_META}
             meta["key_order"] = list(row.raw.keys())
             meta["annotator_order"] = order
-            item, created = _add_item(
-                s, study_id, f"authors:{row.raw['id']}", source="authors", source_ref=str(path),
-                member_attributes=row.member_attributes, messages=row.messages, clinician_model=row.model,
-                patient_kind="model", meta={"authors": meta, "id": row.raw["id"]},
-            )
-            report.items_added += int(created)
-            report.items_reused += int(not created)
-            for user in order:
-                _store_imported_rating(s, study, item, user, per_user[user], path, row.line, report, g)
+            with problems.collect():
+                item = _add_item(s, report, study_id, f"authors:{row.raw['id']}", row.id, path, row.line,
+                                 source="authors", source_ref=str(path), member_attributes=row.member_attributes,
+                                 messages=row.messages, clinician_model=row.model, patient_kind="model",
+                                 meta={"authors": meta, "id": row.raw["id"], "source_line": row.line})
+                for user in order:
+                    _store_imported_rating(s, study, item, user, per_user[user], path, row.line, report, g, mapped)
+        unknown = sorted(set(mapped) - seen_users)
+        if unknown:
+            problems.items.append(MindEvalError(
+                f"{', '.join(unknown)}: not an annotator in this file", path=path, field="map-annotator"))
+        problems.raise_any()
     return report
 
 
 def _store_imported_rating(s, study: StudyRow, item: ItemRow, user: str, rec: dict[str, Any], path: Path,
-                           line: int, report: ImportReport, g: Guidelines) -> None:
-    person, new = imported_annotator(s, user)
+                           line: int, report: ImportReport, g: Guidelines, mapped: dict[str, str]) -> None:
+    try:
+        person, new = imported_annotator(s, user, mapped)
+    except MindEvalError as exc:
+        raise MindEvalError(exc.message, path=path, line=line, field=exc.field) from None
     report.annotators_added += int(new)
     statuses = set(rec["status"].values())
     submitted = statuses <= {"submitted", None}
@@ -257,7 +401,7 @@ def _store_imported_rating(s, study: StudyRow, item: ItemRow, user: str, rec: di
                 and rating.extra.get("criteria") == rec["extra"]:
             report.ratings_unchanged += 1
             return
-        raise MindEvalError(f"annotator {user} already has a different rating of this item in the study",
+        raise MindEvalError(f"annotator {person.name} already has a different rating of this item in the study",
                             path=path, line=line, field="criterion_1.responses.users")
     pos = s.scalar(select(func.max(AssignmentRow.position)).where(AssignmentRow.study_id == study.id,
                                                                   AssignmentRow.annotator_id == person.id))

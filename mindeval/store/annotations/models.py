@@ -157,7 +157,11 @@ class AnnotatorInfo(BaseModel):
 
 
 class ImportReport(BaseModel):
+    """What an import did. ``items_linked`` counts items newly linked to the study
+    (``items_added`` new to the workspace, ``items_reused`` identical ones already there)."""
+
     kind: str
+    items_linked: int = 0
     items_added: int = 0
     items_reused: int = 0
     ratings_added: int = 0

@@ -22,7 +22,7 @@ from .auth import (
 )
 from .common import SignedOut
 from .models import AnnotatorInfo, SignedIn, Viewer
-from .tables import AnnotatorRow, AuthSessionRow, as_utc, utcnow
+from .tables import AnnotatorRow, AuthSessionRow, as_utc, name_key, utcnow
 
 log = logging.getLogger(__name__)
 SESSION_HOURS = 12
@@ -45,6 +45,17 @@ def check_name(name: str) -> str:
     return name
 
 
+def find_person(s, name: str) -> AnnotatorRow | None:
+    """The person with this name, ignoring case and extra spaces."""
+    return s.scalar(select(AnnotatorRow).where(AnnotatorRow.name_key == name_key(name)))
+
+
+def _taken(s, name: str) -> MindEvalError:
+    other = find_person(s, name)
+    same = f" (names are compared ignoring case: '{other.name}')" if other is not None and other.name != name else ""
+    return MindEvalError(f"an annotator named '{name}' already exists{same}", field="name")
+
+
 def add_annotator(db: Database, name: str, *, admin: bool = False, code: str | None = None) -> tuple[AnnotatorInfo, str]:
     """Create a person who can sign in; return them and their access code (shown once)."""
     name = check_name(name)
@@ -53,12 +64,15 @@ def add_annotator(db: Database, name: str, *, admin: bool = False, code: str | N
     code = code or generate_code()
     try:
         with db.write() as s:
+            if find_person(s, name) is not None:
+                raise _taken(s, name)
             row = AnnotatorRow(name=name, code_hash=hash_code(code), is_admin=admin, origin="created")
             s.add(row)
             s.flush()
             info = _info(row)
-    except IntegrityError:
-        raise MindEvalError(f"an annotator named '{name}' already exists", field="name") from None
+    except IntegrityError:  # created by someone else in the meantime
+        with db.read() as s:
+            raise _taken(s, name) from None
     log.info("annotator %s created (admin=%s)", name, admin)
     return info, code
 
@@ -67,24 +81,39 @@ def reset_code(db: Database, name: str, code: str | None = None) -> str:
     """Give a person a new access code (the old one stops working, sessions end)."""
     code = code or generate_code()
     with db.write() as s:
-        row = s.scalar(select(AnnotatorRow).where(func.lower(AnnotatorRow.name) == name.strip().lower()))
+        row = find_person(s, name)
         if row is None:
             raise MindEvalError(f"no annotator named '{name}'", field="name")
         row.code_hash = hash_code(code)
         s.execute(delete(AuthSessionRow).where(AuthSessionRow.annotator_id == row.id))
-    log.info("access code of %s reset", name)
+    log.info("access code of %s reset", row.name)
     return code
 
 
-def imported_annotator(s, name: str) -> tuple[AnnotatorRow, bool]:
-    """Find or create an annotator that came from an imported file (cannot sign in)."""
-    row = s.scalar(select(AnnotatorRow).where(AnnotatorRow.name == name))
-    if row is not None:
+def imported_annotator(s, user: str, mapped: dict[str, str] | None = None) -> tuple[AnnotatorRow, bool]:
+    """The annotator who holds an imported file's ratings by ``user``; ``True`` when created.
+
+    Imported ratings never attach to a person who signs in unless the admin maps ``user``
+    to them (``mapped``). Otherwise they belong to an imported, inactive annotator named
+    ``user``, or ``"<user> (imported)"`` when a person already has that name.
+    """
+    if mapped and user in mapped:
+        row = find_person(s, mapped[user])
+        if row is None:
+            raise MindEvalError(f"no annotator named '{mapped[user]}' (mapped from '{user}')", field="map-annotator")
         return row, False
-    row = AnnotatorRow(name=name, code_hash=None, is_admin=False, origin="import")
-    s.add(row)
-    s.flush()
-    return row, True
+    base = check_name(user)
+    for n in range(1, 1000):
+        name = base if n == 1 else f"{base} (imported)" if n == 2 else f"{base} (imported {n - 1})"
+        row = find_person(s, name)
+        if row is None:
+            row = AnnotatorRow(name=check_name(name), code_hash=None, is_admin=False, active=False, origin="import")
+            s.add(row)
+            s.flush()
+            return row, True
+        if row.origin == "import":
+            return row, False
+    raise MindEvalError(f"too many people are named like '{base}'", field="name")  # pragma: no cover
 
 
 def list_annotators(db: Database) -> list[AnnotatorInfo]:
@@ -100,7 +129,7 @@ def has_people(db: Database) -> bool:
 def sign_in(db: Database, name: str, code: str) -> SignedIn | None:
     """Check name and code; on success open a session and return its token."""
     with db.read() as s:
-        row = s.scalar(select(AnnotatorRow).where(func.lower(AnnotatorRow.name) == name.strip().lower()))
+        row = find_person(s, name)
     ok = verify_code(code, row.code_hash if row else _DUMMY_HASH) and row is not None and row.active
     if not ok or row is None:
         log.info("sign-in refused for name %r", name.strip()[:120])

@@ -15,6 +15,7 @@ from ..db import Database
 from .assign import annotator_order, balanced_assignment
 from .common import NotFound
 from .models import AnnotatorProgress, AssignReport, StudyInfo, StudyProgress
+from .people import find_person
 from .tables import (
     AnnotatorRow,
     AssignmentRow,
@@ -117,7 +118,7 @@ def _annotators(s, names: list[str] | None) -> list[AnnotatorRow]:
     if names:
         rows = []
         for n in names:
-            row = s.scalar(select(AnnotatorRow).where(AnnotatorRow.name == n.strip()))
+            row = find_person(s, n)
             if row is None:
                 raise MindEvalError(f"no annotator named '{n}'", field="annotators")
             rows.append(row)

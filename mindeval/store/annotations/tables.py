@@ -15,6 +15,7 @@ only as hashes.
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime, timezone
 
 from sqlalchemy import (
@@ -24,15 +25,24 @@ from sqlalchemy import (
     DateTime,
     Float,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
     UniqueConstraint,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, validates
 
 NA_VALUE = 0  # stored value for "not applicable" / "not rated"
 VERSION_TABLE = "annotation_alembic_version"
+
+
+def name_key(name: str) -> str:
+    """How people's names are compared: case-folded, NFKC, inner spaces collapsed.
+
+    ``Bruno``, ``bruno`` and ``BRUNO `` share one key, so only one of them can exist.
+    """
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
 
 
 def utcnow() -> datetime:
@@ -51,15 +61,25 @@ class AnnotationBase(DeclarativeBase):
 
 
 class AnnotatorRow(AnnotationBase):
+    """A person. ``name_key`` (:func:`name_key` of the name, set automatically) is unique,
+    so names that differ only in case or spacing cannot both exist (revision 0003)."""
+
     __tablename__ = "ann_annotators"
+    __table_args__ = (Index("uq_annotator_name_key", "name_key", unique=True),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(120), unique=True)
+    name_key: Mapped[str] = mapped_column(String(400), server_default="")
     code_hash: Mapped[str | None] = mapped_column(String(300), nullable=True)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     origin: Mapped[str] = mapped_column(String(16), default="created")  # created | import
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    @validates("name")
+    def _keep_key(self, _attr: str, value: str) -> str:
+        self.name_key = name_key(value)
+        return value
 
 
 class AuthSessionRow(AnnotationBase):
