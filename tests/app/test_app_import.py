@@ -191,7 +191,7 @@ def test_unknown_criterion_fields_are_refused_and_other_fields_come_back(shared_
     with pytest.raises(MindEvalError) as err:
         ws.import_path(SYSTEM, "S", path)
     for line in (2, 3):
-        assert f"{path}:{line}:criterion_12.responses: unknown criterion field" in str(err.value)
+        assert f"{path}:{line}:criterion_12: criterion field(s) criterion_12 are not in the mapping" in str(err.value)
     assert _n_items(ws) == 0
 
     ok = _write(tmp_path / "ok.jsonl", rows)
