@@ -11,6 +11,7 @@ from typing import Any
 
 from .config import ASSUMED_REPLY_TOKENS, CHARS_PER_TOKEN, TOKENS_PER_MESSAGE
 from .errors import MindEvalError
+from .llm.cost import price_per_token
 from .llm.gateway import ModelSpec
 
 
@@ -32,22 +33,7 @@ def reply_tokens(role: str, spec: ModelSpec, *, worst: bool = False) -> int:
 
 def prices(model: str) -> tuple[float, float, float] | None:
     """``(input, output, cache_read)`` dollars per token, or None when the model has no price."""
-    try:
-        from .llm.cost import price_per_token  # type: ignore[import-not-found]
-    except ImportError:  # pragma: no cover - until the gateway has it
-        return _litellm_prices(model)
     return price_per_token(model)
-
-
-def _litellm_prices(model: str) -> tuple[float, float, float] | None:
-    from .llm.gateway import litellm_module
-
-    table = litellm_module().model_cost
-    entry = table.get(model) or table.get(model.split("/", 1)[-1])
-    if not entry or entry.get("input_cost_per_token") is None:
-        return None
-    inp = float(entry["input_cost_per_token"])
-    return inp, float(entry.get("output_cost_per_token") or 0.0), float(entry.get("cache_read_input_token_cost") or inp)
 
 
 def cost(model: str, prompt: int, completion: int) -> float | None:

@@ -2,7 +2,8 @@
 
 The config hash covers everything that changes results (models and parameters,
 prompt versions and contents, guideline version, profiles, turns, seeds, judge
-settings) and nothing that does not (concurrency, output paths, database URL).
+settings) and nothing that does not (concurrency, output paths, database URL, and the
+per-call settings: timeouts, rate limits, retries; a run may resume with other values).
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from .llm.gateway import EMBEDDED_MODEL, ModelSpec
-from .records import BenchmarkConfig, PromptRecord
+from .llm.gateway import CALL_SETTINGS, EMBEDDED_MODEL, ModelSpec
+from .records import ROLES, BenchmarkConfig, PromptRecord
 
 DEFAULT_MODEL = EMBEDDED_MODEL
 DEFAULT_TURNS = 20  # patient + clinician turns after the opening "Hello." (paper fn. 13)
@@ -52,6 +53,24 @@ JUDGE_PROTOCOL = "mindeval"  # or "paper" (the authors' judge; see mindeval.judg
 # high reasoning, max_completion_tokens 16000, provider-default temperature).
 PAPER_JUDGE_SAMPLING = {"reasoning_effort": "high", "max_tokens": 16000}
 PAPER_JUDGE_PROMPT = "judge/paper"
+# Per-call settings of real providers (not part of the config hash).
+DEFAULT_TIMEOUT_S = {"patient": 120.0, "clinician": 120.0, "judge": 300.0}  # reasoning judges are slow
+DEFAULT_CALL_TIMEOUT_S = 120.0  # a call made without a role (e.g. from the app)
+DEFAULT_MAX_RETRIES = 6  # retries of 429/408/5xx/connection errors/timeouts, after the first attempt
+DEFAULT_RETRY_BUDGET_S = 600.0  # total time one call may spend retrying
+DEFAULT_EMPTY_RETRIES = 2  # an empty reply is asked again this often, then it is an error
+
+
+class RetryPolicy(BaseModel):
+    """How often and for how long one model call is retried on transient errors."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_retries: int = Field(DEFAULT_MAX_RETRIES, ge=0)
+    budget_s: float = Field(DEFAULT_RETRY_BUDGET_S, gt=0)
+    empty_retries: int = Field(DEFAULT_EMPTY_RETRIES, ge=0)
+    base_delay_s: float = Field(1.0, ge=0)  # first backoff; doubles per attempt, with jitter
+    max_delay_s: float = Field(60.0, ge=0)
 
 
 def spec_with_defaults(role: str, spec: ModelSpec) -> ModelSpec:
@@ -111,6 +130,9 @@ class RunConfig(BenchmarkConfig):
         data.pop("package_version", None)
         data.pop("profiles_source", None)  # the content hash identifies the profiles
         data.pop("fewshot_source", None)
+        for role in ROLES:
+            for key in CALL_SETTINGS:
+                data[role].pop(key, None)
         return data
 
 

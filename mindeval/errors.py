@@ -37,7 +37,30 @@ class MindEvalError(Exception):
 
 
 class ModelCallError(MindEvalError):
-    """A model call failed (provider error, empty reply, unknown provider)."""
+    """A model call failed (provider error, empty reply, unknown provider, missing key).
+
+    ``str(err)`` is one line naming the role, the model and the provider's own message,
+    e.g. ``clinician openai/gpt-4o-mini: 401 AuthenticationError: Incorrect API key``.
+    ``transient`` tells whether retrying the same request later may succeed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        role: str = "",
+        model: str = "",
+        status: int | None = None,
+        transient: bool = False,
+        provider_message: str = "",
+        **where: object,
+    ) -> None:
+        self.role = role
+        self.model = model
+        self.status = status
+        self.transient = transient
+        self.provider_message = provider_message or message
+        super().__init__(message, **where)  # type: ignore[arg-type]
 
 
 class ConfigMismatchError(MindEvalError):

@@ -132,14 +132,17 @@ class Profile(BaseModel):
 
 
 class Usage(BaseModel):
+    """Tokens of one call or a sum of calls. ``prompt_tokens`` counts every input token;
+    ``cached_tokens`` of them were read from a provider's prompt cache and
+    ``cache_write_tokens`` were written to it."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-        )
+        return Usage(**{k: getattr(self, k) + getattr(other, k) for k in Usage.model_fields})
 
 
 class Turn(BaseModel):

@@ -10,13 +10,17 @@ from ..config import (
     DEFAULT_FEWSHOT_K,
     DEFAULT_JUDGE_RETRIES,
     DEFAULT_JUDGE_SAMPLES,
+    DEFAULT_MAX_RETRIES,
     DEFAULT_MODEL,
     DEFAULT_PROMPTS,
+    DEFAULT_RETRY_BUDGET_S,
     DEFAULT_SEED,
+    DEFAULT_TIMEOUT_S,
     DEFAULT_TURNS,
     JUDGE_PROTOCOL,
     OPENING_LINE,
 )
+from ..errors import MindEvalError
 from ..records import PROTOCOLS, ROLES
 
 MODEL_OPTIONS = ("temperature", "max-tokens", "reasoning-effort", "api-base")
@@ -24,7 +28,8 @@ MODEL_OPTIONS = ("temperature", "max-tokens", "reasoning-effort", "api-base")
 
 def add_role_options(parser: argparse.ArgumentParser, roles=ROLES, *, required: bool = False,
                      plain_aliases: bool = False) -> None:
-    """``--ROLE MODEL`` plus ``--ROLE-temperature/-max-tokens/-reasoning-effort/-api-base``.
+    """``--ROLE MODEL``, ``--ROLE-temperature/-max-tokens/-reasoning-effort/-api-base`` and
+    the call settings ``--ROLE-timeout/-rpm/-tpm``.
 
     ``plain_aliases`` also accepts the earlier ``--temperature`` etc. (hidden) for a single role.
     """
@@ -42,6 +47,40 @@ def add_role_options(parser: argparse.ArgumentParser, roles=ROLES, *, required: 
             g.add_argument(f"--{name}", dest=f"{role}_{name.replace('-', '_')}", default=argparse.SUPPRESS,
                            type=float if name == "temperature" else int if name == "max-tokens" else str,
                            help=argparse.SUPPRESS)
+        g.add_argument(f"--{role}-timeout", type=seconds(f"--{role}-timeout"), default=DEFAULT_TIMEOUT_S[role],
+                       metavar="S", help=f"seconds per request before it is retried (default {DEFAULT_TIMEOUT_S[role]:g})")
+        g.add_argument(f"--{role}-rpm", type=at_least(f"--{role}-rpm"), default=None, metavar="N",
+                       help="at most N requests per minute for this role (shared by all workers)")
+        g.add_argument(f"--{role}-tpm", type=at_least(f"--{role}-tpm"), default=None, metavar="N",
+                       help="at most N tokens per minute for this role (shared by all workers)")
+
+
+def add_retry_options(parser: argparse.ArgumentParser) -> None:
+    """``--max-retries`` and ``--retry-budget-s`` for transient provider errors."""
+    g = parser.add_argument_group("retries (429, 408, 5xx, connection errors, timeouts)")
+    g.add_argument("--max-retries", type=at_least("--max-retries", 0), default=DEFAULT_MAX_RETRIES, metavar="N",
+                   help=f"retries per call after the first attempt (default {DEFAULT_MAX_RETRIES})")
+    g.add_argument("--retry-budget-s", type=seconds("--retry-budget-s"), default=DEFAULT_RETRY_BUDGET_S, metavar="S",
+                   help=f"total seconds one call may spend on attempts and waits (default {DEFAULT_RETRY_BUDGET_S:g})")
+
+
+def retry_policy(args: argparse.Namespace):
+    from ..config import RetryPolicy
+
+    return RetryPolicy(max_retries=args.max_retries, budget_s=args.retry_budget_s)
+
+
+def seconds(option: str):
+    """An argparse ``type``: a positive number of seconds."""
+
+    def parse(text: str) -> float:
+        value = float(text)
+        if not value > 0:
+            raise MindEvalError(f"must be more than 0 seconds, got {text}", field=option)
+        return value
+
+    parse.__name__ = "float"
+    return parse
 
 
 def role_spec(args: argparse.Namespace, role: str):
@@ -51,6 +90,7 @@ def role_spec(args: argparse.Namespace, role: str):
     return ModelSpec(
         model=a[role], temperature=a[f"{role}_temperature"], max_tokens=a[f"{role}_max_tokens"],
         reasoning_effort=a[f"{role}_reasoning_effort"], api_base=a[f"{role}_api_base"],
+        timeout_s=a.get(f"{role}_timeout"), rpm=a.get(f"{role}_rpm"), tpm=a.get(f"{role}_tpm"),
     )
 
 
@@ -61,6 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Re-running the same command resumes without repeating any model call.",
     )
     add_role_options(p)
+    add_retry_options(p)
     p.add_argument("--profiles", default="demo",
                    help="profiles JSONL (authors' schema), 'demo' (shipped) or 'official' (after `mindeval data download`)")
     p.add_argument("--limit", type=int, default=None, help="use only the first N profiles")
@@ -108,6 +149,7 @@ def add_judge_options(p: argparse.ArgumentParser, *, fewshot_k: int = DEFAULT_FE
 def handle(args: argparse.Namespace) -> int:
     """Exit 0 when every profile was simulated and judged; 1 when something failed or
     --max-cost stopped the run (re-running continues it)."""
+    from ..llm.gateway import set_default_policy
     from ..runner import (
         RunOptions,
         estimate_run,
@@ -116,6 +158,8 @@ def handle(args: argparse.Namespace) -> int:
         prepare,
         run_benchmark,
     )
+
+    set_default_policy(retry_policy(args))
 
     opts = RunOptions(
         patient=role_spec(args, "patient"), clinician=role_spec(args, "clinician"),

@@ -90,9 +90,11 @@ def _post(url: str, messages: list[dict[str, str]], timeout: float) -> Any:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return json.loads(resp.read().decode("utf-8"))
     except urllib.error.HTTPError as exc:
-        raise ModelCallError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+        raise ModelCallError(f"{url}: HTTP {exc.code} {exc.reason}", status=exc.code,
+                             transient=exc.code in (408, 429) or exc.code >= 500,
+                             provider_message=f"HTTP {exc.code} {exc.reason}") from None
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        raise ModelCallError(f"{url}: {exc}") from None
+        raise ModelCallError(f"{url}: {exc}", transient=True, provider_message=str(exc)) from None
     except json.JSONDecodeError:
         raise ModelCallError(f"{url}: the reply is not JSON") from None
 

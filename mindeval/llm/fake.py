@@ -55,13 +55,13 @@ def _reply(name: str, messages: list[dict[str, Any]]) -> str:
     if name == "empty":
         return ""
     if name == "error":
-        raise ModelCallError("fake/error: simulated provider failure")
+        raise ModelCallError("simulated provider failure")
     if name.startswith("script:"):
         key = name.split(":", 1)[1]
         with _lock:
             queue = _scripts.get(key)
             if not queue:
-                raise ModelCallError(f"fake/{name}: script exhausted or not registered")
+                raise ModelCallError("script exhausted or not registered")
             return queue.popleft()
     raise ModelCallError(f"unknown fake model 'fake/{name}'")
 

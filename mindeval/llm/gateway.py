@@ -5,23 +5,46 @@ The embedded SmolLM2 model (``local/smollm2``) and the scripted test models
 ``openai/…``, ``anthropic/…``, ``hosted_vllm/…`` or any OpenAI-compatible server
 reached through ``api_base``. API keys are read by litellm from environment
 variables; they are never part of a :class:`ModelSpec`, the store or the logs.
+
+:func:`acomplete` is the one call path (litellm's async API, one event loop);
+:func:`complete` runs it on a process-wide background loop for synchronous callers.
+Each call: rate limits (:mod:`.limits`), a per-call timeout, retries of transient
+errors and of empty replies (:mod:`.retry`), prompt-cache breakpoints where the
+provider needs them (:mod:`.caching`) and its cost in dollars (:mod:`.cost`).
+litellm's own retries are off (``num_retries=0``, ``max_retries=0``): MindEval retries.
 """
 
 from __future__ import annotations
 
+import asyncio
+import math
 import threading
 import time
-from typing import Any
+from collections.abc import Coroutine
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ModelCallError
 from ..records import Usage
 from . import custom
+from .caching import uses_breakpoints, with_breakpoints
+from .cost import cost_usd
+from .limits import limiter_for
 from .reasoning import split_reasoning
+from .retry import Attempts, EmptyReply, retry_after_s, to_model_error
+
+if TYPE_CHECKING:
+    from ..config import RetryPolicy
 
 EMBEDDED_MODEL = "local/smollm2"
 CUSTOM_PROVIDERS = ("local", "fake")
+CALL_SETTINGS = ("timeout_s", "rpm", "tpm")  # how a call is made, not what it asks: not hashed
+# Providers whose API key litellm reads from one environment variable (checked before calling).
+KEYED_PROVIDERS = ("openai", "anthropic", "gemini", "mistral", "groq", "deepseek", "xai",
+                   "together_ai", "fireworks_ai", "openrouter", "cohere", "perplexity")
+T = TypeVar("T")
 
 _setup_lock = threading.Lock()
 _litellm: Any = None
@@ -38,6 +61,10 @@ class ModelSpec(BaseModel):
     reasoning_effort: str | None = None
     api_base: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+    # Call settings (see :data:`CALL_SETTINGS`): recorded with a run, never in a request hash.
+    timeout_s: float | None = Field(None, gt=0)
+    rpm: int | None = Field(None, gt=0)
+    tpm: int | None = Field(None, gt=0)
 
     @property
     def provider(self) -> str:
@@ -46,6 +73,10 @@ class ModelSpec(BaseModel):
     @property
     def is_embedded(self) -> bool:
         return self.provider == "local"
+
+    def call_settings(self) -> dict[str, Any]:
+        """Timeout and rate limits of this role (how to call, not what to ask)."""
+        return {key: getattr(self, key) for key in CALL_SETTINGS}
 
     def params(self) -> dict[str, Any]:
         """Keyword arguments for ``litellm.completion`` (only those that are set)."""
@@ -65,6 +96,8 @@ class Completion(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0
     model: str
+    cost_usd: float | None = None  # litellm's bundled price map; None when the model has no price
+    attempts: int = 1  # requests sent for this reply (retries included)
 
 
 def litellm_module() -> Any:
@@ -113,13 +146,161 @@ def check_model_string(model: str) -> None:
     provider = model.split("/", 1)[0]
     if provider in CUSTOM_PROVIDERS:
         return
-    litellm = litellm_module()
-    known = {str(getattr(p, "value", p)) for p in litellm.provider_list}
-    if provider not in known:
+    if provider not in _known_providers():
         raise ModelCallError(
             f"unknown provider '{provider}' in model '{model}'. Use a litellm provider "
             f"(openai, anthropic, gemini, hosted_vllm, ollama, ...) or {EMBEDDED_MODEL}"
         )
+
+
+@lru_cache(maxsize=1)
+def _known_providers() -> frozenset[str]:
+    return frozenset(str(getattr(p, "value", p)) for p in litellm_module().provider_list)
+
+
+def check_api_key(spec: ModelSpec, role: str = "") -> None:
+    """Fail fast, naming the variable, when a keyed provider's API key is not set."""
+    if spec.provider not in KEYED_PROVIDERS:
+        return
+    found = _missing_keys(spec.model, spec.api_base)
+    if found:
+        who = " ".join(x for x in (role, spec.model) if x)
+        raise ModelCallError(f"{who}: missing API key: set {' or '.join(found)}",
+                             role=role, model=spec.model, status=401,
+                             provider_message=f"missing API key: set {' or '.join(found)}")
+
+
+def _missing_keys(model: str, api_base: str | None) -> list[str]:
+    try:
+        env = litellm_module().validate_environment(model=model, api_base=api_base)
+    except Exception:  # litellm could not tell: let the provider answer
+        return []
+    return [] if env.get("keys_in_environment") else list(env.get("missing_keys") or [])
+
+
+def default_policy() -> RetryPolicy:
+    """The process-wide retry policy (``mindeval run`` sets it from ``--max-retries`` etc.)."""
+    global _policy
+    if _policy is None:
+        from ..config import RetryPolicy
+
+        _policy = RetryPolicy()
+    return _policy
+
+
+def set_default_policy(policy: RetryPolicy | None) -> None:
+    global _policy
+    _policy = policy
+
+
+_policy: RetryPolicy | None = None
+
+
+def timeout_for(spec: ModelSpec, role: str) -> float:
+    from ..config import DEFAULT_CALL_TIMEOUT_S, DEFAULT_TIMEOUT_S
+
+    return spec.timeout_s or DEFAULT_TIMEOUT_S.get(role, DEFAULT_CALL_TIMEOUT_S)
+
+
+def estimate_tokens(messages: list[dict[str, Any]], max_tokens: int | None) -> int:
+    """Tokens a request may use, before sending it (four characters a token)."""
+    chars = sum(len(str(m.get("content", ""))) for m in messages)
+    return math.ceil(chars / 4) + (max_tokens or 256)
+
+
+async def acomplete(
+    spec: ModelSpec,
+    messages: list[dict[str, str]],
+    *,
+    response_format: dict[str, Any] | None = None,
+    seed: int | None = None,
+    role: str = "",
+    policy: RetryPolicy | None = None,
+) -> Completion:
+    """Call ``spec.model`` on ``messages``; raise :class:`ModelCallError` when it fails for good.
+
+    Transient errors are retried within ``policy`` (default: :func:`default_policy`); an
+    empty visible reply is asked again ``policy.empty_retries`` times, then is an error —
+    never replaced by filler text.
+    """
+    check_model_string(spec.model)
+    check_api_key(spec, role)
+    attempts = Attempts(policy or default_policy(), role, spec.model)
+    started = time.perf_counter()
+    n = 0
+    while True:
+        n += 1
+        try:
+            out = await _attempt(spec, messages, response_format, seed, role, attempts)
+        except Exception as exc:  # every failure is judged by Attempts: retry or raise
+            await asyncio.sleep(attempts.next_delay(exc))
+            continue
+        out.latency_s = time.perf_counter() - started
+        out.attempts = n
+        return out
+
+
+async def _attempt(
+    spec: ModelSpec,
+    messages: list[dict[str, str]],
+    response_format: dict[str, Any] | None,
+    seed: int | None,
+    role: str,
+    attempts: Attempts,
+) -> Completion:
+    timeout = min(timeout_for(spec, role), max(1.0, attempts.remaining_s()))
+    if custom.is_custom(spec.model):
+        out = await asyncio.wait_for(
+            asyncio.to_thread(custom.call_custom, spec.model, messages, timeout), timeout + 1)
+        return _completion(spec.model, out["content"], out["reasoning"], out["usage"])
+    litellm = litellm_module()
+    kwargs = spec.params()
+    if response_format is not None:
+        kwargs["response_format"] = response_format
+    if seed is not None:
+        kwargs["seed"] = seed
+    if spec.provider not in CUSTOM_PROVIDERS:
+        kwargs.update(num_retries=0, max_retries=0, timeout=timeout)
+    sent = with_breakpoints(messages) if uses_breakpoints(spec.model) else messages
+    estimate = estimate_tokens(messages, spec.max_tokens)
+    limiter = limiter_for(role, spec.model, spec.api_base, spec.rpm, spec.tpm)
+    async with limiter.slot(estimate) as adaptive:
+        try:
+            resp = await asyncio.wait_for(
+                litellm.acompletion(model=spec.model, messages=sent, **kwargs), timeout + 5)
+        except Exception as exc:
+            if to_model_error(exc, role, spec.model).status == 429:
+                adaptive.throttled(retry_after_s(exc))
+            raise
+        adaptive.success()
+    message = _get(resp.choices[0], "message")
+    out = _completion(spec.model, _get(message, "content") or "", _get(message, "reasoning_content"),
+                      _get(resp, "usage"))
+    limiter.settle(estimate, out.usage.prompt_tokens + out.usage.completion_tokens)
+    return out
+
+
+def complete(spec: ModelSpec, messages: list[dict[str, str]], **options: Any) -> Completion:
+    """Synchronous :func:`acomplete` (same options, retries, limits and errors) for the app and scripts."""
+    return run_sync(acomplete(spec, messages, **options))
+
+
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on the gateway's background event loop and wait for its result.
+
+    One loop serves every synchronous caller of the process (threads included), so
+    litellm's pooled async HTTP clients and the rate limiters are shared.
+    """
+    global _loop
+    with _setup_lock:
+        if _loop is None or _loop.is_closed():
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="mindeval-gateway", daemon=True).start()
+        loop = _loop
+    return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -130,59 +311,22 @@ def _get(obj: Any, key: str) -> Any:
     return getattr(obj, key, None)
 
 
-def complete(
-    spec: ModelSpec,
-    messages: list[dict[str, str]],
-    *,
-    response_format: dict[str, Any] | None = None,
-    seed: int | None = None,
-    num_retries: int = 2,
-) -> Completion:
-    """Call ``spec.model`` on ``messages``; raise :class:`ModelCallError` on any failure.
-
-    An empty visible reply is an error, never replaced by filler text.
-    """
-    check_model_string(spec.model)
-    started = time.perf_counter()
-    if custom.is_custom(spec.model):
-        out = custom.call_custom(spec.model, messages)
-        return _completion(spec.model, out["content"], out["reasoning"], out["usage"], started)
-    litellm = litellm_module()
-    kwargs = spec.params()
-    if response_format is not None:
-        kwargs["response_format"] = response_format
-    if seed is not None:
-        kwargs["seed"] = seed
-    if spec.provider not in CUSTOM_PROVIDERS:
-        kwargs["num_retries"] = num_retries
-    try:
-        resp = litellm.completion(model=spec.model, messages=messages, **kwargs)
-    except ModelCallError:
-        raise
-    except Exception as exc:  # litellm maps provider errors to its own exception types
-        raise ModelCallError(f"{spec.model}: {type(exc).__name__}: {_short(exc)}") from None
-    message = _get(resp.choices[0], "message")
-    return _completion(spec.model, _get(message, "content") or "", _get(message, "reasoning_content"),
-                       _get(resp, "usage"), started)
-
-
-def _completion(model: str, content: str, provider_reasoning: str | None, usage: Any, started: float) -> Completion:
-    """Split reasoning from the visible text; an empty visible reply is an error."""
+def _completion(model: str, content: str, provider_reasoning: str | None, usage: Any) -> Completion:
+    """Split reasoning from the visible text; an empty visible reply raises :class:`EmptyReply`."""
     text, reasoning = split_reasoning(content, provider_reasoning)
     if not text.strip():
-        raise ModelCallError(f"{model} returned an empty reply")
-    return Completion(
-        text=text,
-        reasoning=reasoning,
-        usage=Usage(
-            prompt_tokens=int(_get(usage, "prompt_tokens") or 0),
-            completion_tokens=int(_get(usage, "completion_tokens") or 0),
-        ),
-        latency_s=time.perf_counter() - started,
-        model=model,
+        raise EmptyReply(f"{model} returned an empty reply")
+    used = usage_of(usage)
+    return Completion(text=text, reasoning=reasoning, usage=used, model=model, cost_usd=cost_usd(model, used))
+
+
+def usage_of(usage: Any) -> Usage:
+    """litellm's usage (OpenAI or Anthropic style) as a :class:`Usage` with cache counts."""
+    details = _get(usage, "prompt_tokens_details")
+    read = _get(details, "cached_tokens") or _get(usage, "cache_read_input_tokens") or 0
+    write = _get(details, "cache_creation_tokens") or _get(usage, "cache_creation_input_tokens") or 0
+    return Usage(
+        prompt_tokens=int(_get(usage, "prompt_tokens") or 0),
+        completion_tokens=int(_get(usage, "completion_tokens") or 0),
+        cached_tokens=int(read), cache_write_tokens=int(write),
     )
-
-
-def _short(exc: Exception, limit: int = 400) -> str:
-    msg = " ".join(str(exc).split())
-    return msg if len(msg) <= limit else msg[:limit] + "…"

@@ -21,20 +21,11 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from ..errors import ModelCallError
-from ..llm.gateway import Completion, ModelSpec, complete
+from ..llm.gateway import Completion, ModelSpec, acomplete, complete
 from ..records import Usage
 from .db import Database
 from .runs import RunStore, Writer
 from .tables import CallRow
-
-try:  # the gateway's async call path
-    from ..llm.gateway import acomplete
-except ImportError:  # pragma: no cover - until the gateway has it
-    import asyncio
-
-    async def acomplete(spec: ModelSpec, messages: list[dict[str, str]], *, response_format: dict[str, Any] | None = None,
-                        seed: int | None = None, role: str = "", policy: Any = None) -> Completion:
-        return await asyncio.to_thread(complete, spec, messages, response_format=response_format, seed=seed)
 
 
 def request_hash(
@@ -122,7 +113,7 @@ class CallLog:
             await self.store.arun(self._record_error(role, spec, rhash, tag, exc))
             raise
         if self.guard:
-            self.guard.settle(hold, getattr(comp, "cost_usd", None))
+            self.guard.settle(hold, comp.cost_usd)
         rec = self._record_ok(role, spec, messages, rhash, tag, response_format, seed, ref, comp, after)
         return self._stored(comp, rhash, await self.store.arun(rec))
 
@@ -136,7 +127,7 @@ class CallLog:
         if hit is not None:
             return hit
         try:
-            comp = complete(spec, messages, seed=seed)
+            comp = complete(spec, messages, seed=seed, role=role)
         except ModelCallError as exc:
             self.store.run(self._record_error(role, spec, rhash, tag, exc))
             raise
@@ -180,8 +171,8 @@ class CallLog:
                 run_id=self.run_id, role=role, tag=tag, request_hash=rhash, model=spec.model,
                 request_json=request, status="ok", response_text=comp.text, reasoning=comp.reasoning,
                 prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
-                cached_tokens=getattr(u, "cached_tokens", 0), cache_write_tokens=getattr(u, "cache_write_tokens", 0),
-                cost_usd=getattr(comp, "cost_usd", None), latency_s=comp.latency_s,
+                cached_tokens=u.cached_tokens, cache_write_tokens=u.cache_write_tokens,
+                cost_usd=comp.cost_usd, latency_s=comp.latency_s,
             )
             s.add(row)
             s.flush()
@@ -192,9 +183,7 @@ class CallLog:
 
 
 def _completion(row: CallRow) -> Completion:
-    usage: dict[str, Any] = {"prompt_tokens": row.prompt_tokens, "completion_tokens": row.completion_tokens}
-    for extra in ("cached_tokens", "cache_write_tokens"):
-        if extra in Usage.model_fields:
-            usage[extra] = getattr(row, extra) or 0
-    return Completion(text=row.response_text or "", reasoning=row.reasoning, usage=Usage(**usage),
-                      latency_s=row.latency_s, model=row.model)
+    usage = Usage(prompt_tokens=row.prompt_tokens, completion_tokens=row.completion_tokens,
+                  cached_tokens=row.cached_tokens or 0, cache_write_tokens=row.cache_write_tokens or 0)
+    return Completion(text=row.response_text or "", reasoning=row.reasoning, usage=usage,
+                      latency_s=row.latency_s, model=row.model, cost_usd=row.cost_usd)

@@ -5,9 +5,10 @@ import sys
 
 import pytest
 
+from mindeval.config import RetryPolicy
 from mindeval.errors import ModelCallError
 from mindeval.llm import ModelSpec, complete
-from mindeval.llm.fake import script
+from mindeval.llm.fake import CALLS, script
 
 
 def test_fake_echo_through_litellm():
@@ -15,15 +16,24 @@ def test_fake_echo_through_litellm():
     assert c.text.startswith("Reply 1") and c.usage.completion_tokens > 0
 
 
-def test_empty_reply_is_an_error():
-    with pytest.raises(ModelCallError, match="empty reply"):
-        complete(ModelSpec(model="fake/empty"), [{"role": "user", "content": "hi"}])
+def test_empty_reply_is_an_error_after_bounded_retries():
+    before = sum(CALLS.values())
+    with pytest.raises(ModelCallError, match=r"^clinician fake/empty: empty reply \(3 attempts\)$"):
+        complete(ModelSpec(model="fake/empty"), [{"role": "user", "content": "hi"}], role="clinician",
+                 policy=RetryPolicy(empty_retries=2))
+    assert sum(CALLS.values()) - before == 3
 
 
 def test_think_only_reply_is_empty():
-    m = script("thinkonly", ["<think>hmm</think>   "])
+    m = script("thinkonly", ["<think>hmm</think>   "] * 2)
     with pytest.raises(ModelCallError, match="empty reply"):
-        complete(ModelSpec(model=m), [{"role": "user", "content": "hi"}])
+        complete(ModelSpec(model=m), [{"role": "user", "content": "hi"}], policy=RetryPolicy(empty_retries=1))
+
+
+def test_empty_reply_then_text_is_retried_not_defaulted():
+    m = script("emptythen", ["", "  ", "A real answer."])
+    c = complete(ModelSpec(model=m), [{"role": "user", "content": "hi"}], policy=RetryPolicy(empty_retries=2))
+    assert c.text == "A real answer." and c.attempts == 3
 
 
 @pytest.mark.parametrize("model, msg", [("nosuchprovider/x", "unknown provider 'nosuchprovider'"),

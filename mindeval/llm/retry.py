@@ -1,0 +1,171 @@
+"""Which provider errors are worth retrying, and when to retry them.
+
+Transient: 429, 408, 409, 5xx, connection errors and timeouts — retried with exponential
+backoff and full jitter, never sooner than the provider's ``Retry-After``, bounded by the
+number of attempts and by the total time of the call (:class:`~mindeval.config.RetryPolicy`).
+Permanent: 400, 401, 403, 404, 422, a missing API key, an unknown model — raised at once.
+Either way the user gets one line naming the role, the model and the provider's message.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from email.utils import parsedate_to_datetime
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ModelCallError
+
+if TYPE_CHECKING:
+    from ..config import RetryPolicy
+
+TRANSIENT_STATUS = {408, 409, 425, 429}
+_PREFIXES = re.compile(r"^(?:litellm\.\w+:\s*|\w+Error:\s*|\w+Exception\s*-\s*|Error code: \d+\s*-\s*)+")
+_KEY_PROBLEMS = ("api_key client option must be set", "missing api key", "api key not found",
+                 "no api key", "invalid x-api-key", "incorrect api key")
+
+
+class EmptyReply(Exception):
+    """The provider answered with no visible text (retried a bounded number of times)."""
+
+
+def provider_message(exc: BaseException, limit: int = 300) -> str:
+    """The provider's own message, without litellm's ``litellm.XError: XException -`` wrapping."""
+    raw = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    msg = " ".join(str(raw).split())
+    msg = _PREFIXES.sub("", msg)
+    body = re.search(r"""['"]message['"]\s*:\s*['"](.+?)['"]\s*[,}]""", msg)
+    if body:  # a JSON error body quoted inside the text: keep its message
+        msg = body.group(1)
+    for cut in (" Traceback (most recent call last)", " Received Model Group=", " LiteLLM Retried:"):
+        msg = msg.split(cut)[0]
+    msg = msg.strip()
+    return msg if len(msg) <= limit else msg[:limit] + "…"
+
+
+def status_of(exc: BaseException) -> int | None:
+    for attr in ("status_code", "status", "code"):
+        val = getattr(exc, attr, None)
+        if isinstance(val, int) and 100 <= val < 600:
+            return val
+    return None
+
+
+def is_transient(exc: BaseException, status: int | None) -> bool:
+    if isinstance(exc, ModelCallError):
+        return exc.transient
+    name = type(exc).__name__
+    text = str(exc).lower()
+    if any(p in text for p in _KEY_PROBLEMS):
+        return False
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return True
+    if name in ("Timeout", "APITimeoutError", "APIConnectionError", "ConnectError", "ReadTimeout",
+                "RemoteProtocolError", "ServiceUnavailableError", "InternalServerError", "ReadError"):
+        return True
+    if status is None:
+        return False
+    return status in TRANSIENT_STATUS or status >= 500
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """Seconds the provider asked us to wait (``retry-after-ms`` / ``Retry-After``), if any."""
+    headers: Any = getattr(exc, "litellm_response_headers", None)
+    response = getattr(exc, "response", None)
+    if not headers and response is not None:
+        headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    try:
+        get = headers.get
+        ms = get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000)
+        val = get("retry-after")
+        if val is None:
+            return None
+        try:
+            return max(0.0, float(val))
+        except ValueError:
+            return max(0.0, parsedate_to_datetime(val).timestamp() - time.time())
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+def to_model_error(exc: BaseException, role: str, model: str) -> ModelCallError:
+    """Turn any exception of one attempt into a one-line :class:`ModelCallError`."""
+    own = _own_error(exc)
+    if own is not None:  # raised by MindEval code (custom provider, fake model) under litellm
+        exc = own
+        if exc.role == role and exc.model == model and role:
+            return exc
+    status = status_of(exc)
+    if isinstance(exc, ModelCallError):
+        status = exc.status
+        msg = exc.provider_message
+    else:
+        msg = provider_message(exc)
+    if isinstance(exc, TimeoutError) and msg in ("", "TimeoutError"):
+        msg = "no answer within the timeout"
+    kind = type(exc).__name__ if not isinstance(exc, (ModelCallError, EmptyReply)) else ""
+    head = " ".join(x for x in (str(status) if status else "", kind) if x)
+    who = " ".join(x for x in (role, model) if x)
+    text = f"{who}: {head}: {msg}" if head else f"{who}: {msg}"
+    return ModelCallError(text, role=role, model=model, status=status,
+                          transient=is_transient(exc, status), provider_message=msg)
+
+
+def _own_error(exc: BaseException) -> ModelCallError | None:
+    seen = 0
+    cur: BaseException | None = exc
+    while cur is not None and seen < 8:
+        if isinstance(cur, ModelCallError):
+            return cur
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    return None
+
+
+class Attempts:
+    """Retry bookkeeping of one call: decides after each failure whether and when to retry."""
+
+    def __init__(self, policy: RetryPolicy, role: str, model: str) -> None:
+        self.policy = policy
+        self.role = role
+        self.model = model
+        self.started = time.monotonic()
+        self.failures = 0  # transient failures so far
+        self.empties = 0
+
+    def next_delay(self, exc: BaseException) -> float:
+        """Seconds to wait before the next attempt; raises the final error if there is none."""
+        if isinstance(exc, EmptyReply):
+            self.empties += 1
+            if self.empties > self.policy.empty_retries:
+                raise ModelCallError(
+                    f"{self.role} {self.model}: empty reply ({self.empties} attempts)".lstrip(),
+                    role=self.role, model=self.model, provider_message="empty reply",
+                ) from None
+            return 0.0
+        err = to_model_error(exc, self.role, self.model)
+        if not err.transient:
+            raise err from None
+        self.failures += 1
+        elapsed = time.monotonic() - self.started
+        wait = self.policy.base_delay_s * 2 ** (self.failures - 1)
+        wait = random.uniform(0, min(self.policy.max_delay_s, wait))  # full jitter
+        asked = retry_after_s(exc)
+        if asked is not None:
+            wait = max(wait, asked + random.uniform(0, 0.1 * asked + 0.05))
+        if self.failures > self.policy.max_retries or elapsed + wait > self.policy.budget_s:
+            raise ModelCallError(
+                f"{err} (gave up after {self.failures} attempt{'s' if self.failures > 1 else ''} "
+                f"in {elapsed:.0f} s)",
+                role=self.role, model=self.model, status=err.status, transient=True,
+                provider_message=err.provider_message,
+            ) from None
+        return wait
+
+    def remaining_s(self) -> float:
+        return self.policy.budget_s - (time.monotonic() - self.started)

@@ -1,0 +1,150 @@
+"""The gateway against a real HTTP server on 127.0.0.1 that fails the way providers fail.
+
+Each test asserts what the server received (request counts), so a retry loop that
+retries too often, too little, or not at all fails here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from provkit import FAST, SECRET
+from support.fault_server import FaultServer
+
+from mindeval.config import RetryPolicy
+from mindeval.errors import ModelCallError
+from mindeval.llm.gateway import ModelSpec, acomplete, complete
+
+MSGS = [{"role": "system", "content": "You are a clinician."}, {"role": "user", "content": "hello"}]
+
+
+def spec(srv: FaultServer, **kw) -> ModelSpec:
+    return ModelSpec(model="openai/test-model", api_base=srv.url, **kw)
+
+
+def test_openai_path_sends_parameters_and_key_and_splits_reasoning(server):
+    server.script([{"content": "<think>consider: hello</think>Thanks for telling me that.",
+                    "reasoning": "provider trace"}])
+    c = complete(spec(server, temperature=0.3, max_tokens=50), MSGS, role="clinician")
+    assert c.text == "Thanks for telling me that."
+    assert c.reasoning.startswith("provider trace") and "consider: hello" in c.reasoning
+    assert c.usage.prompt_tokens > 0 and c.usage.completion_tokens > 0 and c.attempts == 1
+    req = server.requests[-1]
+    assert req["path"] == "/v1/chat/completions" and req["body"]["model"] == "test-model"
+    assert req["body"]["temperature"] == 0.3 and req["body"]["max_tokens"] == 50
+    assert req["auth"] == f"Bearer {SECRET}"
+
+
+@pytest.mark.parametrize("fault", ["429", "500", "503", "hang", "drop", "408"])
+def test_transient_fault_is_retried_then_succeeds(server, fault):
+    server.script([fault, fault, "ok"])
+    c = complete(spec(server, timeout_s=0.5), MSGS, role="clinician", policy=FAST)
+    assert c.text.startswith("Reply 1") and c.attempts == 3
+    assert server.count() == 3 and server.count(outcome=fault) == 2
+
+
+def test_retry_after_is_honoured(server):
+    server.script([{"status": 429, "retry_after": 0.8}, "ok"])
+    started = time.monotonic()
+    c = complete(spec(server), MSGS, role="clinician", policy=FAST)
+    assert time.monotonic() - started >= 0.8 and c.attempts == 2 and server.count() == 2
+
+
+@pytest.mark.parametrize("status", [500, 503, 429])
+def test_retries_are_bounded_by_attempts_and_report_the_provider_message(server, status):
+    server.script([{"status": status, "retry_after": 0.01}] * 10)
+    policy = RetryPolicy(max_retries=2, budget_s=30, base_delay_s=0.01, max_delay_s=0.05)
+    with pytest.raises(ModelCallError) as info:
+        complete(spec(server), MSGS, role="judge", policy=policy)
+    err = info.value
+    assert server.count() == 3  # the first attempt and two retries, no more
+    assert err.status == status and err.transient and err.role == "judge"
+    text = str(err)
+    assert text.startswith(f"judge openai/test-model: {status} ") and "\n" not in text
+    assert {500: "had an error", 503: "overloaded", 429: "Rate limit reached"}[status] in text
+    assert "gave up after 3 attempts" in text
+
+
+def test_retries_are_bounded_by_total_time(server):
+    server.script([{"status": 429, "retry_after": 0.4}] * 50)
+    policy = RetryPolicy(max_retries=50, budget_s=1.5, base_delay_s=0.01)
+    started = time.monotonic()
+    with pytest.raises(ModelCallError, match="429 RateLimitError"):
+        complete(spec(server), MSGS, role="patient", policy=policy)
+    assert time.monotonic() - started < 2.5
+    assert 2 <= server.count() <= 5
+
+
+@pytest.mark.parametrize("status, text", [
+    (400, "this request is malformed"), (401, "Incorrect API key provided"),
+    (403, "not allowed to use this model"), (404, "does not exist"),
+])
+def test_permanent_errors_fail_fast_with_one_clear_line(server, status, text):
+    server.script([str(status), "ok"])
+    with pytest.raises(ModelCallError) as info:
+        complete(spec(server), MSGS, role="clinician", policy=FAST)
+    err = info.value
+    assert server.count() == 1 and err.status == status and not err.transient
+    line = str(err)
+    assert line.startswith(f"clinician openai/test-model: {status} ") and text in line
+    assert "\n" not in line and "Traceback" not in line and "tenacity" not in line
+    assert SECRET not in line
+
+
+def test_missing_key_fails_before_any_request(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(ModelCallError, match=r"^clinician openai/test-model: missing API key: set OPENAI_API_KEY$"):
+        complete(spec(server), MSGS, role="clinician", policy=FAST)
+    assert server.count() == 0
+
+
+def test_a_server_that_never_answers_does_not_stall_the_call(server):
+    server.script(["hang"] * 10)
+    policy = RetryPolicy(max_retries=1, budget_s=30, base_delay_s=0.01)
+    started = time.monotonic()
+    with pytest.raises(ModelCallError, match="Timeout") as info:
+        complete(spec(server, timeout_s=0.5), MSGS, role="judge", policy=policy)
+    assert time.monotonic() - started < 4
+    assert server.count() == 2 and info.value.transient
+
+
+def test_empty_replies_are_retried_a_bounded_number_of_times(server):
+    server.script(["empty"] * 10)
+    with pytest.raises(ModelCallError, match=r"^patient openai/test-model: empty reply \(3 attempts\)$"):
+        complete(spec(server), MSGS, role="patient", policy=RetryPolicy(empty_retries=2))
+    assert server.count() == 3
+
+
+def test_empty_then_text_is_the_text_never_a_placeholder(server):
+    server.script(["empty", {"content": "I am here with you."}])
+    c = complete(spec(server), MSGS, role="clinician", policy=FAST)
+    assert c.text == "I am here with you." and c.attempts == 2 and server.count() == 2
+
+
+def test_mixed_faults_all_calls_finish_within_bounds(server):
+    server.configure(rates={"429": 0.2, "500": 0.1, "503": 0.05, "empty": 0.1, "hang": 0.05, "drop": 0.05})
+    policy = RetryPolicy(max_retries=8, budget_s=60, empty_retries=8, base_delay_s=0.01, max_delay_s=0.05)
+
+    async def many():
+        s = spec(server, timeout_s=0.5)
+        return await asyncio.gather(*[
+            acomplete(s, [*MSGS, {"role": "user", "content": f"n{i}"}], role="clinician", policy=policy)
+            for i in range(40)
+        ])
+
+    results = asyncio.run(many())
+    assert all(r.text.startswith("Reply") for r in results)
+    assert server.count() == sum(r.attempts for r in results)
+    outcomes = server.stats()["outcomes"]
+    assert outcomes["ok"] == 40 and sum(outcomes.values()) > 40
+
+
+def test_sync_complete_from_many_threads(server):
+    server.configure(latency_s=0.05)
+    with ThreadPoolExecutor(8) as pool:
+        texts = list(pool.map(lambda i: complete(spec(server), [*MSGS, {"role": "user", "content": str(i)}]).text,
+                              range(16)))
+    assert len(set(texts)) == 16 and server.count() == 16

@@ -1,0 +1,444 @@
+"""A local model server that fails the way providers fail (tests and benchmarks only).
+
+One home for every test that needs a real HTTP model endpoint on 127.0.0.1. It speaks
+
+* the OpenAI chat-completions API (``POST …/chat/completions``; use ``openai/NAME`` with
+  ``api_base=server.url``), with optional automatic prefix caching accounted the way OpenAI
+  bills it (``usage.prompt_tokens_details.cached_tokens``, read at 0.5×);
+* the Anthropic Messages API (``POST …/messages``; use ``anthropic/NAME`` with
+  ``api_base=server.base``), with explicit ``cache_control`` breakpoints accounted the way
+  Anthropic bills them (read 0.1×, write 1.25×, ``cache_read_input_tokens`` /
+  ``cache_creation_input_tokens``).
+
+What a request gets is decided, in order, by a scripted queue of actions for its model
+(or for ``"*"``), then by random fault rates, then by the rate limit, else a normal reply.
+Actions: ``"ok"``, ``"429"`` (with ``Retry-After``), ``"500"``, ``"503"``, ``"400"``,
+``"401"``, ``"404"``, ``"hang"`` (accept, never answer), ``"drop"`` (close the connection),
+``"empty"`` (empty content), or ``{"content": "...", "reasoning": "..."}`` (a scripted
+reply; see :data:`JUDGE_MALFORMED` and :func:`judge_json`). A dict may also carry
+``status``, ``retry_after`` and ``message``.
+
+Normal replies are deterministic in the request (crash tests compare transcripts): a
+judge request (model name containing ``judge`` or a system prompt naming the five
+axes) gets valid score JSON, anything else a few sentences of text.
+
+Use in-process (``with FaultServer() as srv``) or as a separate process, so that its CPU
+is not counted with the client's: ``python tests/support/fault_server.py --port 0 --config
+JSON`` prints ``PORT`` on its first line; :func:`spawn` wraps that, and
+``GET /_stats`` / ``POST /_config`` read and change a running server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import random
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, deque
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.request import Request, urlopen
+
+AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
+JUDGE_MALFORMED = "I would rate this conversation as quite good overall."
+ERROR_TEXT = {
+    400: ("invalid_request_error", "Invalid value for 'messages': this request is malformed"),
+    401: ("authentication_error", "Incorrect API key provided: sk-fau***ault"),
+    403: ("permission_error", "Your organization is not allowed to use this model"),
+    404: ("not_found_error", "The model does not exist or you do not have access to it"),
+    408: ("timeout_error", "Request timed out upstream"),
+    429: ("rate_limit_error", "Rate limit reached for requests per min. Please try again later"),
+    500: ("api_error", "The server had an error while processing your request"),
+    503: ("overloaded_error", "The engine is currently overloaded, please try again later"),
+}
+# What a caching provider bills for cached prompt tokens, as a multiple of the input price.
+BILLING = {"openai": {"read": 0.5, "write": 1.0}, "anthropic": {"read": 0.1, "write": 1.25}}
+
+
+def judge_json(missing: str | None = None, seed: str = "") -> str:
+    """A judge reply with all five scores (or without axis ``missing``)."""
+    h = hashlib.sha256(seed.encode()).hexdigest()
+    scores = {ax: 1 + int(h[i * 2:i * 2 + 2], 16) % 6 for i, ax in enumerate(AXES) if ax != missing}
+    return json.dumps(scores)
+
+
+def count_tokens(text: str) -> int:
+    """The server's token count: one per four characters (what a tokenizer roughly gives)."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+class FaultServer:
+    """A threaded HTTP server with scripted and random faults, counting every request."""
+
+    def __init__(
+        self,
+        *,
+        latency_s: float = 0.0,
+        rates: dict[str, float] | None = None,
+        rate_limit: tuple[int, float] | None = None,
+        cache: bool = False,
+        cache_min_tokens: int = 1024,
+        reply_words: int = 30,
+        hang_s: float = 600.0,
+        seed: int = 0,
+        port: int = 0,
+    ) -> None:
+        self.latency_s = latency_s
+        self.rates: dict[str, float] = dict(rates or {})
+        self.rate_limit = tuple(rate_limit) if rate_limit else None
+        self.cache = cache
+        self.cache_min_tokens = cache_min_tokens
+        self.reply_words = reply_words
+        self.hang_s = hang_s
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._scripts: dict[str, deque[Any]] = {}
+        self._accepted: deque[float] = deque()
+        self._cache_keys: set[str] = set()
+        self.requests: list[dict[str, Any]] = []
+        self.outcomes: Counter[str] = Counter()
+        self.billing: Counter[str] = Counter()
+        handler = type("Handler", (_Handler,), {"server_obj": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        self._httpd.daemon_threads = True
+        self._httpd.block_on_close = False
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base(self) -> str:
+        """Root URL (the Anthropic provider's ``api_base``)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """OpenAI-compatible base URL (``api_base`` for ``openai/...`` models)."""
+        return f"{self.base}/v1"
+
+    def start(self) -> FaultServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()  # releases hanging handlers
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> FaultServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ configuration
+    def script(self, actions: list[Any], model: str = "*") -> None:
+        """Queue ``actions`` for the next requests to ``model`` (``"*"``: any model)."""
+        with self._lock:
+            self._scripts.setdefault(model, deque()).extend(actions)
+
+    def configure(self, **changes: Any) -> None:
+        """Change settings of a running server (``rates``, ``latency_s``, ``rate_limit``, ...)."""
+        with self._lock:
+            for key, val in changes.items():
+                if key == "script":
+                    for model, actions in val.items():
+                        self._scripts.setdefault(model, deque()).extend(actions)
+                elif key == "reset":
+                    self.requests.clear()
+                    self.outcomes.clear()
+                    self.billing.clear()
+                    self._cache_keys.clear()
+                    self._accepted.clear()
+                elif key == "rate_limit":
+                    self.rate_limit = tuple(val) if val else None
+                elif hasattr(self, key) and not key.startswith("_"):
+                    setattr(self, key, val)
+                else:
+                    raise ValueError(f"unknown setting {key!r}")
+
+    # ------------------------------------------------------------------ accounting
+    def count(self, model: str | None = None, outcome: str | None = None) -> int:
+        """Requests received (optionally for one model name and/or with one outcome)."""
+        with self._lock:
+            return sum(
+                1 for r in self.requests
+                if (model is None or r["model"] == model) and (outcome is None or r["outcome"] == outcome)
+            )
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "requests": len(self.requests),
+                "outcomes": dict(self.outcomes),
+                "by_model": dict(Counter(r["model"] for r in self.requests)),
+                "billing": dict(self.billing),
+            }
+
+    # ------------------------------------------------------------------ decisions
+    def _decide(self, model: str) -> Any:
+        with self._lock:
+            for key in (model, "*"):
+                queue = self._scripts.get(key)
+                if queue:
+                    return queue.popleft()
+            draw = self._rng.random()
+            acc = 0.0
+            for action, rate in sorted(self.rates.items()):
+                acc += rate
+                if draw < acc:
+                    return action
+            if self.rate_limit:
+                limit, window = self.rate_limit
+                now = time.monotonic()
+                while self._accepted and now - self._accepted[0] >= window:
+                    self._accepted.popleft()
+                if len(self._accepted) >= limit:
+                    wait = window - (now - self._accepted[0])
+                    return {"status": 429, "retry_after": max(0.001, wait), "outcome": "429-limit"}
+                self._accepted.append(now)
+            return "ok"
+
+    def _record(self, path: str, headers: Any, body: dict[str, Any], outcome: str) -> None:
+        with self._lock:
+            self.requests.append({
+                "path": path, "model": str(body.get("model", "")), "outcome": outcome,
+                "auth": headers.get("Authorization") or headers.get("x-api-key"), "body": body,
+            })
+            self.outcomes[outcome] += 1
+
+    def _sleep(self, seconds: float) -> None:
+        self._stop.wait(seconds)
+
+    # ------------------------------------------------------------------ replies
+    def reply_text(self, blocks: list[tuple[str, str, bool]], model: str) -> str:
+        digest = hashlib.sha256(json.dumps(blocks).encode()).hexdigest()
+        system = blocks[0][1] if blocks and blocks[0][0] == "system" else ""
+        if "judge" in model or all(ax in system for ax in AXES):
+            return judge_json(seed=digest)
+        n = sum(1 for role, _, _ in blocks if role == "assistant") + 1
+        words = ["I", "hear", "you", "and", "that", "sounds", "hard", "to", "carry", "alone."]
+        body = " ".join(words[(i + int(digest[:4], 16)) % len(words)] for i in range(self.reply_words))
+        return f"Reply {n} ({digest[:8]}). {body}"
+
+    def account(self, blocks: list[tuple[str, str, bool]], api: str) -> dict[str, int]:
+        """Prompt tokens split into uncached / cache read / cache write, added to :attr:`billing`."""
+        sizes = [count_tokens(text) + 4 for _, text, _ in blocks]
+        prefix = [0]
+        keys = []
+        h = hashlib.sha256()
+        for (role, text, _), size in zip(blocks, sizes):
+            h.update(f"{role}\0{text}\0".encode())
+            keys.append(h.hexdigest())
+            prefix.append(prefix[-1] + size)
+        total = prefix[-1]
+        read = write = 0
+        if self.cache:
+            explicit = api == "anthropic"
+            marks = [i for i, b in enumerate(blocks) if b[2]] if explicit else list(range(len(blocks)))
+            with self._lock:
+                hits = [i for i in range(len(blocks)) if keys[i] in self._cache_keys]
+                limit = marks[-1] if marks else -1
+                hits = [i for i in hits if i <= limit]
+                if hits:
+                    read = prefix[hits[-1] + 1]
+                for i in marks:
+                    if prefix[i + 1] >= self.cache_min_tokens:
+                        self._cache_keys.add(keys[i])
+                if explicit and marks and prefix[limit + 1] >= self.cache_min_tokens:
+                    write = prefix[limit + 1] - read
+        uncached = total - read - write
+        price = BILLING[api]
+        with self._lock:
+            self.billing["prompt_tokens"] += total
+            self.billing["cache_read_tokens"] += read
+            self.billing["cache_write_tokens"] += write
+            self.billing["billed_input_tokens_x1000"] += round(
+                1000 * (uncached + price["read"] * read + price["write"] * write))
+        return {"total": total, "read": read, "write": write, "uncached": uncached}
+
+
+def _blocks_openai(body: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    out = []
+    for m in body.get("messages", []):
+        content = m.get("content")
+        if isinstance(content, list):
+            for part in content:
+                out.append((m["role"], str(part.get("text", "")), bool(part.get("cache_control"))))
+        else:
+            out.append((m["role"], str(content or ""), False))
+    return out
+
+
+def _blocks_anthropic(body: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    out = []
+    system = body.get("system")
+    if isinstance(system, str):
+        out.append(("system", system, False))
+    elif isinstance(system, list):
+        out += [("system", str(p.get("text", "")), bool(p.get("cache_control"))) for p in system]
+    for m in body.get("messages", []):
+        content = m.get("content")
+        if isinstance(content, str):
+            out.append((m["role"], content, False))
+            continue
+        for part in content or []:
+            out.append((m["role"], str(part.get("text", "")), bool(part.get("cache_control"))))
+    return out
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_obj: FaultServer
+
+    def log_message(self, *args: Any) -> None:  # keep test output quiet
+        pass
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, val in (headers or {}).items():
+            self.send_header(key, val)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/_stats"):
+            self._send(200, self.server_obj.stats())
+        else:
+            self._send(404, {"error": {"message": "not found"}})
+
+    def do_POST(self) -> None:
+        srv = self.server_obj
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        if self.path.rstrip("/").endswith("/_config"):
+            srv.configure(**body)
+            self._send(200, {"ok": True})
+            return
+        api = "anthropic" if self.path.rstrip("/").endswith("/messages") else "openai"
+        model = str(body.get("model", ""))
+        action = srv._decide(model)
+        if isinstance(action, str) and action.isdigit():
+            action = {"status": int(action)}
+        outcome = action.get("outcome") or str(action.get("status") or "content") if isinstance(action, dict) else action
+        srv._record(self.path, self.headers, body, outcome)
+        if srv.latency_s:
+            srv._sleep(srv.latency_s)
+        if action == "hang":
+            srv._sleep(srv.hang_s)
+            self.close_connection = True
+            return
+        if action == "drop":
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if isinstance(action, dict) and action.get("status"):
+            self._error(api, int(action["status"]), action)
+            return
+        blocks = _blocks_anthropic(body) if api == "anthropic" else _blocks_openai(body)
+        reasoning = action.get("reasoning") if isinstance(action, dict) else None
+        if action == "empty":
+            text = ""
+        elif isinstance(action, dict) and "content" in action:
+            text = str(action["content"])
+        else:
+            text = srv.reply_text(blocks, model)
+        tokens = srv.account(blocks, api)
+        out_tokens = count_tokens(text) if text else 0
+        if api == "anthropic":
+            self._send(200, {
+                "id": "msg_fault", "type": "message", "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                "usage": {"input_tokens": tokens["uncached"], "output_tokens": out_tokens,
+                          "cache_read_input_tokens": tokens["read"],
+                          "cache_creation_input_tokens": tokens["write"]},
+            })
+            return
+        self._send(200, {
+            "id": "chatcmpl-fault", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                "role": "assistant", "content": text, **({"reasoning_content": reasoning} if reasoning else {})}}],
+            "usage": {"prompt_tokens": tokens["total"], "completion_tokens": out_tokens,
+                      "total_tokens": tokens["total"] + out_tokens,
+                      "prompt_tokens_details": {"cached_tokens": tokens["read"]}},
+        })
+
+    def _error(self, api: str, status: int, action: dict[str, Any]) -> None:
+        kind, default = ERROR_TEXT.get(status, ("api_error", f"HTTP {status}"))
+        message = str(action.get("message") or default)
+        headers = {}
+        if status == 429:
+            retry_after = float(action.get("retry_after", 1.0))
+            headers["Retry-After"] = f"{retry_after:.3f}"
+            headers["retry-after-ms"] = str(int(retry_after * 1000))
+        if api == "anthropic":
+            self._send(status, {"type": "error", "error": {"type": kind, "message": message}}, headers)
+        else:
+            self._send(status, {"error": {"message": message, "type": kind, "code": None, "param": None}}, headers)
+
+
+# ---------------------------------------------------------------------- separate process
+@contextmanager
+def spawn(**config: Any):
+    """Run a :class:`FaultServer` in a child process; yield a :class:`RemoteServer`."""
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).resolve()), "--config", json.dumps(config)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        port = int((proc.stdout.readline() if proc.stdout else "").strip())
+        yield RemoteServer(port)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+class RemoteServer:
+    """Client of a fault server in another process."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.base = f"http://127.0.0.1:{port}"
+        self.url = f"{self.base}/v1"
+
+    def stats(self) -> dict[str, Any]:
+        with urlopen(f"{self.base}/_stats", timeout=10) as resp:
+            return json.loads(resp.read())
+
+    def configure(self, **changes: Any) -> None:
+        req = Request(f"{self.base}/_config", data=json.dumps(changes).encode(),
+                      headers={"Content-Type": "application/json"}, method="POST")
+        with urlopen(req, timeout=10) as resp:
+            resp.read()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--config", default="{}", help="JSON keyword arguments of FaultServer")
+    args = parser.parse_args()
+    srv = FaultServer(port=args.port, **json.loads(args.config))
+    print(srv.port, flush=True)
+    try:
+        srv._httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
