@@ -72,7 +72,7 @@ def test_openai_automatic_cache_is_recorded():
 
 def test_call_settings_are_recorded_but_not_hashed():
     base = dict(prompts={}, guidelines_version="v", profiles_source="p", profiles_sha256="h",
-                profile_ids=["a"], package_version="0")
+                profile_ids=["a"], package_version="0", turns=2, seed=0)
     specs = {r: ModelSpec(model="openai/x") for r in ("patient", "clinician", "judge")}
     a = RunConfig(**specs, **base)
     b = RunConfig(**{**specs, "judge": ModelSpec(model="openai/x", timeout_s=5, rpm=10, tpm=1000)}, **base)
