@@ -56,6 +56,7 @@ from .models import ImportReport
 from .people import imported_annotator
 from .studies import get_study
 from .tables import (
+    AnnotatorRow,
     AssignmentRow,
     ItemRow,
     RatingRevisionRow,
@@ -347,6 +348,7 @@ def _import_authors(db: Database, g: Guidelines, study_id: int, path: Path, mapp
     if not rows and not problems.items:
         raise MindEvalError("the file is empty: there is nothing to import", path=path)
     seen_users: set[str] = set()
+    people: dict[str, AnnotatorRow] = {}
     with db.write() as s:
         study = s.get(StudyRow, study_id)
         for row in rows:
@@ -372,7 +374,8 @@ def _import_authors(db: Database, g: Guidelines, study_id: int, path: Path, mapp
                                  messages=row.messages, clinician_model=row.model, patient_kind="model",
                                  meta={"authors": meta, "id": row.raw["id"], "source_line": row.line})
                 for user in order:
-                    _store_imported_rating(s, study, item, user, per_user[user], path, row.line, report, g, mapped)
+                    _store_imported_rating(s, study, item, user, per_user[user], path, row.line, report, g, mapped,
+                                           people)
         unknown = sorted(set(mapped) - seen_users)
         if unknown:
             problems.items.append(MindEvalError(
@@ -382,12 +385,16 @@ def _import_authors(db: Database, g: Guidelines, study_id: int, path: Path, mapp
 
 
 def _store_imported_rating(s, study: StudyRow, item: ItemRow, user: str, rec: dict[str, Any], path: Path,
-                           line: int, report: ImportReport, g: Guidelines, mapped: dict[str, str]) -> None:
-    try:
-        person, new = imported_annotator(s, user, mapped)
-    except MindEvalError as exc:
-        raise MindEvalError(exc.message, path=path, line=line, field=exc.field) from None
-    report.annotators_added += int(new)
+                           line: int, report: ImportReport, g: Guidelines, mapped: dict[str, str],
+                           people: dict[str, AnnotatorRow]) -> None:
+    person = people.get(user)
+    if person is None:  # once per annotator and import
+        try:
+            person, new = imported_annotator(s, user, mapped)
+        except MindEvalError as exc:
+            raise MindEvalError(exc.message, path=path, line=line, field=exc.field) from None
+        people[user] = person
+        report.annotators_added += int(new)
     statuses = set(rec["status"].values())
     submitted = statuses <= {"submitted", None}
     extra = {"criteria": rec["extra"], "status": rec["status"], "justification_given": rec["justification"] is not None}
