@@ -265,3 +265,45 @@ def test_csv_exports_neutralise_formulas(tmp_db_url):
     assert {r["safety_note"] for r in table} == {"'\tcmd"}
     assert {r["coherence_style"] for r in table} == {"4"}  # numbers are left alone
     ws.close()
+
+
+def test_the_command_line_maps_annotators_and_lists_every_problem(tmp_path, capsys, shared_data):
+    from mindeval.cli import main
+
+    db = ["--db", f"sqlite:///{tmp_path / 'cli.db'}"]
+    rows = _rows(shared_data / "human_annotations.jsonl")[:2]
+    first_user = rows[0]["criterion_1.responses.users"][0]
+    path = _write(tmp_path / "two.jsonl", rows)
+    assert main(["app", "admin", *db, "add-annotator", "Dr Rivera"]) == 0
+    assert main(["app", "admin", *db, "create-study", "S"]) == 0
+    capsys.readouterr()
+    assert main(["app", "admin", *db, "import", "S", str(path), "--map-annotator", f"{first_user}=dr rivera"]) == 0
+    out = capsys.readouterr().out
+    assert "2 items linked to the study (2 new" in out and "3 imported annotators" in out
+    ws = Workspace(db[1])
+    assert {p.name: p.total for p in ws.my_studies(ws.sign_in("Dr Rivera", ws.reset_code(SYSTEM, "Dr Rivera")).viewer)} \
+        == {"S": 2}
+    ws.close()
+    assert main(["app", "admin", *db, "import", "S", str(path), "--map-annotator", "no-equals-sign"]) == 2
+    assert "expected FILE_ID=NAME" in capsys.readouterr().err
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{oops\n{"id": "x", "model": "m/x", "member_attributes": {"name": "A"}, "messages": "hi"}\n')
+    assert main(["app", "admin", *db, "import", "S", str(bad), "--kind", "interactions"]) == 2
+    err = capsys.readouterr().err
+    assert "2 problems, nothing was imported" in err and f"{bad}:1: malformed JSON" in err \
+        and f"{bad}:2:messages:" in err and "Traceback" not in err
+
+
+def test_a_changed_profile_is_a_new_profile_not_a_skipped_one(demo_profiles_path, tmp_path):
+    ws = Workspace(f"sqlite:///{tmp_path / 'x.db'}")
+    ws.create_study(SYSTEM, "P", "roleplay", clinician_model="fake/echo")
+    n = len(_rows(demo_profiles_path))
+    assert ws.import_path(SYSTEM, "P", demo_profiles_path).profiles_added == n
+    assert ws.import_path(SYSTEM, "P", demo_profiles_path).skipped == n
+    changed = _rows(demo_profiles_path)
+    changed[0]["member_narrative"] += " A different life."
+    rep = ws.import_path(SYSTEM, "P", _write(tmp_path / "changed.jsonl", changed))
+    assert (rep.profiles_added, rep.skipped) == (1, n - 1)
+    assert ws.study(SYSTEM, "P").n_items == n + 1
+    ws.close()

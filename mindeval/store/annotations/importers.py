@@ -299,12 +299,10 @@ def _import_profiles(db: Database, study_id: int, path: Path) -> ImportReport:
         for line, obj in rows:
             with problems.collect():
                 p = profile_from_json(obj, path=path, line=line)
-                have = s.scalar(select(StudyProfileRow).where(StudyProfileRow.study_id == study_id,
-                                                               StudyProfileRow.profile_id == p.id))
+                # profile ids are content hashes: the same id is the same profile
+                have = s.scalar(select(StudyProfileRow.id).where(StudyProfileRow.study_id == study_id,
+                                                                  StudyProfileRow.profile_id == p.id))
                 if have is not None:
-                    if have.profile_json != p.to_json():
-                        raise MindEvalError(f"profile '{p.id}' is already in the study with different content",
-                                            path=path, line=line, field="member_attributes")
                     report.skipped += 1
                     continue
                 s.add(StudyProfileRow(study_id=study_id, profile_id=p.id, profile_json=p.to_json(), position=pos))
