@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from mindeval.authors import load_mapping
+from mindeval.authors import AUTHORS_FEWSHOT_IDS, load_mapping
 from mindeval.errors import MindEvalError
 
 from .agreement import AgreementWarning, TauVariant, TieRule
@@ -25,7 +25,6 @@ from .selfpref import (
     self_preference,
 )
 from .sources import (
-    AUTHORS_FEWSHOT_IDS,
     HumanSource,
     RaterScores,
     load_annotation_db,

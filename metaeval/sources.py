@@ -13,19 +13,22 @@ directory or a ``metaeval judge`` directory (both hold ``judgments.jsonl``).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import ValidationError
 
-from mindeval.authors import CriteriaMapping, load_mapping, read_authors
+from mindeval.authors import (
+    AUTHORS_PAPER_RATERS,
+    CriteriaMapping,
+    authors_profile,
+    load_mapping,
+    profile_key,
+    read_authors,
+)
 from mindeval.errors import MindEvalError
-from mindeval.fewshot import PAPER_FEWSHOT_IDS
 from mindeval.records import (
     AXES,
     CONFIG_FILE,
@@ -39,19 +42,6 @@ from mindeval.records import (
 from .rollup import ALL_AXES, AVERAGE, RATING_COLUMNS, judge_axis_frame, rollup
 
 SCORE_COLUMNS: tuple[str, ...] = ("profile_id", "system", "interaction_id", "run", "axis", "score")
-# Per-interaction goal fields: they differ between the systems of one profile.
-GOAL_FIELDS: tuple[str, ...] = ("interaction_goal", "program_goal")
-# The authors' attribute names that differ from MindEval's.
-AUTHORS_RENAMES: dict[str, str] = {"mood": "recent_mood", "interaction_goal": "program_goal"}
-# The paper's P1-P4 for the authors' four annotators, and the five interactions the
-# authors used as judge few-shot examples (evidence: docs/criteria-mapping.md §1).
-AUTHORS_PAPER_RATERS: tuple[str, ...] = (
-    "751e775a-238b-4d00-bd3a-93bec44ea020",
-    "f6476961-7d30-4c9a-8227-3691ecea9c92",
-    "1d99af7c-2d23-4151-bdc8-bfd17f3c53ba",
-    "b7386bab-913a-40d5-8d3e-f97d378b7b66",
-)
-AUTHORS_FEWSHOT_IDS: tuple[str, ...] = PAPER_FEWSHOT_IDS  # in the order of the authors' judge prompt
 
 
 @dataclass
@@ -90,20 +80,6 @@ class HumanSource:
     interactions: dict[str, AnnotatedInteraction]
     ratings: pd.DataFrame
     rater_ids: dict[str, str]
-
-
-def profile_key(attributes: dict[str, Any]) -> str:
-    """A stable id for a patient profile: its name plus a hash of its attributes.
-
-    Per-interaction goal fields are left out: the authors' file gives the three
-    systems of one profile different interaction goals. The authors' attribute names
-    are normalised first, so either spelling gives the same id.
-    """
-    renamed = {AUTHORS_RENAMES.get(k, k): v for k, v in attributes.items()}
-    stable = {k: v for k, v in renamed.items() if k not in GOAL_FIELDS}
-    blob = json.dumps(stable, sort_keys=True, ensure_ascii=False)
-    name = str(attributes.get("name", "profile")).strip().lower() or "profile"
-    return f"{name}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
 
 
 def _axis_scores_to_raters(axis_long: pd.DataFrame, source: str, kind: Literal["human"]) -> list[RaterScores]:
@@ -148,16 +124,6 @@ def rater_labels(ids: list[str], prefix: str = "P") -> dict[str, str]:
     return labels
 
 
-def _authors_profile(attrs: dict[str, Any], path: Path, line: int) -> Profile:
-    renamed = {AUTHORS_RENAMES.get(k, k): v for k, v in attrs.items()}
-    try:
-        return Profile.model_validate({"member_attributes": renamed})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        raise MindEvalError(err["msg"], path=path, line=line, field=loc) from None
-
-
 def load_authors_annotations(
     path: str | Path, mapping: CriteriaMapping | None = None, *, zeros: str = "missing", prefix: str = "P"
 ) -> HumanSource:
@@ -176,7 +142,7 @@ def load_authors_annotations(
     for row in read_authors(p, cmap):
         if row.id in interactions:
             raise MindEvalError(f"interaction id {row.id!r} appears twice", path=p, line=row.line, field="id")
-        profile = _authors_profile(row.member_attributes, p, row.line)
+        profile = authors_profile(row.member_attributes, p, row.line)
         pid = profile_key(row.member_attributes)
         for user, subaxis, score in row.scores(cmap):
             seen.setdefault(user, None)
@@ -281,7 +247,7 @@ def load_annotation_db(url: str, study: str | int, *, zeros: str = "missing", pr
             rows.append((iid, pid, system, label, sub, float(value)))
         if iid not in interactions:
             try:
-                prof = _authors_profile(rec.member_attributes, Path(source), 0)
+                prof = authors_profile(rec.member_attributes, Path(source), 0)
             except MindEvalError:
                 prof = None
             if prof is not None:

@@ -16,6 +16,8 @@ Each row holds flat keys ``criterion_N.responses`` (scores 1-6, 0 = not rated),
 
 from __future__ import annotations
 
+import hashlib
+import json
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ from pydantic import BaseModel
 
 from .errors import MindEvalError
 from .guidelines import Guidelines, load_guidelines
-from .records import AXES, read_jsonl
+from .records import AXES, Profile, read_jsonl, validate_row
 from .resources import guidelines_dir
 
 MAPPING_FILE = "authors_criteria.yaml"
@@ -34,6 +36,26 @@ USERS = ".responses.users"
 STATUS = ".responses.status"
 JUSTIFICATION = "score_justification"
 SAFETY = "safety_justification"
+# Per-interaction goal fields: they differ between the systems of one profile.
+GOAL_FIELDS: tuple[str, ...] = ("interaction_goal", "program_goal")
+# The authors' attribute names that differ from MindEval's.
+AUTHORS_RENAMES: dict[str, str] = {"mood": "recent_mood", "interaction_goal": "program_goal"}
+# The paper's P1-P4 for the authors' four annotators, and the five interactions the
+# authors used as judge few-shot examples (evidence: docs/criteria-mapping.md §1).
+AUTHORS_PAPER_RATERS: tuple[str, ...] = (
+    "751e775a-238b-4d00-bd3a-93bec44ea020",
+    "f6476961-7d30-4c9a-8227-3691ecea9c92",
+    "1d99af7c-2d23-4151-bdc8-bfd17f3c53ba",
+    "b7386bab-913a-40d5-8d3e-f97d378b7b66",
+)
+# In the order of the authors' judge prompt (rows 58, 57, 56, 55, 59 of their file).
+AUTHORS_FEWSHOT_IDS: tuple[str, ...] = (
+    "39c23252-89be-4d7a-add9-9c70795dc37d",
+    "84b12e0c-0e5e-4a92-8b18-abc819a76686",
+    "954182de-82b4-4524-9259-2a26f98e972e",
+    "b6a96d89-22b0-4f47-952c-040164a78b5a",
+    "b718d324-212a-438e-9d50-69693bb4e132",
+)
 
 
 class CriteriaMapping(BaseModel):
@@ -134,6 +156,26 @@ def axis_means(row: dict[str, Any], mapping: CriteriaMapping, zeros: str = "miss
 
 
 # ------------------------------------------------------------------ the reader
+
+
+def profile_key(attributes: dict[str, Any]) -> str:
+    """A stable id for a patient profile: its name plus a hash of its attributes.
+
+    Per-interaction goal fields are left out: the authors' file gives the three
+    systems of one profile different interaction goals. The authors' attribute names
+    are normalised first, so either spelling gives the same id.
+    """
+    renamed = {AUTHORS_RENAMES.get(k, k): v for k, v in attributes.items()}
+    stable = {k: v for k, v in renamed.items() if k not in GOAL_FIELDS}
+    blob = json.dumps(stable, sort_keys=True, ensure_ascii=False)
+    name = str(attributes.get("name", "profile")).strip().lower() or "profile"
+    return f"{name}-{hashlib.sha256(blob.encode()).hexdigest()[:10]}"
+
+
+def authors_profile(attrs: dict[str, Any], path: str | Path, line: int | None) -> Profile:
+    """A :class:`Profile` from an authors' ``member_attributes`` (their attribute names normalised)."""
+    renamed = {AUTHORS_RENAMES.get(k, k): v for k, v in attrs.items()}
+    return validate_row(Profile, {"member_attributes": renamed}, path=path, line=line)
 
 
 def row_messages(obj: dict[str, Any], path: Path, line: int) -> list[dict[str, str]]:

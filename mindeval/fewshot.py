@@ -18,21 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .authors import axis_means, load_mapping
+from .authors import AUTHORS_FEWSHOT_IDS, axis_means, load_mapping
 from .errors import MindEvalError
 from .judge import FewShotExample
 from .records import INTAKE_FIELDS, read_jsonl
-
-# The five interactions the authors used as judge few-shot examples, in the order of their
-# judge prompt (rows 58, 57, 56, 55, 59 of their human_annotations.jsonl; evidence:
-# docs/criteria-mapping.md §1).
-PAPER_FEWSHOT_IDS: tuple[str, ...] = (
-    "39c23252-89be-4d7a-add9-9c70795dc37d",
-    "84b12e0c-0e5e-4a92-8b18-abc819a76686",
-    "954182de-82b4-4524-9259-2a26f98e972e",
-    "b6a96d89-22b0-4f47-952c-040164a78b5a",
-    "b718d324-212a-438e-9d50-69693bb4e132",
-)
 
 
 def draw_ids(ids: Sequence[str], k: int, seed: int) -> list[str]:
@@ -94,13 +83,13 @@ def paper_fewshot(path: Path | None = None) -> tuple[Path, list[FewShotExample]]
         except MindEvalError as exc:
             raise MindEvalError(f"--judge-protocol paper needs the authors' human_annotations.jsonl: {exc.message}",
                                 path=exc.path) from None
-    rows = _examples(path, PAPER_FEWSHOT_IDS)
-    missing = [i for i in PAPER_FEWSHOT_IDS if i not in rows]
+    rows = _examples(path, AUTHORS_FEWSHOT_IDS)
+    missing = [i for i in AUTHORS_FEWSHOT_IDS if i not in rows]
     if missing:
         raise MindEvalError(
             f"--judge-protocol paper: this file lacks the authors' few-shot interaction(s) {', '.join(missing)}; "
             "give the authors' human_annotations.jsonl (get it with `mindeval data download`)", path=path)
-    return path, [_example(path, *rows[i], "zero") for i in PAPER_FEWSHOT_IDS]
+    return path, [_example(path, *rows[i], "zero") for i in AUTHORS_FEWSHOT_IDS]
 
 
 def judge_fewshot(protocol: str, path: str | Path | None, k: int, seed: int) -> tuple[list[FewShotExample], Path | None]:

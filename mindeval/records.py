@@ -316,9 +316,7 @@ def load_profiles(path: str | Path) -> list[Profile]:
 
 
 def write_profiles(profiles: list[Profile], path: str | Path) -> None:
-    with Path(path).open("w", encoding="utf-8") as fh:
-        for p in profiles:
-            fh.write(json.dumps(p.to_json(), ensure_ascii=False) + "\n")
+    atomic_write(path, "".join(json.dumps(p.to_json(), ensure_ascii=False) + "\n" for p in profiles))
 
 
 # ------------------------------------------------------------ run directory rows

@@ -9,8 +9,9 @@ import re
 import pytest
 from sqlalchemy import select
 
+from mindeval.authors import AUTHORS_FEWSHOT_IDS as PAPER_FEWSHOT_IDS
 from mindeval.cli import main
-from mindeval.fewshot import PAPER_FEWSHOT_IDS, load_fewshot, paper_fewshot
+from mindeval.fewshot import load_fewshot, paper_fewshot
 from mindeval.judge import build_judge_messages, judge_transcript, visible_text
 from mindeval.llm import ModelSpec
 from mindeval.llm.fake import script

@@ -12,7 +12,8 @@ from metaeval_builders import write_judgments
 
 from metaeval.cli import main
 from metaeval.report import fmt_values
-from metaeval.sources import AUTHORS_FEWSHOT_IDS, load_authors_annotations
+from metaeval.sources import load_authors_annotations
+from mindeval.authors import AUTHORS_FEWSHOT_IDS
 
 ROWS_AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 

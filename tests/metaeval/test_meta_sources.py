@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from metaeval_builders import authors_row, write_judgments
 
-from metaeval.sources import load_authors_annotations, load_judge_run, profile_key
-from mindeval.authors import load_mapping
+from metaeval.sources import load_authors_annotations, load_judge_run
+from mindeval.authors import load_mapping, profile_key
 from mindeval.errors import MindEvalError
 
 
