@@ -12,7 +12,7 @@ import warnings
 
 from mindeval import __version__
 from mindeval.cli import Parser, at_least, out_dir, run_cli
-from mindeval.commands.run import add_judge_options, add_role_options
+from mindeval.commands.run import add_judge_options, add_role_options, role_spec
 from mindeval.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_PROMPTS,
@@ -80,8 +80,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     opts = JudgeRunOptions(
         annotations=args.annotations, judge=args.judge, prompt=args.judge_prompt, fewshot_k=args.fewshot_k,
         fewshot_source=args.fewshot_file, repetitions=args.judge_samples, seed=args.seed, out=str(args.out),
-        db_url=args.db, temperature=args.judge_temperature, max_tokens=args.judge_max_tokens,
-        reasoning_effort=args.judge_reasoning_effort, api_base=args.judge_api_base, retries=args.judge_retries,
+        db_url=args.db, params=role_spec(args, "judge").model_dump(exclude={"model"}), retries=args.judge_retries,
         concurrency=args.concurrency, mapping=args.mapping, limit=args.limit, label=args.label, zeros=args.zeros,
         study=args.study, judge_protocol=args.judge_protocol,
     )
@@ -95,8 +94,7 @@ def cmd_realism(args: argparse.Namespace) -> int:
     opts = RealismOptions(
         human_turns=args.human_turns, patient=args.patient, variants=args.variants, out=str(args.out),
         db_url=args.db, embedder=args.embedder, limit=args.limit, seed=args.seed,
-        temperature=args.patient_temperature, max_tokens=args.patient_max_tokens, api_base=args.patient_api_base,
-        reasoning_effort=args.patient_reasoning_effort, concurrency=args.concurrency, study=args.study,
+        params=role_spec(args, "patient").model_dump(exclude={"model"}), concurrency=args.concurrency, study=args.study,
         opener=args.opener,
     )
     run_realism(opts, echo=print)

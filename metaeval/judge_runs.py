@@ -54,10 +54,7 @@ class JudgeRunOptions(BaseModel):
     seed: int = 0
     out: str
     db_url: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    reasoning_effort: str | None = None
-    api_base: str | None = None
+    params: dict[str, Any] = {}  # the judge's ModelSpec settings besides the model (temperature, timeout_s, ...)
     retries: int = 3
     concurrency: int = 4
     mapping: str | None = None
@@ -152,10 +149,8 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         raise MindEvalError("--fewshot must be 0 or more", field="--fewshot")
     check_model_string(opts.judge)
     paper = opts.judge_protocol == "paper"
-    spec = judge_spec_for_protocol(spec_with_defaults("judge", ModelSpec(
-        model=opts.judge, temperature=opts.temperature, max_tokens=opts.max_tokens,
-        reasoning_effort=opts.reasoning_effort, api_base=opts.api_base,
-    )), opts.judge_protocol)
+    spec = judge_spec_for_protocol(spec_with_defaults("judge", ModelSpec(model=opts.judge, **opts.params)),
+                                   opts.judge_protocol)
     tpl = load_template(PAPER_JUDGE_PROMPT if paper and opts.prompt == "judge/default" else opts.prompt, kind="judge")
     mapping = load_mapping(opts.mapping)
     data = load_annotated(opts.annotations, mapping, opts.zeros, opts.study)

@@ -61,10 +61,7 @@ class RealismOptions(BaseModel):
     embedder: str = "minilm"
     limit: int | None = None
     seed: int = 0
-    temperature: float | None = None
-    max_tokens: int | None = None
-    api_base: str | None = None
-    reasoning_effort: str | None = None
+    params: dict[str, Any] = {}  # the patient's ModelSpec settings besides the model (temperature, timeout_s, ...)
     concurrency: int = 4
     study: str | None = None
     opener: str = REALISM_OPENER
@@ -156,10 +153,7 @@ def generate(opts: RealismOptions, turns: list[HumanTurn], say: Callable[[str], 
     check_concurrency(opts.concurrency)
 
     check_model_string(opts.patient)
-    spec = spec_with_defaults("patient", ModelSpec(
-        model=opts.patient, temperature=opts.temperature, max_tokens=opts.max_tokens,
-        reasoning_effort=opts.reasoning_effort, api_base=opts.api_base,
-    ))
+    spec = spec_with_defaults("patient", ModelSpec(model=opts.patient, **opts.params))
     templates = {_variant_name(v): load_template(_variant_ref(v), kind="patient") for v in opts.variants}
     if HUMAN in templates:
         raise MindEvalError("a patient variant may not be called 'human'", field="--variants")

@@ -91,3 +91,22 @@ def test_compare_writes_nothing_unless_asked(tmp_path, monkeypatch, capsys):
     assert metaeval_main(["compare", "--judges", str(run), "--no-plots"]) == 0
     assert "nothing written" in capsys.readouterr().out
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_metaeval_model_options_reach_the_model_spec(monkeypatch, tmp_path):
+    import metaeval.judge_runs as jr
+    import metaeval.realism as re_
+
+    seen = {}
+    monkeypatch.setattr(jr, "run_judge", lambda opts, echo: seen.setdefault("judge", opts) and {"n_failed_judgments": 0})
+    monkeypatch.setattr(re_, "run_realism", lambda opts, echo: seen.setdefault("realism", opts))
+    assert metaeval_main(["judge", "--annotations", "a.jsonl", "--judge", "fake/judge", "--out", str(tmp_path / "j"),
+                          "--judge-timeout", "7", "--judge-rpm", "30", "--temperature", "0.2"]) == 0
+    assert metaeval_main(["realism", "--human-turns", "h.jsonl", "--out", str(tmp_path / "r"),
+                          "--patient-max-tokens", "50", "--patient-tpm", "900"]) == 0
+    from mindeval.llm.gateway import ModelSpec
+
+    judge = ModelSpec(model=seen["judge"].judge, **seen["judge"].params)
+    patient = ModelSpec(model=seen["realism"].patient, **seen["realism"].params)
+    assert (judge.timeout_s, judge.rpm, judge.temperature) == (7, 30, 0.2)
+    assert (patient.max_tokens, patient.tpm) == (50, 900)
