@@ -25,6 +25,7 @@ from mindeval.store.annotations.common import (
     ReplyFailed,
     SignedOut,
 )
+from mindeval.store.annotations.importers import parse_annotator_map
 from mindeval.store.annotations.migrations import upgrade
 from mindeval.store.annotations.models import (
     AnnotatorInfo,
@@ -206,5 +207,5 @@ class Workspace:
 
 __all__ = [
     "DB_ENV", "SYSTEM", "AccessDenied", "Conflict", "MindEvalError", "NotFound", "RatingIncomplete",
-    "ReplyFailed", "SignedOut", "Workspace", "default_db_url",
+    "ReplyFailed", "SignedOut", "Workspace", "default_db_url", "parse_annotator_map",
 ]

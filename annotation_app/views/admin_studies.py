@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from annotation_app import ui
-from annotation_app.services import MindEvalError
+from annotation_app.services import MindEvalError, parse_annotator_map
 
 v = ui.require_admin()
 ws = ui.workspace()
@@ -55,18 +55,24 @@ if studies:
         type=["jsonl"], key="admin_upload",
     )
     path_text = st.text_input("…or a path on the server (file, or a `mindeval run` output folder)", key="admin_path")
+    map_text = st.text_area(
+        "Give an authors' file's ratings to existing people (optional, one `FILE_ID=NAME` per line)",
+        key="admin_map", height=68,
+        help="By default imported ratings belong to new, inactive imported annotators, never to a person "
+             "who signs in, even one with the same name.")
     if st.button("Import", key="admin_import"):
         try:
+            mapped = parse_annotator_map(map_text.splitlines())
             if upload is not None:
                 with tempfile.TemporaryDirectory() as tmp:
                     target = Path(tmp) / Path(upload.name).name
                     target.write_bytes(upload.getvalue())
                     try:
-                        report = ws.import_path(v, chosen, target)
+                        report = ws.import_path(v, chosen, target, map_annotators=mapped)
                     except MindEvalError as exc:  # name the uploaded file, not its temporary copy
                         raise MindEvalError(str(exc).replace(str(target), target.name)) from None
             elif path_text.strip():
-                report = ws.import_path(v, chosen, Path(path_text.strip()).expanduser())
+                report = ws.import_path(v, chosen, Path(path_text.strip()).expanduser(), map_annotators=mapped)
             else:
                 raise MindEvalError("choose a file or type a path first")
         except MindEvalError as exc:

@@ -231,14 +231,9 @@ def _assign(args: argparse.Namespace) -> int:
 def _import(args: argparse.Namespace) -> int:
     from annotation_app.services import SYSTEM
 
-    from ..errors import MindEvalError
+    from ..store.annotations.importers import parse_annotator_map
 
-    mapped: dict[str, str] = {}
-    for pair in args.map_annotator:
-        file_id, sep, name = pair.partition("=")
-        if not sep or not file_id.strip() or not name.strip():
-            raise MindEvalError(f"expected FILE_ID=NAME, not {pair!r}", field="--map-annotator")
-        mapped[file_id.strip()] = name.strip()
+    mapped = parse_annotator_map(args.map_annotator)
     rep = _workspace(args).import_path(SYSTEM, args.study, args.path, args.kind, map_annotators=mapped)
     print(f"imported {rep.kind}: {rep.items_linked} items linked to the study ({rep.items_added} new, "
           f"{rep.items_reused} identical ones already in the workspace), "

@@ -242,6 +242,24 @@ def test_the_import_page_says_how_many_items_were_linked(demo_ws, tmp_path):
     admin.button(key="admin_import").click().run()
     assert any("0 items linked to the study (0 new, 3 identical" in s.value for s in admin.success)
 
+    # the admin can give a file's ratings to an existing person, and only then they get them
+    demo = viewer(demo_ws, "demo", DEMO_CODE)
+    _rate_and_submit(demo_ws, demo, demo_ws.queue(demo, 1)[0].assignment_id)
+    export = tmp_path / "export.jsonl"
+    export.write_text(demo_ws.export_text(SYSTEM, 1, "authors"), encoding="utf-8")
+    demo_ws.create_study(SYSTEM, "mapped", "rating")
+    admin.run()
+    admin.selectbox(key="admin_study").select("mapped")
+    admin.text_input(key="admin_path").input(str(export))
+    admin.text_area(key="admin_map").input("demo=Demo")
+    admin.button(key="admin_import").click().run()
+    assert any("1 ratings, 0 imported annotators" in s.value for s in admin.success), [s.value for s in admin.success]
+    assert {p.name: p.done for p in demo_ws.my_studies(demo)}["mapped"] == 1
+    admin.text_area(key="admin_map").input("just-a-name")
+    admin.button(key="admin_import").click().run()
+    assert any("expected FILE_ID=NAME" in e.value.replace("\\", "") for e in admin.error)
+    admin.text_area(key="admin_map").input("")
+
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{oops\n[]\n", encoding="utf-8")  # two problems, both listed
     admin.text_input(key="admin_path").input(str(bad))

@@ -131,6 +131,19 @@ def detect_kind(path: Path) -> str:
     raise MindEvalError("cannot tell what this file holds (interactions, profiles or the authors' ratings)", path=path)
 
 
+def parse_annotator_map(pairs: list[str]) -> dict[str, str]:
+    """``["FILE_ID=NAME", ...]`` (blank entries ignored) → ``{file id: person's name}``."""
+    mapped: dict[str, str] = {}
+    for pair in pairs:
+        if not pair.strip():
+            continue
+        file_id, sep, name = pair.partition("=")
+        if not sep or not file_id.strip() or not name.strip():
+            raise MindEvalError(f"expected FILE_ID=NAME, not {pair!r}", field="map-annotator")
+        mapped[file_id.strip()] = name.strip()
+    return mapped
+
+
 def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | Path, kind: str | None = None,
                 *, map_annotators: dict[str, str] | None = None) -> ImportReport:
     """Import a file or run directory into a study (see the module docstring).
