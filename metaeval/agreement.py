@@ -161,10 +161,16 @@ def pairwise_accuracy(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.n
     ``x`` and ``y`` are the two leaderboards' scores of the same systems; the share of
     system pairs ordered the same way, with the MIPSA tie rule.
     """
+    from mindeval.stats.exact import snap
+    from mindeval.stats.ranking import pairwise_accuracy as leaderboard_pairwise_accuracy
+
     a, b = _paired(x, y)
     if len(a) < 2:
         return _warn(f"pairwise accuracy needs at least 2 systems on both leaderboards, got {len(a)}")
-    return mipsa(a, b, [0] * len(a), ties=ties)
+    if ties == "sign":  # the one implementation, shared with `mindeval leaderboard --compare-to`
+        keys = [str(i) for i in range(len(a))]
+        return leaderboard_pairwise_accuracy(dict(zip(keys, a, strict=True)), dict(zip(keys, b, strict=True))).accuracy
+    return mipsa(snap(a), snap(b), [0] * len(a), ties=ties)
 
 
 # ------------------------------------------------------------------ Krippendorff α

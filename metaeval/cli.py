@@ -44,7 +44,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         humans=args.humans or [], judges=args.judges or [], study=args.study, mapping=args.mapping,
         zeros="zero" if paper else (args.zeros or "missing"),
         tau_variant=args.tau, mipsa_ties="taub" if paper and args.mipsa_ties is None else (args.mipsa_ties or "sign"),
-        alpha=not args.no_alpha, exclude=args.exclude or [], exclude_authors_examples=paper,
+        alpha=not args.no_alpha, exclude=args.exclude or [], exclude_authors_examples=paper, exact=not paper,
         reference=args.reference, self_systems=_self_systems(args.self_system or []),
     )
     result = run_compare(opts)
@@ -119,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--mipsa-ties", choices=["sign", "exclude", "taub"], default=None,
                    help="MIPSA tie rule (sign unless --paper-compatible; taub reproduces the paper's numbers)")
     c.add_argument("--paper-compatible", action="store_true",
-                   help="reproduce the paper: zeros=zero, MIPSA ties=taub, the authors' 5 few-shot interactions excluded")
+                   help="reproduce the paper: zeros=zero, MIPSA ties=taub, the authors' 5 few-shot interactions "
+                   "excluded, float means in annotator order (the default averages exactly)")
     c.add_argument("--exclude", nargs="+", metavar="ID", help="interaction ids to leave out")
     c.add_argument("--reference", help="reference judge for leaderboard accuracy and self-preference (default: first judge)")
     c.add_argument("--self-system", nargs="+", metavar="JUDGE=SYSTEM",

@@ -44,6 +44,7 @@ class CompareOptions(BaseModel):
     alpha: bool = True
     exclude: list[str] = Field(default_factory=list)
     exclude_authors_examples: bool = False
+    exact: bool = True  # False: float means in rater order, as the published tables
     reference: str | None = None
     self_systems: dict[str, str] = Field(default_factory=dict)
 
@@ -128,7 +129,8 @@ def run_compare(opts: CompareOptions) -> CompareResult:
         panel = Panel(humans, judges, exclude=sorted(exclude))
         if not panel.keys:
             raise MindEvalError("the sources share no interaction to compare")
-        metric_opts = MetricOptions(tau_variant=opts.tau_variant, mipsa_ties=opts.mipsa_ties, alpha=opts.alpha)
+        metric_opts = MetricOptions(tau_variant=opts.tau_variant, mipsa_ties=opts.mipsa_ties, alpha=opts.alpha,
+                                    exact=opts.exact)
         matrices = build_all(panel, metric_opts)
         verdict_list = verdicts(matrices[AVERAGE])
         extra = _table5(panel, humans, judges, opts)

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from mindeval.stats.exact import exact_mean, snap
+
 from .agreement import (
     AgreementWarning,
     PairIndex,
@@ -41,6 +43,10 @@ class MetricOptions(BaseModel):
     tau_variant: TauVariant = "b"
     mipsa_ties: TieRule = "sign"
     alpha: bool = True
+    # Scores and the average annotator as exact rationals (mindeval.stats.exact), so ties and
+    # τ do not depend on the order raters are averaged in. False = plain float means in rater
+    # order, the arithmetic of the published tables (--paper-compatible).
+    exact: bool = True
 
 
 class Cell(BaseModel):
@@ -176,13 +182,15 @@ def build_matrix(panel: Panel, axis: str, opts: MetricOptions | None = None) -> 
     """The agreement matrix of every rater pair on ``axis``."""
     opts = opts or MetricOptions()
     scorer = _Scorer(panel, opts)
-    human = {r.label: panel.matrix_of(r, axis)[0] for r in panel.humans}
-    judge = {r.label: panel.matrix_of(r, axis) for r in panel.judges}
+    fix = snap if opts.exact else (lambda m: m)
+    mean = exact_mean if opts.exact else _nanmean
+    human = {r.label: fix(panel.matrix_of(r, axis)[0]) for r in panel.humans}
+    judge = {r.label: fix(panel.matrix_of(r, axis)) for r in panel.judges}
     labels = [*human, *judge]
     if len(human) >= 2:
         labels.append(AVG_LABEL)
     all_h = np.vstack(list(human.values())) if human else np.empty((0, len(panel.keys)))
-    avg_all = _nanmean(all_h) if len(human) >= 2 else None
+    avg_all = mean(all_h) if len(human) >= 2 else None
     cells: list[Cell] = []
     hl = list(human)
     for i, a in enumerate(hl):
@@ -201,7 +209,7 @@ def build_matrix(panel: Panel, axis: str, opts: MetricOptions | None = None) -> 
             cells.append(c)
     if avg_all is not None:
         for idx, h in enumerate(hl):
-            loo = _nanmean(np.delete(all_h, idx, axis=0))
+            loo = mean(np.delete(all_h, idx, axis=0))
             cells.append(scorer.cell(AVG_LABEL, h, [(loo, human[h])]))
         for j in jl:
             cells.append(scorer.cell(j, AVG_LABEL, [(x, avg_all) for x in judge[j]]))

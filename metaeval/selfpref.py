@@ -19,7 +19,8 @@ import warnings
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel
-from scipy.stats import rankdata
+
+from mindeval.stats.exact import exact_mean, snap
 
 from .agreement import AgreementWarning, TieRule, pairwise_accuracy
 from .matrices import Panel
@@ -29,16 +30,14 @@ from .sources import RaterScores
 
 def interaction_means(panel: Panel, rater: RaterScores, axis: str = AVERAGE) -> np.ndarray:
     """Per-interaction score of a rater on ``axis``, averaged over its runs."""
-    m = panel.matrix_of(rater, axis)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(m, axis=0)
+    return exact_mean(panel.matrix_of(rater, axis), axis=0)
 
 
 def leaderboard(panel: Panel, scores: np.ndarray) -> pd.Series:
     """Mean score per system over the panel's interactions (NaNs skipped)."""
     frame = pd.DataFrame({"system": [k[1] for k in panel.keys], "score": scores})
-    return frame.groupby("system")["score"].mean().sort_values(ascending=False)
+    means = frame.groupby("system")["score"].mean()
+    return pd.Series(snap(means.to_numpy()), index=means.index).sort_values(ascending=False)
 
 
 def leaderboard_accuracy(a: pd.Series, b: pd.Series, ties: TieRule = "sign") -> float:
@@ -58,27 +57,18 @@ class SelfPreference(BaseModel):
 
 def self_preference(panel: Panel, judge: np.ndarray, reference: np.ndarray, system: str,
                     *, judge_label: str = "judge", reference_label: str = "reference") -> SelfPreference:
-    """Rank change of ``system`` under ``judge`` versus ``reference``, per profile."""
-    deltas: list[float] = []
-    profiles: dict[str, list[int]] = {}
-    for pos, (pid, _sys) in enumerate(panel.keys):
-        profiles.setdefault(pid, []).append(pos)
-    for members in profiles.values():
-        systems = [panel.keys[p][1] for p in members]
-        if system not in systems:
-            continue
-        j = judge[members]
-        r = reference[members]
-        ok = ~(np.isnan(j) | np.isnan(r))
-        idx = [k for k in range(len(members)) if ok[k]]
-        names = [systems[k] for k in idx]
-        if system not in names or len(idx) < 2:
-            continue
-        rank_j = rankdata(-j[idx], method="average")
-        rank_r = rankdata(-r[idx], method="average")
-        s = names.index(system)
-        deltas.append(float(rank_r[s] - rank_j[s]))
-    if not deltas:
+    """Rank change of ``system`` under ``judge`` versus ``reference``, per profile
+    (:func:`mindeval.stats.ranking.self_preference`, shared with the leaderboard)."""
+    from mindeval.stats.ranking import self_preference as rank_change
+
+    by_ref: dict[str, dict[str, float]] = {}
+    by_judge: dict[str, dict[str, float]] = {}
+    for pos, (pid, sys_) in enumerate(panel.keys):
+        if not (np.isnan(judge[pos]) or np.isnan(reference[pos])):
+            by_ref.setdefault(sys_, {})[pid] = float(reference[pos])
+            by_judge.setdefault(sys_, {})[pid] = float(judge[pos])
+    got = rank_change(by_ref, by_judge, system) if system in by_ref else None
+    if got is None or got.n_items == 0:
         warnings.warn(
             f"self-preference of {judge_label}: no profile where {system} and another system "
             f"were scored by both {judge_label} and {reference_label}",
@@ -87,10 +77,9 @@ def self_preference(panel: Panel, judge: np.ndarray, reference: np.ndarray, syst
         nan = float("nan")
         return SelfPreference(judge=judge_label, reference=reference_label, system=system,
                               avg_rank_delta=nan, pct_rank_improvements=nan, n_profiles=0)
-    d = np.asarray(deltas)
     return SelfPreference(
-        judge=judge_label, reference=reference_label, system=system,
-        avg_rank_delta=float(d.mean()), pct_rank_improvements=float(100 * np.mean(d > 0)), n_profiles=len(d),
+        judge=judge_label, reference=reference_label, system=system, avg_rank_delta=got.mean_rank_delta,
+        pct_rank_improvements=100 * got.share_improved, n_profiles=got.n_items,
     )
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..stats import PairedTest, greedy_clusters, percentile_interval, resample_counts, rng_for
+from ..stats.exact import snap
 from .loading import CRITERIA
 
 MIN_RESAMPLES = 2000
@@ -115,7 +116,7 @@ def _intervals(systems: list[SystemScores], settings: StatsSettings) -> dict[str
         k = xs[0].shape[1]
         for i, (s, x) in enumerate(zip(members, xs, strict=True)):
             low, high = percentile_interval(means[:, i * k:(i + 1) * k], settings.level)
-            out[s.label] = (x.mean(axis=0), low, high)
+            out[s.label] = (snap(x.mean(axis=0)), low, high)  # exact: ranks never hinge on summation order
     return out
 
 

@@ -1,9 +1,12 @@
-"""Agreement between two leaderboards (paper Table 5).
+"""Agreement between two leaderboards (paper Table 5): the ONE implementation, used by
+``mindeval leaderboard --compare-to`` and ``metaeval compare``.
+
+Scores are compared exactly (:func:`mindeval.stats.exact.snap`), so a tie is a tie
+whatever order a mean was summed in.
 
 * System-level pairwise accuracy (Kocmi et al., 2021): the share of system pairs that
   both leaderboards order the same way. A pair agrees when the signs of the two score
-  differences are equal, where a difference within ``TIE_TOL`` counts as a tie (sign 0),
-  so a tie agrees only with a tie.
+  differences are equal (-1, 0 or +1), so a tie agrees only with a tie.
 * Self-preference of a judge that is also a clinician: on each item (profile) the
   systems are ranked by score in both leaderboards (1 = best; tied scores share the
   average rank); the rank change of that system is ``rank_default - rank_other``
@@ -20,7 +23,7 @@ import numpy as np
 from pydantic import BaseModel
 from scipy.stats import rankdata
 
-TIE_TOL = 1e-9
+from .exact import snap_value
 
 
 class PairwiseAccuracy(BaseModel):
@@ -38,12 +41,14 @@ class SelfPreference(BaseModel):
 
 
 def _sign(x: float) -> int:
-    return 0 if abs(x) <= TIE_TOL else (1 if x > 0 else -1)
+    return 0 if x == 0 else (1 if x > 0 else -1)
 
 
 def pairwise_accuracy(a: Mapping[str, float], b: Mapping[str, float]) -> PairwiseAccuracy:
     """Pairwise accuracy over the systems scored (finitely) in both ``a`` and ``b``."""
     shared = sorted(s for s in a if s in b and math.isfinite(a[s]) and math.isfinite(b[s]))
+    a = {s: snap_value(a[s]) for s in shared}
+    b = {s: snap_value(b[s]) for s in shared}
     agree = total = 0
     for x, y in itertools.combinations(shared, 2):
         total += 1
@@ -53,7 +58,7 @@ def pairwise_accuracy(a: Mapping[str, float], b: Mapping[str, float]) -> Pairwis
 
 
 def _ranks(scores: Mapping[str, float], systems: list[str]) -> dict[str, float]:
-    vals = np.array([scores[s] for s in systems], dtype=np.float64)
+    vals = np.array([snap_value(scores[s]) for s in systems], dtype=np.float64)
     return dict(zip(systems, rankdata(-vals, method="average"), strict=True))
 
 

@@ -50,7 +50,8 @@ def test_authors_file_shape(authors):
 def test_paper_human_tables_are_reproduced_exactly(authors):
     panel = Panel(authors["zero"].raters, [], exclude=AUTHORS_FEWSHOT_IDS)
     assert len(panel.keys) == 55
-    matrices = build_all(panel, MetricOptions(mipsa_ties="taub", alpha=False))
+    # the published arithmetic: float means of the annotators in P order (exact=False)
+    matrices = build_all(panel, MetricOptions(mipsa_ties="taub", alpha=False, exact=False))
     for axis, (tau, mip, avg_tau, avg_mip) in PAPER.items():
         m = matrices[axis]
         for (a, b), t, mp in zip(PAIRS, tau, mip, strict=True):
@@ -66,3 +67,21 @@ def test_default_settings_differ_from_paper_settings(authors):
     m = build_all(Panel(authors["missing"].raters, []), MetricOptions(alpha=False), axes=["average"])["average"]
     assert m.n_interactions == 60
     assert m.cell("P1", "P2").point("tau") != pytest.approx(0.1556, abs=1e-3)
+
+
+def test_exact_means_make_agreement_independent_of_annotator_order(authors):
+    """τ(P3, Avg. P) is 0.3618, 0.3612 or 0.3667 with float means, by the order P1, P2, P4 are
+    summed in; with exact means it is one value whatever the order."""
+    import itertools
+
+    raters = authors["zero"].raters
+    got = {}
+    for exact in (True, False):
+        values = set()
+        for order in itertools.permutations(raters):
+            panel = Panel(list(order), [], exclude=AUTHORS_FEWSHOT_IDS)
+            m = build_all(panel, MetricOptions(mipsa_ties="taub", alpha=False, exact=exact), axes=["average"])
+            values.add(round(m["average"].cell(AVG_LABEL, "P3").point("tau"), 10))
+        got[exact] = values
+    assert len(got[True]) == 1 and round(next(iter(got[True])), 4) == 0.3621
+    assert {round(v, 4) for v in got[False]} == {0.3612, 0.3618, 0.3667}
