@@ -156,3 +156,22 @@ def test_one_fewshot_draw_for_both_clis(shared_data):
             assert ex.messages == src.interactions[iid].messages
             assert ex.scores == mean_axis_scores(src, iid)
     assert [ex.interaction_id for ex in load_fewshot(f, 5, 1)] != [ex.interaction_id for ex in load_fewshot(f, 5, 2)]
+
+
+def test_metaeval_judge_with_paper_protocol(shared_data, tmp_path):
+    from metaeval.cli import main as metaeval_main
+
+    out = tmp_path / "mj"
+    judge = script("paper-meta", [REPLY] * 3)
+    rc = metaeval_main(["judge", "--annotations", str(shared_data / "human_annotations.jsonl"), "--judge", judge,
+                        "--judge-protocol", "paper", "--limit", "3", "--concurrency", "1", "--out", str(out)])
+    assert rc == 0
+    header = json.loads((out / "config.json").read_text())
+    assert header["fewshot_interaction_ids"] == list(PAPER_FEWSHOT_IDS)
+    assert header["config"]["judge_protocol"] == "paper"
+    assert header["config"]["fewshot_scores"][PAPER_FEWSHOT_IDS[0]]["TRA"] == 2.75
+    assert header["config"]["judge"]["reasoning_effort"] == "high"
+    rows = [json.loads(line) for line in (out / "judgments.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and {r["protocol"] for r in rows} == {"paper"} and rows[0]["scores"]["CAC"] == 3.5
+    assert not {r["interaction_id"] for r in rows} & set(PAPER_FEWSHOT_IDS)
+    assert json.loads((out / "summary.json").read_text())["judge_protocol"] == "paper"
