@@ -1,55 +1,130 @@
-"""Engine throughput with the fake model: calls per second, and the cost of a resumed run.
+"""Engine speed against a local fixed-latency OpenAI-compatible server.
 
-Usage: .venv/bin/python benchmarks/bench_engine.py [--turns 20] [--repeat 4]
-Measures the overhead MindEval adds around model calls (prompt rendering, hashing,
-committing every call and turn to SQLite, judging, exports), not model speed.
+Usage: .venv/bin/python benchmarks/bench_engine.py [--profiles 50] [--turns 20] [--latency 0.2]
+       [--concurrency 50] [--json]
+
+Reports, for ``--profiles`` x ``--turns`` + one judge call each at ``--concurrency``:
+* wall time of the run vs its critical path (turns + 1 sequential calls x latency);
+* CPU ms per model call of the engine (in-process, imports warm; the server runs in
+  another process so its CPU is not counted);
+* start-up: a fresh ``mindeval run`` process, from launch to its first request;
+* store bytes per turn (run.db + WAL), at ``--turns`` and at half of it (linear storage
+  gives the same figure for both);
+* the ``--dry-run`` token estimate vs the tokens the server counted, per role.
+The server is tests/support/fault_server.py (replies are deterministic in the request).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from mindeval.llm.gateway import ModelSpec
-from mindeval.records import load_profiles, write_profiles
-from mindeval.resources import data_dir
-from mindeval.runner import RunOptions, run_benchmark
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mindeval.llm.gateway import ModelSpec, litellm_module  # noqa: E402
+from mindeval.records import load_profiles, write_profiles  # noqa: E402
+from mindeval.resources import data_dir  # noqa: E402
+from mindeval.runner import RunOptions, prepare, run_benchmark  # noqa: E402
+from tests.support.fault_server import FaultServer, spawn  # noqa: E402
+
+ROLES = ("patient", "clinician", "judge")
+
+
+def make_profiles(n: int, path: Path) -> Path:
+    base = load_profiles(data_dir() / "demo_profiles.jsonl")
+    out = []
+    for i in range(n):  # distinct profiles: vary the name
+        q = base[i % len(base)].model_copy(deep=True)
+        q.member_attributes.name = f"{q.name}{i // len(base)}"
+        out.append(q)
+    write_profiles(out, path)
+    return path
+
+
+def options(url: str, profiles: Path, turns: int, concurrency: int, out: Path) -> RunOptions:
+    specs = {r: ModelSpec(model=f"openai/{r}-model", api_base=url) for r in ROLES}
+    return RunOptions(**specs, profiles=str(profiles), turns=turns, out=out, concurrency=concurrency,
+                      progress=False)
+
+
+def store_bytes(out: Path) -> int:
+    return sum(p.stat().st_size for p in out.glob("run.db*"))
+
+
+def engine_run(url: str, profiles: Path, turns: int, concurrency: int, out: Path) -> dict[str, Any]:
+    """One in-process run: wall, CPU and store size."""
+    opts = options(url, profiles, turns, concurrency, out)
+    cpu, wall = time.process_time(), time.perf_counter()
+    s = run_benchmark(opts, echo=None)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    n_turns = s["n_interactions"] * turns
+    return {"summary": s, "wall_s": wall, "cpu_s": cpu, "calls": s["calls_made"],
+            "bytes_per_turn": store_bytes(out) / max(1, n_turns), "opts": opts}
+
+
+def startup(profiles: Path, tmp: Path) -> float:
+    """Seconds from launching `mindeval run` to its first request at the server."""
+    stamps: list[float] = []
+
+    class Stamped(FaultServer):
+        def _record(self, *args: Any) -> None:
+            stamps.append(time.perf_counter())
+            super()._record(*args)
+
+    with Stamped(latency_s=0.0) as srv:
+        cmd = [sys.executable, "-m", "mindeval", "run", "--quiet", "--profiles", str(profiles), "--limit", "1",
+               "--turns", "2", "--out", str(tmp / "startup")]
+        for r in ROLES:
+            cmd += [f"--{r}", f"openai/{r}-model", f"--{r}-api-base", srv.url]
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, "OPENAI_API_KEY": "sk-bench"})
+    return stamps[0] - t0
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profiles", type=int, default=50)
     ap.add_argument("--turns", type=int, default=20)
-    ap.add_argument("--repeat", type=int, default=4, help="copies of the 6 demo profiles")
-    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--concurrency", type=int, default=50)
+    ap.add_argument("--json", action="store_true", help="print the result as JSON only")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        base = load_profiles(data_dir() / "demo_profiles.jsonl")
-        profiles = []
-        for r in range(args.repeat):  # distinct profiles: vary the name
-            for p in base:
-                q = p.model_copy(deep=True)
-                q.member_attributes.name = f"{p.name}{r}"
-                profiles.append(q)
-        pf = Path(tmp) / "profiles.jsonl"
-        write_profiles(profiles, pf)
-        opts = RunOptions(
-            patient=ModelSpec(model="fake/echo"), clinician=ModelSpec(model="fake/echo"),
-            judge=ModelSpec(model="fake/judge"), profiles=str(pf), turns=args.turns,
-            out=Path(tmp) / "run", concurrency=args.concurrency, progress=False,
-        )
-        t = time.perf_counter()
-        s1 = run_benchmark(opts, echo=None)
-        first = time.perf_counter() - t
-        t = time.perf_counter()
-        s2 = run_benchmark(opts, echo=None)
-        second = time.perf_counter() - t
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
+    litellm_module()  # imports warm: start-up is measured separately
+    with tempfile.TemporaryDirectory() as tmpdir, spawn(latency_s=args.latency) as srv:
+        tmp = Path(tmpdir)
+        profiles = make_profiles(args.profiles, tmp / "profiles.jsonl")
+        full = engine_run(srv.url, profiles, args.turns, args.concurrency, tmp / "full")
+        srv.configure(reset=True)
+        half = engine_run(srv.url, profiles, max(2, args.turns // 2), args.concurrency, tmp / "half")
+        from mindeval import runner
+
+        estimate = runner.estimate_run(prepare(full["opts"])) if hasattr(runner, "estimate_run") else None
+        measured = full["summary"]["tokens"]
+        start = startup(profiles, tmp)
+    critical = (args.turns + 1) * args.latency
     result = {
-        "interactions": s1["n_interactions"], "turns": args.turns, "calls": s1["calls_made"],
-        "first_run_s": round(first, 2), "calls_per_s": round(s1["calls_made"] / first, 1),
-        "resumed_run_s": round(second, 2), "resumed_calls_made": s2["calls_made"],
+        "profiles": args.profiles, "turns": args.turns, "latency_s": args.latency,
+        "concurrency": args.concurrency, "calls": full["calls"],
+        "wall_s": round(full["wall_s"], 2), "critical_path_s": round(critical, 2),
+        "wall_over_critical": round(full["wall_s"] / critical, 2),
+        "cpu_ms_per_call": round(1000 * full["cpu_s"] / max(1, full["calls"]), 2),
+        "startup_to_first_request_s": round(start, 2),
+        "store_bytes_per_turn": round(full["bytes_per_turn"]),
+        f"store_bytes_per_turn_at_{max(2, args.turns // 2)}_turns": round(half["bytes_per_turn"]),
+        "tokens_estimated_vs_measured": estimate and {
+            r: {"input": [estimate[r]["prompt_tokens"], measured[r]["prompt_tokens"]],
+                "output": [estimate[r]["completion_tokens"], measured[r]["completion_tokens"]]}
+            for r in ROLES
+        },
     }
     print(json.dumps(result, indent=2))
 
