@@ -95,6 +95,8 @@ def test_reimporting_an_export_does_not_give_ratings_to_existing_people(tmp_db_u
     assert not people["demo (imported)"].active and not people["demo (imported)"].can_sign_in
     assert "copy" not in [p.name for p in ws.my_studies(demo)]  # demo's account got nothing
     assert [r.name for r in ws.results(SYSTEM, "copy").progress] == ["demo (imported)"]
+    code = ws.reset_code(SYSTEM, "demo (imported)")  # an explicit choice to let it sign in
+    assert ws.sign_in("DEMO (imported)", code).viewer.name == "demo (imported)"
 
     ws.create_study(SYSTEM, "mapped", "rating")
     ws.import_path(SYSTEM, "mapped", exported, map_annotators={"demo": "demo"})

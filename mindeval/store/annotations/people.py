@@ -78,13 +78,17 @@ def add_annotator(db: Database, name: str, *, admin: bool = False, code: str | N
 
 
 def reset_code(db: Database, name: str, code: str | None = None) -> str:
-    """Give a person a new access code (the old one stops working, sessions end)."""
+    """Give a person a new access code (the old one stops working, sessions end).
+
+    An imported annotator (inactive) becomes able to sign in: the admin chose to.
+    """
     code = code or generate_code()
     with db.write() as s:
         row = find_person(s, name)
         if row is None:
             raise MindEvalError(f"no annotator named '{name}'", field="name")
         row.code_hash = hash_code(code)
+        row.active = True
         s.execute(delete(AuthSessionRow).where(AuthSessionRow.annotator_id == row.id))
     log.info("access code of %s reset", row.name)
     return code
