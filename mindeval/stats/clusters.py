@@ -9,8 +9,9 @@ Rule, exactly:
    of the current cluster is significantly better than it**; then it opens a new
    cluster (number + 1), which becomes the current cluster.
 
-"Significantly better" is supplied by the caller (the leaderboard uses: two-sided
-p < α and the paired mean difference favours the member). Only the members of the
+"Significantly better" is supplied by the caller (the leaderboard uses: p < α, one-sided
+by default or two-sided with ``--sided two``, and the paired mean difference favours the
+member). Only the members of the
 current cluster are consulted, so significance need not be transitive: with means
 A 3.20 > C 3.14 > B 3.00 and only A vs B significant, A and C form cluster 1 and B
 opens cluster 2 (A, a member of cluster 1, beats it). Comparing only adjacent
