@@ -16,7 +16,7 @@ from pathlib import Path
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines, load_guidelines
 from mindeval.store import Database
-from mindeval.store.annotations import exporters, importers, people, ratings, studies
+from mindeval.store.annotations import exporters, importers, people, ratings, signins, studies
 from mindeval.store.annotations.common import (
     AccessDenied,
     Conflict,
@@ -36,12 +36,14 @@ from mindeval.store.annotations.models import (
     RoleplayView,
     SessionEntry,
     SignedIn,
+    SignInEvent,
     StudyInfo,
     StudyProgress,
     StudyResults,
     SubAxisView,
     Viewer,
 )
+from mindeval.store.annotations.signins import SignInThrottled
 
 from . import results, roleplay
 
@@ -83,8 +85,14 @@ class Workspace:
             raise AccessDenied("only an admin can do this")
         self._live(v)
 
-    def sign_in(self, name: str, code: str) -> SignedIn | None:
-        return people.sign_in(self.db, name, code)
+    def sign_in(self, name: str, code: str, client: str = "") -> SignedIn | None:
+        """``None`` when name and code do not match; raises SignInThrottled after repeated failures."""
+        return people.sign_in(self.db, name, code, client)
+
+    def signin_events(self, v: Viewer, limit: int = 100) -> list[SignInEvent]:
+        """The audit log of failed and throttled sign-ins, newest first (admins)."""
+        self._admin(v)
+        return signins.recent(self.db, limit)
 
     def viewer(self, token: str | None) -> Viewer | None:
         return people.viewer_for_token(self.db, token)
@@ -207,5 +215,5 @@ class Workspace:
 
 __all__ = [
     "DB_ENV", "SYSTEM", "AccessDenied", "Conflict", "MindEvalError", "NotFound", "RatingIncomplete",
-    "ReplyFailed", "SignedOut", "Workspace", "default_db_url", "parse_annotator_map",
+    "ReplyFailed", "SignInThrottled", "SignedOut", "Workspace", "default_db_url", "parse_annotator_map",
 ]

@@ -56,6 +56,15 @@ def _cookie_token() -> str | None:
         return None
 
 
+def client_address() -> str:
+    """The browser's IP address ("" on this machine or without a browser), for sign-in throttling."""
+    try:
+        ip = st.context.ip_address
+    except Exception:  # no browser connection
+        return ""
+    return ip if isinstance(ip, str) else ""
+
+
 def viewer() -> Viewer | None:
     """The signed-in person: this tab's token, else the browser's HttpOnly session cookie.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from annotation_app import ui
+from annotation_app.services import SignInThrottled
 
 st.title("MindEval annotation", anchor=False)
 st.write(
@@ -16,7 +17,11 @@ with st.form("sign_in", clear_on_submit=False):
     code = st.text_input("Access code", type="password", key="signin_code")
     submitted = st.form_submit_button("Sign in", type="primary")
 if submitted:
-    done = ui.workspace().sign_in(name or "", code or "")
+    try:
+        done = ui.workspace().sign_in(name or "", code or "", client=ui.client_address())
+    except SignInThrottled as exc:
+        st.error(exc.message[0].upper() + exc.message[1:] + ".")
+        st.stop()
     if done is None:
         st.error("That name and access code do not match. Please check them, or ask your study admin for a new code.")
     else:

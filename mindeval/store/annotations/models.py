@@ -176,3 +176,12 @@ class AssignReport(BaseModel):
     created: int
     per_annotator: dict[str, int]
     seed: int
+
+
+class SignInEvent(BaseModel):
+    """One entry of the sign-in audit log (never the code)."""
+
+    at: datetime
+    name: str
+    client: str
+    outcome: str

@@ -11,6 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from mindeval.errors import MindEvalError
 
 from ..db import Database
+from . import signins
 from .auth import (
     MIN_CODE_LEN,
     generate_code,
@@ -130,13 +131,18 @@ def has_people(db: Database) -> bool:
         return (s.scalar(select(func.count()).select_from(AnnotatorRow)) or 0) > 0
 
 
-def sign_in(db: Database, name: str, code: str) -> SignedIn | None:
-    """Check name and code; on success open a session and return its token."""
+def sign_in(db: Database, name: str, code: str, client: str = "") -> SignedIn | None:
+    """Check name and code; on success open a session and return its token.
+
+    Every attempt is audited and repeated failures are slowed down (see :mod:`.signins`);
+    raises :class:`~.signins.SignInThrottled` while this name or client must wait.
+    """
+    signins.check(db, name, client)
     with db.read() as s:
         row = find_person(s, name)
     ok = verify_code(code, row.code_hash if row else _DUMMY_HASH) and row is not None and row.active
     if not ok or row is None:
-        log.info("sign-in refused for name %r", name.strip()[:120])
+        signins.record(db, name, client, "failed")
         return None
     token = new_token()
     with db.write() as s:
@@ -144,6 +150,7 @@ def sign_in(db: Database, name: str, code: str) -> SignedIn | None:
             token_hash=token_hash(token), annotator_id=row.id,
             expires_at=utcnow() + timedelta(hours=SESSION_HOURS),
         ))
+    signins.record(db, name, client, "ok")
     log.info("%s signed in", row.name)
     return SignedIn(viewer=Viewer(id=row.id, name=row.name, is_admin=row.is_admin, session=token_hash(token)),
                     token=token)

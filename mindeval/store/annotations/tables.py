@@ -239,3 +239,19 @@ class RoleplaySessionRow(AnnotationBase):
     deadline_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     item_id: Mapped[int | None] = mapped_column(ForeignKey("ann_items.id"), nullable=True)
+
+
+class SignInEventRow(AnnotationBase):
+    """The sign-in audit log: one row per attempt (name as typed, normalised; never the code).
+
+    ``outcome`` is ``ok``, ``failed`` or ``throttled``; recent failures per name and per
+    client slow further attempts down (revision 0004).
+    """
+
+    __tablename__ = "ann_signin_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    name_key: Mapped[str] = mapped_column(String(120), index=True)
+    client: Mapped[str] = mapped_column(String(64), index=True)
+    outcome: Mapped[str] = mapped_column(String(16))
