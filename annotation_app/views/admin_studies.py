@@ -19,8 +19,8 @@ studies = ws.studies(v)
 if studies:
     st.dataframe(
         [{"Study": s.name, "Kind": s.kind, "Items or profiles": s.n_items, "Assignments": s.n_assignments,
-          "Annotators per item": s.k, "Seed": s.seed, "Clinician model": s.clinician_model or "",
-          "Minutes": s.minutes or ""} for s in studies],
+          "Annotators per item": s.k, "Seed": s.seed, "Clinician model": s.clinician_model,
+          "Minutes": s.minutes} for s in studies],
         hide_index=True, width="stretch",
     )
 else:
@@ -88,12 +88,18 @@ if studies:
                            f"{report.skipped} skipped.")
             for w in report.warnings[:20]:
                 st.caption(ui.inert(w))
-    if st.button("Assign to annotators", key="admin_assign",
+    can_rate = [p.name for p in ws.annotators(v) if p.can_sign_in and not p.is_admin]
+    who = st.multiselect("Annotators", can_rate, default=can_rate, key=f"assign_who_{chosen}",
+                         help="Nobody is given a role-play session they played themselves.")
+    if st.button("Assign to annotators", key="admin_assign", disabled=not who,
                  help="Gives every item to the study's number of annotators, balanced, in a seeded random order."):
         try:
-            rep = ws.assign(v, chosen)
+            rep = ws.assign(v, chosen, annotators=who)
         except MindEvalError as exc:
             st.error(str(exc))
         else:
-            st.success(f"{rep.created} new assignments (seed {rep.seed}): "
-                       + ", ".join(f"{n}: {c}" for n, c in rep.per_annotator.items()))
+            short = (f" {rep.short} item(s) have fewer annotators than asked: only the person who "
+                     "role-played them was free." if rep.short else "")
+            ui.flash("success", f"{rep.created} new assignments (seed {rep.seed}): "
+                     + (", ".join(f"{ui.inert(n)}: {c}" for n, c in rep.per_annotator.items()) or "none") + "." + short)
+            st.rerun()

@@ -14,12 +14,15 @@ def balanced_assignment(
     k: int,
     seed: int,
     existing: dict[Hashable, set[Hashable]] | None = None,
+    excluded: dict[Hashable, set[Hashable]] | None = None,
 ) -> list[tuple[Hashable, Hashable]]:
     """New (item, annotator) pairs so that every item has ``k`` distinct annotators.
 
     Annotators with the lowest current load are chosen first (ties broken by the
     seeded random generator), so loads differ by at most one when starting from
-    scratch. Pairs already in ``existing`` count towards ``k`` and loads.
+    scratch. Pairs already in ``existing`` count towards ``k`` and loads. An item never
+    goes to an annotator in ``excluded[item]`` (e.g. the person who role-played it), so
+    such an item can end up with fewer than ``k``.
     """
     if k < 1:
         raise MindEvalError("k must be at least 1", field="k")
@@ -28,6 +31,7 @@ def balanced_assignment(
             f"each item needs {k} annotators but the study has only {len(annotators)}", field="k"
         )
     existing = existing or {}
+    excluded = excluded or {}
     rng = random.Random(seed)
     load = {a: 0 for a in annotators}
     for who in existing.values():
@@ -42,7 +46,7 @@ def balanced_assignment(
         need = k - len(have)
         if need <= 0:
             continue
-        candidates = [a for a in annotators if a not in have]
+        candidates = [a for a in annotators if a not in have and a not in excluded.get(item, ())]
         rng.shuffle(candidates)
         candidates.sort(key=lambda a: load[a])  # stable: random among equal loads
         for a in candidates[:need]:

@@ -176,6 +176,7 @@ class AssignReport(BaseModel):
     created: int
     per_annotator: dict[str, int]
     seed: int
+    short: int = 0  # items left with fewer than k annotators (only their own role-player was free)
 
 
 class SignInEvent(BaseModel):

@@ -154,7 +154,12 @@ def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None =
         for item, who, pos in rows:
             existing[item].add(who)
             next_pos[who] = max(next_pos[who], pos + 1)
-        pairs = balanced_assignment(items, ids, k, study.seed, existing)
+        own: dict[int, set[int]] = defaultdict(set)  # a role-player never rates her own session
+        if study.kind == "rating":
+            for item, who in s.execute(select(RoleplaySessionRow.item_id, RoleplaySessionRow.annotator_id)
+                                       .where(RoleplaySessionRow.item_id.in_(items))):
+                own[item].add(who)
+        pairs = balanced_assignment(items, ids, k, study.seed, existing, own)
         per: dict[int, list[int]] = defaultdict(list)
         for item, who in pairs:
             per[who].append(item)
@@ -169,7 +174,12 @@ def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None =
         if k != study.k:
             study.k = k
         seed = study.seed
-    return AssignReport(created=len(pairs), per_annotator={names[w]: len(v) for w, v in per.items()}, seed=seed)
+    got: dict[int, int] = defaultdict(int)
+    for item, _who in pairs:
+        got[item] += 1
+    short = sum(1 for item in items if len(existing[item]) + got[item] < k)
+    return AssignReport(created=len(pairs), per_annotator={names[w]: len(v) for w, v in per.items()}, seed=seed,
+                        short=short)
 
 
 def add_roleplay_items(db: Database, rating_ref: int | str, roleplay_ref: int | str) -> int:
