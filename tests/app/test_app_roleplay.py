@@ -127,6 +127,7 @@ def test_a_finished_session_becomes_a_rateable_interaction(demo_ws):
     assert [m["role"] for m in item.messages] == ["user", "assistant"]
     assert demo_ws.add_roleplay_items(SYSTEM, 1, 2) == 1
     assert demo_ws.add_roleplay_items(SYSTEM, 1, 2) == 0
-    demo_ws.assign(SYSTEM, 1)
-    v = viewer(demo_ws, "demo", DEMO_CODE)
-    assert len(demo_ws.queue(v, 1)) == 7
+    demo_ws.add_annotator(SYSTEM, "rater", code="RATER-CODE-0001")
+    assert demo_ws.assign(SYSTEM, 1).per_annotator == {"rater": 1}  # not to the person who played it
+    v = viewer(demo_ws, "rater", "RATER-CODE-0001")
+    assert len(demo_ws.queue(v, 1)) == 1

@@ -19,7 +19,7 @@ from mindeval.errors import MindEvalError
 
 from ..db import Database
 from .models import SignInEvent
-from .tables import SignInEventRow, as_utc, utcnow
+from .tables import SignInEventRow, as_utc, name_key, utcnow
 
 log = logging.getLogger(__name__)
 FREE_FAILURES = 5
@@ -41,10 +41,6 @@ class SignInThrottled(MindEvalError):
             f"{minutes} minute{'s' if minutes > 1 else ''} and try again, or ask your study admin")
 
 
-def name_key(name: str) -> str:
-    return name.strip().lower()[:120]
-
-
 def _wait(s, column, key: str, free: int, now: datetime) -> float:
     """Seconds ``key`` must still wait (0 when it may try now)."""
     last_ok = s.scalar(select(func.max(SignInEventRow.at)).where(column == key, SignInEventRow.outcome == "ok"))
@@ -62,7 +58,7 @@ def _wait(s, column, key: str, free: int, now: datetime) -> float:
 def check(db: Database, name: str, client: str, now: datetime | None = None) -> None:
     """Raise :class:`SignInThrottled` (and log the attempt) if this name or client must wait."""
     now = now or utcnow()
-    key, client = name_key(name), (client or LOCAL_CLIENT)[:64]
+    key, client = name_key(name)[:120], (client or LOCAL_CLIENT)[:64]
     with db.read() as s:
         wait = max(_wait(s, SignInEventRow.name_key, key, FREE_FAILURES, now),
                    _wait(s, SignInEventRow.client, client, CLIENT_FREE_FAILURES, now))
@@ -73,7 +69,7 @@ def check(db: Database, name: str, client: str, now: datetime | None = None) -> 
 
 def record(db: Database, name: str, client: str, outcome: str, now: datetime | None = None) -> None:
     """Add an attempt to the audit log (and the server log, without any code)."""
-    key, client = name_key(name), (client or LOCAL_CLIENT)[:64]
+    key, client = name_key(name)[:120], (client or LOCAL_CLIENT)[:64]
     with db.write() as s:
         s.add(SignInEventRow(at=now or utcnow(), name_key=key, client=client, outcome=outcome))
     if outcome != "ok":
