@@ -435,7 +435,7 @@ def format_failures(failures: list[dict[str, Any]]) -> list[str]:
     groups: dict[tuple[str, str, str], list[str]] = {}
     for f in failures:
         groups.setdefault((f["what"], f["role"], f["model"]), []).append(f["message"])
-    lines = [f"  {n} {what}{'s' if n > 1 else ''} failed  {role} {model}: {msgs[0]}"
+    lines = [f"  {n} {what}{'s' if n > 1 else ''} failed  {role} {model}: {msgs[0].removeprefix(f'{role} {model}: ')}"
              for (what, role, model), msgs in groups.items() for n in [len(msgs)]]
     return lines
 
