@@ -1,8 +1,11 @@
 """Client-side rate limits per role and model, shared by every worker of the process.
 
-* ``rpm`` / ``tpm``: token buckets (requests and tokens per minute). A request reserves
-  its share at once and waits until the bucket could pay it, so workers are served in
-  order and requests are evenly spaced instead of bursting.
+* ``rpm`` / ``tpm``: token buckets (requests and tokens per minute, refilled at 97% of
+  the limit). A request reserves its share at once and waits until the bucket could pay
+  it, so workers are served in order and requests are evenly spaced instead of bursting.
+* The first request of a role and model goes alone (it pays litellm's one-time client
+  set-up, which would otherwise bunch the paced requests behind it, and a bad key fails
+  once instead of once per worker).
 * Adaptive concurrency (AIMD): a 429 halves the number of requests in flight for that
   role and model (at most once per second) and pauses new requests for the provider's
   ``Retry-After``; each success adds back ``1/limit``, so the limit regrows by about one
@@ -20,6 +23,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 CEILING = 4096  # "unlimited" concurrency until a 429 is seen
+PACE = 0.97  # buckets refill at 97% of the stated limit, absorbing jitter in send times
 CUT_EVERY_S = 1.0  # at most one multiplicative decrease per this many seconds
 
 
@@ -27,7 +31,7 @@ class TokenBucket:
     """``rate`` tokens per second, holding at most ``capacity``; thread-safe, never blocks."""
 
     def __init__(self, per_minute: float, capacity: float) -> None:
-        self.rate = per_minute / 60.0
+        self.rate = PACE * per_minute / 60.0
         self.capacity = max(1.0, capacity)
         self.level = self.capacity
         self.stamp = time.monotonic()
@@ -54,7 +58,8 @@ class AdaptiveLimit:
     """A semaphore whose size shrinks on 429s and regrows on successes (one event loop)."""
 
     def __init__(self) -> None:
-        self.limit = float(CEILING)
+        self.limit = 1.0  # until the first request has been answered
+        self.opened = False
         self.in_flight = 0
         self.pause_until = 0.0
         self.throttles = 0
@@ -75,6 +80,10 @@ class AdaptiveLimit:
 
     def release(self) -> None:
         self.in_flight -= 1
+        if not self.opened:
+            self.opened = True
+            if not self.throttles:
+                self.limit = float(CEILING)
         self._wake()
 
     def _wake(self) -> None:

@@ -22,7 +22,7 @@ MSGS = [{"role": "system", "content": "You are a clinician."}, {"role": "user", 
 
 
 def spec(srv: FaultServer, **kw) -> ModelSpec:
-    return ModelSpec(model="openai/test-model", api_base=srv.url, **kw)
+    return ModelSpec(**{"model": "openai/test-model", "api_base": srv.url, **kw})
 
 
 def test_openai_path_sends_parameters_and_key_and_splits_reasoning(server):
@@ -150,3 +150,41 @@ def test_sync_complete_from_many_threads(server):
         texts = list(pool.map(lambda i: complete(spec(server), [*MSGS, {"role": "user", "content": str(i)}]).text,
                               range(16)))
     assert len(set(texts)) == 16 and server.count() == 16
+
+
+def test_rpm_bucket_keeps_a_rate_limited_server_nearly_free_of_429s(server):
+    server.configure(rate_limit=(12, 3.0))  # the server accepts 12 requests per sliding 3 s
+
+    async def many():
+        s = spec(server, rpm=240)  # the same limit, told to the client
+        return await asyncio.gather(*[
+            acomplete(s, [*MSGS, {"role": "user", "content": f"r{i}"}], role="clinician", policy=FAST)
+            for i in range(30)
+        ])
+
+    started = time.monotonic()
+    results = asyncio.run(many())
+    assert len(results) == 30 and time.monotonic() - started >= 6.0  # paced, not burst
+    assert server.count(outcome="ok") == 30
+    assert server.count(outcome="429-limit") <= 3
+
+
+def test_sustained_429s_halve_concurrency_and_pause_for_retry_after(server):
+    from mindeval.llm.limits import limiter_for
+
+    server.configure(rate_limit=(5, 1.0))
+
+    async def many():
+        s = spec(server, api_base=server.url + "/")  # its own limiter
+        out = await asyncio.gather(*[
+            acomplete(s, [*MSGS, {"role": "user", "content": f"a{i}"}], role="patient",
+                      policy=RetryPolicy(max_retries=20, budget_s=60, base_delay_s=0.05, max_delay_s=0.5))
+            for i in range(30)
+        ])
+        return out, limiter_for("patient", s.model, s.api_base, None, None).adaptive()
+
+    results, adaptive = asyncio.run(many())
+    assert len(results) == 30 and server.count(outcome="ok") == 30
+    assert adaptive.throttles >= 1 and adaptive.limit < 30  # concurrency came down from unlimited
+    # Without a client-side limit, 30 requests over 5/s cost 429s, but far fewer than a retry storm.
+    assert server.count(outcome="429-limit") < 60
