@@ -81,8 +81,8 @@ def test_an_older_database_with_case_twins_keeps_both_people(any_db_url):
 # ------------------------------------------------------------------ imported annotators
 
 
-def test_reimporting_an_export_does_not_give_ratings_to_existing_people(tmp_db_url, tmp_path):
-    ws = make_workspace(tmp_db_url)
+def test_reimporting_an_export_does_not_give_ratings_to_existing_people(any_db_url, tmp_path):
+    ws = make_workspace(any_db_url)
     demo = viewer(ws, "demo", DEMO_CODE)
     _rate_and_submit(ws, demo, ws.queue(demo, 1)[0].assignment_id)
     exported = tmp_path / "export.jsonl"
@@ -120,8 +120,8 @@ def _interaction(iid: str, text: str = "Hello.", name: str = "Kim") -> dict:
             "messages": [{"role": "user", "content": text}, {"role": "assistant", "content": "Hi."}]}
 
 
-def test_an_id_reused_for_different_content_is_refused_and_nothing_is_imported(tmp_path):
-    ws = Workspace(f"sqlite:///{tmp_path / 'x.db'}")
+def test_an_id_reused_for_different_content_is_refused_and_nothing_is_imported(any_db_url, tmp_path):
+    ws = Workspace(any_db_url)
     ws.create_study(SYSTEM, "S", "rating")
     first = _write(tmp_path / "a.jsonl", [_interaction("i1"), _interaction("i2")])
     ws.import_path(SYSTEM, "S", first)
