@@ -91,3 +91,28 @@ def test_the_checker_sees_lazy_and_relative_imports(tmp_path):
     src = ROOT / "mindeval" / "runner.py"
     names = _imports(src)
     assert "mindeval.records" in names and "mindeval.store.calls" in names
+
+
+def _definitions() -> dict[str, list[str]]:
+    """Module-level classes, functions and assignments of every package module, by name."""
+    out: dict[str, list[str]] = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+                    names = [node.name]
+                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    names = [t.id for t in targets if isinstance(t, ast.Name)]
+                else:
+                    continue
+                for name in names:
+                    out.setdefault(name, []).append(_module(path))
+    return out
+
+
+@pytest.mark.parametrize("name", ["AXES", "ROLES", "OPENING_LINE", "EMBEDDED_DEFAULTS", "CriteriaMapping",
+                                  "load_mapping", "AUTHORS_FEWSHOT_IDS", "read_run", "check_scores",
+                                  "atomic_write", "DEFAULT_MODEL"])
+def test_each_concept_has_one_home(name):
+    assert len(_definitions().get(name, [])) == 1, _definitions().get(name)
