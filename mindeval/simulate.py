@@ -66,6 +66,7 @@ async def run_interaction(
         await log.store.arun(RunStore.add_turn(interaction_id, opener))
         history = [opener]
     prompts = {"clinician": (clinician_spec, clinician_prompt), "patient": (patient_spec, patient_prompt)}
+    system_sha = {r: hashlib.sha256(p.encode()).hexdigest() for r, (_, p) in prompts.items()}
     while len(history) - 1 < turns:
         role = next_role(history)
         spec, prompt = prompts[role]
@@ -80,8 +81,7 @@ async def run_interaction(
         call = await log.call(
             role, spec, role_view(prompt, history, role), seed=turn_seed(seed, interaction_id, idx),
             tag=f"{interaction_id}:{idx}", after=save,
-            ref={"interaction": interaction_id, "turns": idx,
-                 "system_sha256": hashlib.sha256(prompt.encode()).hexdigest()},
+            ref={"interaction": interaction_id, "turns": idx, "system_sha256": system_sha[role]},
         )
         if not turn:  # reused from the store after a crash between call and turn: save it now
             turn.append(model_turn(idx, role, spec, call.call_id, call.completion))

@@ -17,7 +17,6 @@ import queue
 import threading
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from sqlalchemy import func, select, update
@@ -32,57 +31,85 @@ from .tables import CallRow, InteractionRow, JudgmentRow, RunRow, TurnRow
 
 T = TypeVar("T")
 Op = Callable[[Session], T]
+Job = tuple[Op[Any], "asyncio.Future[Any]"]
 
 
 # ------------------------------------------------------------------------ the writer
 
 
 class Writer:
-    """One thread owning the database connection; queued operations are committed in batches."""
+    """One thread owning the database connection; queued operations are committed in batches.
+
+    Operations awaited in the same event-loop iteration are handed over together, and
+    everything queued when the thread is free is committed in one transaction.
+    """
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self._queue: queue.SimpleQueue[tuple[Op[Any], Future[Any]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, list[Job]] | None] = queue.SimpleQueue()
+        self._pending: list[Job] = []
         self._thread = threading.Thread(target=self._loop, name="mindeval-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, op: Op[T]) -> Future[T]:
-        fut: Future[T] = Future()
-        self._queue.put((op, fut))
-        return fut
+    async def run(self, op: Op[T]) -> T:
+        """Queue ``op``; return its result once it is committed."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[T] = loop.create_future()
+        if not self._pending:
+            loop.call_soon(self._hand_over, loop)
+        self._pending.append((op, fut))
+        return await fut
 
     def close(self) -> None:
+        """Commit what is queued, then stop the thread."""
         self._queue.put(None)
         self._thread.join()
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        batch, self._pending = self._pending, []
+        self._queue.put((loop, batch))
 
     def _loop(self) -> None:
         stop = False
         while not stop:
-            batch = [self._queue.get()]
+            items = [self._queue.get()]
             while True:  # drain what is queued now: one commit for all of it
                 try:
-                    batch.append(self._queue.get_nowait())
+                    items.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            stop = None in batch
-            jobs = [j for j in batch if j is not None]
-            if jobs:
-                self._commit(jobs)
+            stop = None in items
+            by_loop: dict[asyncio.AbstractEventLoop, list[Job]] = {}
+            for item in items:
+                if item is not None:
+                    by_loop.setdefault(item[0], []).extend(item[1])
+            for loop, jobs in by_loop.items():
+                outcomes = self._commit(jobs)
+                try:
+                    loop.call_soon_threadsafe(_deliver, outcomes)
+                except RuntimeError:  # the loop is gone (interrupted run): the commit stands
+                    pass
 
-    def _commit(self, jobs: list[tuple[Op[Any], Future[Any]]]) -> None:
+    def _commit(self, jobs: list[Job]) -> list[tuple[asyncio.Future[Any], bool, Any]]:
         try:
             with self.db.session() as s:
                 results = [op(s) for op, _ in jobs]
                 s.commit()
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
             if len(jobs) == 1:
-                jobs[0][1].set_exception(exc)
-            else:  # run each alone: one bad operation must not undo the others
-                for job in jobs:
-                    self._commit([job])
-            return
-        for (_, fut), res in zip(jobs, results, strict=True):
-            fut.set_result(res)
+                return [(jobs[0][1], False, exc)]
+            # run each alone: one bad operation must not undo the others
+            return [out for job in jobs for out in self._commit([job])]
+        return [(fut, True, res) for (_, fut), res in zip(jobs, results, strict=True)]
+
+
+def _deliver(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for fut, ok, value in outcomes:
+        if not fut.done():  # a cancelled task no longer waits
+            if ok:
+                fut.set_result(value)
+            else:
+                fut.set_exception(value)
 
 
 # ------------------------------------------------------------------------- the store
@@ -105,7 +132,7 @@ class RunStore:
         """Run ``op`` through the writer; return after it is committed."""
         if self.writer is None:
             return self.run(op)
-        return await asyncio.wrap_future(self.writer.submit(op))
+        return await self.writer.run(op)
 
     # ---- calls
     def ok_calls(self) -> dict[str, CallRow]:
