@@ -62,7 +62,7 @@ def test_session_cookie_copied_links_sign_out_headers_and_inert_links(chromium, 
     started = time.perf_counter()
     proc = start_app(url, port, tmp_path / "app.log")
     try:
-        wait_healthy(port, proc)
+        healthy = wait_healthy(port, proc)
         a_ctx = chromium.new_context(viewport={"width": 1400, "height": 1000})
         a = a_ctx.new_page()
         a.set_default_timeout(30_000)
@@ -121,4 +121,4 @@ def test_session_cookie_copied_links_sign_out_headers_and_inert_links(chromium, 
         assert _signed_out(c)
     finally:
         stop(proc)
-    print(f"usable sign-in page {usable:.2f}s after start")
+    print(f"server healthy {healthy:.2f}s, usable sign-in page in Chromium {usable:.2f}s after start")
