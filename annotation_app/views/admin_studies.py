@@ -79,15 +79,16 @@ if studies:
             st.error(ui.inert(str(exc)))
         else:
             if report.kind == "profiles":
-                st.success(f"Imported: {report.profiles_added} profiles added to the study, "
-                           f"{report.skipped} already there.")
+                ui.flash("success", f"Imported: {report.profiles_added} profiles added to the study, "
+                                    f"{report.skipped} already there.")
             else:
-                st.success(f"Imported: {report.items_linked} items linked to the study ({report.items_added} new, "
-                           f"{report.items_reused} identical ones already in the workspace), "
-                           f"{report.ratings_added} ratings, {report.annotators_added} imported annotators, "
-                           f"{report.skipped} skipped.")
+                ui.flash("success", f"Imported: {report.items_linked} items linked to the study "
+                                    f"({report.items_added} new, {report.items_reused} identical ones already in "
+                                    f"the workspace), {report.ratings_added} ratings, {report.annotators_added} "
+                                    f"imported annotators, {report.skipped} skipped.")
             for w in report.warnings[:20]:
-                st.caption(ui.inert(w))
+                ui.flash("caption", ui.inert(w))
+            st.rerun()  # the study table above shows the new counts
     can_rate = [p.name for p in ws.annotators(v) if p.can_sign_in and not p.is_admin]
     who = st.multiselect("Annotators", can_rate, default=can_rate, key=f"assign_who_{chosen}",
                          help="Nobody is given a role-play session they played themselves.")

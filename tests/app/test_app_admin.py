@@ -4,6 +4,8 @@ and the Studies page renders without logging a traceback."""
 
 from __future__ import annotations
 
+import json
+
 from appkit import ADMIN_CODE, DEMO_CODE, SYSTEM, sign_in, viewer
 
 
@@ -67,3 +69,18 @@ def test_assign_with_chosen_annotators_refreshes_and_skips_the_role_player(demo_
     assert rep.short == 1 and rep.per_annotator == {"bea": 6, "cal": 7}  # her session is one short, reported
     assert len(demo_ws.queue(v, 1)) == 6
     assert "Traceback" not in capfd.readouterr().err  # the Studies page logged no traceback
+
+
+def test_the_studies_table_shows_an_import_at_once(demo_ws, tmp_path):
+    row = {"id": "x1", "run_id": "r", "profile_id": "p", "model": "m/x", "status": "complete",
+           "member_attributes": {"name": "Ana", "age": 30},
+           "messages": [{"role": "user", "content": "Hi."}, {"role": "assistant", "content": "Hello."}]}
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    at = _admin_page("admin_studies")
+    assert int(at.dataframe[0].value["Items or profiles"][0]) == 6
+    at.text_input(key="admin_path").input(str(path))
+    at.button(key="admin_import").click().run()
+    assert not at.exception
+    assert any("1 items linked" in s.value for s in at.success)
+    assert int(at.dataframe[0].value["Items or profiles"][0]) == 7
