@@ -10,7 +10,9 @@ clinician prompt rendered with the intake fields only.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Callable
 
 from sqlalchemy.exc import IntegrityError
 
@@ -22,7 +24,7 @@ from mindeval.records import Profile, Turn, profile_from_json
 from mindeval.simulate import model_turn, role_view
 from mindeval.store import CallLog, Database
 from mindeval.store.annotations import roleplay as sessions_store
-from mindeval.store.annotations.common import Conflict, ReplyFailed, attribute_pairs
+from mindeval.store.annotations.common import Conflict, ReplyFailed, TimeUp, attribute_pairs
 from mindeval.store.annotations.models import Message, RoleplayView, SessionEntry
 from mindeval.store.annotations.tables import (
     RoleplaySessionRow,
@@ -35,6 +37,8 @@ from mindeval.store.runs import RunStore, ensure_run, load_turns, save_turn
 
 MAX_MESSAGE = 4000
 REPLY_FAILED = "The clinician did not answer; try again"
+# The embedded clinician answers in at most this many sentences, like a person in a chat.
+EMBEDDED_MAX_SENTENCES = 4
 logger = logging.getLogger(__name__)
 
 
@@ -45,6 +49,8 @@ def _profile(sp: StudyProfileRow) -> Profile:
 def clinician_spec(study: StudyRow) -> ModelSpec:
     spec = ModelSpec(model=study.clinician_model, max_tokens=study.clinician_max_tokens,
                      temperature=study.clinician_temperature)
+    if spec.is_embedded:
+        spec = spec.model_copy(update={"extra": {"max_sentences": EMBEDDED_MAX_SENTENCES}})
     return spec_with_defaults("clinician", spec)
 
 
@@ -100,7 +106,8 @@ def start(db: Database, annotator_id: int, session_id: int) -> None:
         sessions_store.mark_started(s, sess.id, run_id, iid, study.minutes or 0)
 
 
-def send(db: Database, annotator_id: int, session_id: int, text: str) -> None:
+def send(db: Database, annotator_id: int, session_id: int, text: str,
+         on_text: Callable[[str], None] | None = None) -> None:
     """Commit the patient's message, then fetch the clinician's reply (see :func:`reply`)."""
     text = text.strip()
     if not text:
@@ -109,7 +116,7 @@ def send(db: Database, annotator_id: int, session_id: int, text: str) -> None:
         raise MindEvalError(f"a message can have at most {MAX_MESSAGE} characters", field="message")
     sess, _study, _sp = sessions_store.active_session(db, annotator_id, session_id)
     if as_utc(sess.deadline_at) <= utcnow():
-        raise Conflict("the time for this session is up; please finish it", field="time")
+        raise TimeUp(text)
     turns = _turns(db, sess)
     if turns and turns[-1].role == "patient":
         raise Conflict("the clinician has not answered your last message yet", field="message")
@@ -118,11 +125,14 @@ def send(db: Database, annotator_id: int, session_id: int, text: str) -> None:
                   Turn(index=len(turns), role="patient", content=text, author="human", model=None))
     except IntegrityError:
         raise Conflict("this conversation changed in another tab; it has been reloaded", field="message") from None
-    reply(db, annotator_id, session_id)
+    reply(db, annotator_id, session_id, on_text)
 
 
-def reply(db: Database, annotator_id: int, session_id: int) -> None:
-    """Ask the clinician model to answer the last patient message and commit its turn."""
+def reply(db: Database, annotator_id: int, session_id: int, on_text: Callable[[str], None] | None = None) -> None:
+    """Ask the clinician model to answer the last patient message and commit its turn.
+
+    ``on_text`` receives the reply piece by piece while the embedded model writes it.
+    """
     sess, study, sp = sessions_store.active_session(db, annotator_id, session_id)
     turns = _turns(db, sess)
     if not turns or turns[-1].role != "patient":
@@ -131,9 +141,12 @@ def reply(db: Database, annotator_id: int, session_id: int) -> None:
     system = render_clinician(tpl, _profile(sp))
     spec = clinician_spec(study)
     idx = len(turns)
+    from mindeval.llm import embedded  # loads litellm: only when a reply is due
+
+    messages = role_view(system, turns, "clinician")
     try:
-        call = CallLog(db, sess.run_id).call_sync("clinician", spec, role_view(system, turns, "clinician"),
-                                                  tag=f"turn:{idx}")
+        with embedded.streaming(on_text, messages) if on_text else contextlib.nullcontext():
+            call = CallLog(db, sess.run_id).call_sync("clinician", spec, messages, tag=f"turn:{idx}")
     except ModelCallError as exc:
         # The annotator is blind to the model: the detail goes to the server log only.
         logger.warning("role-play session %s, turn %s: clinician call failed: %s", session_id, idx, exc)

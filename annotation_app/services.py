@@ -10,6 +10,7 @@ the permission checks.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from mindeval.store.annotations.common import (
     RatingIncomplete,
     ReplyFailed,
     SignedOut,
+    TimeUp,
 )
 from mindeval.store.annotations.importers import parse_annotator_map
 from mindeval.store.annotations.migrations import upgrade
@@ -149,13 +151,13 @@ class Workspace:
         self._live(v)
         roleplay.start(self.db, v.id, session_id)
 
-    def send_message(self, v: Viewer, session_id: int, text: str) -> None:
+    def send_message(self, v: Viewer, session_id: int, text: str, on_text: Callable[[str], None] | None = None) -> None:
         self._live(v)
-        roleplay.send(self.db, v.id, session_id, text)
+        roleplay.send(self.db, v.id, session_id, text, on_text)
 
-    def retry_reply(self, v: Viewer, session_id: int) -> None:
+    def retry_reply(self, v: Viewer, session_id: int, on_text: Callable[[str], None] | None = None) -> None:
         self._live(v)
-        roleplay.reply(self.db, v.id, session_id)
+        roleplay.reply(self.db, v.id, session_id, on_text)
 
     def finish_session(self, v: Viewer, session_id: int) -> int:
         self._live(v)
@@ -215,5 +217,6 @@ class Workspace:
 
 __all__ = [
     "DB_ENV", "SYSTEM", "AccessDenied", "Conflict", "MindEvalError", "NotFound", "RatingIncomplete",
-    "ReplyFailed", "SignInThrottled", "SignedOut", "Workspace", "default_db_url", "parse_annotator_map",
+    "ReplyFailed", "SignInThrottled", "SignedOut", "TimeUp", "Workspace", "default_db_url",
+    "parse_annotator_map",
 ]

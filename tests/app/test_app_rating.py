@@ -54,8 +54,8 @@ def test_choices_autosave_and_a_new_session_resumes_on_the_same_item(demo_ws):
     assert second != first
     radios(at)["coherence_style"].set_value(2).run()
     radios(at)["respect_inclusion"].set_value("N/A").run()
-    at.text_area(key=f"a{second}_r0_draft_just").input("Too many lists.").run()
-    assert any("Saved automatically at" in c.value for c in at.caption)
+    at.text_area(key=f"a{second}_r0_open_justification").input("Too many lists.").run()
+    assert any("scores saved at" in h.proto.body for h in at.get("html"))
 
     v = viewer(demo_ws, "demo", DEMO_CODE)
     stored = demo_ws.item(v, second)
@@ -68,7 +68,7 @@ def test_choices_autosave_and_a_new_session_resumes_on_the_same_item(demo_ws):
     assert rs["coherence_style"].value == 2
     assert rs["respect_inclusion"].value == "N/A"
     assert rs["evidence_based_intervention"].value is None
-    assert again.text_area(key=f"a{second}_r0_draft_just").value == "Too many lists."
+    assert again.text_area(key=f"a{second}_r0_open_justification").value == "Too many lists."
 
 
 def test_submit_requires_every_subaxis_and_a_justification(demo_ws):
@@ -82,7 +82,7 @@ def test_submit_requires_every_subaxis_and_a_justification(demo_ws):
     assert demo_ws.item(v, aid).state == "draft"
 
     fill_all(at, 5)
-    at.text_area(key=f"a{aid}_r0_draft_just").input("Warm and focused.").run()
+    at.text_area(key=f"a{aid}_r0_open_justification").input("Warm and focused.").run()
     at.button(key=f"submit_{aid}").click().run()
     assert not at.exception
     assert any("Rating submitted" in s.value for s in at.success)
@@ -95,7 +95,7 @@ def test_revise_keeps_the_history(demo_ws):
     at = open_rating(sign_in("demo", DEMO_CODE))
     aid = at.session_state["assignment_id"]
     fill_all(at, 4)
-    at.text_area(key=f"a{aid}_r0_draft_just").input("First look.").run()
+    at.text_area(key=f"a{aid}_r0_open_justification").input("First look.").run()
     at.button(key=f"submit_{aid}").click().run()
     at.session_state["assignment_id"] = aid
     at.run()

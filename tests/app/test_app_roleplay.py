@@ -105,9 +105,26 @@ def test_the_timer_ends_the_session_for_new_messages(demo_ws):
                   .values(deadline_at=utcnow() - timedelta(seconds=1)))
     at = open_roleplay(sign_in("demo", DEMO_CODE))
     assert any("Time is up" in w.value for w in at.warning)
-    assert at.chat_input(key=f"chat_{sid}").disabled
+    clocks = [h.proto.body for h in at.get("html") if "data-mindeval-left" in h.proto.body]
+    assert clocks and 'data-mindeval-left="0"' in clocks[0]  # the browser clock disables the box at zero
     with pytest.raises(Conflict, match="time for this session is up"):
         demo_ws.send_message(v, sid, "late")
+
+
+def test_a_message_sent_after_the_deadline_is_refused_but_kept_on_the_page(demo_ws):
+    at = open_roleplay(sign_in("demo", DEMO_CODE))
+    sid = at.session_state["session_id"]
+    at.button(key=f"start_{sid}").click().run()
+    with demo_ws.db.write() as s:  # the clock runs out while the page is open
+        s.execute(update(RoleplaySessionRow).where(RoleplaySessionRow.id == sid)
+                  .values(deadline_at=utcnow() - timedelta(seconds=1)))
+    at.chat_input(key=f"chat_{sid}").set_value("One last thing I wanted to say.").run()
+    assert not at.exception, at.exception
+    assert any("time was up" in w.value and "One last thing I wanted to say" in w.value for w in at.warning)
+    at.run()  # still shown after the next rerun
+    assert any("One last thing I wanted to say" in w.value for w in at.warning)
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    assert demo_ws.roleplay(v, sid).messages == []  # not sent to the clinician
 
 
 def test_a_finished_session_becomes_a_rateable_interaction(demo_ws):

@@ -32,6 +32,14 @@ class RatingIncomplete(MindEvalError):
         super().__init__("the rating is not complete: " + "; ".join(problems))
 
 
+class TimeUp(Conflict):
+    """A role-play message sent after the session's time ran out; ``text`` is kept for the page."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        super().__init__("the time for this session is up, so this message was not sent", field="time")
+
+
 class ReplyFailed(MindEvalError):
     """The clinician model did not answer; the turn can be retried."""
 

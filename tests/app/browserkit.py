@@ -1,0 +1,73 @@
+"""Helpers of the real-browser tests: headless Chromium through playwright, Streamlit settling."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from appkit import DEMO_CODE
+
+CHROMIUM = os.environ.get("MINDEVAL_CHROMIUM", "/usr/bin/chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
+
+
+def chromium_context(p, profile_dir: str, width: int = 1400, height: int = 1000):
+    """A persistent headless Chromium context (Debian's chromium, no downloads)."""
+    return p.chromium.launch_persistent_context(profile_dir, executable_path=CHROMIUM, args=FLAGS, headless=True,
+                                                viewport={"width": width, "height": height})
+
+
+def open_browser(tmp_path: Path, width: int = 1400, height: int = 1000):
+    """Generator of one page (skips when chromium or playwright is missing; fails in CI)."""
+    if not Path(CHROMIUM).is_file() and not shutil.which("chromium"):
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("chromium is missing in CI: scripts/services.sh should have installed it")
+        pytest.skip("no chromium (scripts/services.sh installs it)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        ctx = chromium_context(p, tempfile.mkdtemp(dir=tmp_path), width, height)
+        page = ctx.new_page()
+        page.set_default_timeout(30_000)
+        yield page
+        ctx.close()
+
+
+IDLE_JS = ("() => !document.querySelector('[data-testid=\"stStatusWidget\"] button')"
+           " && !document.querySelector('[data-testid=\"stSpinner\"]')")
+
+
+def settle(page, quiet_ms: int = 400) -> None:
+    """Wait until Streamlit has finished re-running the script and stays idle for ``quiet_ms``."""
+    page.wait_for_timeout(250)
+    while True:
+        page.wait_for_function(IDLE_JS, timeout=120_000)
+        page.wait_for_timeout(quiet_ms)
+        if page.evaluate(IDLE_JS):
+            return
+
+
+def sign_in(page, base: str, name: str = "demo", code: str = DEMO_CODE) -> None:
+    page.goto(base)
+    page.get_by_label("Your name").fill(name)
+    page.get_by_label("Access code").fill(code)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_text(f"Hello, {name}").wait_for()
+
+
+# The score each sub-axis shows as chosen, in page order ("N/A" or "1".."6"; None = none).
+SHOWN_SCORES_JS = """() => [...document.querySelectorAll('[data-testid="stRadio"]')].map(g => {
+  const i = g.querySelector('input:checked');
+  return i ? i.closest('label').innerText.trim() : null; })"""
+
+
+def saved(page) -> None:
+    """Wait until the rating page confirms every score it shows is stored (and Streamlit is idle)."""
+    settle(page)
+    page.wait_for_function(
+        "() => document.querySelector('[data-mindeval-saved]')?.getAttribute('data-mindeval-state') === 'saved'",
+        timeout=60_000)
+    settle(page)
