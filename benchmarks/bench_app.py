@@ -46,8 +46,8 @@ def first_page(tmp: Path) -> tuple[float, float] | None:
     chromium = os.environ.get("MINDEVAL_CHROMIUM", "/usr/bin/chromium")
     if not Path(chromium).is_file():
         return None
+    from browserkit import FLAGS
     from playwright.sync_api import sync_playwright
-    from test_app_browser import FLAGS
 
     from annotation_app.handoff import SESSION_ROUTE
 

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from appkit import DEMO_CODE
 
+from annotation_app.handoff import SESSION_ROUTE
+
 CHROMIUM = os.environ.get("MINDEVAL_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
@@ -21,14 +23,18 @@ def chromium_context(p, profile_dir: str, width: int = 1400, height: int = 1000)
                                                 viewport={"width": width, "height": height})
 
 
-def open_browser(tmp_path: Path, width: int = 1400, height: int = 1000):
-    """Generator of one page (skips when chromium or playwright is missing; fails in CI)."""
+def playwright_api():
+    """playwright's sync API, or skip (fail in CI) when Chromium is missing."""
     if not Path(CHROMIUM).is_file() and not shutil.which("chromium"):
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("chromium is missing in CI: scripts/services.sh should have installed it")
         pytest.skip("no chromium (scripts/services.sh installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
+    return pytest.importorskip("playwright.sync_api")
+
+
+def open_browser(tmp_path: Path, width: int = 1400, height: int = 1000):
+    """Generator of one page (skips when chromium or playwright is missing; fails in CI)."""
+    with playwright_api().sync_playwright() as p:
         ctx = chromium_context(p, tempfile.mkdtemp(dir=tmp_path), width, height)
         page = ctx.new_page()
         page.set_default_timeout(30_000)
@@ -37,7 +43,8 @@ def open_browser(tmp_path: Path, width: int = 1400, height: int = 1000):
 
 
 IDLE_JS = ("() => !document.querySelector('[data-testid=\"stStatusWidget\"] button')"
-           " && !document.querySelector('[data-testid=\"stSpinner\"]')")
+           " && !document.querySelector('[data-testid=\"stSpinner\"]')"
+           " && !document.querySelector('[data-testid=\"stSkeleton\"]')")  # widget code still loading
 
 
 def settle(page, quiet_ms: int = 400) -> None:
@@ -51,11 +58,16 @@ def settle(page, quiet_ms: int = 400) -> None:
 
 
 def sign_in(page, base: str, name: str = "demo", code: str = DEMO_CODE) -> None:
+    """Sign in through the form and wait until the browser holds the session cookie
+    (the page reloads once through the one-time cookie route)."""
     page.goto(base)
     page.get_by_label("Your name").fill(name)
     page.get_by_label("Access code").fill(code)
-    page.get_by_role("button", name="Sign in").click()
+    with page.expect_response(lambda r: SESSION_ROUTE in r.url):
+        page.get_by_role("button", name="Sign in").click()
+    page.wait_for_load_state()
     page.get_by_text(f"Hello, {name}").wait_for()
+    settle(page)
 
 
 # The score each sub-axis shows as chosen, in page order ("N/A" or "1".."6"; None = none).

@@ -5,71 +5,25 @@ Needs Debian's Chromium (installed by scripts/services.sh) driven by Python play
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
-from appkit import DEMO_CODE, ROOT, free_port, make_workspace, start_app, stop, wait_healthy
+from appkit import ROOT, free_port, make_workspace, start_app, stop, wait_healthy
+from browserkit import open_browser, settle, sign_in
 from sqlalchemy import select
 
-from annotation_app.handoff import SESSION_ROUTE
 from mindeval.store.annotations import RatingRow
 from mindeval.store.tables import TurnRow
 
 pytestmark = pytest.mark.browser
-CHROMIUM = os.environ.get("MINDEVAL_CHROMIUM", "/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
 SCREENSHOT = ROOT / "test-artifacts" / "app.png"
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> I feel **on edge**.'
 
 
-def playwright_api():
-    """playwright's sync API, or skip (fail in CI) when Chromium is missing."""
-    if not Path(CHROMIUM).is_file() and not shutil.which("chromium"):
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("chromium is missing in CI: scripts/services.sh should have installed it")
-        pytest.skip("no chromium (scripts/services.sh installs it)")
-    return pytest.importorskip("playwright.sync_api")
-
-
 @pytest.fixture
 def browser_page(tmp_path):
-    with playwright_api().sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(
-            tempfile.mkdtemp(dir=tmp_path), executable_path=CHROMIUM, args=FLAGS, headless=True,
-            viewport={"width": 1400, "height": 1000},
-        )
-        page = ctx.new_page()
-        page.set_default_timeout(30_000)
-        yield page
-        ctx.close()
-
-
-def settle(page) -> None:
-    """Wait until Streamlit has finished re-running the script and loading widget code."""
-    page.wait_for_timeout(250)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"] button')"
-        " && !document.querySelector('[data-testid=\"stSpinner\"]')"
-        " && !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=120_000)
-    page.wait_for_timeout(150)
-
-
-def sign_in(page, base: str, name: str = "demo", code: str = DEMO_CODE) -> None:
-    """Sign in through the form and wait until the browser holds the session cookie."""
-    page.goto(base)
-    page.get_by_label("Your name").fill(name)
-    page.get_by_label("Access code").fill(code)
-    with page.expect_response(lambda r: SESSION_ROUTE in r.url):
-        page.get_by_role("button", name="Sign in").click()
-    page.wait_for_load_state()
-    page.get_by_text(f"Hello, {name}").wait_for()
-    settle(page)
+    yield from open_browser(tmp_path)
 
 
 def rate_one(page) -> None:

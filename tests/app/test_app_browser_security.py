@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 from appkit import ADMIN_CODE, free_port, start_app, stop, wait_healthy
-from test_app_browser import CHROMIUM, FLAGS, playwright_api, settle, sign_in
+from browserkit import CHROMIUM, FLAGS, playwright_api, settle, sign_in
 
 from annotation_app.handoff import COOKIE, SESSION_ROUTE
 from annotation_app.services import SYSTEM, Workspace
