@@ -128,7 +128,10 @@ def litellm_module() -> Any:
             ]
             from litellm.utils import custom_llm_setup
 
+            from .fastpath import install
+
             custom_llm_setup()
+            install()
             _litellm = litellm
     return _litellm
 

@@ -36,6 +36,7 @@ def test_openai_path_sends_parameters_and_key_and_splits_reasoning(server):
     assert req["path"] == "/v1/chat/completions" and req["body"]["model"] == "test-model"
     assert req["body"]["temperature"] == 0.3 and req["body"]["max_tokens"] == 50
     assert req["auth"] == f"Bearer {SECRET}"
+    assert req["body"]["messages"] == MSGS  # plain histories pass the SDK unchanged (fastpath)
 
 
 @pytest.mark.parametrize("fault", ["429", "500", "503", "hang", "drop", "408"])
