@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import threading
 import time
 from collections.abc import Coroutine
@@ -174,11 +175,17 @@ def check_api_key(spec: ModelSpec, role: str = "") -> None:
 
 
 def _missing_keys(model: str, api_base: str | None) -> list[str]:
+    present = frozenset(k for k, v in os.environ.items() if v and k.endswith("_KEY"))
+    return list(_missing_keys_cached(model, api_base, present))
+
+
+@lru_cache(maxsize=256)
+def _missing_keys_cached(model: str, api_base: str | None, present: frozenset[str]) -> tuple[str, ...]:
     try:
         env = litellm_module().validate_environment(model=model, api_base=api_base)
     except Exception:  # litellm could not tell: let the provider answer
-        return []
-    return [] if env.get("keys_in_environment") else list(env.get("missing_keys") or [])
+        return ()
+    return () if env.get("keys_in_environment") else tuple(env.get("missing_keys") or [])
 
 
 def default_policy() -> RetryPolicy:
