@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -47,11 +48,19 @@ def caching(profiles: Path, turns: int, out: Path) -> dict[str, Any]:
                                      progress=False), echo=None)
         bill = srv.stats()["billing"]
     billed = bill["billed_input_tokens_x1000"] / 1000
+    per_role = {}
+    with sqlite3.connect(out / "run.db") as db:
+        rows = db.execute("SELECT role, SUM(prompt_tokens), SUM(cached_tokens), SUM(cache_write_tokens) "
+                          "FROM calls WHERE status = 'ok' GROUP BY role").fetchall()
+    for role, prompt, read, write in rows:
+        role_billed = prompt - read - write + 0.1 * read + 1.25 * write
+        per_role[role] = {"uncached": prompt, "billed": round(role_billed),
+                          "billed_over_uncached": round(role_billed / prompt, 3)}
     return {
         "calls": s["calls_made"], "uncached_input_tokens": bill["prompt_tokens"],
         "cache_read_tokens": bill["cache_read_tokens"], "cache_write_tokens": bill["cache_write_tokens"],
         "billed_input_tokens": round(billed), "billed_over_uncached": round(billed / bill["prompt_tokens"], 3),
-        "recorded_cached_tokens": {r: s["tokens"][r].get("cached_tokens") for r in ROLES if r in s["tokens"]},
+        "per_role": per_role,
         "cost_usd": {r: s["tokens"][r].get("cost_usd") for r in ROLES if r in s["tokens"]},
     }
 

@@ -139,8 +139,9 @@ def test_mixed_faults_all_calls_finish_within_bounds(server):
     results = asyncio.run(many())
     assert all(r.text.startswith("Reply") for r in results)
     assert all(r.attempts <= 1 + policy.max_retries + policy.empty_retries for r in results)
-    # A request the client gave up on before the server read it is an attempt the server never saw.
-    assert 0 <= sum(r.attempts for r in results) - server.count() <= 5
+    # No hidden retries (litellm's or the SDK's): the server never sees more requests than our
+    # attempts. It may see fewer: a pooled connection the server had closed fails before sending.
+    assert server.count() <= sum(r.attempts for r in results)
     outcomes = server.stats()["outcomes"]
     assert outcomes["ok"] >= 40 and sum(outcomes.values()) > 40
 
