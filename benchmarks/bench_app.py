@@ -1,9 +1,12 @@
 """Annotation app speed: cold start (process start → /_stcore/health ok) and time to save a rating.
 
-Usage: .venv/bin/python benchmarks/bench_app.py [--starts 3] [--ratings 30] [--db URL]
+Usage: .venv/bin/python benchmarks/bench_app.py [--starts 3] [--ratings 30] [--db URL] [--passes 20]
 Saving is measured at the service layer (one autosaved choice, the justification,
-a submit) on SQLite by default or on ``--db``, and end to end through Streamlit's
-AppTest (one click on a score → script re-run → value committed).
+a submit) on SQLite by default or on ``--db``, end to end through Streamlit's AppTest
+(one click on a score → script re-run → value committed), and in headless Chromium:
+rating one transcript with the keyboard (clicks, keys, seconds), rapid clicking
+(9 scores 60-100 ms apart per pass, then the scores shown compared with the database)
+and the time from a click until the page confirms the score is stored.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "app"))
 
-from appkit import DEMO_CODE, free_port, make_workspace, start_app, stop, wait_healthy  # noqa: E402
+from appkit import DEMO_CODE, free_port, make_workspace, start_app, stop, viewer, wait_healthy  # noqa: E402
+from browserkit import CHROMIUM, SHOWN_SCORES_JS, chromium_context, saved, sign_in  # noqa: E402
 
 from annotation_app.services import DB_ENV, SYSTEM  # noqa: E402
 
@@ -43,8 +47,7 @@ def cold_starts(n: int, tmp: Path) -> list[float]:
 def first_page(tmp: Path) -> tuple[float, float] | None:
     """In headless Chromium: process start → sign-in form usable, and click on Sign in →
     home page shown after the session-cookie hand-off (None if no browser)."""
-    chromium = os.environ.get("MINDEVAL_CHROMIUM", "/usr/bin/chromium")
-    if not Path(chromium).is_file():
+    if not Path(CHROMIUM).is_file():
         return None
     from browserkit import FLAGS
     from playwright.sync_api import sync_playwright
@@ -54,8 +57,7 @@ def first_page(tmp: Path) -> tuple[float, float] | None:
     url = f"sqlite:///{tmp / 'page.db'}"
     make_workspace(url).close()
     with sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(tempfile.mkdtemp(dir=tmp), executable_path=chromium,
-                                                   args=FLAGS, headless=True)
+        ctx = chromium_context(p, tempfile.mkdtemp(dir=tmp))
         page = ctx.new_page()
         port = free_port()
         started = time.perf_counter()
@@ -123,6 +125,84 @@ def apptest_click(tmp: Path, n: int) -> list[float]:
     return out
 
 
+def browser_rating(tmp: Path, passes: int) -> dict[str, object] | None:
+    """Keyboard rating, rapid-click lost saves and click → confirmed save, in headless Chromium at 1280×720."""
+    if not Path(CHROMIUM).is_file():
+        return None
+    import random
+    import re
+
+    from playwright.sync_api import sync_playwright
+
+    from annotation_app.services import Workspace
+
+    url = f"sqlite:///{tmp / 'browser.db'}"
+    make_workspace(url).close()
+    ws = Workspace(url)
+    v = viewer(ws, "demo", DEMO_CODE)
+    subs = ws.subaxes()
+    port = free_port()
+    proc = start_app(url, port, tmp / "browser.log")
+    out: dict[str, object] = {}
+    try:
+        wait_healthy(port, proc)
+        with sync_playwright() as p:
+            ctx = chromium_context(p, tempfile.mkdtemp(dir=tmp), 1280, 720)
+            page = ctx.new_page()
+            page.set_default_timeout(60_000)
+            sign_in(page, f"http://127.0.0.1:{port}/")
+            page.get_by_role("button", name="Continue rating").click()
+            page.locator('.st-key-rating-pane [data-testid="stRadio"]').nth(len(subs) - 1).wait_for()
+            saved(page)
+            # 1. one transcript with the keyboard: 9 digits, one click into the text box, type, Ctrl+Enter
+            text = "Warm, but moved to advice too fast (turn 6)."
+            started = time.perf_counter()
+            for n in range(len(subs)):
+                page.keyboard.press(str(1 + n % 6))
+            page.wait_for_function("() => document.activeElement?.getAttribute('aria-label') === 'Justification'")
+            page.keyboard.type(text)
+            page.keyboard.press("Control+Enter")
+            page.get_by_text("Rating submitted").wait_for()
+            out["keyboard seconds"] = time.perf_counter() - started
+            out["keyboard clicks"] = 0
+            out["keyboard keys"] = len(subs) + len(text) + 1
+            first = ws.queue(v, 1)[0].assignment_id
+            out["keyboard stored"] = ws.item(v, first).values == {s.id: 1 + n % 6 for n, s in enumerate(subs)}
+            saved(page)
+            # 2. rapid passes: every score shown must be the one stored
+            rng = random.Random(7)
+            lost = 0
+            for _ in range(passes):
+                groups = page.locator('.st-key-rating-pane [data-testid="stRadio"]')
+                for i in range(len(subs)):
+                    groups.nth(i).locator("label").filter(has_text=re.compile(rf"^{rng.randint(1, 6)}$")).click()
+                    page.wait_for_timeout(rng.randint(60, 100))
+                saved(page)
+                pos = int(re.search(r"Transcript (\d+) of", page.inner_text("body")).group(1))
+                stored = ws.item(v, ws.queue(v, 1)[pos - 1].assignment_id).values
+                shown = page.evaluate(SHOWN_SCORES_JS)
+                lost += shown != [str(stored[s.id]) if s.id in stored else None for s in subs]
+            out["rapid passes"] = passes
+            out["lost-save passes"] = lost
+            # 3. one click → the page confirms the value is stored
+            waits = []
+            group = page.locator('.st-key-rating-pane [data-testid="stRadio"]').first
+            for n in range(20):
+                value = str(1 + (n % 2))
+                t = time.perf_counter()
+                group.locator("label").filter(has_text=re.compile(rf"^{value}$")).click()
+                page.wait_for_function(
+                    "v => { const e = document.querySelector('[data-mindeval-saved]');"
+                    " return e && e.getAttribute('data-mindeval-saved').split(',')[0] === v; }", arg=value)
+                waits.append(time.perf_counter() - t)
+            out["click to confirmed save"] = waits
+            ctx.close()
+    finally:
+        stop(proc)
+        ws.close()
+    return out
+
+
 def fmt(xs: list[float]) -> str:
     ms = sorted(x * 1000 for x in xs)
     p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
@@ -134,9 +214,21 @@ def main() -> None:
     ap.add_argument("--starts", type=int, default=3)
     ap.add_argument("--ratings", type=int, default=30)
     ap.add_argument("--db", default=None, help="database for the service-layer figures (default: SQLite)")
+    ap.add_argument("--passes", type=int, default=20, help="rapid-click passes in the browser")
+    ap.add_argument("--browser-only", action="store_true", help="only the Chromium rating figures")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        rating = browser_rating(tmp, args.passes)
+        if rating is not None:
+            print(f"rating one transcript with the keyboard in Chromium (1280×720): "
+                  f"{rating['keyboard seconds']:.1f} s, {rating['keyboard clicks']} clicks, "
+                  f"{rating['keyboard keys']} keys; all 9 scores stored: {rating['keyboard stored']}")
+            print(f"rapid clicking (9 scores 60-100 ms apart): {rating['lost-save passes']} of "
+                  f"{rating['rapid passes']} passes with a score shown but not stored")
+            print(f"click → page confirms the score is stored: {fmt(rating['click to confirmed save'])}")
+        if args.browser_only:
+            return
         starts = cold_starts(args.starts, tmp)
         print(f"cold start (process → /_stcore/health ok): {fmt(starts)}")
         page = first_page(tmp)

@@ -1,5 +1,5 @@
 // Keyboard rating on the rating page: 1-6 score the highlighted sub-axis and move to the
-// next, N marks N/A where offered, Up/Down (or J/K) move, Ctrl+Enter submits. A key works
+// next (after the last one, into the justification box), N marks N/A where offered, Up/Down (or J/K) move, Ctrl+Enter submits. A key works
 // by clicking the matching radio option, exactly as a mouse click would, so the page's
 // one save path stores it. The save line says "Not saved yet" while any score shown differs
 // from what the server last confirmed as stored. Installed once per tab; inert elsewhere.
@@ -56,9 +56,14 @@
     if (!input || input.disabled) return false;
     label.click();
     input.blur();
-    if (focus < gs.length - 1) focus += 1;
-    mark();
-    show(gs);
+    if (focus < gs.length - 1) {
+      focus += 1;
+      mark();
+      show(gs);
+    } else {  // the last score: on to the justification
+      const box = document.querySelector(`${PANE} textarea`);
+      if (box) { box.focus(); box.scrollIntoView({ block: "nearest" }); }
+    }
     return true;
   }
   function submit() {

@@ -90,8 +90,8 @@ def test_keyboard_rating_lands_in_the_database(app, page):
     shown, db = shown_vs_saved(page, ws)
     want = ["N/A" if k == "n" else k for k in keys]
     assert shown == db == want
-    page.get_by_label("Justification").focus()
-    page.keyboard.type("Kind, a little rushed.")
+    assert page.evaluate("() => document.activeElement.getAttribute('aria-label')") == "Justification"
+    page.keyboard.type("Kind, a little rushed.")  # no click: the last score moved on to the text box
     page.keyboard.press("Control+Enter")
     page.get_by_text("Rating submitted").wait_for()
     v = viewer(ws, "demo", DEMO_CODE)
