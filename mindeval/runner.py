@@ -256,6 +256,10 @@ class Failure(BaseModel):
     message: str
 
 
+ACCOUNT_ERRORS = (401, 403, 404)  # bad or missing key, no access, unknown model: every request would fail
+STOPS = ("budget", "stop")  # failures entries that stopped the run rather than failed an item
+
+
 async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, budget: Budget | None,
                    failures: list[Failure]) -> CallLog:
     """Simulate and judge every profile on one event loop; return the call log (its counters)."""
@@ -292,6 +296,11 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
                 failures.append(Failure(what="interaction", role=getattr(exc, "role", "") or "?",
                                         model=getattr(exc, "model", "") or "?", message=str(exc)))
                 await store.arun(store.set_status(iid, "failed", str(exc)))
+                if exc.status in ACCOUNT_ERRORS and not stop.is_set():
+                    stop.set()  # a bad key or an unknown model fails every request alike
+                    failures.append(Failure(what="stop", role="", model="", message=(
+                        f"no new interaction started after a {exc.status} from {exc.model or 'the provider'}; "
+                        "fix it and re-run the same command")))
                 return
             await store.arun(store.set_status(iid, "complete"))
             step(left[0] - config.judge_samples)  # turns stored by an earlier invocation
@@ -330,7 +339,8 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
     """Run (or resume) a benchmark and write the run directory; return the summary.
 
     ``summary["failures"]`` lists what failed (re-running retries exactly those);
-    ``summary["stopped"]`` is set when ``--max-cost`` stopped the run.
+    ``summary["stopped"]`` is set when ``--max-cost`` or a bad key / unknown model (401, 403, 404)
+    stopped the run: no new interaction starts after one.
     """
     started = time.perf_counter()
     prep = prepare(opts)
@@ -356,8 +366,8 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
         summary.update(
             calls_made=log.counters.made, calls_reused=log.counters.reused, calls_failed=log.counters.failed,
             elapsed_s=round(time.perf_counter() - started, 2), resumed=resumed,
-            failures=[f.model_dump() for f in failures if f.what != "budget"],
-            stopped=next((f.message for f in failures if f.what == "budget"), None),
+            failures=[f.model_dump() for f in failures if f.what not in STOPS],
+            stopped=next((f.message for f in failures if f.what in STOPS), None),
         )
         RunSummary.model_validate(summary).write(out / SUMMARY_FILE)
         if echo:
@@ -425,7 +435,7 @@ def axis_means(judgments: list[Judgment]) -> dict[str, float | None]:
 
 
 def is_complete(summary: dict[str, Any]) -> bool:
-    """Every profile simulated and judged, nothing failed, not stopped by --max-cost."""
+    """Every profile simulated and judged, nothing failed, the run not stopped."""
     return (not summary.get("stopped") and summary["n_failed_interactions"] == 0
             and summary["n_failed_judgments"] == 0 and summary["n_means_over"] == summary["n_profiles"])
 

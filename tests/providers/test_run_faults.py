@@ -66,6 +66,20 @@ def test_401_stops_with_one_clear_line_never_retried(server, tmp_path, capsys):
         assert SECRET.encode() not in f.read_bytes(), f"API key leaked into {f.name}"
 
 
+def test_a_bad_key_stops_the_run_instead_of_failing_every_profile(server, tmp_path, capsys):
+    server.script(["401"], model="clinician-model")
+    out = tmp_path / "D"
+    assert run(server, out, "--concurrency", "1", limit=4) == 1
+    text = capsys.readouterr().out
+    assert "STOPPED: no new interaction started after a 401 from openai/clinician-model" in text
+    assert server.count(model="clinician-model") == 1  # not once per profile
+    s = summary(out)
+    assert s["stopped"] and s["n_failed_interactions"] == 1 and s["n_means_over"] == 0
+    # the key is fixed: the same command finishes the run
+    assert run(server, out, "--concurrency", "1", limit=4) == 0
+    assert summary(out)["n_means_over"] == 4 and not summary(out)["stopped"]
+
+
 def test_429_and_5xx_are_retried_and_the_run_completes(server, tmp_path, capsys):
     server.script([{"status": 429, "retry_after": 0.2}, "503", "ok"] * 2, model="clinician-model")
     server.script(["500", "ok"], model="judge-model")
