@@ -144,12 +144,13 @@ def clean_reply(raw: str, *, max_sentences: int | None = None, truncated: bool =
             key = _key(sentence)
             if not key:
                 continue
-            if key in seen and (not partial or sentence.rstrip()[-1:] in ".!?…\"')]"):
+            ended = not partial or sentence.rstrip()[-1:] in ".!?…\"')]"  # a streamed sentence may go on
+            if key in seen and ended:
                 complete = True
                 break
             seen.add(key)
             kept += sentence
-            count += 1
+            count += ended
             if max_sentences and count >= max_sentences:
                 complete = True
                 break
@@ -243,6 +244,8 @@ def _chat(llm: Any, messages: list, gen: dict[str, Any], max_sentences: int | No
             shown = text
         if complete:
             finish = "stop"
+            if llm.cache is not None:  # llama.cpp saves the prefix state only when a stream runs out
+                llm.cache[llm._input_ids.tolist()] = llm.save_state()
             break
     text, _ = clean_reply(raw, max_sentences=max_sentences, truncated=finish == "length", earlier=earlier)
     return text, finish, {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out}
