@@ -35,6 +35,7 @@ N_CTX = int(os.environ.get("MINDEVAL_EMBEDDED_CTX", "8192"))
 # long prefixes, so reusing llama.cpp's KV state makes a turn ~3-5x cheaper on 2 cores.
 CACHE_BYTES = int(os.environ.get("MINDEVAL_EMBEDDED_CACHE_MB", "768")) << 20
 DEFAULT_MAX_TOKENS = 256
+EMPTY_REDRAWS = 3  # new draws when a free-text reply is nothing but debris or repeats
 # Decoding of free-text replies; a request's own parameters override these.
 CHAT_DECODING: dict[str, Any] = {"repeat_penalty": 1.3, "top_p": 0.9, "top_k": 40, "min_p": 0.05}
 # Role labels and template debris the model emits when it starts writing the other side.
@@ -128,13 +129,14 @@ def clean_reply(raw: str, *, max_sentences: int | None = None, truncated: bool =
                 partial: bool = False, earlier: list[str] = ()) -> tuple[str, bool]:
     """``(text, complete)``: ``raw`` without template debris, role labels or repeated sentences.
 
-    ``complete`` says the reply should end here (a sentence repeated, also from the
-    ``earlier`` replies of the conversation, or ``max_sentences`` reached). A final reply
+    ``complete`` says the reply should end here (a sentence repeated within it, or
+    ``max_sentences`` reached); sentences of the ``earlier`` replies are dropped. A final reply
     cut by the token limit (``truncated``) ends on its last whole sentence; ``partial``
     keeps a sentence still being written (streaming).
     """
     lines: list[str] = []
-    seen = {_key(x) for text in earlier for x in _SENTENCE.findall(_DEBRIS.sub("", text))} - {""}
+    said = {_key(x) for text in earlier for x in _SENTENCE.findall(_DEBRIS.sub("", text))} - {""}
+    seen: set[str] = set()
     count = 0
     complete = False
     for line in raw.split("\n"):
@@ -145,9 +147,11 @@ def clean_reply(raw: str, *, max_sentences: int | None = None, truncated: bool =
             if not key:
                 continue
             ended = not partial or sentence.rstrip()[-1:] in ".!?…\"')]"  # a streamed sentence may go on
-            if key in seen and ended:
+            if key in seen and ended:  # the reply loops: it ends here
                 complete = True
                 break
+            if key in said and ended:  # said in an earlier reply: dropped
+                continue
             seen.add(key)
             kept += sentence
             count += ended
@@ -205,9 +209,16 @@ class EmbeddedProvider(CustomLLM):
                     usage = out.get("usage") or {}
                 else:
                     text, finish, usage = _chat(llm, messages, gen, max_sentences, n_prompt)
-                    if not text:  # only debris: one more draw, a little warmer
-                        gen["temperature"] = gen["temperature"] + 0.3
+                    spent = usage["completion_tokens"]
+                    for _ in range(EMPTY_REDRAWS):  # only debris or repeats: draw again, warmer
+                        if text:
+                            break
+                        gen["temperature"] += 0.3
+                        if "seed" in gen:
+                            gen["seed"] += 1
                         text, finish, usage = _chat(llm, messages, gen, max_sentences, n_prompt)
+                        spent += usage["completion_tokens"]
+                    usage = {**usage, "completion_tokens": spent, "total_tokens": n_prompt + spent}
             except ValueError as exc:
                 raise ModelCallError(f"local/smollm2: {exc}") from None
         resp = ModelResponse(

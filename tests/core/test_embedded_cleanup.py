@@ -15,7 +15,9 @@ def test_a_sentence_still_being_streamed_does_not_count_towards_the_cap():
 def test_a_repeated_sentence_ends_the_reply_and_debris_is_dropped():
     raw = "A: I hear you. [insert your chat message here]\nI hear you. I hear you."
     assert clean_reply(raw) == ("I hear you.", True)
-    assert clean_reply("That sounds hard.", earlier=["That sounds hard."]) == ("", True)
+    # a sentence of an earlier reply is dropped, not a reason to end the reply
+    assert clean_reply("That sounds hard. Tell me more.", earlier=["That sounds hard."]) == ("Tell me more.", False)
+    assert clean_reply("That sounds hard.", earlier=["That sounds hard."]) == ("", False)
 
 
 def test_a_reply_cut_by_the_token_limit_ends_on_a_whole_sentence():
