@@ -49,7 +49,6 @@ def first_page(tmp: Path) -> tuple[float, float] | None:
     home page shown after the session-cookie hand-off (None if no browser)."""
     if not Path(CHROMIUM).is_file():
         return None
-    from browserkit import FLAGS
     from playwright.sync_api import sync_playwright
 
     from annotation_app.handoff import SESSION_ROUTE

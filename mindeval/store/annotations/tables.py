@@ -33,6 +33,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, validates
 
+from ..tables import utcnow  # one clock for both databases
+
 NA_VALUE = 0  # stored value for "not applicable" / "not rated"
 VERSION_TABLE = "annotation_alembic_version"
 
@@ -43,10 +45,6 @@ def name_key(name: str) -> str:
     ``Bruno``, ``bruno`` and ``BRUNO `` share one key, so only one of them can exist.
     """
     return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def as_utc(dt: datetime | None) -> datetime | None:
