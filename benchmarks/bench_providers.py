@@ -42,7 +42,7 @@ CLAUDE = "anthropic/claude-sonnet-4-5"
 
 
 def caching(profiles: Path, turns: int, out: Path) -> dict[str, Any]:
-    with spawn(cache=True, cache_min_tokens=1024, reply_words=60) as srv:
+    with spawn(cache=True, cache_min_tokens=1024, reply_words=60, latency_s=0.2) as srv:
         specs = {r: ModelSpec(model=CLAUDE, api_base=srv.base) for r in ROLES}
         s = run_benchmark(RunOptions(**specs, profiles=str(profiles), turns=turns, out=out, concurrency=50,
                                      progress=False), echo=None)

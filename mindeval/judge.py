@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import string
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -389,6 +390,38 @@ def build_judge_messages(
     return [{"role": "user", "content": tpl.render(values)}]
 
 
+# Placeholders whose values are the same for every interaction of a run.
+RUN_WIDE_FIELDS = frozenset({"rating_scale", "rubric", "fewshot_examples"})
+
+
+def cache_prefix(
+    tpl: PromptTemplate,
+    prompt: str,
+    fewshot: Sequence[FewShotExample] = (),
+    guidelines: Guidelines | None = None,
+    protocol: str = "mindeval",
+) -> str | None:
+    """The start of the rendered judge ``prompt`` that every interaction of the run shares.
+
+    It ends at the paragraph break before the template's first per-interaction
+    placeholder (intake, transcript): instructions, scale, rubric and examples. None
+    when the template has no such paragraph break.
+    """
+    first = next((m.start() for m in string.Template.pattern.finditer(tpl.body)
+                  if (m.group("named") or m.group("braced")) not in (None, *RUN_WIDE_FIELDS)), None)
+    cut = tpl.body.rfind("\n\n", 0, first) if first is not None else -1
+    if cut <= 0:
+        return None
+    g = guidelines or load_guidelines()
+    values = {"rating_scale": render_scale(g), "rubric": render_rubric(g),
+              "fewshot_examples": render_fewshot(fewshot, protocol, g)}
+    try:
+        prefix = string.Template(tpl.body[: cut + 2]).substitute(values)
+    except (KeyError, ValueError):
+        return None
+    return prefix if prompt.startswith(prefix) else None
+
+
 def _retry_instruction(protocol: str, g: Guidelines) -> str:
     if protocol == "paper":
         names = ", ".join(ax.name for ax in g.judge_axes)
@@ -425,6 +458,7 @@ async def judge_transcript(
         raise ValueError(f"unknown judge protocol {protocol!r}; choose one of {PROTOCOLS}")
     g = guidelines or load_guidelines()
     base = build_judge_messages(tpl, profile, messages, fewshot, g, protocol)
+    shared = cache_prefix(tpl, base[0]["content"], fewshot, g, protocol)
     rf = response_format() if spec.provider in ("local",) and protocol == "mindeval" else None
     history = list(base)
     last_raw, last_error = "", "no attempt made"
@@ -433,7 +467,7 @@ async def judge_transcript(
             again = f"r{round_}:" if round_ else ""
             call = await log.call(
                 "judge", spec, history, response_format=rf, seed=seed + 1000 * sample + attempt + 100 * round_,
-                tag=f"judge:{interaction_id}:{sample}:{again}{attempt}",
+                tag=f"judge:{interaction_id}:{sample}:{again}{attempt}", cache_prefix=shared,
             )
         except ModelCallError as exc:
             last_error = f"model call failed: {exc}"

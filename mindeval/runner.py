@@ -471,12 +471,14 @@ def format_summary(summary: dict[str, Any]) -> str:
     ]
     tok = summary.get("tokens", {})
     if tok:
-        lines.append(f"{'role':<10} {'calls':>6} {'input tok':>10} {'cached':>9} {'billed in':>10} "
-                     f"{'output tok':>10} {'cost $':>9}")
+        lines.append(f"{'role':<10} {'calls':>6} {'input tok':>10} {'cache read':>10} {'written':>9} "
+                     f"{'billed in':>10} {'output tok':>10} {'cost $':>9}")
         for role, v in sorted(tok.items()):
             dollars = "n/a" if v["cost_usd"] is None else f"{v['cost_usd']:.4f}"
-            lines.append(f"{role:<10} {v['calls']:>6} {v['prompt_tokens']:>10} {v['cached_tokens']:>9} "
-                         f"{v['uncached_prompt_tokens']:>10} {v['completion_tokens']:>10} {dollars:>9}")
+            billed = v.get("billed_input_tokens")
+            lines.append(f"{role:<10} {v['calls']:>6} {v['prompt_tokens']:>10} {v['cached_tokens']:>10} "
+                         f"{v.get('cache_write_tokens', 0):>9} {'n/a' if billed is None else billed:>10} "
+                         f"{v['completion_tokens']:>10} {dollars:>9}")
     failures = summary.get("failures") or []
     if failures:
         lines.append("FAILED:")

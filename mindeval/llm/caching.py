@@ -2,10 +2,21 @@
 
 OpenAI, Gemini and DeepSeek cache long prefixes automatically; MindEval keeps them
 byte-stable (the same system prompt and earlier turns, in the same order and wording).
-Anthropic caches only up to explicit ``cache_control`` breakpoints: :func:`with_breakpoints`
-marks the system prompt, the last message and the last message of the previous turn's
-request (so the next request reads what this one wrote), using litellm's content-block
-format. Anthropic allows four breakpoints; this uses at most three.
+Anthropic caches only up to explicit ``cache_control`` breakpoints (at most four per
+request; a prefix shorter than the model's minimum, 1,024 tokens for Sonnet/Opus, is not
+cached). :func:`with_breakpoints` marks, in litellm's content-block format:
+
+* the system prompt;
+* the last message, which the next request of the conversation reads, and the last
+  message of the previous request (two messages back), which this one reads;
+* a caller-given ``stable_prefix`` of the first user message (the judge's scale, rubric
+  and examples, the same for every interaction of a run) as its own block, so that every
+  judge call after the first reads it. The text sent is unchanged: the message is split
+  into two blocks whose concatenation is the original content.
+
+A cache entry can be read only once the request that writes it has been answered; the
+first request of a role and model goes alone (:mod:`.limits`), so the first judge call of
+a run writes the shared prefix before the others are sent.
 """
 
 from __future__ import annotations
@@ -22,15 +33,39 @@ def uses_breakpoints(model: str) -> bool:
     return provider == "anthropic" or (provider in _CLAUDE_HOSTS and "claude" in name.lower())
 
 
-def with_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of ``messages`` with ``cache_control`` on the system prompt and the history tail."""
-    marks = {len(messages) - 1, len(messages) - 3}
+def _block(text: str, mark: bool) -> dict[str, Any]:
+    return {"type": "text", "text": text, **({"cache_control": EPHEMERAL} if mark else {})}
+
+
+def with_breakpoints(
+    messages: list[dict[str, Any]], *, stable_prefix: str | None = None, history: bool = True,
+) -> list[dict[str, Any]]:
+    """A copy of ``messages`` with ``cache_control`` breakpoints (see the module docstring).
+
+    ``history=False`` leaves the conversation tail unmarked (a one-off request such as a
+    judgment would pay the 1.25x write price for a prefix nobody reads again).
+    """
+    marks: set[int] = set()
+    if history:
+        marks |= {len(messages) - 1, len(messages) - 3}
     systems = [i for i, m in enumerate(messages) if m.get("role") == "system"]
     if systems:
         marks.add(systems[-1])
+    split = -1
+    if stable_prefix:
+        split = next((i for i, m in enumerate(messages) if m.get("role") != "system"), -1)
+        content = messages[split].get("content") if split >= 0 else None
+        if not (isinstance(content, str) and len(content) > len(stable_prefix)
+                and content.startswith(stable_prefix)):
+            split = -1
     out = []
     for i, m in enumerate(messages):
-        if i in marks and isinstance(m.get("content"), str) and m["content"]:
-            m = {**m, "content": [{"type": "text", "text": m["content"], "cache_control": EPHEMERAL}]}
+        content = m.get("content")
+        if isinstance(content, str) and content:
+            if i == split:
+                rest = content[len(stable_prefix or ""):]
+                m = {**m, "content": [_block(content[: len(content) - len(rest)], True), _block(rest, i in marks)]}
+            elif i in marks:
+                m = {**m, "content": [_block(content, True)]}
         out.append(m)
     return out

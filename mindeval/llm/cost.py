@@ -57,3 +57,16 @@ def cost_usd(model: str, usage: Usage) -> float | None:
     uncached = max(0, usage.prompt_tokens - usage.cached_tokens - usage.cache_write_tokens)
     return (uncached * prices.input + usage.cached_tokens * prices.cache_read
             + usage.cache_write_tokens * write + usage.completion_tokens * prices.output)
+
+
+def billed_input_tokens(model: str, usage: Usage) -> float | None:
+    """Input tokens weighted by their price relative to uncached input (cache reads and
+    writes at their own prices): what the provider bills, in uncached-token units.
+    None when the model has no price."""
+    found = _lookup(model)
+    if found is None or found[0].input <= 0:
+        return None
+    prices, write = found
+    uncached = max(0, usage.prompt_tokens - usage.cached_tokens - usage.cache_write_tokens)
+    return (uncached + usage.cached_tokens * prices.cache_read / prices.input
+            + usage.cache_write_tokens * write / prices.input)

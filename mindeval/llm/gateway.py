@@ -226,12 +226,16 @@ async def acomplete(
     seed: int | None = None,
     role: str = "",
     policy: RetryPolicy | None = None,
+    cache_prefix: str | None = None,
 ) -> Completion:
     """Call ``spec.model`` on ``messages``; raise :class:`ModelCallError` when it fails for good.
 
     Transient errors are retried within ``policy`` (default: :func:`default_policy`); an
     empty visible reply is asked again ``policy.empty_retries`` times, then is an error —
-    never replaced by filler text.
+    never replaced by filler text. ``cache_prefix``: a byte-stable start of the first user
+    message shared by many one-off requests (the judge's instructions, rubric and
+    examples); providers with explicit cache breakpoints cache it as its own block
+    (:mod:`.caching`). It does not change the text sent.
     """
     check_model_string(spec.model)
     check_api_key(spec, role)
@@ -241,7 +245,7 @@ async def acomplete(
     while True:
         n += 1
         try:
-            out = await _attempt(spec, messages, response_format, seed, role, attempts)
+            out = await _attempt(spec, messages, response_format, seed, role, attempts, cache_prefix)
         except Exception as exc:  # every failure is judged by Attempts: retry or raise
             await asyncio.sleep(attempts.next_delay(exc))
             continue
@@ -257,6 +261,7 @@ async def _attempt(
     seed: int | None,
     role: str,
     attempts: Attempts,
+    cache_prefix: str | None = None,
 ) -> Completion:
     timeout = min(timeout_for(spec, role), max(1.0, attempts.remaining_s()))
     if custom.is_custom(spec.model):
@@ -271,7 +276,8 @@ async def _attempt(
         kwargs["seed"] = seed
     if spec.provider not in CUSTOM_PROVIDERS:
         kwargs.update(num_retries=0, max_retries=0, timeout=timeout)
-    sent = with_breakpoints(messages) if uses_breakpoints(spec.model) else messages
+    sent = (with_breakpoints(messages, stable_prefix=cache_prefix, history=cache_prefix is None)
+            if uses_breakpoints(spec.model) else messages)
     estimate = estimate_tokens(messages, spec.max_tokens)
     limiter = limiter_for(role, spec.model, spec.api_base, spec.rpm, spec.tpm)
     async with limiter.slot(estimate) as adaptive:

@@ -90,12 +90,13 @@ class CallLog:
     async def call(
         self, role: str, spec: ModelSpec, messages: list[dict[str, str]], *,
         response_format: dict[str, Any] | None = None, seed: int | None = None, tag: str = "",
-        ref: dict[str, Any] | None = None, after: AfterCall | None = None,
+        ref: dict[str, Any] | None = None, after: AfterCall | None = None, cache_prefix: str | None = None,
     ) -> LoggedCall:
         """Return the stored reply for this exact request, or make the call and commit it.
 
         ``ref`` replaces the stored copy of ``messages`` (they must be reproducible from
-        it); ``after`` is committed together with the call record.
+        it); ``after`` is committed together with the call record. ``cache_prefix`` only
+        tells the gateway what to cache (not part of the request's identity).
         """
         rhash = request_hash(spec, messages, response_format=response_format, seed=seed, tag=tag)
         hit = self._reuse(rhash)
@@ -103,7 +104,8 @@ class CallLog:
             return hit
         hold = self.guard.reserve(role, spec, messages) if self.guard else None
         try:
-            comp = await acomplete(spec, messages, response_format=response_format, seed=seed, role=role)
+            comp = await acomplete(spec, messages, response_format=response_format, seed=seed, role=role,
+                                   cache_prefix=cache_prefix)
         except ModelCallError as exc:
             for key, val in (("role", role), ("model", spec.model)):
                 if not getattr(exc, key, ""):

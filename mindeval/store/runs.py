@@ -149,22 +149,39 @@ class RunStore:
         return float(val or 0.0)
 
     def usage_by_role(self) -> dict[str, dict[str, Any]]:
-        """Calls, tokens (prompt, cached, completion) and dollars per role over successful calls."""
-        cols = (CallRow.prompt_tokens, CallRow.cached_tokens, CallRow.completion_tokens, CallRow.cost_usd)
+        """Calls, tokens (prompt, cache reads and writes, completion), billed input and dollars
+        per role over successful calls. ``billed_input_tokens``: input tokens weighted by what
+        the provider charges for them (:func:`~mindeval.llm.cost.billed_input_tokens`), None
+        when a model has no price; ``uncached_prompt_tokens``: input not read from a cache."""
+        from ..llm.cost import billed_input_tokens
+
+        cols = (CallRow.prompt_tokens, CallRow.cached_tokens, CallRow.cache_write_tokens,
+                CallRow.completion_tokens, CallRow.cost_usd)
         with self.db.read() as s:
             rows = s.execute(
-                select(CallRow.role, func.count(CallRow.id), *(func.sum(c) for c in cols),
+                select(CallRow.role, CallRow.model, func.count(CallRow.id), *(func.sum(c) for c in cols),
                        func.count(CallRow.cost_usd))
-                .where(CallRow.run_id == self.run_id, CallRow.status == "ok").group_by(CallRow.role)
+                .where(CallRow.run_id == self.run_id, CallRow.status == "ok")
+                .group_by(CallRow.role, CallRow.model).order_by(CallRow.role, CallRow.model)
             ).all()
         out: dict[str, dict[str, Any]] = {}
-        for role, n, prompt, cached, completion, cost, n_priced in rows:
-            out[role] = {
-                "calls": int(n), "prompt_tokens": int(prompt or 0), "cached_tokens": int(cached or 0),
-                "uncached_prompt_tokens": int(prompt or 0) - int(cached or 0),
-                "completion_tokens": int(completion or 0),
-                "cost_usd": round(float(cost), 6) if n_priced else None,
-            }
+        for role, model, n, prompt, cached, written, completion, cost, n_priced in rows:
+            used = Usage(prompt_tokens=int(prompt or 0), cached_tokens=int(cached or 0),
+                         cache_write_tokens=int(written or 0), completion_tokens=int(completion or 0))
+            billed = billed_input_tokens(model, used)
+            v = out.setdefault(role, {"calls": 0, "prompt_tokens": 0, "cached_tokens": 0, "cache_write_tokens": 0,
+                                      "uncached_prompt_tokens": 0, "billed_input_tokens": 0.0,
+                                      "completion_tokens": 0, "cost_usd": 0.0})
+            v["calls"] += int(n)
+            for key in ("prompt_tokens", "cached_tokens", "cache_write_tokens", "completion_tokens"):
+                v[key] += getattr(used, key)
+            v["uncached_prompt_tokens"] += used.prompt_tokens - used.cached_tokens
+            v["billed_input_tokens"] = None if billed is None or v["billed_input_tokens"] is None \
+                else v["billed_input_tokens"] + billed
+            v["cost_usd"] = None if not n_priced or v["cost_usd"] is None else v["cost_usd"] + float(cost)
+        for v in out.values():
+            v["billed_input_tokens"] = None if v["billed_input_tokens"] is None else round(v["billed_input_tokens"])
+            v["cost_usd"] = None if v["cost_usd"] is None else round(v["cost_usd"], 6)
         return out
 
     def failed_calls(self) -> list[tuple[str, str, str]]:

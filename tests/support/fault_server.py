@@ -19,7 +19,7 @@ reply; see :data:`JUDGE_MALFORMED` and :func:`judge_json`). A dict may also carr
 ``status``, ``retry_after`` and ``message``.
 
 Normal replies are deterministic in the request (crash tests compare transcripts): a
-judge request (model name containing ``judge`` or a system prompt naming the five
+judge request (model name containing ``judge`` or a first message naming the five
 axes) gets valid score JSON, anything else a few sentences of text.
 
 Use in-process (``with FaultServer() as srv``) or as a separate process, so that its CPU
@@ -61,6 +61,8 @@ ERROR_TEXT = {
 }
 # What a caching provider bills for cached prompt tokens, as a multiple of the input price.
 BILLING = {"openai": {"read": 0.5, "write": 1.0}, "anthropic": {"read": 0.1, "write": 1.25}}
+MAX_BREAKPOINTS = 4  # Anthropic refuses a request with more cache_control blocks
+LOOKBACK_BLOCKS = 20  # how far before a breakpoint Anthropic looks for an earlier cache entry
 
 
 def judge_json(missing: str | None = None, seed: str = "") -> str:
@@ -226,49 +228,65 @@ class FaultServer:
     # ------------------------------------------------------------------ replies
     def reply_text(self, blocks: list[tuple[str, str, bool]], model: str) -> str:
         digest = hashlib.sha256(json.dumps(blocks).encode()).hexdigest()
-        system = blocks[0][1] if blocks and blocks[0][0] == "system" else ""
-        if "judge" in model or all(ax in system for ax in AXES):
+        head = "".join(text for role, text, _ in blocks if role == blocks[0][0]) if blocks else ""
+        if "judge" in model or all(ax in head for ax in AXES):
             return judge_json(seed=digest)
         n = sum(1 for role, _, _ in blocks if role == "assistant") + 1
         words = ["I", "hear", "you", "and", "that", "sounds", "hard", "to", "carry", "alone."]
         body = " ".join(words[(i + int(digest[:4], 16)) % len(words)] for i in range(self.reply_words))
         return f"Reply {n} ({digest[:8]}). {body}"
 
-    def account(self, blocks: list[tuple[str, str, bool]], api: str) -> dict[str, int]:
-        """Prompt tokens split into uncached / cache read / cache write, added to :attr:`billing`."""
+    def lookup(self, blocks: list[tuple[str, str, bool]], api: str, model: str = "") -> dict[str, Any]:
+        """Prompt tokens split into uncached / cache read / cache write, as the provider would bill.
+
+        Anthropic (explicit breakpoints): a cache entry is written at each breakpoint whose
+        prefix has at least ``cache_min_tokens``; a request reads the longest prefix written
+        earlier that ends at a block boundary within 20 blocks before one of its own
+        breakpoints, and writes the rest up to its last breakpoint. OpenAI: every block
+        boundary of a long enough prefix is written, free. Entries are per model and become
+        readable once the writing request is answered (:meth:`commit`).
+        """
         sizes = [count_tokens(text) + 4 for _, text, _ in blocks]
         prefix = [0]
         keys = []
-        h = hashlib.sha256()
+        h = hashlib.sha256(model.encode())
         for (role, text, _), size in zip(blocks, sizes):
             h.update(f"{role}\0{text}\0".encode())
             keys.append(h.hexdigest())
             prefix.append(prefix[-1] + size)
         total = prefix[-1]
         read = write = 0
+        new_keys: list[str] = []
         if self.cache:
             explicit = api == "anthropic"
             marks = [i for i, b in enumerate(blocks) if b[2]] if explicit else list(range(len(blocks)))
+            reachable = {i for m in marks for i in range(max(0, m - LOOKBACK_BLOCKS + 1), m + 1)}
             with self._lock:
-                hits = [i for i in range(len(blocks)) if keys[i] in self._cache_keys]
-                limit = marks[-1] if marks else -1
-                hits = [i for i in hits if i <= limit]
-                if hits:
-                    read = prefix[hits[-1] + 1]
-                for i in marks:
-                    if prefix[i + 1] >= self.cache_min_tokens:
-                        self._cache_keys.add(keys[i])
-                if explicit and marks and prefix[limit + 1] >= self.cache_min_tokens:
-                    write = prefix[limit + 1] - read
-        uncached = total - read - write
-        price = BILLING[api]
+                hits = [i for i in sorted(reachable) if keys[i] in self._cache_keys]
+            if hits:
+                read = prefix[hits[-1] + 1]
+            new_keys = [keys[i] for i in marks if prefix[i + 1] >= self.cache_min_tokens]
+            if explicit and marks and prefix[marks[-1] + 1] >= self.cache_min_tokens:
+                write = max(0, prefix[marks[-1] + 1] - read)
+        return {"total": total, "read": read, "write": write, "uncached": total - read - write,
+                "api": api, "keys": new_keys}
+
+    def commit(self, bill: dict[str, Any]) -> None:
+        """Bill a request answered now and make the entries it wrote readable."""
+        price = BILLING[bill["api"]]
         with self._lock:
-            self.billing["prompt_tokens"] += total
-            self.billing["cache_read_tokens"] += read
-            self.billing["cache_write_tokens"] += write
+            self._cache_keys.update(bill["keys"])
+            self.billing["prompt_tokens"] += bill["total"]
+            self.billing["cache_read_tokens"] += bill["read"]
+            self.billing["cache_write_tokens"] += bill["write"]
             self.billing["billed_input_tokens_x1000"] += round(
-                1000 * (uncached + price["read"] * read + price["write"] * write))
-        return {"total": total, "read": read, "write": write, "uncached": uncached}
+                1000 * (bill["uncached"] + price["read"] * bill["read"] + price["write"] * bill["write"]))
+
+    def account(self, blocks: list[tuple[str, str, bool]], api: str, model: str = "") -> dict[str, Any]:
+        """:meth:`lookup` and :meth:`commit` at once (a request answered immediately)."""
+        bill = self.lookup(blocks, api, model)
+        self.commit(bill)
+        return bill
 
 
 def _blocks_openai(body: dict[str, Any]) -> list[tuple[str, str, bool]]:
@@ -336,7 +354,15 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(action, str) and action.isdigit():
             action = {"status": int(action)}
         outcome = action.get("outcome") or str(action.get("status") or "content") if isinstance(action, dict) else action
+        blocks = _blocks_anthropic(body) if api == "anthropic" else _blocks_openai(body)
+        marks = sum(1 for b in blocks if b[2])
+        if api == "anthropic" and marks > MAX_BREAKPOINTS and not (isinstance(action, dict) and action.get("status")):
+            action = {"status": 400, "outcome": "400-breakpoints", "message":
+                      f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. Found {marks}."}
+            outcome = action["outcome"]
         srv._record(self.path, self.headers, body, outcome)
+        replies = action not in ("hang", "drop") and not (isinstance(action, dict) and action.get("status"))
+        bill = srv.lookup(blocks, api, model) if replies else None  # what is cached when it arrives
         if srv.latency_s:
             srv._sleep(srv.latency_s)
         if action == "hang":
@@ -347,10 +373,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
             return
-        if isinstance(action, dict) and action.get("status"):
+        if bill is None:
             self._error(api, int(action["status"]), action)
             return
-        blocks = _blocks_anthropic(body) if api == "anthropic" else _blocks_openai(body)
         reasoning = action.get("reasoning") if isinstance(action, dict) else None
         if action == "empty":
             text = ""
@@ -358,24 +383,24 @@ class _Handler(BaseHTTPRequestHandler):
             text = str(action["content"])
         else:
             text = srv.reply_text(blocks, model)
-        tokens = srv.account(blocks, api)
+        srv.commit(bill)
         out_tokens = count_tokens(text) if text else 0
         if api == "anthropic":
             self._send(200, {
                 "id": "msg_fault", "type": "message", "role": "assistant", "model": model,
                 "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                "usage": {"input_tokens": tokens["uncached"], "output_tokens": out_tokens,
-                          "cache_read_input_tokens": tokens["read"],
-                          "cache_creation_input_tokens": tokens["write"]},
+                "usage": {"input_tokens": bill["uncached"], "output_tokens": out_tokens,
+                          "cache_read_input_tokens": bill["read"],
+                          "cache_creation_input_tokens": bill["write"]},
             })
             return
         self._send(200, {
             "id": "chatcmpl-fault", "object": "chat.completion", "created": 0, "model": model,
             "choices": [{"index": 0, "finish_reason": "stop", "message": {
                 "role": "assistant", "content": text, **({"reasoning_content": reasoning} if reasoning else {})}}],
-            "usage": {"prompt_tokens": tokens["total"], "completion_tokens": out_tokens,
-                      "total_tokens": tokens["total"] + out_tokens,
-                      "prompt_tokens_details": {"cached_tokens": tokens["read"]}},
+            "usage": {"prompt_tokens": bill["total"], "completion_tokens": out_tokens,
+                      "total_tokens": bill["total"] + out_tokens,
+                      "prompt_tokens_details": {"cached_tokens": bill["read"]}},
         })
 
     def _error(self, api: str, status: int, action: dict[str, Any]) -> None:
