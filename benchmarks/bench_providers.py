@@ -5,7 +5,9 @@ Usage: .venv/bin/python benchmarks/bench_providers.py [--profiles 50] [--turns 2
 Reports:
 * prompt caching: a full ``--profiles`` x ``--turns`` run with Anthropic models (cache
   breakpoints) against a server that bills like Anthropic (cache reads 0.1x, writes
-  1.25x, 1,024-token minimum): billed input tokens / uncached input tokens;
+  1.25x, 1,024-token minimum, 0.2 s latency so that concurrent requests overlap):
+  billed input tokens / uncached input tokens, overall (the server's count) and per role
+  (the run summary's, from the recorded cache reads and writes);
 * rate limits: requests through a server that accepts N per window with the client told
   the same rpm: 429s seen, per minute;
 * gateway CPU ms per call (acomplete alone, 50 concurrent, 20-message histories, the
@@ -20,7 +22,6 @@ import argparse
 import asyncio
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -48,19 +49,14 @@ def caching(profiles: Path, turns: int, out: Path) -> dict[str, Any]:
                                      progress=False), echo=None)
         bill = srv.stats()["billing"]
     billed = bill["billed_input_tokens_x1000"] / 1000
-    per_role = {}
-    with sqlite3.connect(out / "run.db") as db:
-        rows = db.execute("SELECT role, SUM(prompt_tokens), SUM(cached_tokens), SUM(cache_write_tokens) "
-                          "FROM calls WHERE status = 'ok' GROUP BY role").fetchall()
-    for role, prompt, read, write in rows:
-        role_billed = prompt - read - write + 0.1 * read + 1.25 * write
-        per_role[role] = {"uncached": prompt, "billed": round(role_billed),
-                          "billed_over_uncached": round(role_billed / prompt, 3)}
+    per_role = {role: {"uncached": v["prompt_tokens"], "billed": v["billed_input_tokens"],
+                       "billed_over_uncached": round(v["billed_input_tokens"] / v["prompt_tokens"], 3)}
+                for role, v in sorted(s["tokens"].items())}
     return {
         "calls": s["calls_made"], "uncached_input_tokens": bill["prompt_tokens"],
         "cache_read_tokens": bill["cache_read_tokens"], "cache_write_tokens": bill["cache_write_tokens"],
         "billed_input_tokens": round(billed), "billed_over_uncached": round(billed / bill["prompt_tokens"], 3),
-        "per_role": per_role,
+        "per_role": per_role, "judgments_ok": s["n_judged"],
         "cost_usd": {r: s["tokens"][r].get("cost_usd") for r in ROLES if r in s["tokens"]},
     }
 
