@@ -82,7 +82,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         fewshot_source=args.fewshot_file, repetitions=args.judge_samples, seed=args.seed, out=str(args.out),
         db_url=args.db, params=role_spec(args, "judge").model_dump(exclude={"model"}), retries=args.judge_retries,
         concurrency=args.concurrency, mapping=args.mapping, limit=args.limit, label=args.label, zeros=args.zeros,
-        study=args.study, judge_protocol=args.judge_protocol,
+        study=args.study, judge_protocol=args.judge_protocol, new_run=args.new_run,
     )
     summary = run_judge(opts, echo=print)
     return 0 if summary["n_failed_judgments"] == 0 else 1
@@ -95,7 +95,7 @@ def cmd_realism(args: argparse.Namespace) -> int:
         human_turns=args.human_turns, patient=args.patient, variants=args.variants, out=str(args.out),
         db_url=args.db, embedder=args.embedder, limit=args.limit, seed=args.seed,
         params=role_spec(args, "patient").model_dump(exclude={"model"}), concurrency=args.concurrency, study=args.study,
-        opener=args.opener,
+        opener=args.opener, new_run=args.new_run,
     )
     run_realism(opts, echo=print)
     return 0
@@ -142,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of every model call and of the few-shot draw")
     j.add_argument("--out", type=out_dir(), required=True, metavar="DIR", help="output directory (resumable)")
     j.add_argument("--db", metavar="URL", help="SQLAlchemy URL of the store (default: OUT/run.db)")
+    j.add_argument("--new-run", action="store_true", help="start a new run even if --out holds one with other options")
     j.add_argument("--label", help="name of this judge in comparisons (default: the model string)")
     j.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY,
                    help="judgments in parallel")
@@ -175,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the sample and of the patient calls")
     r.add_argument("--out", type=out_dir(), required=True, metavar="DIR", help="output directory (resumable)")
     r.add_argument("--db", metavar="URL", help="SQLAlchemy URL of the store (default: OUT/run.db)")
+    r.add_argument("--new-run", action="store_true", help="start a new run even if --out holds one with other options")
     r.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY,
                    help="patient calls in parallel")
     r.set_defaults(func=cmd_realism)

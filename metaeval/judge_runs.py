@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from mindeval import __version__
 from mindeval.authors import load_mapping
+from mindeval.config import hash_config
 from mindeval.errors import MindEvalError
 from mindeval.records import (
     AXES,
@@ -36,8 +37,8 @@ from mindeval.records import (
     RunConfigRecord,
     RunSummary,
 )
-from mindeval.store.runs import RunStore, Writer, ensure_run, mismatch_error
-from mindeval.workers import Progress, bounded, check_concurrency, run_async
+from mindeval.store.runs import RunStore
+from mindeval.workers import check_concurrency, run_pool
 
 from .sources import AnnotatedInteraction, HumanSource, load_annotation_db, load_authors_annotations
 
@@ -63,6 +64,7 @@ class JudgeRunOptions(BaseModel):
     label: str | None = None
     study: str | None = None
     judge_protocol: str = "mindeval"
+    new_run: bool = False
 
 
 def _sha256(path: str | Path) -> str:
@@ -124,22 +126,14 @@ def draw_fewshot(source: HumanSource, k: int, seed: int) -> list[str]:
         raise MindEvalError(exc.message, path=source.source) from None
 
 
-def _check_config(out: Path, config: dict[str, Any], config_hash: str) -> None:
-    cfg = out / CONFIG_FILE
-    if not cfg.is_file():
-        return
-    old = RunConfigRecord.read(cfg)
-    if old.config_hash != config_hash:
-        raise mismatch_error(old.config, config, "Use the same options to resume it, or another --out.", path=cfg)
-
-
 def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
     """Judge every evaluation interaction ``repetitions`` times; write the run directory."""
     from mindeval.config import PAPER_JUDGE_PROMPT, judge_spec_for_protocol, spec_with_defaults
     from mindeval.judge import FewShotExample, judge_transcript
     from mindeval.llm.gateway import ModelSpec, check_model_string
     from mindeval.prompts import load_template
-    from mindeval.store import CallLog, Database, sqlite_url
+    from mindeval.store import sqlite_url
+    from mindeval.store.calls import logged_run
 
     say = echo or (lambda _m: None)
     if opts.repetitions < 1:
@@ -192,57 +186,48 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         "seed": opts.seed,
         "interaction_ids": [it.interaction_id for it in evaluate],
     }
-    config_hash = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
-    run_id = f"mj-{config_hash[:16]}"
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
-    _check_config(out, config, config_hash)
     label = opts.label or spec.model
-    header = RunConfigRecord(
-        run_id=run_id, config_hash=config_hash, kind=KIND, label=label, fewshot_interaction_ids=shot_ids,
-        config={**config, "prompts": {"judge": tpl.ref}}, annotations_source=_shown(opts.annotations),
-        fewshot_source=_shown(opts.fewshot_source), package_version=__version__,
-    )
-    header.write(out / CONFIG_FILE)
-    db = Database(opts.db_url or sqlite_url(out / "run.db"))
-    ensure_run(db, run_id, header.model_dump(mode="json"), KIND, config_hash)
-    store = RunStore(db, run_id)
-    done = store.judgment_rounds()
-    todo = [(it, r) for it in evaluate for r in range(opts.repetitions)
-            if done.get((it.interaction_id, spec.model, r), ("",))[0] != "ok"]
-    say(f"judge {spec.model} ({tpl.ref}) on {len(evaluate)} interactions × {opts.repetitions} runs; "
-        f"{len(shot_ids)} few-shot examples (seed {opts.seed}); {len(todo)} judgments to make, "
-        f"{len(evaluate) * opts.repetitions - len(todo)} already stored")
-    started = time.perf_counter()
-    writer = Writer(db)
-    log = CallLog(db, run_id, writer)
-    progress = Progress(len(todo), "judgments", echo is not None)
+    with logged_run(opts.db_url or sqlite_url(out / "run.db"), KIND, config, new_run=opts.new_run) as (log, resumed):
+        RunConfigRecord(
+            run_id=log.run_id, config_hash=hash_config(config), kind=KIND, label=label,
+            fewshot_interaction_ids=shot_ids, config={**config, "prompts": {"judge": tpl.ref}},
+            annotations_source=_shown(opts.annotations), fewshot_source=_shown(opts.fewshot_source),
+            package_version=__version__,
+        ).write(out / CONFIG_FILE)
+        store = log.store
+        done = store.judgment_rounds()
+        todo = [(it, r) for it in evaluate for r in range(opts.repetitions)
+                if done.get((it.interaction_id, spec.model, r), ("",))[0] != "ok"]
+        say(f"{'resuming' if resumed else 'starting'} run {log.run_id}: judge {spec.model} ({tpl.ref}) on "
+            f"{len(evaluate)} interactions × {opts.repetitions} runs; {len(shot_ids)} few-shot examples "
+            f"(seed {opts.seed}); {len(todo)} judgments to make, "
+            f"{len(evaluate) * opts.repetitions - len(todo)} already stored")
+        started = time.perf_counter()
 
-    async def work(job: tuple[AnnotatedInteraction, int]) -> None:
-        it, rep = job
-        status, rounds = done.get((it.interaction_id, spec.model, rep), ("", 0))
-        round_ = rounds + 1 if status == "failed" else 0
-        j = await judge_transcript(log, spec, tpl, it.profile, it.messages, it.interaction_id, sample=rep,
-                                   retries=opts.retries, fewshot=fewshot, seed=opts.seed, round_=round_,
-                                   protocol=opts.judge_protocol)
-        await log.store.arun(log.store.save_judgment(j, round_))
-        progress.advance()
+        async def work(job: tuple[AnnotatedInteraction, int]) -> None:
+            it, rep = job
+            status, rounds = done.get((it.interaction_id, spec.model, rep), ("", 0))
+            round_ = rounds + 1 if status == "failed" else 0
+            j = await judge_transcript(log, spec, tpl, it.profile, it.messages, it.interaction_id, sample=rep,
+                                       retries=opts.retries, fewshot=fewshot, seed=opts.seed, round_=round_,
+                                       protocol=opts.judge_protocol)
+            await store.arun(store.save_judgment(j, round_))
 
-    try:
-        run_async(lambda: bounded(todo, work, opts.concurrency), opts.concurrency)
-    finally:  # on an error or Ctrl-C: what was judged is committed; export it
-        progress.close()
-        writer.close()
-        summary = _export(store, out, data, evaluate, label, log, time.perf_counter() - started,
-                          opts.judge_protocol)
-        db.close()
+        try:
+            run_pool(todo, work, concurrency=opts.concurrency, desc="judgments", progress=echo is not None)
+        finally:  # on an error or Ctrl-C: what was judged is committed; export it
+            store.writer.close()  # type: ignore[union-attr]  # commit what is queued before exporting
+            summary = _export(store, out, data, evaluate, label, log, time.perf_counter() - started,
+                              opts.judge_protocol, resumed)
     say(f"wrote {out / JUDGMENTS_FILE}: {summary['n_judged']} judgments, {summary['n_failed_judgments']} failed; "
         f"calls made {summary['calls_made']}, reused {summary['calls_reused']}")
     return summary
 
 
 def _export(store: RunStore, out: Path, data: HumanSource, evaluate: list[AnnotatedInteraction],
-            label: str, log: Any, elapsed: float, protocol: str = "mindeval") -> dict[str, Any]:
+            label: str, log: Any, elapsed: float, protocol: str, resumed: bool) -> dict[str, Any]:
     keep = {it.interaction_id for it in evaluate}
     judgments = sorted((j for j in store.judgments(protocol) if j.interaction_id in keep),
                        key=lambda j: (j.interaction_id, j.sample))
@@ -257,7 +242,7 @@ def _export(store: RunStore, out: Path, data: HumanSource, evaluate: list[Annota
         n_judged=sum(r.parse_status == "ok" for r in rows),
         n_failed_judgments=sum(r.parse_status == "failed" for r in rows),
         calls_made=log.counters.made, calls_reused=log.counters.reused, elapsed_s=round(elapsed, 3),
-        package_version=__version__,
+        resumed=resumed, package_version=__version__,
     )
     summary.write(out / SUMMARY_FILE)
     return summary.model_dump(mode="json")

@@ -65,6 +65,7 @@ class RealismOptions(BaseModel):
     concurrency: int = 4
     study: str | None = None
     opener: str = REALISM_OPENER
+    new_run: bool = False
 
 
 # --------------------------------------------------------------------- human turns
@@ -144,11 +145,11 @@ def index_seed(seed: int, index: int) -> int:
 
 def generate(opts: RealismOptions, turns: list[HumanTurn], say: Callable[[str], None]) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """One LLM patient turn per human turn and variant; failures are counted, never filled in."""
-    from mindeval.config import spec_with_defaults
+    from mindeval.config import hash_config, spec_with_defaults
     from mindeval.llm.gateway import ModelSpec, check_model_string
     from mindeval.prompts import load_template, render_patient
-    from mindeval.store import CallLog, Database, sqlite_url
-    from mindeval.store.runs import Writer, ensure_run
+    from mindeval.store import sqlite_url
+    from mindeval.store.calls import logged_run
 
     check_concurrency(opts.concurrency)
 
@@ -162,38 +163,31 @@ def generate(opts: RealismOptions, turns: list[HumanTurn], say: Callable[[str], 
         "prompts": {k: {"ref": t.ref, "sha256": t.sha256} for k, t in templates.items()},
         "human_turns": [hashlib.sha256(t.content.encode()).hexdigest()[:16] for t in turns],
     }
-    config_hash = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
-    run_id = f"mr-{config_hash[:16]}"
-    out = Path(opts.out)
-    db = Database(opts.db_url or sqlite_url(out / "run.db"))
-    ensure_run(db, run_id, config, KIND, config_hash)
-    writer = Writer(db)
-    log = CallLog(db, run_id, writer)
     jobs = [(name, i) for name in templates for i in range(len(turns))]
     texts: dict[str, list[str | None]] = {name: [None] * len(turns) for name in templates}
     errors: list[str] = []
-    say(f"patient {spec.model}: {len(jobs)} turns ({len(templates)} variants × {len(turns)} human turns)")
+    url = opts.db_url or sqlite_url(Path(opts.out) / "run.db")
+    with logged_run(url, KIND, config, new_run=opts.new_run) as (log, resumed):
+        say(f"{'resuming' if resumed else 'starting'} run {log.run_id}: patient {spec.model}: {len(jobs)} turns "
+            f"({len(templates)} variants × {len(turns)} human turns)")
 
-    async def work(job: tuple[str, int]) -> None:
-        name, i = job
-        t = turns[i]
-        msgs = patient_messages(render_patient(templates[name], t.profile), t.profile.name, opts.opener)
-        try:
-            call = await log.call("patient", spec, msgs, seed=index_seed(opts.seed, i), tag=f"realism:{name}:{i}")
-            texts[name][i] = call.completion.text.strip()
-        except ModelCallError as exc:
-            errors.append(f"{name} #{i}: {exc}")
+        async def work(job: tuple[str, int]) -> None:
+            name, i = job
+            t = turns[i]
+            msgs = patient_messages(render_patient(templates[name], t.profile), t.profile.name, opts.opener)
+            try:
+                call = await log.call("patient", spec, msgs, seed=index_seed(opts.seed, i), tag=f"realism:{name}:{i}")
+                texts[name][i] = call.completion.text.strip()
+            except ModelCallError as exc:
+                errors.append(f"{name} #{i}: {exc}")
 
-    try:
         run_pool(jobs, work, concurrency=opts.concurrency, desc="patient turns", progress=say is not _silent)
-    finally:
-        writer.close()
-        db.close()
     done = {name: [t for t in vals if t] for name, vals in texts.items()}
     empty = [n for n, v in done.items() if not v]
     if empty:
         raise MindEvalError(f"no patient turn could be generated for variant(s) {', '.join(empty)}: {errors[:1]}")
-    meta = {"run_id": run_id, "config_hash": config_hash, "calls_made": log.counters.made,
+    meta = {"run_id": log.run_id, "config_hash": hash_config(config), "resumed": resumed,
+            "calls_made": log.counters.made,
             "calls_reused": log.counters.reused, "failed": errors,
             "prompts": config["prompts"], "patient": spec.model_dump(mode="json")}
     return done, meta

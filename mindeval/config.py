@@ -136,6 +136,11 @@ class RunConfig(BenchmarkConfig):
         return data
 
 
+def hash_config(config: dict[str, Any]) -> str:
+    """SHA-256 of a JSON configuration with sorted keys (backstory, judge and realism runs)."""
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
+
+
 def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
     """Readable lines ``key: old -> new`` for every differing leaf."""
     lines: list[str] = []

@@ -48,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--concurrency", type=at_least("--concurrency"), default=1, help="profiles in parallel (remote models)")
     g.add_argument("--db", default=None, metavar="URL", help="SQLAlchemy URL instead of <out stem>.backstory.db")
     g.add_argument("--regenerate", action="store_true", help="replace backstories the input already has")
+    g.add_argument("--new-run", action="store_true", help="start a new run even if the store holds one with other options")
     g.add_argument("--quiet", action="store_true", help="no per-profile progress lines")
     g.set_defaults(func=_generate)
 
@@ -103,8 +104,9 @@ def _generate(args: argparse.Namespace) -> int:
 
     report = generate_file(source, args.out, spec, template=args.prompt, retries=args.retries, seed=args.seed,
                            concurrency=args.concurrency, db_url=args.db, regenerate=args.regenerate,
-                           on_done=progress, progress=not args.quiet)
-    print(f"{report.n_ok} generated, {report.n_kept} kept, {report.n_failed} failed of {report.n_profiles}; "
+                           on_done=progress, progress=not args.quiet, new_run=args.new_run)
+    print(f"{'resumed' if report.resumed else 'started'} run {report.run_id}: "
+          f"{report.n_ok} generated, {report.n_kept} kept, {report.n_failed} failed of {report.n_profiles}; "
           f"calls: {report.calls_made} made, {report.calls_reused} reused, {report.calls_failed} errors; "
           f"{report.elapsed_s:.1f}s", file=sys.stderr)
     print(f"wrote {report.n_ok + report.n_kept} profiles to {report.output} (calls stored in {report.db})",

@@ -27,8 +27,8 @@ from ..files import atomic_write, write_json
 from ..llm.gateway import ModelSpec, check_model_string
 from ..prompts import PromptTemplate, load_template, render_backstory
 from ..records import Profile, load_profiles
-from ..store import CallLog, Database, redact_url, sqlite_url
-from ..store.runs import Writer, ensure_run
+from ..store import CallLog, redact_url, sqlite_url
+from ..store.calls import logged_run
 from ..workers import check_concurrency, run_pool
 from .sampler import profiles_jsonl, sidecar
 
@@ -201,6 +201,7 @@ class GenerationReport(BaseModel):
     failures_file: str | None
     db: str
     run_id: str
+    resumed: bool
     n_profiles: int
     n_ok: int
     n_kept: int
@@ -222,12 +223,15 @@ def generate_file(
     source: str | Path, output: str | Path, spec: ModelSpec, *, template: str = DEFAULT_TEMPLATE,
     retries: int = DEFAULT_RETRIES, seed: int | None = 0, concurrency: int = 1, db_url: str | None = None,
     regenerate: bool = False, on_done: Callable[[BackstoryOutcome], None] | None = None, progress: bool = False,
+    new_run: bool = False,
 ) -> GenerationReport:
     """Read profiles, generate backstories, write ``output`` plus its sidecar files.
 
     ``output`` receives the profiles whose backstory is valid (or kept), in input order;
     failures go to ``<stem>.failures.jsonl`` and provenance to ``<stem>.meta.json``.
-    Calls are stored in ``<stem>.backstory.db`` beside the output unless ``db_url`` is given.
+    Calls are stored in ``<stem>.backstory.db`` beside the output unless ``db_url`` is given;
+    the run resumes there, or is refused with a diff if its configuration differs (unless
+    ``new_run``).
     """
     started = time.perf_counter()
     src, out = Path(source), Path(output)
@@ -241,22 +245,10 @@ def generate_file(
     url = db_url or sqlite_url(sidecar(out, "backstory.db"))
     if db_url is None:
         out.parent.mkdir(parents=True, exist_ok=True)
-    db = Database(url)
-    try:
-        config = run_config(spec, tpl, seed)
-        chash = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
-        run_id = f"backstory-{chash[:16]}"
-        ensure_run(db, run_id, config, ROLE, chash)
-        writer = Writer(db)
-        log = CallLog(db, run_id, writer)
-        try:
-            outcomes = generate_backstories(profiles, spec, log, template=tpl, retries=retries, seed=seed,
-                                            concurrency=concurrency, regenerate=regenerate, on_done=on_done,
-                                            progress=progress)
-        finally:
-            writer.close()
-    finally:
-        db.close()
+    with logged_run(url, ROLE, run_config(spec, tpl, seed), new_run=new_run) as (log, resumed):
+        outcomes = generate_backstories(profiles, spec, log, template=tpl, retries=retries, seed=seed,
+                                        concurrency=concurrency, regenerate=regenerate, on_done=on_done,
+                                        progress=progress)
     kept = [
         Profile(member_attributes=profiles[o.index].member_attributes, member_narrative=o.narrative or "",
                 member_narrative_thinking_trace=o.thinking_trace)
@@ -274,7 +266,7 @@ def generate_file(
         fail_path.unlink(missing_ok=True)
     report = GenerationReport(
         source=str(src), output=str(out), failures_file=str(fail_path) if failed else None,
-        db=redact_url(url), run_id=run_id, n_profiles=len(profiles),
+        db=redact_url(url), run_id=log.run_id, resumed=resumed, n_profiles=len(profiles),
         n_ok=sum(o.status == "ok" for o in outcomes), n_kept=sum(o.status == "kept" for o in outcomes),
         n_failed=len(failed), calls_made=log.counters.made, calls_reused=log.counters.reused,
         calls_failed=log.counters.failed, elapsed_s=round(time.perf_counter() - started, 3), outcomes=outcomes,

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.orm import Session
 
+from ..config import hash_config
 from ..errors import ModelCallError
 from ..llm.gateway import Completion, ModelSpec, acomplete, complete
 from ..records import Usage
 from .db import Database
-from .runs import RunStore, Writer
+from .runs import RunStore, Writer, open_run
 from .tables import CallRow
 
 
@@ -189,3 +191,24 @@ def _completion(row: CallRow) -> Completion:
                   cached_tokens=row.cached_tokens or 0, cache_write_tokens=row.cache_write_tokens or 0)
     return Completion(text=row.response_text or "", reasoning=row.reasoning, usage=usage,
                       latency_s=row.latency_s, model=row.model, cost_usd=row.cost_usd)
+
+
+@contextmanager
+def logged_run(db_url: str, kind: str, config: dict[str, Any], *, new_run: bool = False
+               ) -> Iterator[tuple[CallLog, bool]]:
+    """Yield ``(call log, resumed)`` of the run of ``kind`` with ``config`` in ``db_url``.
+
+    The run is created or resumed by :func:`~mindeval.store.runs.open_run` (another
+    stored configuration is refused with a diff unless ``new_run``); on exit every queued
+    write is committed and the database closed.
+    """
+    db = Database(db_url)
+    try:
+        run_id, resumed = open_run(db, kind, kind, config, hash_config(config), new_run=new_run)
+        writer = Writer(db)
+        try:
+            yield CallLog(db, run_id, writer), resumed
+        finally:
+            writer.close()
+    finally:
+        db.close()

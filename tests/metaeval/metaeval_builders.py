@@ -51,3 +51,15 @@ def write_judgments(out: Path, rows: list[dict[str, Any]], config: dict[str, Any
             fh.write(json.dumps(full) + "\n")
     (out / "config.json").write_text(json.dumps(config or {"run_id": "r1"}), encoding="utf-8")
     return out
+
+
+def human_file(tmp_path: Path, n: int = 8) -> Path:
+    """A human_user_turns.jsonl of ``n`` turns over three profiles."""
+    rows = []
+    for i in range(n):
+        prof = {k: v for k, v in attributes(f"P{i % 3}").items() if k not in ("mood", "interaction_goal")}
+        prof.update(recent_mood="low", program_goal="sleep better", backstory=f"You are person {i}.")
+        rows.append({"patient_profile": prof, "content": f"Hey. Rough week {i}, work is a lot."})
+    p = tmp_path / "turns.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return p

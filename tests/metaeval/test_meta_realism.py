@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from metaeval_builders import attributes  # noqa: I001
+from metaeval_builders import human_file  # noqa: I001
 
 from metaeval.realism import (
     RealismOptions,
@@ -34,17 +34,6 @@ def test_style_table_and_ratio_to_human():
     rel = relative_to(t, "human")
     assert rel.loc["human", "chars"] == 1.0
     assert rel.loc["llm", "chars"] == pytest.approx(len("I am — truly — grateful for this space.") / t.loc["human", "chars"])
-
-
-def human_file(tmp_path, n=8):
-    rows = []
-    for i in range(n):
-        prof = {k: v for k, v in attributes(f"P{i % 3}").items() if k not in ("mood", "interaction_goal")}
-        prof.update(recent_mood="low", program_goal="sleep better", backstory=f"You are person {i}.")
-        rows.append({"patient_profile": prof, "content": f"Hey. Rough week {i}, work is a lot."})
-    p = tmp_path / "turns.jsonl"
-    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return p
 
 
 def test_load_human_turns_and_errors(tmp_path):
