@@ -23,10 +23,10 @@ import pandas as pd
 from mindeval.authors import (
     AUTHORS_PAPER_RATERS,
     CriteriaMapping,
+    authors_by_id,
     authors_profile,
     load_mapping,
     profile_key,
-    read_authors,
 )
 from mindeval.errors import MindEvalError
 from mindeval.records import (
@@ -139,9 +139,7 @@ def load_authors_annotations(
     seen: dict[str, None] = {}
     records: list[tuple[str, str, str, str, str, float]] = []
     interactions: dict[str, AnnotatedInteraction] = {}
-    for row in read_authors(p, cmap):
-        if row.id in interactions:
-            raise MindEvalError(f"interaction id {row.id!r} appears twice", path=p, line=row.line, field="id")
+    for row in authors_by_id(p, cmap).values():
         profile = authors_profile(row.member_attributes, p, row.line)
         pid = profile_key(row.member_attributes)
         for user, subaxis, score in row.scores(cmap):

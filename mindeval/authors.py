@@ -253,6 +253,16 @@ def read_authors(path: str | Path, mapping: CriteriaMapping,
     return rows
 
 
+def authors_by_id(path: str | Path, mapping: CriteriaMapping) -> dict[str, AuthorsRow]:
+    """:func:`read_authors` keyed by interaction id; an id that appears twice is an error."""
+    rows: dict[str, AuthorsRow] = {}
+    for row in read_authors(path, mapping):
+        if row.id in rows:
+            raise MindEvalError(f"interaction id {row.id!r} appears twice", path=path, line=row.line, field="id")
+        rows[row.id] = row
+    return rows
+
+
 def _authors_row(p: Path, line: int, obj: dict[str, Any], mapping: CriteriaMapping) -> AuthorsRow:
     for key, kind in (("id", (str, int)), ("model", str)):
         if key not in obj:

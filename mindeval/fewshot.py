@@ -16,12 +16,11 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from .authors import AUTHORS_FEWSHOT_IDS, axis_means, load_mapping
+from .authors import AUTHORS_FEWSHOT_IDS, AuthorsRow, authors_by_id, axis_means, load_mapping
 from .errors import MindEvalError
 from .judge import FewShotExample
-from .records import INTAKE_FIELDS, read_jsonl
+from .records import INTAKE_FIELDS
 
 
 def draw_ids(ids: Sequence[str], k: int, seed: int) -> list[str]:
@@ -34,40 +33,23 @@ def draw_ids(ids: Sequence[str], k: int, seed: int) -> list[str]:
     return random.Random(seed).sample(pool, k)
 
 
-def _examples(path: Path, ids: Sequence[str] | None) -> dict[str, tuple[int, dict[str, Any]]]:
-    """Rows of an annotated file by interaction id (all rows, or only ``ids``)."""
-    rows: dict[str, tuple[int, dict[str, Any]]] = {}
-    for lineno, row in read_jsonl(path):
-        iid = str(row.get("id", f"line-{lineno}"))
-        if iid in rows:
-            raise MindEvalError(f"interaction id {iid!r} appears twice", path=path, line=lineno, field="id")
-        if ids is None or iid in ids:
-            rows[iid] = (lineno, row)
-    return rows
-
-
-def _example(path: Path, lineno: int, row: dict[str, Any], zeros: str) -> FewShotExample:
-    for key in ("member_attributes", "messages"):
-        if key not in row:
-            raise MindEvalError("missing required field", path=path, line=lineno, field=key)
-    means = axis_means(row, load_mapping(), zeros)
+def _example(path: Path, row: AuthorsRow, zeros: str) -> FewShotExample:
+    means = axis_means(row.raw, load_mapping(), zeros)
     if means is None:
-        raise MindEvalError("few-shot example has an axis nobody rated", path=path, line=lineno, field="id")
-    attrs = row["member_attributes"]
+        raise MindEvalError("few-shot example has an axis nobody rated", path=path, line=row.line, field="id")
+    attrs = row.member_attributes
     missing = [f for f in INTAKE_FIELDS if f not in attrs]
     if missing:
-        raise MindEvalError("missing intake attribute", path=path, line=lineno, field=f"member_attributes.{missing[0]}")
-    return FewShotExample(
-        intake={f: str(attrs[f]) for f in INTAKE_FIELDS},
-        messages=[{"role": m["role"], "content": m["content"]} for m in row["messages"]],
-        scores=means, interaction_id=str(row.get("id", f"line-{lineno}")),
-    )
+        raise MindEvalError("missing intake attribute", path=path, line=row.line,
+                            field=f"member_attributes.{missing[0]}")
+    return FewShotExample(intake={f: str(attrs[f]) for f in INTAKE_FIELDS}, messages=row.messages, scores=means,
+                          interaction_id=row.id)
 
 
 def load_fewshot(path: Path, k: int, seed: int, zeros: str = "missing") -> list[FewShotExample]:
     """``k`` annotated interactions picked by :func:`draw_ids` (in draw order)."""
-    rows = _examples(path, None)
-    return [_example(path, *rows[i], zeros) for i in draw_ids(list(rows), k, seed)]
+    rows = authors_by_id(path, load_mapping())
+    return [_example(path, rows[i], zeros) for i in draw_ids(list(rows), k, seed)]
 
 
 def paper_fewshot(path: Path | None = None) -> tuple[Path, list[FewShotExample]]:
@@ -83,13 +65,13 @@ def paper_fewshot(path: Path | None = None) -> tuple[Path, list[FewShotExample]]
         except MindEvalError as exc:
             raise MindEvalError(f"--judge-protocol paper needs the authors' human_annotations.jsonl: {exc.message}",
                                 path=exc.path) from None
-    rows = _examples(path, AUTHORS_FEWSHOT_IDS)
+    rows = authors_by_id(path, load_mapping())
     missing = [i for i in AUTHORS_FEWSHOT_IDS if i not in rows]
     if missing:
         raise MindEvalError(
             f"--judge-protocol paper: this file lacks the authors' few-shot interaction(s) {', '.join(missing)}; "
             "give the authors' human_annotations.jsonl (get it with `mindeval data download`)", path=path)
-    return path, [_example(path, *rows[i], "zero") for i in AUTHORS_FEWSHOT_IDS]
+    return path, [_example(path, rows[i], "zero") for i in AUTHORS_FEWSHOT_IDS]
 
 
 def judge_fewshot(protocol: str, path: str | Path | None, k: int, seed: int) -> tuple[list[FewShotExample], Path | None]:

@@ -140,3 +140,29 @@ def test_judge_run_errors(tmp_path):
 def test_missing_file_is_an_error(tmp_path: Path):
     with pytest.raises(MindEvalError, match="not found"):
         load_authors_annotations(tmp_path / "nope.jsonl")
+
+
+@pytest.mark.parametrize("bad, field", [(7, "criterion_3.responses"), ("5", "criterion_3.responses")])
+def test_fewshot_and_metaeval_read_the_authors_file_alike(tiny_authors, bad, field):
+    """`mindeval run --judge-fewshot` and metaeval read the file through the one reader: same error."""
+    from mindeval.fewshot import load_fewshot
+
+    rows = [json.loads(line) for line in tiny_authors.read_text().splitlines()]
+    rows[2]["criterion_3.responses"][1] = bad
+    tiny_authors.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(MindEvalError) as meta_err:
+        load_authors_annotations(tiny_authors)
+    with pytest.raises(MindEvalError) as shot_err:
+        load_fewshot(tiny_authors, 2, seed=0)
+    assert str(shot_err.value) == str(meta_err.value)
+    assert str(shot_err.value).startswith(f"{tiny_authors}:3:{field}: score {bad!r} is not an integer")
+
+
+def test_a_repeated_id_is_refused_by_both_readers(tiny_authors):
+    from mindeval.fewshot import load_fewshot
+
+    lines = tiny_authors.read_text().splitlines()
+    tiny_authors.write_text("\n".join([*lines, lines[0]]) + "\n")
+    for read in (load_authors_annotations, lambda p: load_fewshot(p, 1, seed=0)):
+        with pytest.raises(MindEvalError, match=rf":{len(lines) + 1}:id: interaction id 'int-00' appears twice"):
+            read(tiny_authors)
