@@ -485,7 +485,11 @@ class RunConfigRecord(_Document):
 
 
 class ModelRecord(BaseModel):
-    """A role's model string and generation parameters as recorded in ``config.json``."""
+    """A role's model string and generation parameters: the one home of model settings.
+
+    :class:`mindeval.llm.gateway.ModelSpec` builds on it (call settings, validation);
+    readers of ``config.json`` use it as it is, ignoring what they do not need.
+    """
 
     model_config = ConfigDict(extra="ignore")
 

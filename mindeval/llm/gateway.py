@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ModelCallError
-from ..records import Usage
+from ..records import ModelRecord, Usage
 from . import custom
 from .caching import uses_breakpoints, with_breakpoints
 from .cost import cost_usd
@@ -51,17 +51,12 @@ _setup_lock = threading.Lock()
 _litellm: Any = None
 
 
-class ModelSpec(BaseModel):
-    """A model string plus the generation parameters of one role."""
+class ModelSpec(ModelRecord):
+    """A role's model settings (:class:`~mindeval.records.ModelRecord`) plus how to call it."""
 
     model_config = ConfigDict(extra="forbid")
 
     model: str = EMBEDDED_MODEL
-    temperature: float | None = None
-    max_tokens: int | None = None
-    reasoning_effort: str | None = None
-    api_base: str | None = None
-    extra: dict[str, Any] = Field(default_factory=dict)
     # Call settings (see :data:`CALL_SETTINGS`): recorded with a run, never in a request hash.
     timeout_s: float | None = Field(None, gt=0)
     rpm: int | None = Field(None, gt=0)

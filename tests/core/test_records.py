@@ -18,6 +18,7 @@ from mindeval.records import (
     AXES,
     InteractionRecord,
     JudgmentRecord,
+    ModelRecord,
     RunConfigRecord,
     RunSummary,
 )
@@ -125,3 +126,23 @@ def test_config_errors_name_the_field(tmp_path):
     with pytest.raises(MindEvalError) as exc:
         load_run(run_dir)
     assert str(exc.value) == f"{run_dir / 'config.json'}:config.judge: missing required field"
+
+
+PINNED_CONFIG = Path(__file__).parent / "data" / "config_before_model_home.json"
+
+
+def test_a_config_saved_before_keeps_its_hash_and_bytes(tmp_path):
+    """Model settings have one home (ModelRecord, which ModelSpec builds on): old runs still resume."""
+    from mindeval.config import RunConfig
+    from mindeval.llm.gateway import ModelSpec
+
+    assert issubclass(ModelSpec, ModelRecord)
+    rec = RunConfigRecord.read(PINNED_CONFIG)
+    config = RunConfig.model_validate(rec.config)
+    assert config.hash() == rec.config_hash == "f41ff26c13d41030d543d88ea1aa3b49f495f82c45e6a86215de8a76695d6584"
+    RunConfigRecord(**{**rec.model_dump(), "config": config.model_dump(mode="json")}).write(tmp_path / "c.json")
+    assert (tmp_path / "c.json").read_bytes() == PINNED_CONFIG.read_bytes()
+    # readers see the same settings through the record model
+    bench = rec.benchmark(PINNED_CONFIG)
+    assert bench.clinician == ModelRecord(model="fake/echo", max_tokens=99)
+    assert ModelRecord.model_validate(config.judge.model_dump()).model_dump() == bench.judge.model_dump()
