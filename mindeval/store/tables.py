@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Annotated
 
-from sqlalchemy import (
-    JSON,
-    DateTime,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    String,
-    Text,
-    UniqueConstraint,
-)
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.schema import UniqueConstraint
 
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+# Column shapes shared by the run store's and the annotation platform's tables.
+IntId = Annotated[int, mapped_column(Integer, primary_key=True, autoincrement=True, sort_order=-1)]
+Created = Annotated[datetime, mapped_column(DateTime(timezone=True), default=utcnow)]
+RunId = Annotated[str, mapped_column(ForeignKey("runs.id"), index=True)]
+
+
+class Keyed:
+    """A table whose key is an auto-incremented integer ``id`` (its first column)."""
+
+    id: Mapped[IntId]
 
 
 class RunBase(DeclarativeBase):
@@ -30,21 +34,20 @@ class RunRow(RunBase):
     __tablename__ = "runs"
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[Created]
     config_hash: Mapped[str] = mapped_column(String(64), index=True)
     config_json: Mapped[dict] = mapped_column(JSON)
     package_version: Mapped[str] = mapped_column(String(32))
     kind: Mapped[str] = mapped_column(String(32), default="benchmark")
 
 
-class CallRow(RunBase):
+class CallRow(Keyed, RunBase):
     """One model call: request hash, request, response, usage and timing."""
 
     __tablename__ = "calls"
     __table_args__ = (Index("ix_calls_lookup", "run_id", "request_hash", "status"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
+    run_id: Mapped[RunId]
     role: Mapped[str] = mapped_column(String(32))
     tag: Mapped[str] = mapped_column(String(200), default="")
     request_hash: Mapped[str] = mapped_column(String(64))
@@ -62,14 +65,13 @@ class CallRow(RunBase):
     cache_write_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True, default=0)
     cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
     latency_s: Mapped[float] = mapped_column(Float, default=0.0)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-
+    created_at: Mapped[Created]
 
 class InteractionRow(RunBase):
     __tablename__ = "interactions"
 
     id: Mapped[str] = mapped_column(String(120), primary_key=True)
-    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
+    run_id: Mapped[RunId]
     position: Mapped[int] = mapped_column(Integer, default=0)
     profile_id: Mapped[str] = mapped_column(String(120))
     profile_json: Mapped[dict] = mapped_column(JSON)
@@ -77,14 +79,13 @@ class InteractionRow(RunBase):
     patient_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
     status: Mapped[str] = mapped_column(String(16), default="running")
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[Created]
 
 
-class TurnRow(RunBase):
+class TurnRow(Keyed, RunBase):
     __tablename__ = "turns"
     __table_args__ = (UniqueConstraint("interaction_id", "idx", name="uq_turn_position"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     interaction_id: Mapped[str] = mapped_column(ForeignKey("interactions.id"), index=True)
     idx: Mapped[int] = mapped_column(Integer)
     role: Mapped[str] = mapped_column(String(16))
@@ -97,15 +98,13 @@ class TurnRow(RunBase):
     latency_s: Mapped[float] = mapped_column(Float, default=0.0)
     call_id: Mapped[int | None] = mapped_column(ForeignKey("calls.id"), nullable=True)
 
-
-class JudgmentRow(RunBase):
+class JudgmentRow(Keyed, RunBase):
     __tablename__ = "judgments"
     __table_args__ = (
         UniqueConstraint("run_id", "interaction_id", "judge_model", "sample", name="uq_judgment"),
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
+    run_id: Mapped[RunId]
     interaction_id: Mapped[str] = mapped_column(String(120), index=True)
     judge_model: Mapped[str] = mapped_column(String(200))
     sample: Mapped[int] = mapped_column(Integer, default=0)
@@ -116,4 +115,4 @@ class JudgmentRow(RunBase):
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     round: Mapped[int | None] = mapped_column(Integer, nullable=True, default=0)  # re-runs after a failure
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[Created]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import unicodedata
 from datetime import datetime, timezone
+from typing import Annotated
 
 from sqlalchemy import (
     JSON,
@@ -33,7 +34,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, validates
 
-from ..tables import utcnow  # one clock for both databases
+from ..tables import Created, Keyed, utcnow  # one clock and column shapes for both databases
 
 NA_VALUE = 0  # stored value for "not applicable" / "not rated"
 VERSION_TABLE = "annotation_alembic_version"
@@ -54,55 +55,57 @@ def as_utc(dt: datetime | None) -> datetime | None:
     return dt if dt.tzinfo is not None else dt.replace(tzinfo=timezone.utc)
 
 
+# Foreign keys that several tables hold.
+StudyId = Annotated[int, mapped_column(ForeignKey("ann_studies.id"), index=True)]
+AnnotatorId = Annotated[int, mapped_column(ForeignKey("ann_annotators.id"), index=True)]
+RatingId = Annotated[int, mapped_column(ForeignKey("ann_ratings.id"), index=True)]
+ItemId = Annotated[int, mapped_column(ForeignKey("ann_items.id"))]
+
+
 class AnnotationBase(DeclarativeBase):
     """Metadata of the annotation platform (separate from the run store's tables)."""
 
 
-class AnnotatorRow(AnnotationBase):
+class AnnotatorRow(Keyed, AnnotationBase):
     """A person. ``name_key`` (:func:`name_key` of the name, set automatically) is unique,
     so names that differ only in case or spacing cannot both exist (revision 0003)."""
 
     __tablename__ = "ann_annotators"
     __table_args__ = (Index("uq_annotator_name_key", "name_key", unique=True),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(120), unique=True)
     name_key: Mapped[str] = mapped_column(String(400), server_default="")
     code_hash: Mapped[str | None] = mapped_column(String(300), nullable=True)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     origin: Mapped[str] = mapped_column(String(16), default="created")  # created | import
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[Created]
 
     @validates("name")
     def _keep_key(self, _attr: str, value: str) -> str:
         self.name_key = name_key(value)
         return value
 
-
-class AuthSessionRow(AnnotationBase):
+class AuthSessionRow(Keyed, AnnotationBase):
     """A signed-in browser session: only the SHA-256 of its random token is stored."""
 
     __tablename__ = "ann_auth_sessions"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    annotator_id: Mapped[int] = mapped_column(ForeignKey("ann_annotators.id"), index=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    annotator_id: Mapped[AnnotatorId]
+    created_at: Mapped[Created]
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
-
-class StudyRow(AnnotationBase):
+class StudyRow(Keyed, AnnotationBase):
     __tablename__ = "ann_studies"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     kind: Mapped[str] = mapped_column(String(16))  # rating | roleplay
     description: Mapped[str] = mapped_column(Text, default="")
     k: Mapped[int] = mapped_column(Integer, default=1)
     seed: Mapped[int] = mapped_column(Integer, default=0)
     guidelines_version: Mapped[str] = mapped_column(String(40), default="")
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[Created]
     # added in revision 0002 (role-play)
     clinician_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
     clinician_max_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -110,13 +113,11 @@ class StudyRow(AnnotationBase):
     clinician_prompt: Mapped[str | None] = mapped_column(String(200), nullable=True)
     minutes: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
-
-class ItemRow(AnnotationBase):
+class ItemRow(Keyed, AnnotationBase):
     """An interaction that can be rated: profile, transcript and (hidden) provenance."""
 
     __tablename__ = "ann_items"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     external_id: Mapped[str] = mapped_column(String(200), unique=True)
     source: Mapped[str] = mapped_column(String(16))  # run | authors | demo | roleplay
     source_ref: Mapped[str] = mapped_column(Text, default="")
@@ -125,41 +126,35 @@ class ItemRow(AnnotationBase):
     clinician_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
     patient_kind: Mapped[str] = mapped_column(String(16), default="model")  # model | human
     meta: Mapped[dict] = mapped_column(JSON, default=dict)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[Created]
 
-
-class StudyItemRow(AnnotationBase):
+class StudyItemRow(Keyed, AnnotationBase):
     __tablename__ = "ann_study_items"
     __table_args__ = (UniqueConstraint("study_id", "item_id", name="uq_study_item"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    study_id: Mapped[int] = mapped_column(ForeignKey("ann_studies.id"), index=True)
-    item_id: Mapped[int] = mapped_column(ForeignKey("ann_items.id"))
+    study_id: Mapped[StudyId]
+    item_id: Mapped[ItemId]
     position: Mapped[int] = mapped_column(Integer, default=0)
 
-
-class AssignmentRow(AnnotationBase):
+class AssignmentRow(Keyed, AnnotationBase):
     __tablename__ = "ann_assignments"
     __table_args__ = (
         UniqueConstraint("study_id", "item_id", "annotator_id", name="uq_assignment"),
         UniqueConstraint("study_id", "annotator_id", "position", name="uq_assignment_position"),
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    study_id: Mapped[int] = mapped_column(ForeignKey("ann_studies.id"), index=True)
-    item_id: Mapped[int] = mapped_column(ForeignKey("ann_items.id"))
-    annotator_id: Mapped[int] = mapped_column(ForeignKey("ann_annotators.id"), index=True)
+    study_id: Mapped[StudyId]
+    item_id: Mapped[ItemId]
+    annotator_id: Mapped[AnnotatorId]
     position: Mapped[int] = mapped_column(Integer)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[Created]
 
-
-class RatingRow(AnnotationBase):
+class RatingRow(Keyed, AnnotationBase):
     """The current rating of one assignment; ``revision`` counts its submissions."""
 
     __tablename__ = "ann_ratings"
     __table_args__ = (CheckConstraint("state IN ('draft', 'submitted')", name="ck_rating_state"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     assignment_id: Mapped[int] = mapped_column(ForeignKey("ann_assignments.id"), unique=True)
     state: Mapped[str] = mapped_column(String(16), default="draft")
     revision: Mapped[int] = mapped_column(Integer, default=0)
@@ -167,54 +162,47 @@ class RatingRow(AnnotationBase):
     justification: Mapped[str] = mapped_column(Text, default="")
     safety_note: Mapped[str | None] = mapped_column(Text, nullable=True)
     extra: Mapped[dict] = mapped_column(JSON, default=dict)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[Created]
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
-
-class RatingValueRow(AnnotationBase):
+class RatingValueRow(Keyed, AnnotationBase):
     __tablename__ = "ann_rating_values"
     __table_args__ = (
         UniqueConstraint("rating_id", "subaxis", name="uq_rating_value"),
         CheckConstraint("value >= 0 AND value <= 6", name="ck_rating_value_range"),
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    rating_id: Mapped[int] = mapped_column(ForeignKey("ann_ratings.id"), index=True)
+    rating_id: Mapped[RatingId]
     subaxis: Mapped[str] = mapped_column(String(80))
     value: Mapped[int] = mapped_column(Integer)
 
-
-class RatingRevisionRow(AnnotationBase):
+class RatingRevisionRow(Keyed, AnnotationBase):
     """A frozen copy of a rating at each submission (the revision history)."""
 
     __tablename__ = "ann_rating_revisions"
     __table_args__ = (UniqueConstraint("rating_id", "revision", name="uq_rating_revision"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    rating_id: Mapped[int] = mapped_column(ForeignKey("ann_ratings.id"), index=True)
+    rating_id: Mapped[RatingId]
     revision: Mapped[int] = mapped_column(Integer)
     action: Mapped[str] = mapped_column(String(16))  # submit | import
     values_json: Mapped[dict] = mapped_column(JSON)
     justification: Mapped[str] = mapped_column(Text, default="")
     safety_note: Mapped[str | None] = mapped_column(Text, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[Created]
 
-
-class StudyProfileRow(AnnotationBase):
+class StudyProfileRow(Keyed, AnnotationBase):
     """A patient profile that annotators of a role-play study play (revision 0002)."""
 
     __tablename__ = "ann_study_profiles"
     __table_args__ = (UniqueConstraint("study_id", "profile_id", name="uq_study_profile"),)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    study_id: Mapped[int] = mapped_column(ForeignKey("ann_studies.id"), index=True)
+    study_id: Mapped[StudyId]
     profile_id: Mapped[str] = mapped_column(String(120))
     profile_json: Mapped[dict] = mapped_column(JSON)
     position: Mapped[int] = mapped_column(Integer, default=0)
 
-
-class RoleplaySessionRow(AnnotationBase):
+class RoleplaySessionRow(Keyed, AnnotationBase):
     """One annotator playing one profile; turns are in the run store (revision 0002)."""
 
     __tablename__ = "ann_roleplay_sessions"
@@ -225,9 +213,8 @@ class RoleplaySessionRow(AnnotationBase):
         ),
     )
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    study_id: Mapped[int] = mapped_column(ForeignKey("ann_studies.id"), index=True)
-    annotator_id: Mapped[int] = mapped_column(ForeignKey("ann_annotators.id"), index=True)
+    study_id: Mapped[StudyId]
+    annotator_id: Mapped[AnnotatorId]
     study_profile_id: Mapped[int] = mapped_column(ForeignKey("ann_study_profiles.id"))
     position: Mapped[int] = mapped_column(Integer, default=0)
     status: Mapped[str] = mapped_column(String(16), default="not_started")
@@ -238,8 +225,7 @@ class RoleplaySessionRow(AnnotationBase):
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     item_id: Mapped[int | None] = mapped_column(ForeignKey("ann_items.id"), nullable=True)
 
-
-class SignInEventRow(AnnotationBase):
+class SignInEventRow(Keyed, AnnotationBase):
     """The sign-in audit log: one row per attempt (name as typed, normalised; never the code).
 
     ``outcome`` is ``ok``, ``failed`` or ``throttled``; recent failures per name and per
@@ -248,7 +234,6 @@ class SignInEventRow(AnnotationBase):
 
     __tablename__ = "ann_signin_events"
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
     name_key: Mapped[str] = mapped_column(String(120), index=True)
     client: Mapped[str] = mapped_column(String(64), index=True)
