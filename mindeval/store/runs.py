@@ -184,13 +184,6 @@ class RunStore:
             v["cost_usd"] = None if v["cost_usd"] is None else round(v["cost_usd"], 6)
         return out
 
-    def failed_calls(self) -> list[tuple[str, str, str]]:
-        """``(role, model, error)`` of every failed call, oldest first."""
-        with self.db.read() as s:
-            return [tuple(r) for r in s.execute(
-                select(CallRow.role, CallRow.model, CallRow.error)
-                .where(CallRow.run_id == self.run_id, CallRow.status == "error").order_by(CallRow.id)).all()]
-
     # ---- interactions and turns
     def ensure_interaction(self, iid: str, position: int, profile: Profile, clinician: str,
                            patient: str | None) -> Op[None]:
@@ -221,9 +214,6 @@ class RunStore:
             ))
         return op
 
-    def load_turns(self, iid: str) -> list[Turn]:
-        return load_turns(self.db, iid)
-
     def interactions(self) -> list[Interaction]:
         with self.db.read() as s:
             rows = s.scalars(select(InteractionRow).where(InteractionRow.run_id == self.run_id)
@@ -231,7 +221,7 @@ class RunStore:
             turns: dict[str, list[Turn]] = {}
             for t in s.scalars(select(TurnRow).join(InteractionRow, InteractionRow.id == TurnRow.interaction_id)
                                .where(InteractionRow.run_id == self.run_id).order_by(TurnRow.idx)):
-                turns.setdefault(t.interaction_id, []).append(row_to_turn(t))
+                turns.setdefault(t.interaction_id, []).append(_turn(t))
         return [Interaction(id=r.id, run_id=self.run_id, profile=Profile.model_validate(r.profile_json),
                             clinician_model=r.clinician_model, patient_model=r.patient_model,
                             turns=turns.get(r.id, []), status=r.status, error=r.error) for r in rows]
@@ -300,24 +290,19 @@ def open_run(db: Database, kind: str, prefix: str, config_json: dict[str, Any], 
             return latest.id, True
         old = {k: v for k, v in latest.config_json.items() if k not in ignore}
         new = {k: v for k, v in (hashed_view or config_json).items() if k not in ignore}
-        raise mismatch_error(old, new, "Use the same options to resume it, another --out, "
-                             "or --new-run to start a new run here.")
+        raise ConfigMismatchError(
+            "this output directory holds a run with a different configuration:\n"
+            + "\n".join(config_diff(old, new) or ["  (package version only)"])
+            + "\nUse the same options to resume it, another --out, or --new-run to start a new run here.")
     run_id = f"{prefix}-{config_hash[:8]}-{uuid.uuid4().hex[:6]}"
     ensure_run(db, run_id, config_json, kind, config_hash)
     return run_id, False
 
 
-def mismatch_error(old: dict[str, Any], new: dict[str, Any], hint: str, **where: Any) -> ConfigMismatchError:
-    """The refusal to resume a run under another configuration: one readable line per difference."""
-    return ConfigMismatchError(
-        "this output directory holds a run with a different configuration:\n"
-        + "\n".join(config_diff(old, new) or ["  (package version only)"]) + "\n" + hint, **where)
-
-
 # ------------------------------------------------------------------------------- turns
 
 
-def row_to_turn(r: TurnRow) -> Turn:
+def _turn(r: TurnRow) -> Turn:
     return Turn(
         index=r.idx, role=r.role, content=r.content, reasoning=r.reasoning, model=r.model,
         author=r.author, usage=Usage(prompt_tokens=r.prompt_tokens, completion_tokens=r.completion_tokens),
@@ -329,7 +314,7 @@ def load_turns(db: Database, iid: str) -> list[Turn]:
     """The stored turns of one interaction, in order."""
     with db.read() as s:
         rows = s.scalars(select(TurnRow).where(TurnRow.interaction_id == iid).order_by(TurnRow.idx)).all()
-    return [row_to_turn(r) for r in rows]
+    return [_turn(r) for r in rows]
 
 
 def save_turn(db: Database, iid: str, turn: Turn) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
 from mindeval.errors import MindEvalError
@@ -124,11 +124,6 @@ def imported_annotator(s, user: str, mapped: dict[str, str] | None = None) -> tu
 def list_annotators(db: Database) -> list[AnnotatorInfo]:
     with db.read() as s:
         return [_info(r) for r in s.scalars(select(AnnotatorRow).order_by(AnnotatorRow.id))]
-
-
-def has_people(db: Database) -> bool:
-    with db.read() as s:
-        return (s.scalar(select(func.count()).select_from(AnnotatorRow)) or 0) > 0
 
 
 def sign_in(db: Database, name: str, code: str, client: str = "") -> SignedIn | None:
