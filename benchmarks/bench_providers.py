@@ -7,7 +7,9 @@ Reports:
   breakpoints) against a server that bills like Anthropic (cache reads 0.1x, writes
   1.25x, 1,024-token minimum, 0.2 s latency so that concurrent requests overlap):
   billed input tokens / uncached input tokens, overall (the server's count) and per role
-  (the run summary's, from the recorded cache reads and writes);
+  (the run summary's, from the recorded cache reads and writes); and the ``--dry-run``
+  estimate over the measured input, billed input and dollars per role (with the default
+  reply lengths, and told the mean reply length this server produced);
 * rate limits: requests through a server that accepts N per window with the client told
   the same rpm: 429s seen, per minute;
 * gateway CPU ms per call (acomplete alone, 50 concurrent, 20-message histories, the
@@ -35,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_engine import make_profiles  # noqa: E402
 from mindeval.config import RetryPolicy  # noqa: E402
 from mindeval.llm.gateway import ModelSpec, acomplete, litellm_module  # noqa: E402
-from mindeval.runner import RunOptions, run_benchmark  # noqa: E402
+from mindeval.runner import RunOptions, estimate_run, prepare, run_benchmark  # noqa: E402
 from tests.support.fault_server import spawn  # noqa: E402
 
 ROLES = ("patient", "clinician", "judge")
@@ -45,8 +47,8 @@ CLAUDE = "anthropic/claude-sonnet-4-5"
 def caching(profiles: Path, turns: int, out: Path) -> dict[str, Any]:
     with spawn(cache=True, cache_min_tokens=1024, reply_words=60, latency_s=0.2) as srv:
         specs = {r: ModelSpec(model=CLAUDE, api_base=srv.base) for r in ROLES}
-        s = run_benchmark(RunOptions(**specs, profiles=str(profiles), turns=turns, out=out, concurrency=50,
-                                     progress=False), echo=None)
+        opts = RunOptions(**specs, profiles=str(profiles), turns=turns, out=out, concurrency=50, progress=False)
+        s = run_benchmark(opts, echo=None)
         bill = srv.stats()["billing"]
     billed = bill["billed_input_tokens_x1000"] / 1000
     per_role = {role: {"uncached": v["prompt_tokens"], "billed": v["billed_input_tokens"],
@@ -58,7 +60,21 @@ def caching(profiles: Path, turns: int, out: Path) -> dict[str, Any]:
         "billed_input_tokens": round(billed), "billed_over_uncached": round(billed / bill["prompt_tokens"], 3),
         "per_role": per_role, "judgments_ok": s["n_judged"],
         "cost_usd": {r: s["tokens"][r].get("cost_usd") for r in ROLES if r in s["tokens"]},
+        "dry_run_estimate_over_measured": estimate_accuracy(opts, s["tokens"]),
     }
+
+
+def estimate_accuracy(opts: RunOptions, measured: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``--dry-run``'s estimate / the measured figure per role: input, billed input, dollars,
+    with the default reply lengths and with the mean reply length this server produced."""
+    mean = {r: round(v["completion_tokens"] / v["calls"]) for r, v in measured.items()}
+    out: dict[str, Any] = {"server_mean_reply_tokens": mean}
+    for label, assumed in (("default_reply_lengths", None), ("server_reply_lengths", mean)):
+        est = estimate_run(prepare(opts), assumed)
+        out[label] = {r: {key: round(est[r][key] / measured[r][key], 3)
+                          for key in ("prompt_tokens", "billed_input_tokens", "cost_usd")}
+                      for r in ROLES}
+    return out
 
 
 def history(i: int, n: int = 20) -> list[dict[str, str]]:

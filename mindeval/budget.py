@@ -2,17 +2,26 @@
 
 Estimates count ~4 characters per token (:data:`~mindeval.config.CHARS_PER_TOKEN`) and
 assume replies of :data:`~mindeval.config.ASSUMED_REPLY_TOKENS` tokens; prices come
-from litellm's bundled, offline price map.
+from litellm's bundled, offline price map. :func:`cached_usage` estimates what a
+provider's prompt cache reads and writes (:mod:`mindeval.llm.caching`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .config import ASSUMED_REPLY_TOKENS, CHARS_PER_TOKEN, TOKENS_PER_MESSAGE
+from .config import (
+    ASSUMED_REPLY_TOKENS,
+    AUTO_CACHE_STEP,
+    CACHE_MIN_TOKENS,
+    CHARS_PER_TOKEN,
+    TOKENS_PER_MESSAGE,
+)
 from .errors import MindEvalError
+from .llm.caching import uses_breakpoints
 from .llm.cost import price_per_token
 from .llm.gateway import ModelSpec
+from .records import Usage
 
 
 def estimate_tokens(text: str) -> int:
@@ -23,9 +32,10 @@ def prompt_tokens(messages: list[dict[str, Any]]) -> int:
     return sum(estimate_tokens(str(m.get("content", ""))) + TOKENS_PER_MESSAGE for m in messages)
 
 
-def reply_tokens(role: str, spec: ModelSpec, *, worst: bool = False) -> int:
-    """The assumed reply length; with ``worst`` the cap (``max_tokens``) when one is set."""
-    assumed = ASSUMED_REPLY_TOKENS.get(role, ASSUMED_REPLY_TOKENS["clinician"])
+def reply_tokens(role: str, spec: ModelSpec, *, worst: bool = False, assumed: int | None = None) -> int:
+    """The assumed reply length (``assumed``, else the role's default); with ``worst`` the
+    cap (``max_tokens``) when one is set, else at most the cap."""
+    assumed = assumed or ASSUMED_REPLY_TOKENS.get(role, ASSUMED_REPLY_TOKENS["clinician"])
     if spec.max_tokens is None:
         return assumed
     return spec.max_tokens if worst else min(assumed, spec.max_tokens)
@@ -34,6 +44,26 @@ def reply_tokens(role: str, spec: ModelSpec, *, worst: bool = False) -> int:
 def prices(model: str) -> tuple[float, float, float] | None:
     """``(input, output, cache_read)`` dollars per token, or None when the model has no price."""
     return price_per_token(model)
+
+
+def cached_usage(model: str, prompt: int, completion: int, seen: int, end: int) -> Usage:
+    """Estimated usage of a request of ``prompt`` tokens whose first ``seen`` tokens an
+    earlier, answered request of the run sent; ``end``: where its last cache breakpoint is.
+
+    Explicit breakpoints (Anthropic): ``seen`` is read when the earlier request could cache
+    it (at least :data:`~mindeval.config.CACHE_MIN_TOKENS`), the rest up to ``end`` is
+    written. Automatic caches (models whose cache reads are priced below input): ``seen``
+    is read in :data:`~mindeval.config.AUTO_CACHE_STEP` steps, nothing is billed for writes.
+    """
+    read = write = 0
+    if uses_breakpoints(model):
+        read = seen if seen >= CACHE_MIN_TOKENS else 0
+        write = max(0, end - read) if end >= CACHE_MIN_TOKENS else 0
+    else:
+        p = prices(model)
+        if p is not None and p[2] < p[0] and seen >= CACHE_MIN_TOKENS:  # (input, output, cache_read)
+            read = seen // AUTO_CACHE_STEP * AUTO_CACHE_STEP
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, cached_tokens=read, cache_write_tokens=write)
 
 
 def cost(model: str, prompt: int, completion: int) -> float | None:

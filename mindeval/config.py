@@ -48,6 +48,10 @@ REALISM_OPENER = "Hi ${name}. How are you doing?"
 CHARS_PER_TOKEN = 4
 ASSUMED_REPLY_TOKENS = {"patient": 80, "clinician": 150, "judge": 120, "backstory": 700}
 TOKENS_PER_MESSAGE = 4
+# Prompt caches as providers run them: no prefix under 1,024 tokens is cached (Anthropic
+# Sonnet/Opus, OpenAI); automatic caches (OpenAI) hit in 128-token steps.
+CACHE_MIN_TOKENS = 1024
+AUTO_CACHE_STEP = 128
 JUDGE_PROTOCOL = "mindeval"  # or "paper" (the authors' judge; see mindeval.judge)
 # The authors' judge sampling settings (their README / paper §4.1: Claude Sonnet 4.5 with
 # high reasoning, max_completion_tokens 16000, provider-default temperature).

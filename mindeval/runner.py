@@ -17,9 +17,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from . import __version__
-from .budget import Budget, BudgetExceeded, cost, prompt_tokens, reply_tokens
+from .budget import Budget, BudgetExceeded, cached_usage, prompt_tokens, reply_tokens
 from .config import (
-    ASSUMED_REPLY_TOKENS,
     CHARS_PER_TOKEN,
     DEFAULT_CONCURRENCY,
     DEFAULT_FEWSHOT_K,
@@ -54,8 +53,10 @@ from .records import (
     Judgment,
     JudgmentRecord,
     Profile,
+    Role,
     RunConfigRecord,
     RunSummary,
+    Usage,
     load_profiles,
 )
 from .simulate import run_interaction
@@ -178,58 +179,85 @@ def prepare(opts: RunOptions) -> Prepared:
 # ---------------------------------------------------------------------------- dry run
 
 
-def estimate_run(prep: Prepared) -> dict[str, dict[str, Any]]:
+def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) -> dict[str, dict[str, Any]]:
     """Calls, tokens and dollars per role for ``prep``, without calling any model.
 
-    Prompts are the rendered system prompts of every profile; each turn adds an assumed
-    reply (:func:`mindeval.budget.reply_tokens`) to the history; the judge sees a
-    transcript of such replies. One judge attempt per sample (no parse retries).
+    Every request is built as the run builds it: each profile's rendered system prompts,
+    the opening line, then one reply per turn of the assumed length
+    (:func:`mindeval.budget.reply_tokens`; ``assumed_replies`` overrides it per role), so
+    the history grows as it will; the judge prompt is the rendered template over a
+    transcript of such replies. Prompt caching as the provider would apply it
+    (:func:`mindeval.budget.cached_usage`): each turn can read the previous turn's prompt,
+    each judge call after the first the judge's shared prefix. One judge attempt per
+    sample (no parse retries).
     """
-    from .judge import build_judge_messages
+    from .judge import build_judge_messages, cache_prefix
+    from .llm.cost import billed_input_tokens, cost_usd
 
     c = prep.config
     specs = {"patient": c.patient, "clinician": c.clinician, "judge": c.judge}
-    est = {r: {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0} for r in specs}
-    reply = {r: reply_tokens(r, s) for r, s in specs.items()}
+    reply = {r: reply_tokens(r, s, assumed=(assumed_replies or {}).get(r)) for r, s in specs.items()}
+    usage = {r: Usage() for r in specs}
+    calls = dict.fromkeys(specs, 0)
     g = load_guidelines()
+    judge_seen = 0
     for profile in prep.profiles:
         system = {"patient": prompt_tokens([{"content": render_patient(prep.templates["patient"], profile)}]),
                   "clinician": prompt_tokens([{"content": render_clinician(prep.templates["clinician"], profile)}])}
         history = prompt_tokens([{"content": c.opening_line}])
-        role = "clinician"
+        last = {"patient": 0, "clinician": 0}
+        role: Role = "clinician"
         for _ in range(c.turns):
-            e = est[role]
-            e["calls"] += 1
-            e["prompt_tokens"] += system[role] + history
-            e["completion_tokens"] += reply[role]
+            prompt = system[role] + history
+            usage[role] += cached_usage(specs[role].model, prompt, reply[role], last[role], prompt)
+            calls[role] += 1
+            last[role] = prompt
             history += reply[role] + TOKENS_PER_MESSAGE
             role = "patient" if role == "clinician" else "clinician"
-        filler = [{"role": "user" if i % 2 == 0 else "assistant",
-                   "content": "x" * (CHARS_PER_TOKEN * reply["patient" if i % 2 == 0 else "clinician"])}
-                  for i in range(c.turns + 1)]
-        judge_prompt = prompt_tokens(build_judge_messages(prep.templates["judge"], profile, filler, prep.fewshot, g))
-        est["judge"]["calls"] += c.judge_samples
-        est["judge"]["prompt_tokens"] += judge_prompt * c.judge_samples
-        est["judge"]["completion_tokens"] += reply["judge"] * c.judge_samples
-    for role, e in est.items():
-        e["model"] = specs[role].model
-        e["cost_usd"] = cost(specs[role].model, e["prompt_tokens"], e["completion_tokens"])
+        filler = [{"role": "user", "content": c.opening_line}] + [
+            {"role": "user" if i % 2 == 0 else "assistant",
+             "content": "x" * (CHARS_PER_TOKEN * reply["patient" if i % 2 == 0 else "clinician"])}
+            for i in range(1, c.turns + 1)]
+        text = build_judge_messages(prep.templates["judge"], profile, filler, prep.fewshot, g,
+                                    c.judge_protocol)[0]["content"]
+        prompt = prompt_tokens([{"content": text}])
+        shared = cache_prefix(prep.templates["judge"], text, prep.fewshot, g, c.judge_protocol)
+        end = prompt_tokens([{"content": shared}]) if shared else prompt
+        for _ in range(c.judge_samples):
+            usage["judge"] += cached_usage(c.judge.model, prompt, reply["judge"], judge_seen, end)
+            calls["judge"] += 1
+            judge_seen = end if shared else 0
+    est: dict[str, dict[str, Any]] = {}
+    for role, u in usage.items():
+        model = specs[role].model
+        billed = billed_input_tokens(model, u)
+        est[role] = {"model": model, "calls": calls[role], "reply_tokens": reply[role], **u.model_dump(),
+                     "billed_input_tokens": None if billed is None else round(billed),
+                     "cost_usd": cost_usd(model, u)}
     return est
 
 
 def format_estimate(est: dict[str, dict[str, Any]], n_profiles: int, turns: int) -> str:
     lines = [f"dry run: {n_profiles} profiles x {turns} turns; no model was called",
-             f"{'role':<10} {'model':<32} {'calls':>6} {'input tok':>10} {'output tok':>10} {'cost $':>9}"]
+             f"{'role':<10} {'model':<32} {'calls':>6} {'input tok':>10} {'cache read':>10} {'billed in':>10} "
+             f"{'output tok':>10} {'cost $':>9}"]
     for role, e in est.items():
         dollars = "n/a" if e["cost_usd"] is None else f"{e['cost_usd']:.4f}"
-        lines.append(f"{role:<10} {e['model']:<32} {e['calls']:>6} {e['prompt_tokens']:>10} "
-                     f"{e['completion_tokens']:>10} {dollars:>9}")
+        billed = "n/a" if e["billed_input_tokens"] is None else e["billed_input_tokens"]
+        lines.append(f"{role:<10} {e['model']:<32} {e['calls']:>6} {e['prompt_tokens']:>10} {e['cached_tokens']:>10} "
+                     f"{billed:>10} {e['completion_tokens']:>10} {dollars:>9}")
     priced = [e["cost_usd"] for e in est.values()]
     total = "n/a (a model has no price)" if None in priced else f"${sum(priced):.4f}"
-    lines.append(f"total: {sum(e['calls'] for e in est.values())} calls, estimated {total} "
-                 f"(assumes ~{CHARS_PER_TOKEN} characters per token, replies of "
-                 + ", ".join(f"{r} {ASSUMED_REPLY_TOKENS[r]}" for r in est) + " tokens; "
-                 "judge parse retries and prompt caching not included)")
+    lines += [
+        f"total: {sum(e['calls'] for e in est.values())} calls, estimated {total}",
+        "method: every request as the run builds it (each profile's rendered prompts, the whole history "
+        "resent each turn, the judge template over the transcript), ~"
+        f"{CHARS_PER_TOKEN} characters per token, replies of "
+        + ", ".join(f"{r} {e['reply_tokens']}" for r, e in est.items())
+        + " tokens (--assume-reply-tokens ROLE=N to change; input grows about linearly with them); "
+        "prompt caching as the provider applies it (billed in: price-weighted input); "
+        "judge parse retries not included",
+    ]
     return "\n".join(lines)
 
 

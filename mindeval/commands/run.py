@@ -123,8 +123,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="stop cleanly (resumable) before the run's spend could exceed USD (default: no cap)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the number of calls and estimated tokens and dollars per role; call no model")
+    p.add_argument("--assume-reply-tokens", type=role_tokens, action="append", default=[], metavar="ROLE=N",
+                   help="for --dry-run: the reply length of ROLE in tokens (default patient 80, clinician 150, "
+                   "judge 120; repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=handle)
+
+
+def role_tokens(text: str) -> tuple[str, int]:
+    """``ROLE=N`` of ``--assume-reply-tokens``."""
+    role, _, n = text.partition("=")
+    if role not in ("patient", "clinician", "judge") or not n.isdigit() or int(n) < 1:
+        raise MindEvalError(f"expected ROLE=N with ROLE patient, clinician or judge and N >= 1, got {text!r}",
+                            field="--assume-reply-tokens")
+    return role, int(n)
 
 
 def add_judge_options(p: argparse.ArgumentParser, *, fewshot_k: int = DEFAULT_FEWSHOT_K, fewshot_file_help: str = "") -> None:
@@ -172,7 +184,8 @@ def handle(args: argparse.Namespace) -> int:
     )
     if args.dry_run:
         prep = prepare(opts)
-        print(format_estimate(estimate_run(prep), len(prep.profiles), prep.config.turns))
+        est = estimate_run(prep, dict(args.assume_reply_tokens))
+        print(format_estimate(est, len(prep.profiles), prep.config.turns))
         return 0
     summary = run_benchmark(opts)
     return 0 if is_complete(summary) else 1

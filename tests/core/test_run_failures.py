@@ -69,7 +69,15 @@ def test_dry_run_estimates_without_calling(tmp_path, capsys):
     assert "dry run: 3 profiles x 4 turns" in printed and "total: 15 calls" in printed
     lines = {ln.split()[0]: ln.split() for ln in printed.splitlines() if ln.split()}
     assert lines["clinician"][2] == "6" and lines["patient"][2] == "6" and lines["judge"][2] == "3"
+    assert "replies of patient 80, clinician 150" in printed  # the method is printed with the estimate
+    assert main(["run", *ECHO, "--judge", "fake/judge", "--limit", "3", "--turns", "4", "--out", str(out),
+                 "--dry-run", "--assume-reply-tokens", "clinician=40"]) == 0
+    shorter = {ln.split()[0]: ln.split() for ln in capsys.readouterr().out.splitlines() if ln.split()}
+    assert "clinician 40," in " ".join(shorter["method:"])
+    assert int(shorter["patient"][3]) < int(lines["patient"][3])  # the patient reads shorter clinician turns
     assert sum(fake.CALLS.values()) == before and not out.exists()
+    assert main(["run", *ECHO, "--out", str(out), "--dry-run", "--assume-reply-tokens", "nurse=3"]) == 2
+    assert "--assume-reply-tokens: expected ROLE=N" in capsys.readouterr().err
 
 
 def test_max_cost_stops_cleanly_and_resumes(tmp_path, capsys, monkeypatch):

@@ -63,6 +63,7 @@ ERROR_TEXT = {
 BILLING = {"openai": {"read": 0.5, "write": 1.0}, "anthropic": {"read": 0.1, "write": 1.25}}
 MAX_BREAKPOINTS = 4  # Anthropic refuses a request with more cache_control blocks
 LOOKBACK_BLOCKS = 20  # how far before a breakpoint Anthropic looks for an earlier cache entry
+AUTO_STEP = 128  # OpenAI's automatic cache hits in steps of this many tokens
 
 
 def judge_json(missing: str | None = None, seed: str = "") -> str:
@@ -242,8 +243,9 @@ class FaultServer:
         Anthropic (explicit breakpoints): a cache entry is written at each breakpoint whose
         prefix has at least ``cache_min_tokens``; a request reads the longest prefix written
         earlier that ends at a block boundary within 20 blocks before one of its own
-        breakpoints, and writes the rest up to its last breakpoint. OpenAI: every block
-        boundary of a long enough prefix is written, free. Entries are per model and become
+        breakpoints, and writes the rest up to its last breakpoint. OpenAI: every prefix of
+        at least ``cache_min_tokens`` is cached, free, and a request reads the longest one it
+        shares, in steps of :data:`AUTO_STEP` tokens. Entries are per model and become
         readable once the writing request is answered (:meth:`commit`).
         """
         sizes = [count_tokens(text) + 4 for _, text, _ in blocks]
@@ -257,19 +259,38 @@ class FaultServer:
         total = prefix[-1]
         read = write = 0
         new_keys: list[str] = []
-        if self.cache:
-            explicit = api == "anthropic"
-            marks = [i for i, b in enumerate(blocks) if b[2]] if explicit else list(range(len(blocks)))
+        if self.cache and api == "anthropic":
+            marks = [i for i, b in enumerate(blocks) if b[2]]
             reachable = {i for m in marks for i in range(max(0, m - LOOKBACK_BLOCKS + 1), m + 1)}
             with self._lock:
                 hits = [i for i in sorted(reachable) if keys[i] in self._cache_keys]
             if hits:
                 read = prefix[hits[-1] + 1]
             new_keys = [keys[i] for i in marks if prefix[i + 1] >= self.cache_min_tokens]
-            if explicit and marks and prefix[marks[-1] + 1] >= self.cache_min_tokens:
+            if marks and prefix[marks[-1] + 1] >= self.cache_min_tokens:
                 write = max(0, prefix[marks[-1] + 1] - read)
+        elif self.cache:
+            steps = self._auto_steps(blocks, model)
+            new_keys = [key for tokens, key in steps if tokens >= self.cache_min_tokens]
+            with self._lock:
+                hits = [tokens for tokens, key in steps if key in self._cache_keys]
+            read = min(max(hits, default=0), total)
         return {"total": total, "read": read, "write": write, "uncached": total - read - write,
                 "api": api, "keys": new_keys}
+
+    @staticmethod
+    def _auto_steps(blocks: list[tuple[str, str, bool]], model: str) -> list[tuple[int, str]]:
+        """``(tokens, key)`` of every :data:`AUTO_STEP`-token prefix of the prompt, across
+        block boundaries (OpenAI caches the longest common prefix in such steps). A block is
+        its text after a 16-character header: 4 tokens, as :func:`count_tokens` + 4 counts."""
+        flat = "".join(f"{role:>15}\0{text}" for role, text, _ in blocks)
+        h = hashlib.sha256(model.encode())
+        step = 4 * AUTO_STEP
+        out = []
+        for end in range(step, len(flat) + 1, step):
+            h.update(flat[end - step:end].encode())
+            out.append((end // 4, h.hexdigest()))
+        return out
 
     def commit(self, bill: dict[str, Any]) -> None:
         """Bill a request answered now and make the entries it wrote readable."""
