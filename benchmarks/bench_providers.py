@@ -1,6 +1,7 @@
 """Provider-side figures of the gateway against the local fault server (another process).
 
 Usage: .venv/bin/python benchmarks/bench_providers.py [--profiles 50] [--turns 20] [--skip-run]
+       [--fewshot-file human_annotations.jsonl]
 
 Reports:
 * prompt caching: a full ``--profiles`` x ``--turns`` run with Anthropic models (cache
@@ -44,10 +45,11 @@ ROLES = ("patient", "clinician", "judge")
 CLAUDE = "anthropic/claude-sonnet-4-5"
 
 
-def caching(profiles: Path, turns: int, out: Path) -> dict[str, Any]:
+def caching(profiles: Path, turns: int, out: Path, fewshot: str | None = None) -> dict[str, Any]:
     with spawn(cache=True, cache_min_tokens=1024, reply_words=60, latency_s=0.2) as srv:
         specs = {r: ModelSpec(model=CLAUDE, api_base=srv.base) for r in ROLES}
-        opts = RunOptions(**specs, profiles=str(profiles), turns=turns, out=out, concurrency=50, progress=False)
+        opts = RunOptions(**specs, profiles=str(profiles), turns=turns, out=out, concurrency=50, progress=False,
+                          fewshot=fewshot)
         s = run_benchmark(opts, echo=None)
         bill = srv.stats()["billing"]
     billed = bill["billed_input_tokens_x1000"] / 1000
@@ -136,6 +138,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=1000, help="calls for the gateway CPU figure")
     ap.add_argument("--limited", type=int, default=120, help="requests for the rate-limit figure")
     ap.add_argument("--skip-run", action="store_true", help="skip the full caching run")
+    ap.add_argument("--fewshot-file", default=None, help="annotated file: the judge sees 5 rated examples")
     args = ap.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
     os.environ.setdefault("ANTHROPIC_API_KEY", "sk-ant-bench")
@@ -148,7 +151,7 @@ def main() -> None:
             tmp = Path(tmpdir)
             profiles = make_profiles(args.profiles, tmp / "profiles.jsonl")
             result["caching"] = {"profiles": args.profiles, "turns": args.turns,
-                                 **caching(profiles, args.turns, tmp / "run")}
+                                 **caching(profiles, args.turns, tmp / "run", args.fewshot_file)}
     print(json.dumps(result, indent=2))
 
 
