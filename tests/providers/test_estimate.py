@@ -22,7 +22,10 @@ def test_estimate_matches_the_servers_counts_given_the_reply_lengths(tmp_path, m
         specs = {r: ModelSpec(model=model, api_base=base) for r in ROLES}
         opts = RunOptions(**specs, limit=3, turns=16, out=tmp_path / "run", concurrency=3, progress=False)
         s = run_benchmark(opts, echo=None)
+        server_billed = srv.billing["billed_input_tokens_x1000"] / 1000
     measured = s["tokens"]
+    # The summary's billed input (recorded reads and writes at the price map's ratios) is what the server billed.
+    assert sum(measured[r]["billed_input_tokens"] for r in ROLES) == pytest.approx(server_billed, abs=3)
     assert s["n_judged"] == 3 and all(measured[r]["cached_tokens"] > 0 for r in ROLES)
     replies = {r: round(v["completion_tokens"] / v["calls"]) for r, v in measured.items()}
     est = estimate_run(prepare(opts), replies)
