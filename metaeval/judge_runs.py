@@ -133,7 +133,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     from mindeval.llm.gateway import ModelSpec, check_model_string
     from mindeval.prompts import load_template
     from mindeval.store import sqlite_url
-    from mindeval.store.calls import logged_run
+    from mindeval.store.calls import calls_line, logged_run
 
     say = echo or (lambda _m: None)
     if opts.repetitions < 1:
@@ -222,7 +222,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
             summary = _export(store, out, data, evaluate, label, log, time.perf_counter() - started,
                               opts.judge_protocol, resumed)
     say(f"wrote {out / JUDGMENTS_FILE}: {summary['n_judged']} judgments, {summary['n_failed_judgments']} failed; "
-        f"calls made {summary['calls_made']}, reused {summary['calls_reused']}")
+        + calls_line(summary["calls_made"], summary["calls_reused"]))
     return summary
 
 

@@ -149,7 +149,7 @@ def generate(opts: RealismOptions, turns: list[HumanTurn], say: Callable[[str], 
     from mindeval.llm.gateway import ModelSpec, check_model_string
     from mindeval.prompts import load_template, render_patient
     from mindeval.store import sqlite_url
-    from mindeval.store.calls import logged_run
+    from mindeval.store.calls import calls_line, logged_run
 
     check_concurrency(opts.concurrency)
 
@@ -182,6 +182,7 @@ def generate(opts: RealismOptions, turns: list[HumanTurn], say: Callable[[str], 
                 errors.append(f"{name} #{i}: {exc}")
 
         run_pool(jobs, work, concurrency=opts.concurrency, desc="patient turns", progress=say is not _silent)
+    say(calls_line(log.counters.made, log.counters.reused, log.counters.failed))
     done = {name: [t for t in vals if t] for name, vals in texts.items()}
     empty = [n for n, v in done.items() if not v]
     if empty:

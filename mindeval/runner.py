@@ -61,7 +61,7 @@ from .records import (
 )
 from .simulate import run_interaction
 from .store import runs
-from .store.calls import CallLog
+from .store.calls import CallLog, calls_line
 from .store.db import Database, redact_url, sqlite_url
 from .store.runs import RunStore, Writer
 from .workers import Progress, bounded, check_concurrency, run_async
@@ -494,7 +494,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"interactions: {summary['n_interactions']} of {total} started ({summary['n_complete']} complete, "
         f"{summary['n_failed_interactions']} failed)   judgments: {summary['n_judged']} ok, "
         f"{summary['n_failed_judgments']} failed (excluded from means)",
-        f"calls made: {summary.get('calls_made', 0)}   reused from store: {summary.get('calls_reused', 0)}   "
+        f"{calls_line(summary.get('calls_made', 0), summary.get('calls_reused', 0))}   "
         f"elapsed: {summary.get('elapsed_s', 0)}s",
     ]
     tok = summary.get("tokens", {})

@@ -87,6 +87,7 @@ def _generate(args: argparse.Namespace) -> int:
     from ..llm.gateway import ModelSpec
     from ..profiles.backstory import BackstoryOutcome, generate_file
     from ..profiles.official import resolve_profiles_arg
+    from ..store.calls import calls_line
 
     source = resolve_profiles_arg(args.source)
     spec = ModelSpec(model=args.model, temperature=args.temperature, max_tokens=args.max_tokens,
@@ -107,7 +108,7 @@ def _generate(args: argparse.Namespace) -> int:
                            on_done=progress, progress=not args.quiet, new_run=args.new_run)
     print(f"{'resumed' if report.resumed else 'started'} run {report.run_id}: "
           f"{report.n_ok} generated, {report.n_kept} kept, {report.n_failed} failed of {report.n_profiles}; "
-          f"calls: {report.calls_made} made, {report.calls_reused} reused, {report.calls_failed} errors; "
+          f"{calls_line(report.calls_made, report.calls_reused, report.calls_failed)}; "
           f"{report.elapsed_s:.1f}s", file=sys.stderr)
     print(f"wrote {report.n_ok + report.n_kept} profiles to {report.output} (calls stored in {report.db})",
           file=sys.stderr)

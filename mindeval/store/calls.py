@@ -65,6 +65,11 @@ class CallCounters:
     failed: int = 0
 
 
+def calls_line(made: int, reused: int, failed: int = 0) -> str:
+    """The summary line of a run's model calls, alike for every command."""
+    return f"calls made: {made}   reused from store: {reused}" + (f"   failed: {failed}" if failed else "")
+
+
 # An operation run in the same transaction as a successful call record (e.g. saving the turn).
 AfterCall = Callable[[int, Completion], Callable[[Session], Any]]
 

@@ -32,8 +32,10 @@ def backstory(tmp_path, temperature: float | None, new_run: bool) -> dict[str, A
 
 def judge(tmp_path, temperature: float | None, new_run: bool, tiny_authors) -> dict[str, Any]:
     params = {} if temperature is None else {"temperature": temperature}
-    return run_judge(JudgeRunOptions(annotations=str(tiny_authors), judge="fake/judge", out=str(tmp_path / "jr"),
-                                     params=params, retries=1, limit=3, new_run=new_run), echo=None)
+    printed: list[str] = []
+    summary = run_judge(JudgeRunOptions(annotations=str(tiny_authors), judge="fake/judge", out=str(tmp_path / "jr"),
+                                        params=params, retries=1, limit=3, new_run=new_run), echo=printed.append)
+    return {**summary, "printed": printed}
 
 
 def realism(tmp_path, temperature: float | None, new_run: bool) -> dict[str, Any]:
@@ -42,7 +44,8 @@ def realism(tmp_path, temperature: float | None, new_run: bool) -> dict[str, Any
     params = {} if temperature is None else {"temperature": temperature}
     opts = RealismOptions(human_turns=str(human_file(tmp_path, n=3)), patient="fake/echo", variants=["default"],
                           out=str(out), params=params, new_run=new_run)
-    return generate(opts, load_human_turns(opts.human_turns), lambda _m: None)[1]
+    printed: list[str] = []
+    return {**generate(opts, load_human_turns(opts.human_turns), printed.append)[1], "printed": printed}
 
 
 @pytest.mark.parametrize("tool", [backstory, judge, realism])
@@ -62,6 +65,9 @@ def test_same_options_resume_other_options_are_refused(tool, tmp_path, tiny_auth
     # stored replies are reused (the judge does not even ask again for a stored judgment)
     assert again["calls_made"] == 0 and again["calls_reused"] == (0 if tool is judge else made)
     assert fake.CALLS[model] - before == made  # nothing was asked twice
+    if tool is not backstory:  # (its command line prints the same: tests/profiles)
+        assert any(line.startswith("resuming run ") for line in again["printed"])
+        assert any(f"calls made: 0   reused from store: {again['calls_reused']}" in line for line in again["printed"])
 
     with pytest.raises(ConfigMismatchError, match=r"temperature: None -> 0\.5") as refused:
         invoke(temperature=0.5)

@@ -125,7 +125,7 @@ def test_rerun_reuses_every_stored_call(tmp_path, two_profiles, capsys):
     assert main(["profiles", "generate", str(two_profiles), "--model", model, "-o", str(out)]) == 0
     assert _count(model) == before  # the script is empty: any new call would fail
     assert out.read_bytes() == first
-    assert "calls: 0 made, 2 reused" in capsys.readouterr().err
+    assert "calls made: 0   reused from store: 2" in capsys.readouterr().err
     rows, _ = _calls(tmp_path / "out.backstory.db")
     assert len(rows) == 2
 
