@@ -28,6 +28,7 @@ from mindeval import __version__
 from mindeval.authors import load_mapping
 from mindeval.config import hash_config
 from mindeval.errors import MindEvalError
+from mindeval.files import sha256_file
 from mindeval.records import (
     AXES,
     CONFIG_FILE,
@@ -65,10 +66,6 @@ class JudgeRunOptions(BaseModel):
     study: str | None = None
     judge_protocol: str = "mindeval"
     new_run: bool = False
-
-
-def _sha256(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _is_url(source: str) -> bool:
@@ -172,9 +169,9 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     config = {
         "judge": spec.model_dump(mode="json"),
         "prompt": {"ref": tpl.ref, "sha256": tpl.sha256},
-        "annotations_sha256": _content_hash(data) if _is_url(opts.annotations) else _sha256(opts.annotations),
+        "annotations_sha256": _content_hash(data) if _is_url(opts.annotations) else sha256_file(opts.annotations),
         "fewshot_sha256": (None if not opts.fewshot_source else _content_hash(shot_src)
-                           if _is_url(opts.fewshot_source) else _sha256(opts.fewshot_source)),
+                           if _is_url(opts.fewshot_source) else sha256_file(opts.fewshot_source)),
         "fewshot_k": len(shot_ids),
         "judge_protocol": opts.judge_protocol,
         "fewshot_interaction_ids": shot_ids,

@@ -8,7 +8,6 @@ configuration is refused with a readable diff unless ``new_run`` is set.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +36,7 @@ from .config import (
     spec_with_defaults,
 )
 from .errors import MindEvalError, ModelCallError
+from .files import sha256_file
 from .guidelines import load_guidelines
 from .judge import FewShotExample, judge_transcript
 from .llm.gateway import ModelSpec, check_model_string
@@ -103,10 +103,6 @@ def resolve_profiles(value: str) -> Path:
     return resolve_profiles_arg(value)
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _prompt_ref(tpl: PromptTemplate) -> PromptRef:
     return PromptRef(ref=tpl.ref, sha256=tpl.sha256, source=tpl.source)
 
@@ -151,7 +147,7 @@ def prepare(opts: RunOptions) -> Prepared:
     from .fewshot import judge_fewshot
 
     fewshot, fewshot_path = judge_fewshot(opts.judge_protocol, opts.fewshot, opts.fewshot_k, opts.seed)
-    fewshot_sha = file_sha256(fewshot_path) if fewshot_path else None
+    fewshot_sha = sha256_file(fewshot_path) if fewshot_path else None
     g = load_guidelines()
     config = RunConfig(
         patient=spec_with_defaults("patient", opts.patient),
@@ -160,7 +156,7 @@ def prepare(opts: RunOptions) -> Prepared:
         prompts={k: _prompt_ref(t) for k, t in templates.items()},
         guidelines_version=g.version,
         profiles_source=str(path),
-        profiles_sha256=file_sha256(path),
+        profiles_sha256=sha256_file(path),
         profile_ids=[p.id for p in profiles],
         turns=opts.turns,
         opening_line=OPENING_LINE,

@@ -76,7 +76,8 @@ def _download(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from ..profiles.download import FILES, UPSTREAM_SHA256, official_dir, read_manifest, sha256_file
+    from ..files import sha256_file
+    from ..profiles.download import FILES, UPSTREAM_SHA256, official_dir, read_manifest
 
     target = official_dir(args.cache_dir)
     print(f"cache: {target}")

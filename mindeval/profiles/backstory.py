@@ -10,7 +10,6 @@ reply and makes no repeated calls.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import time
@@ -23,7 +22,7 @@ from pydantic import BaseModel
 from .. import __version__
 from ..config import spec_with_defaults
 from ..errors import MindEvalError, ModelCallError
-from ..files import atomic_write, write_json
+from ..files import atomic_write, sha256_file, write_json
 from ..llm.gateway import ModelSpec, check_model_string
 from ..prompts import PromptTemplate, load_template, render_backstory
 from ..records import Profile, load_profiles
@@ -275,7 +274,7 @@ def generate_file(
         **report.model_dump(exclude={"outcomes"}),
         "kind": "backstory", "model": spec.model_dump(mode="json"),
         "prompt": {"ref": tpl.ref, "sha256": tpl.sha256}, "retries": retries, "seed": seed,
-        "source_sha256": hashlib.sha256(src.read_bytes()).hexdigest(), "mindeval_version": __version__,
+        "source_sha256": sha256_file(src), "mindeval_version": __version__,
     }
     write_json(sidecar(out, "meta.json"), meta)
     return report

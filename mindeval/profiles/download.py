@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..errors import MindEvalError
+from ..files import sha256_file
 
 REPOSITORY = "SWORDHealth/mind-eval"
 COMMIT = "aab6be604e686bd5a158c3f252c3a71c955c28ce"
@@ -72,14 +73,6 @@ def parse_sha_overrides(items: list[str] | None) -> dict[str, str]:
             raise MindEvalError(f"{name}: a SHA-256 is 64 hex digits (got {hexval!r})", field="--sha256")
         out[name] = hexval.lower()
     return out
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class FileResult(BaseModel):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import MindEvalError
+from ..files import sha256_file
 from ..resources import data_dir
-from .download import FILES, UPSTREAM_SHA256, official_dir, read_manifest, sha256_file
+from .download import FILES, UPSTREAM_SHA256, official_dir, read_manifest
 
 DEMO_FILE = "demo_profiles.jsonl"
 
