@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from mindeval import __version__
 from mindeval.config import DEFAULT_MODEL, OPENING_LINE, REALISM_OPENER, REALISM_VARIANTS
 from mindeval.errors import MindEvalError, ModelCallError
-from mindeval.records import ATTRIBUTE_FIELDS, Profile, read_jsonl
+from mindeval.records import ATTRIBUTE_FIELDS, Profile, read_jsonl, validate_row
 from mindeval.workers import check_concurrency, run_pool
 
 from .style import relative_to, style_table
@@ -80,12 +80,10 @@ def _turn_from_json(obj: dict[str, Any], path: str, line: int) -> HumanTurn:
         raise MindEvalError("expected non-empty text", path=path, line=line, field="content")
     attrs = {k: prof[k] for k in ATTRIBUTE_FIELDS if k in prof}
     try:
-        profile = Profile.model_validate({"member_attributes": attrs, "member_narrative": str(prof.get("backstory") or "")})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(x) for x in err["loc"][1:]) or "patient_profile"
-        msg = "missing required field" if err["type"] == "missing" else err["msg"]
-        raise MindEvalError(msg, path=path, line=line, field=f"patient_profile.{field}") from None
+        profile = validate_row(Profile, {"member_attributes": attrs, "member_narrative": str(prof.get("backstory") or "")})
+    except MindEvalError as exc:  # named as in the file: patient_profile.<attribute>
+        field = (exc.field or "").removeprefix("member_attributes").lstrip(".")
+        raise MindEvalError(exc.message, path=path, line=line, field=f"patient_profile.{field}".rstrip(".")) from None
     return HumanTurn(profile=profile, content=content, line=line)
 
 
