@@ -1,11 +1,16 @@
-"""Skip the OpenAI SDK's per-call walk over plain-text chat histories.
+"""Skip per-call work of litellm and the OpenAI SDK whose result nobody reads.
 
-Before each request the SDK transforms the whole body against its TypedDicts
-(``async_maybe_transform``), which for a 20-message history is most of the CPU of a
-call. For messages that are plain ``{"role": str, "content": str}`` dicts the
-transform is the identity, so they are passed through as they are and only the rest
-of the body is transformed. Anything else (content blocks, tool calls) takes the SDK's
-own path unchanged.
+* The OpenAI SDK transforms the whole request body against its TypedDicts before each
+  request (``async_maybe_transform``); for a 20-message history that is most of the CPU
+  of a call. For plain ``{"role": str, "content": str}`` messages the transform is the
+  identity, so they are passed through and only the rest of the body is transformed.
+  Anything else (content blocks, tool calls) takes the SDK's own path unchanged.
+* litellm builds a logging payload for every successful call (a task on its logging
+  worker) and prices the reply a second time for it; for a model without a price that
+  lookup fails through litellm's fallback search on every call. MindEval registers no
+  litellm callback and prices calls itself (:mod:`.cost`), so while no callback is
+  registered (``litellm.callbacks``, ``success_callback``, ...) both are skipped. Once
+  a user registers one, litellm's own path runs unchanged.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 _installed = False
+CALLBACK_LISTS = ("callbacks", "success_callback", "_async_success_callback", "failure_callback",
+                  "_async_failure_callback", "input_callback", "service_callback")
 
 
 def _plain(messages: Any) -> bool:
@@ -20,11 +27,22 @@ def _plain(messages: Any) -> bool:
         type(m) is dict and all(type(v) is str for v in m.values()) for m in messages)
 
 
+def listening(litellm: Any) -> bool:
+    """Whether any litellm callback (global or per call) could read a call's log."""
+    return any(getattr(litellm, name, None) for name in CALLBACK_LISTS)
+
+
 def install() -> None:
-    """Wrap the SDK's chat-completions transform once per process."""
+    """Install the shortcuts once per process."""
     global _installed
     if _installed:
         return
+    _install_sdk_transform()
+    _install_quiet_logging()
+    _installed = True
+
+
+def _install_sdk_transform() -> None:
     from openai.resources.chat.completions import completions as mod
 
     original = mod.async_maybe_transform
@@ -36,4 +54,31 @@ def install() -> None:
         return await original(data, expected_type)
 
     mod.async_maybe_transform = transform
-    _installed = True
+
+
+def _install_quiet_logging() -> None:
+    import litellm
+    from litellm import utils
+    from litellm.litellm_core_utils.litellm_logging import Logging
+
+    dispatch = utils._dispatch_success_logging
+    price = Logging._response_cost_calculator
+
+    def _dispatch_success_logging(logging_obj: Any, *args: Any, **kwargs: Any) -> None:
+        if listening(litellm) or _dynamic(logging_obj):
+            dispatch(logging_obj, *args, **kwargs)
+
+    def _response_cost_calculator(self: Any, *args: Any, **kwargs: Any) -> float | None:
+        if listening(litellm) or _dynamic(self):
+            return price(self, *args, **kwargs)
+        return None
+
+    utils._dispatch_success_logging = _dispatch_success_logging
+    Logging._response_cost_calculator = _response_cost_calculator
+
+
+def _dynamic(logging_obj: Any) -> bool:
+    """Callbacks passed with the call itself (``acompletion(..., callbacks=[...])``)."""
+    return any(getattr(logging_obj, name, None) for name in (
+        "dynamic_success_callbacks", "dynamic_async_success_callbacks",
+        "dynamic_failure_callbacks", "dynamic_async_failure_callbacks"))

@@ -190,3 +190,28 @@ def test_sustained_429s_halve_concurrency_and_pause_for_retry_after(server):
     assert adaptive.throttles >= 1 and adaptive.limit < 30  # concurrency came down from unlimited
     # Without a client-side limit, 30 requests over 5/s cost 429s, but far fewer than a retry storm.
     assert server.count(outcome="429-limit") < 60
+
+
+def test_litellm_callbacks_still_receive_each_call_when_registered(server, monkeypatch):
+    """Without a litellm callback its per-call log and second pricing are skipped; with one they run."""
+    from litellm.integrations.custom_logger import CustomLogger
+
+    from mindeval.llm.gateway import litellm_module
+
+    litellm = litellm_module()
+    seen: list[dict] = []
+
+    class Recorder(CustomLogger):
+        async def async_log_success_event(self, kwargs, response_obj, start_time, end_time):
+            seen.append(kwargs)
+
+    complete(spec(server), MSGS, role="clinician")
+    time.sleep(0.3)
+    assert seen == []
+    monkeypatch.setattr(litellm, "callbacks", [Recorder()])
+    complete(spec(server, model="openai/gpt-4o-mini"), MSGS, role="clinician")
+    for _ in range(50):  # litellm's logging worker runs the callback after the reply
+        if seen:
+            break
+        time.sleep(0.05)
+    assert len(seen) == 1 and seen[0]["response_cost"] > 0
