@@ -27,7 +27,9 @@ from ..llm.gateway import Completion, ModelSpec, acomplete, complete
 from ..records import Usage
 from .db import Database
 from .runs import RunStore, Writer, open_run
-from .tables import CallRow
+from .tables import CallRow, utcnow
+
+_INSERT_CALL = CallRow.__table__.insert()
 
 
 def request_hash(
@@ -174,17 +176,17 @@ class CallLog:
         else:
             request["messages"] = messages
         u = comp.usage
+        values = dict(
+            run_id=self.run_id, role=role, tag=tag, request_hash=rhash, model=spec.model,
+            request_json=request, status="ok", response_text=comp.text, reasoning=comp.reasoning,
+            prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
+            cached_tokens=u.cached_tokens, cache_write_tokens=u.cache_write_tokens,
+            cost_usd=comp.cost_usd, latency_s=comp.latency_s, created_at=utcnow(),
+        )
 
         def op(s: Session) -> CallRow:
-            row = CallRow(
-                run_id=self.run_id, role=role, tag=tag, request_hash=rhash, model=spec.model,
-                request_json=request, status="ok", response_text=comp.text, reasoning=comp.reasoning,
-                prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
-                cached_tokens=u.cached_tokens, cache_write_tokens=u.cache_write_tokens,
-                cost_usd=comp.cost_usd, latency_s=comp.latency_s,
-            )
-            s.add(row)
-            s.flush()
+            # A Core insert: the ORM's per-object flush (needed for the id) was most of the writer's CPU.
+            row = CallRow(id=s.connection().execute(_INSERT_CALL, values).inserted_primary_key[0], **values)
             if after is not None:
                 after(row.id, comp)(s)
             return row
