@@ -26,10 +26,8 @@ from ..errors import ModelCallError
 from ..llm.gateway import Completion, ModelSpec, acomplete, complete
 from ..records import Usage
 from .db import Database
-from .runs import RunStore, Writer, open_run
+from .runs import RunStore, Writer, insert_row, open_run
 from .tables import CallRow, utcnow
-
-_INSERT_CALL = CallRow.__table__.insert()
 
 
 def request_hash(
@@ -185,8 +183,7 @@ class CallLog:
         )
 
         def op(s: Session) -> CallRow:
-            # A Core insert: the ORM's per-object flush (needed for the id) was most of the writer's CPU.
-            row = CallRow(id=s.connection().execute(_INSERT_CALL, values).inserted_primary_key[0], **values)
+            row = CallRow(id=insert_row(s, CallRow, values), **values)  # detached copy for the resume index
             if after is not None:
                 after(row.id, comp)(s)
             return row

@@ -17,6 +17,7 @@ import queue
 import threading
 import uuid
 from collections.abc import Callable
+from functools import cache
 from typing import Any, TypeVar
 
 from sqlalchemy import func, select, update
@@ -112,6 +113,23 @@ def _deliver(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
                 fut.set_exception(value)
 
 
+def insert_row(s: Session, table: type, values: dict[str, Any]) -> int:
+    """Insert one row with a Core statement and return its primary key.
+
+    The hot write path (a call and its turn per model call) skips the ORM's
+    unit-of-work flush; objects the session still holds are flushed first, so
+    foreign keys to them hold.
+    """
+    if s.new or s.dirty:
+        s.flush()
+    return s.connection().execute(_inserts(table), values).inserted_primary_key[0]
+
+
+@cache
+def _inserts(table: type) -> Any:
+    return table.__table__.insert()
+
+
 # ------------------------------------------------------------------------- the store
 
 
@@ -205,13 +223,15 @@ class RunStore:
 
     @staticmethod
     def add_turn(iid: str, turn: Turn) -> Op[None]:
+        values = dict(
+            interaction_id=iid, idx=turn.index, role=turn.role, content=turn.content,
+            reasoning=turn.reasoning, model=turn.model, author=turn.author,
+            prompt_tokens=turn.usage.prompt_tokens, completion_tokens=turn.usage.completion_tokens,
+            latency_s=turn.latency_s, call_id=turn.call_id,
+        )
+
         def op(s: Session) -> None:
-            s.add(TurnRow(
-                interaction_id=iid, idx=turn.index, role=turn.role, content=turn.content,
-                reasoning=turn.reasoning, model=turn.model, author=turn.author,
-                prompt_tokens=turn.usage.prompt_tokens, completion_tokens=turn.usage.completion_tokens,
-                latency_s=turn.latency_s, call_id=turn.call_id,
-            ))
+            insert_row(s, TurnRow, values)
         return op
 
     def interactions(self) -> list[Interaction]:
