@@ -4,7 +4,8 @@
   request (``async_maybe_transform``); for a 20-message history that is most of the CPU
   of a call. For plain ``{"role": str, "content": str}`` messages the transform is the
   identity, so they are passed through and only the rest of the body is transformed.
-  Anything else (content blocks, tool calls) takes the SDK's own path unchanged.
+  Anything else (content blocks, tool calls) takes the SDK's own path unchanged. The
+  SDK's chat module is imported only when a call may go through it (start-up).
 * litellm builds a logging payload for every successful call (a task on its logging
   worker) and prices the reply a second time for it; for a model without a price that
   lookup fails through litellm's fallback search on every call. MindEval registers no
@@ -15,9 +16,13 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 _installed = False
+_sdk_patched = False
+SDK_MODULE = "openai.resources.chat.completions.completions"
+SDK_PROVIDERS = ("openai", "azure")  # litellm calls these through the OpenAI SDK
 CALLBACK_LISTS = ("callbacks", "success_callback", "_async_success_callback", "failure_callback",
                   "_async_failure_callback", "input_callback", "service_callback")
 
@@ -33,16 +38,23 @@ def listening(litellm: Any) -> bool:
 
 
 def install() -> None:
-    """Install the shortcuts once per process."""
+    """Install litellm's shortcuts once per process (the SDK's: see :func:`patch_sdk`)."""
     global _installed
     if _installed:
         return
-    _install_sdk_transform()
     _install_quiet_logging()
     _installed = True
 
 
-def _install_sdk_transform() -> None:
+def patch_sdk(provider: str) -> None:
+    """Wrap the SDK's transform before a call that may use the SDK (once per process).
+
+    The SDK is imported only for providers litellm reaches through it (importing it
+    costs ~0.4 s of start-up), or once litellm has imported it for another provider.
+    """
+    global _sdk_patched
+    if _sdk_patched or (provider not in SDK_PROVIDERS and SDK_MODULE not in sys.modules):
+        return
     from openai.resources.chat.completions import completions as mod
 
     original = mod.async_maybe_transform
@@ -54,6 +66,7 @@ def _install_sdk_transform() -> None:
         return await original(data, expected_type)
 
     mod.async_maybe_transform = transform
+    _sdk_patched = True
 
 
 def _install_quiet_logging() -> None:

@@ -32,6 +32,7 @@ from ..records import ModelRecord, Usage
 from . import custom
 from .caching import uses_breakpoints, with_breakpoints
 from .cost import cost_usd
+from .fastpath import patch_sdk
 from .limits import limiter_for
 from .reasoning import split_reasoning
 from .retry import Attempts, EmptyReply, retry_after_s, to_model_error
@@ -264,6 +265,7 @@ async def _attempt(
             asyncio.to_thread(custom.call_custom, spec.model, messages, timeout), timeout + 1)
         return _completion(spec.model, out["content"], out["reasoning"], out["usage"])
     litellm = litellm_module()
+    patch_sdk(spec.provider)
     kwargs = spec.params()
     if response_format is not None:
         kwargs["response_format"] = response_format
