@@ -11,7 +11,8 @@ Reports, for ``--profiles`` x ``--turns`` + one judge call each at ``--concurren
 * wall time of the run vs its critical path (turns + 1 sequential calls x latency);
 * CPU ms per model call of the engine (in-process, imports warm; the server runs in
   another process so its CPU is not counted);
-* start-up: a fresh ``mindeval run`` process, from launch to its first request;
+* start-up: a fresh ``mindeval run`` process, from launch to its first request (wall, and the
+  CPU the process used by then), next to its floor: a fresh interpreter importing litellm;
 * store bytes per turn (run.db + WAL), at ``--turns`` and at half of it (linear storage
   gives the same figure for both);
 * the ``--dry-run`` token estimate vs the tokens the server counted, per role.
@@ -77,13 +78,22 @@ def engine_run(url: str, profiles: Path, turns: int, concurrency: int, out: Path
             "bytes_per_turn": store_bytes(out) / max(1, n_turns), "opts": opts}
 
 
-def startup(profiles: Path, tmp: Path) -> float:
-    """Seconds from launching `mindeval run` to its first request at the server."""
-    stamps: list[float] = []
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a live process (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def startup(profiles: Path, tmp: Path) -> tuple[float, float]:
+    """Seconds from launching `mindeval run` to its first request at the server: wall, and
+    the process's CPU by then (on a shared machine the CPU figure is the one to compare)."""
+    stamps: list[tuple[float, float]] = []
+    child: list[int] = []
 
     class Stamped(FaultServer):
         def _record(self, *args: Any) -> None:
-            stamps.append(time.perf_counter())
+            if not stamps:
+                stamps.append((time.perf_counter(), _cpu_s(child[0])))
             super()._record(*args)
 
     with Stamped(latency_s=0.0) as srv:
@@ -92,8 +102,30 @@ def startup(profiles: Path, tmp: Path) -> float:
         for r in ROLES:
             cmd += [f"--{r}", f"{PROVIDER}/{r}-model", f"--{r}-api-base", srv.url]
         t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True, env=os.environ)
-    return stamps[0] - t0
+        proc = subprocess.Popen(cmd, env=os.environ, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        child.append(proc.pid)
+        _, err = proc.communicate()
+        if proc.returncode:
+            raise SystemExit(err.decode())
+    return stamps[0][0] - t0, stamps[0][1]
+
+
+IMPORT_LITELLM = """
+import os, resource, time
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+t = time.perf_counter()
+import litellm
+litellm.acompletion  # litellm loads its call path lazily: a first call needs it
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(time.perf_counter() - t, ru.ru_utime + ru.ru_stime)
+"""
+
+
+def import_litellm() -> tuple[float, float]:
+    """The floor of any start-up: a fresh interpreter importing litellm's call path (wall, CPU)."""
+    out = subprocess.run([sys.executable, "-c", IMPORT_LITELLM], check=True, capture_output=True, text=True)
+    wall, cpu = out.stdout.split()
+    return float(wall), float(cpu)
 
 
 def main() -> None:
@@ -119,7 +151,8 @@ def main() -> None:
 
         estimate = runner.estimate_run(prepare(full["opts"])) if hasattr(runner, "estimate_run") else None
         measured = full["summary"]["tokens"]
-        start = startup(profiles, tmp)
+        start, start_cpu = startup(profiles, tmp)
+        floor, floor_cpu = import_litellm()
     critical = (args.turns + 1) * args.latency
     result = {
         "provider": args.provider, "profiles": args.profiles, "turns": args.turns, "latency_s": args.latency,
@@ -128,6 +161,8 @@ def main() -> None:
         "wall_over_critical": round(full["wall_s"] / critical, 2),
         "cpu_ms_per_call": round(1000 * full["cpu_s"] / max(1, full["calls"]), 2),
         "startup_to_first_request_s": round(start, 2),
+        "startup_cpu_s": round(start_cpu, 2),
+        "import_litellm_s": round(floor, 2), "import_litellm_cpu_s": round(floor_cpu, 2),
         "store_bytes_per_turn": round(full["bytes_per_turn"]),
         f"store_bytes_per_turn_at_{max(2, args.turns // 2)}_turns": round(half["bytes_per_turn"]),
         "tokens_estimated_vs_measured": estimate and {
