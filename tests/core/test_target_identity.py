@@ -1,0 +1,59 @@
+"""The built-in ``mindeval`` target's outputs are byte-identical to those of the code
+before targets existed: the hashes below were computed on main before the change.
+
+A small run with fake models and a fixed seed; the run id (random), the temporary
+directory, the checkout path and timings are the only things normalised away.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+import mindeval
+from mindeval.cli import main
+
+ROOT = Path(mindeval.__file__).resolve().parents[1]  # the checkout (or site-packages)
+VOLATILE = {"latency_s", "elapsed_s"}
+# sha256 of the normalised files of a run made by main at 6767f9e, before targets (see _normalised).
+PINNED = {
+    "config.json": "217bc5844a0a329bb404508344371bc5baebb33a6ab1df7935f43e3a94028b15",
+    "interactions.jsonl": "cf5f12c9aedd21aadb7c31701550d03e0f5b60db1fcd23fa1dafd8a7c2ebde41",
+    "judgments.jsonl": "87df1abcf0adf91c164855a957a26686ab1938af8ce32ec80b5265b6709990de",
+    "summary.json": "ed5cf7958e3616b6d0dc885d75c6c2310f943133b5ea26e34ba2d76c19f7d205",
+}
+
+
+def _drop(obj):
+    if isinstance(obj, dict):
+        return {k: _drop(v) for k, v in obj.items() if k not in VOLATILE}
+    if isinstance(obj, list):
+        return [_drop(v) for v in obj]
+    return obj
+
+
+def _normalised(out: Path, name: str, run_id: str) -> str:
+    text = (out / name).read_text(encoding="utf-8")
+    text = text.replace(run_id, "<RUN>").replace(str(out), "<OUT>").replace(str(ROOT), "<ROOT>")
+    if name.endswith(".jsonl"):
+        rows = [_drop(json.loads(line)) for line in text.splitlines()]
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    return json.dumps(_drop(json.loads(text)), indent=2, ensure_ascii=False) + "\n"
+
+
+def _digests(out: Path) -> dict[str, str]:
+    run_id = json.loads((out / "config.json").read_text())["run_id"]
+    return {name: hashlib.sha256(_normalised(out, name, run_id).encode()).hexdigest() for name in PINNED}
+
+
+@pytest.mark.parametrize("extra", [[], ["--target", "mindeval"]], ids=["default", "explicit"])
+def test_mindeval_target_outputs_are_byte_identical(tmp_path, extra):
+    out = tmp_path / "run"
+    args = ["run", "--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge",
+            "--profiles", "demo", "--limit", "3", "--turns", "4", "--judge-samples", "2",
+            "--seed", "7", "--concurrency", "1", "--quiet", "--out", str(out), *extra]
+    assert main(args) == 0
+    assert _digests(out) == PINNED
