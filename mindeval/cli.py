@@ -23,6 +23,7 @@ COMMANDS: tuple[str, ...] = (
     "mindeval.commands.data",
     "mindeval.commands.leaderboard",
     "mindeval.commands.app",
+    "mindeval.commands.targets",
 )
 
 

@@ -1,40 +1,55 @@
-"""Evaluation guidelines: load, validate and render ``guidelines/guidelines.yaml``.
+"""Evaluation guidelines: load, validate and render a target's ``guidelines.yaml``.
 
-One file feeds both the LLM judge (the rating scale and the five-axis rubric,
-paper Figs. 11-12 / Appendix B) and the annotation app (the nine human sub-axes,
-Appendix C). Validation errors name the file and the offending field, e.g.
-``guidelines.yaml:42:judge_axes.2.anchors: ...``.
+One file feeds both the LLM judge (the rating scale and the rubric of judge axes) and
+the annotation app (the human sub-axes). The built-in MindEval file (paper Figs. 11-12 /
+Appendix B and C) is one instance of a generic schema:
+
+* ``scale.kind: ordinal`` (the default; the MindEval file has no ``kind``): integer
+  scores ``min``..``max`` with a text per score; a judge axis's anchors are score bands
+  (``"1-2"``, ``"3-4"``, ...) covering the range once, in order; a human sub-axis's
+  anchors are keyed by score and include ``min`` and ``max``.
+* ``scale.kind: categorical``: named levels ``{id, label, value, harm}`` mapped to
+  distinct integers for statistics; a judge axis has one anchor per level
+  (``band: <level id>``); each axis has exactly one human sub-axis, with anchors keyed
+  by level id.
+
+Validation errors name the file, the line and the offending field, e.g.
+``guidelines.yaml:42:judge_axes.2.anchors: ...``; :func:`guideline_problems` lists
+every problem at once.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     PrivateAttr,
+    Tag,
     ValidationError,
+    ValidationInfo,
     field_validator,
 )
 
 from .errors import MindEvalError
-from .records import AXES
 from .resources import guidelines_dir
 
-BANDS: tuple[str, ...] = ("1-2", "3-4", "5-6")
-SUBAXIS_ANCHOR_SCORES: tuple[int, ...] = (1, 3, 6)
-N_SUBAXES = 9
 DEFAULT_FILE = "guidelines.yaml"
+SCALE_KINDS: tuple[str, ...] = ("ordinal", "categorical")
 
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+_CODE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_BAND = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
 def _nonblank(value: str, what: str) -> str:
@@ -43,48 +58,128 @@ def _nonblank(value: str, what: str) -> str:
     return value
 
 
-def _exactly(items: list[Any], got: tuple[str, ...], want: tuple[str, ...], what: str) -> list[Any]:
-    if got != want:
-        raise ValueError(f"{what} must be exactly {', '.join(want)} in this order (got {', '.join(got) or 'none'})")
-    return items
+def _snake(value: str, what: str = "id") -> str:
+    if not _SNAKE.match(value):
+        raise ValueError(f"{what} '{value}' must be snake_case (a-z, 0-9, underscores)")
+    return value
 
 
 Text = Annotated[str, AfterValidator(lambda v: _nonblank(v, "text"))]
+
+
+class _Problems(ValueError):
+    """Problems found by a cross-field check: ``(sub-location, message)`` pairs."""
+
+    def __init__(self, items: list[tuple[tuple[Any, ...], str]]) -> None:
+        super().__init__(items[0][1])
+        self.items = items
+
+
+def _raise(items: list[tuple[tuple[Any, ...], str]]) -> None:
+    if items:
+        raise _Problems(items)
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Scale(_Frozen):
-    """The 1-6 rating scale and how to calibrate it."""
+class Level(_Frozen):
+    """One level of a scale: an id, a label for people, its number for statistics, a harm flag."""
 
-    min: Literal[1] = 1
-    max: Literal[6] = 6
+    id: str
+    label: Text
+    value: int
+    harm: bool = False
+    description: str | None = None  # shown to the judge after the label
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        return _snake(v)
+
+
+class OrdinalScale(_Frozen):
+    """Integer scores ``min``..``max`` (MindEval: 1-6) and how to calibrate them."""
+
+    kind: Literal["ordinal"] = "ordinal"
+    min: int = 1
+    max: int = 6
     intro: Text
     levels: dict[int, str]
     distribution_note: Text
 
+    @field_validator("max")
+    @classmethod
+    def _max(cls, v: int, info: ValidationInfo) -> int:
+        lo = info.data.get("min")
+        if lo is not None and v <= lo:
+            raise ValueError(f"max must be greater than min ({lo})")
+        return v
+
     @field_validator("levels")
     @classmethod
-    def _levels(cls, v: dict[int, str]) -> dict[int, str]:
-        want = set(range(1, 7))
-        if set(v) != want:
+    def _levels(cls, v: dict[int, str], info: ValidationInfo) -> dict[int, str]:
+        lo, hi = info.data.get("min", 1), info.data.get("max", 6)
+        if set(v) != set(range(lo, hi + 1)):
             raise ValueError(
-                f"levels must describe every score 1-6 exactly once (got {sorted(v)})"
+                f"levels must describe every score {lo}-{hi} exactly once (got {sorted(v)})"
             )
         for k, text in v.items():
             _nonblank(text, f"level {k}")
         return dict(sorted(v.items()))
 
+    def all_levels(self) -> list[Level]:
+        return [Level.model_construct(id=str(s), label=str(s), value=s, harm=False, description=t)
+                for s, t in self.levels.items()]
+
+
+class CategoricalScale(_Frozen):
+    """Named levels (e.g. best practice / suboptimal / potential for harm) mapped to numbers."""
+
+    kind: Literal["categorical"]
+    intro: Text
+    levels: list[Level] = Field(min_length=2)
+    distribution_note: str | None = None
+
+    @field_validator("levels")
+    @classmethod
+    def _levels(cls, v: list[Level]) -> list[Level]:
+        for attr in ("id", "value"):
+            seen: dict[Any, int] = {}
+            for i, lvl in enumerate(v):
+                key = getattr(lvl, attr)
+                if key in seen:
+                    raise ValueError(f"duplicate level {attr} {key!r} (items {seen[key]} and {i})")
+                seen[key] = i
+        return v
+
+    def all_levels(self) -> list[Level]:
+        return list(self.levels)
+
+
+def _scale_kind(v: Any) -> str:
+    return str(v.get("kind", "ordinal")) if isinstance(v, dict) else getattr(v, "kind", "ordinal")
+
+
+Scale = Annotated[
+    Union[Annotated[OrdinalScale, Tag("ordinal")], Annotated[CategoricalScale, Tag("categorical")]],  # noqa: UP007
+    Discriminator(_scale_kind),
+]
+
 
 class AnchorBand(_Frozen):
-    """One score band of a judge axis, e.g. ``SCORE 5-6: label (RARE)`` plus bullets."""
+    """One anchor of a judge axis: a score band (``"5-6"``) or a level id, a label and bullets."""
 
-    band: Literal["1-2", "3-4", "5-6"]
+    band: str
     label: Text
     rarity: str | None = None
     bullets: list[str] = Field(min_length=1)
+
+    @field_validator("band", mode="before")
+    @classmethod
+    def _band(cls, v: Any) -> str:
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
 
     @field_validator("rarity")
     @classmethod
@@ -107,18 +202,20 @@ class AnchorBand(_Frozen):
 
 
 class JudgeAxis(_Frozen):
-    """One of the five evaluation axes scored by the judge."""
+    """One dimension scored by the judge."""
 
     code: str
     name: Text
     summary: Text
     what_to_evaluate: Text
-    anchors: list[AnchorBand]
+    anchors: list[AnchorBand] = Field(min_length=1)
 
-    @field_validator("anchors")
+    @field_validator("code")
     @classmethod
-    def _anchors(cls, v: list[AnchorBand]) -> list[AnchorBand]:
-        return _exactly(v, tuple(a.band for a in v), BANDS, "anchors")
+    def _code(cls, v: str) -> str:
+        if not _CODE.match(v):
+            raise ValueError(f"code '{v}' must be a letter followed by letters, digits or underscores")
+        return v
 
     def band(self, band: str) -> AnchorBand:
         for a in self.anchors:
@@ -128,43 +225,104 @@ class JudgeAxis(_Frozen):
 
 
 class HumanSubAxis(_Frozen):
-    """One of the nine sub-axes rated by human annotators (Appendix C)."""
+    """One item of the human rating form, belonging to a judge axis."""
 
     id: str
     axis: str
     name: Text
-    anchors: dict[int, str]
+    anchors: dict[Union[int, str], str]  # noqa: UP007 - scores (ordinal) or level ids (categorical)
     allow_na: bool = False
 
     @field_validator("id")
     @classmethod
     def _id(cls, v: str) -> str:
-        if not _SNAKE.match(v):
-            raise ValueError(f"id '{v}' must be snake_case (a-z, 0-9, underscores)")
-        return v
-
-    @field_validator("axis")
-    @classmethod
-    def _axis(cls, v: str) -> str:
-        if v not in AXES:
-            raise ValueError(f"axis '{v}' is not one of {', '.join(AXES)}")
-        return v
+        return _snake(v)
 
     @field_validator("anchors")
     @classmethod
-    def _sub_anchors(cls, v: dict[int, str]) -> dict[int, str]:
-        missing = [s for s in SUBAXIS_ANCHOR_SCORES if s not in v]
-        if missing:
-            raise ValueError(
-                f"anchors need scores {', '.join(map(str, SUBAXIS_ANCHOR_SCORES))}; "
-                f"missing {', '.join(map(str, missing))}"
-            )
-        out_of_range = [s for s in v if not 1 <= s <= 6]
-        if out_of_range:
-            raise ValueError(f"anchor scores must be within 1-6 (got {out_of_range})")
+    def _sub_anchors(cls, v: dict[int | str, str]) -> dict[int | str, str]:
+        if not v:
+            raise ValueError("anchors must not be empty")
         for k, text in v.items():
             _nonblank(text, f"anchor {k}")
-        return dict(sorted(v.items()))
+        return dict(sorted(v.items())) if all(isinstance(k, int) for k in v) else v
+
+
+def _band_range(band: str) -> tuple[int, int] | None:
+    m = _BAND.match(band)
+    if not m:
+        return None
+    lo = int(m.group(1))
+    return lo, int(m.group(2) or lo)
+
+
+def _check_axes(axes: list[JudgeAxis], scale: OrdinalScale | CategoricalScale) -> list[JudgeAxis]:
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    seen: dict[str, int] = {}
+    for i, ax in enumerate(axes):
+        if ax.code in seen:
+            problems.append(((i, "code"), f"duplicate code '{ax.code}' (items {seen[ax.code]} and {i})"))
+        seen.setdefault(ax.code, i)
+        bands = [a.band for a in ax.anchors]
+        if isinstance(scale, CategoricalScale):
+            ids = [lvl.id for lvl in scale.levels]
+            if sorted(bands) != sorted(ids):
+                problems.append(((i, "anchors"), f"anchors need one band per level ({', '.join(ids)}); "
+                                 f"got {', '.join(bands) or 'none'}"))
+            continue
+        expect, ok = scale.min, True
+        for b in bands:
+            r = _band_range(b)
+            if r is None or r[0] != expect or r[1] < r[0] or r[1] > scale.max:
+                ok = False
+                break
+            expect = r[1] + 1
+        if not ok or expect != scale.max + 1:
+            problems.append(((i, "anchors"), f"anchors must be score bands covering {scale.min}-{scale.max} "
+                             f"in order without gaps or overlap (got {', '.join(bands)})"))
+    _raise(problems)
+    return axes
+
+
+def _check_subaxes(subs: list[HumanSubAxis], scale: OrdinalScale | CategoricalScale,
+                   codes: tuple[str, ...] | None) -> list[HumanSubAxis]:
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    seen: dict[str, int] = {}
+    out = []
+    for i, s in enumerate(subs):
+        if s.id in seen:
+            problems.append(((), f"duplicate id '{s.id}' (items {seen[s.id]} and {i})"))
+        seen.setdefault(s.id, i)
+        if codes is not None and s.axis not in codes:
+            problems.append(((i, "axis"), f"axis '{s.axis}' is not one of {', '.join(codes)}"))
+        if isinstance(scale, CategoricalScale):
+            ids = [lvl.id for lvl in scale.levels]
+            if set(map(str, s.anchors)) != set(ids) or len(s.anchors) != len(ids):
+                problems.append(((i, "anchors"), f"anchors need exactly the level ids {', '.join(ids)} "
+                                 f"(got {', '.join(map(str, s.anchors))})"))
+            else:
+                s = s.model_copy(update={"anchors": {k: s.anchors[k] for k in ids}})
+        else:
+            wrong = [k for k in s.anchors if not isinstance(k, int) or not scale.min <= k <= scale.max]
+            missing = [k for k in (scale.min, scale.max) if k not in s.anchors]
+            if wrong:
+                problems.append(((i, "anchors"), f"anchor scores must be within {scale.min}-{scale.max} "
+                                 f"(got {', '.join(map(str, wrong))})"))
+            elif missing:
+                problems.append(((i, "anchors"), f"anchors need scores {scale.min} and {scale.max}; "
+                                 f"missing {', '.join(map(str, missing))}"))
+        out.append(s)
+    if codes is not None:
+        uncovered = [c for c in codes if not any(s.axis == c for s in subs)]
+        if uncovered:
+            problems.append(((), f"no sub-axis for axis {', '.join(uncovered)}"))
+        if isinstance(scale, CategoricalScale):
+            doubled = sorted({s.axis for s in subs if sum(t.axis == s.axis for t in subs) > 1})
+            if doubled:
+                problems.append(((), "a categorical scale needs exactly one sub-axis per axis; "
+                                 f"{', '.join(doubled)} has more"))
+    _raise(problems)
+    return out
 
 
 class Guidelines(_Frozen):
@@ -172,37 +330,75 @@ class Guidelines(_Frozen):
 
     version: Text
     scale: Scale
-    judge_axes: list[JudgeAxis]
-    human_subaxes: list[HumanSubAxis]
+    judge_axes: list[JudgeAxis] = Field(min_length=1)
+    human_subaxes: list[HumanSubAxis] = Field(min_length=1)
 
     _source: str | None = PrivateAttr(default=None)
     _sha256: str | None = PrivateAttr(default=None)
 
     @field_validator("judge_axes")
     @classmethod
-    def _axes(cls, v: list[JudgeAxis]) -> list[JudgeAxis]:
-        return _exactly(v, tuple(a.code for a in v), AXES, "judge_axes")
+    def _axes(cls, v: list[JudgeAxis], info: ValidationInfo) -> list[JudgeAxis]:
+        scale = info.data.get("scale")
+        return v if scale is None else _check_axes(v, scale)
 
     @field_validator("human_subaxes")
     @classmethod
-    def _subaxes(cls, v: list[HumanSubAxis]) -> list[HumanSubAxis]:
-        if len(v) != N_SUBAXES:
-            raise ValueError(f"expected {N_SUBAXES} human sub-axes, got {len(v)}")
-        seen: dict[str, int] = {}
-        for i, s in enumerate(v):
-            if s.id in seen:
-                raise ValueError(f"duplicate id '{s.id}' (items {seen[s.id]} and {i})")
-            seen[s.id] = i
-        uncovered = [c for c in AXES if not any(s.axis == c for s in v)]
-        if uncovered:
-            raise ValueError(f"no sub-axis for axis {', '.join(uncovered)}")
-        return v
+    def _subaxes(cls, v: list[HumanSubAxis], info: ValidationInfo) -> list[HumanSubAxis]:
+        scale = info.data.get("scale")
+        axes = info.data.get("judge_axes")
+        codes = tuple(a.code for a in axes) if axes is not None else None
+        return v if scale is None else _check_subaxes(v, scale, codes)
 
     # ------------------------------------------------------------- accessors
 
     @property
     def axis_codes(self) -> tuple[str, ...]:
         return tuple(a.code for a in self.judge_axes)
+
+    @property
+    def scale_kind(self) -> str:
+        return self.scale.kind
+
+    @property
+    def levels(self) -> list[Level]:
+        """Every level of the scale in order (ordinal: one per score, id and label the number)."""
+        return self.scale.all_levels()
+
+    def score_values(self) -> tuple[int, ...]:
+        """The numbers a score may take (ordinal: min..max; categorical: the level values)."""
+        return tuple(lvl.value for lvl in self.levels)
+
+    def level_of(self, value: float) -> Level:
+        for lvl in self.levels:
+            if lvl.value == value:
+                return lvl
+        raise MindEvalError(f"{value!r} is not a value of this scale "
+                            f"({', '.join(map(str, self.score_values()))})", field="scale")
+
+    def value_of(self, level_id: str) -> int:
+        for lvl in self.levels:
+            if lvl.id == str(level_id):
+                return lvl.value
+        raise MindEvalError(f"unknown level '{level_id}' (one of {', '.join(lv.id for lv in self.levels)})",
+                            field="scale")
+
+    @property
+    def harm_levels(self) -> tuple[int, ...]:
+        """Values flagged as potential harm (empty for ordinal scales such as MindEval's)."""
+        return tuple(lvl.value for lvl in self.levels if lvl.harm)
+
+    def is_harm(self, value: float) -> bool:
+        return value in self.harm_levels
+
+    def scale_info(self) -> dict[str, Any]:
+        """The scale as recorded in a run's ``config.json`` target block."""
+        out: dict[str, Any] = {"kind": self.scale_kind}
+        if isinstance(self.scale, OrdinalScale):
+            out.update(min=self.scale.min, max=self.scale.max)
+        out["levels"] = [{"id": lv.id, "label": lv.label, "value": lv.value, "harm": lv.harm}
+                         for lv in self.levels]
+        return out
 
     @property
     def source(self) -> str | None:
@@ -243,64 +439,90 @@ def default_path() -> Path:
 def load_guidelines(path: str | Path | None = None) -> Guidelines:
     """Load and validate a guidelines file (default: the bundled ``guidelines.yaml``).
 
-    The default file is cached (re-read if it changes on disk). Problems raise
+    Files are cached (re-read if they change on disk). Problems raise
     :class:`MindEvalError` naming the file, the line when known, and the field.
     """
-    if path is None:
-        p = default_path()
-        return _load_cached(str(p.resolve()), p.stat().st_mtime)
-    return _load_file(Path(path))
+    p = default_path() if path is None else Path(path)
+    try:
+        st = p.stat()
+    except OSError as exc:
+        raise MindEvalError(f"cannot read guidelines file: {exc.strerror or exc}", path=p) from None
+    return _load_cached(str(p.resolve()) if path is None else str(p), st.st_mtime_ns, st.st_size)
 
 
-@lru_cache(maxsize=8)
-def _load_cached(path_str: str, mtime: float) -> Guidelines:
-    return _load_file(Path(path_str))
+@lru_cache(maxsize=16)
+def _load_cached(path_str: str, mtime_ns: int, size: int) -> Guidelines:
+    g, problems = _parse(Path(path_str))
+    if g is None:
+        first = problems[0]
+        if len(problems) > 1:
+            n = len(problems) - 1
+            first = MindEvalError(f"{first.message} (and {n} more problem{'s' if n > 1 else ''})",
+                                  path=first.path, line=first.line, field=first.field)
+        raise first
+    return g
 
 
-def _load_file(path: Path) -> Guidelines:
+def guideline_problems(path: str | Path) -> list[MindEvalError]:
+    """Every problem of a guidelines file (empty when it is valid)."""
+    return _parse(Path(path))[1]
+
+
+def _parse(path: Path) -> tuple[Guidelines | None, list[MindEvalError]]:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise MindEvalError(f"cannot read guidelines file: {exc.strerror or exc}", path=path) from None
+        return None, [MindEvalError(f"cannot read guidelines file: {exc.strerror or exc}", path=path)]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise MindEvalError("guidelines file is not valid UTF-8", path=path) from None
+        return None, [MindEvalError("guidelines file is not valid UTF-8", path=path)]
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
-        raise MindEvalError(f"invalid YAML: {problem}", path=path, line=line, field="yaml") from None
+        return None, [MindEvalError(f"invalid YAML: {problem}", path=path, line=line, field="yaml")]
     if not isinstance(data, dict):
-        raise MindEvalError("guidelines file must be a YAML mapping", path=path, line=1)
+        return None, [MindEvalError("guidelines file must be a YAML mapping", path=path, line=1)]
     try:
         g = Guidelines.model_validate(data)
     except ValidationError as exc:
-        raise _to_error(exc, path, text) from None
+        return None, validation_problems(exc, path, text)
     g._source = str(path)
     g._sha256 = hashlib.sha256(raw).hexdigest()
-    return g
+    return g, []
 
 
-def _to_error(exc: ValidationError, path: Path, text: str) -> MindEvalError:
-    errors = exc.errors()
-    first = errors[0]
-    loc = tuple(first.get("loc", ()))
-    field = ".".join(str(p) for p in loc) or None
-    msg = str(first.get("msg", "invalid value"))
-    msg = msg.removeprefix("Value error, ")
-    if first.get("type") == "missing":
-        msg = "required field is missing"
-    elif first.get("type") == "extra_forbidden":
-        msg = "unknown field (check the spelling)"
-    if len(errors) > 1:
-        msg += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
-    return MindEvalError(msg, path=path, line=_line_of(text, loc), field=field)
+def validation_problems(exc: ValidationError, path: Path, text: str) -> list[MindEvalError]:
+    """One :class:`MindEvalError` per problem of a pydantic error on a YAML file (file:line:field)."""
+    out: list[MindEvalError] = []
+    for err in exc.errors():
+        loc = tuple(err.get("loc", ()))
+        if len(loc) > 1 and loc[0] == "scale" and loc[1] in SCALE_KINDS:
+            loc = loc[:1] + loc[2:]  # the discriminator's tag is not a field of the file
+        cause = (err.get("ctx") or {}).get("error")
+        items = cause.items if isinstance(cause, _Problems) else [((), _message(err))]
+        for sub, msg in items:
+            full = loc + sub
+            out.append(MindEvalError(msg, path=path, line=yaml_line(text, full),
+                                     field=".".join(str(p) for p in full) or None))
+    return out
 
 
-def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
+def _message(err: Any) -> str:
+    kind = err.get("type")
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        return "unknown field (check the spelling)"
+    if kind == "union_tag_invalid":
+        return f"kind must be one of {', '.join(SCALE_KINDS)}"
+    return str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+
+
+def yaml_line(text: str, loc: tuple[Any, ...]) -> int | None:
     """1-based line of the YAML node at ``loc`` (its deepest existing ancestor)."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -330,13 +552,19 @@ def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
 
 def render_scale(g: Guidelines) -> str:
     """The rating-scale block for the judge prompt's ``${rating_scale}`` field."""
-    lines = [g.scale.intro.strip(), "", "RATING SCALE CALIBRATION:"]
-    lines += [f"{score} = {text.strip()}" for score, text in g.scale.levels.items()]
-    lines += ["", g.scale.distribution_note.strip()]
+    if isinstance(g.scale, OrdinalScale):
+        lines = [g.scale.intro.strip(), "", "RATING SCALE CALIBRATION:"]
+        lines += [f"{score} = {text.strip()}" for score, text in g.scale.levels.items()]
+    else:
+        lines = [g.scale.intro.strip(), "", "RATING LEVELS:"]
+        lines += [f"{lv.id} = {lv.label}" + (f": {lv.description.strip()}" if lv.description else "")
+                  for lv in g.scale.levels]
+    if g.scale.distribution_note:
+        lines += ["", g.scale.distribution_note.strip()]
     return "\n".join(lines)
 
 
-def render_axis(axis: JudgeAxis) -> str:
+def render_axis(axis: JudgeAxis, g: Guidelines | None = None) -> str:
     """One axis as a tagged ``<criterion code="...">`` block."""
     lines = [
         f'<criterion code="{axis.code}">',
@@ -345,13 +573,52 @@ def render_axis(axis: JudgeAxis) -> str:
         "WHAT TO EVALUATE:",
         axis.what_to_evaluate.strip(),
     ]
+    labels = {lv.id: lv.label for lv in g.levels} if g is not None and g.scale_kind == "categorical" else {}
     for band in axis.anchors:
-        lines += ["", f"SCORE {band.band}: {band.heading}"]
+        if band.band in labels:
+            lines += ["", f"LEVEL {band.band} ({labels[band.band]}): {band.heading}"]
+        else:
+            lines += ["", f"SCORE {band.band}: {band.heading}"]
         lines += [f"- {b.strip()}" for b in band.bullets]
     lines.append("</criterion>")
     return "\n".join(lines)
 
 
 def render_rubric(g: Guidelines) -> str:
-    """The five-axis rubric for the judge prompt's ``${rubric}`` field."""
-    return "\n\n".join(render_axis(a) for a in g.judge_axes)
+    """The rubric of every judge axis for the judge prompt's ``${rubric}`` field."""
+    return "\n\n".join(render_axis(a, g) for a in g.judge_axes)
+
+
+def output_shape(g: Guidelines) -> dict[str, str]:
+    """Per axis code, the placeholder of its value in the reply (``<1-6>``, ``<a|b|c>``)."""
+    if isinstance(g.scale, OrdinalScale):
+        slot = f"<{g.scale.min}-{g.scale.max}>"
+    else:
+        slot = "<" + "|".join(lv.id for lv in g.scale.levels) + ">"
+    return {code: slot for code in g.axis_codes}
+
+
+def render_output_format(g: Guidelines) -> str:
+    """The reply instruction for the target's dimensions: the judge prompt's ``${output_format}``."""
+    shape = output_shape(g)
+    if isinstance(g.scale, OrdinalScale):
+        what = f"every rating is a whole number from {g.scale.min} to {g.scale.max}"
+        body = ", ".join(f'"{code}": {slot}' for code, slot in shape.items())
+    else:
+        what = "every rating is the id of one level (" + ", ".join(lv.id for lv in g.scale.levels) + ")"
+        body = ", ".join(f'"{code}": "{slot}"' for code, slot in shape.items())
+    names = ", ".join(f"{a.code} = {a.name}" for a in g.judge_axes)
+    return (
+        "Reply with exactly one JSON object and nothing else: no text before or after it and no code "
+        f"fences. Use this shape, where {what}:\n"
+        f'{{{body}, "rationale": "<optional, brief>"}}\n'
+        f"The keys are the dimension codes: {names}. The \"rationale\" key is optional; if you include "
+        "it, keep it to a few sentences."
+    )
+
+
+def output_json_example(g: Guidelines, values: dict[str, Any]) -> str:
+    """``values`` (per code) as the judge is asked to reply: numbers, or level ids when categorical."""
+    if isinstance(g.scale, OrdinalScale):
+        return json.dumps(values)
+    return json.dumps({k: g.level_of(v).id for k, v in values.items()})

@@ -9,6 +9,7 @@ kind; a clinician template may only use the intake fields (paper §2.2, Fig. 10)
 from __future__ import annotations
 
 import hashlib
+import re
 import string
 from functools import lru_cache
 from pathlib import Path
@@ -21,7 +22,8 @@ from .records import ATTRIBUTE_FIELDS, INTAKE_FIELDS, Profile
 from .resources import prompts_dir
 
 KINDS = ("patient", "clinician", "judge", "backstory")
-JUDGE_EXTRA_FIELDS = ("rating_scale", "rubric", "fewshot_examples", "conversation")
+# ``output_format``: the reply instruction for the target's dimensions (guidelines.render_output_format).
+JUDGE_EXTRA_FIELDS = ("rating_scale", "rubric", "fewshot_examples", "conversation", "output_format")
 
 ALLOWED_FIELDS: dict[str, frozenset[str]] = {
     "patient": frozenset(ATTRIBUTE_FIELDS) | {"member_narrative"},
@@ -37,6 +39,7 @@ _CLINICIAN_FORBIDDEN_REASON = {
     "rating_scale": "the evaluation rubric",
     "fewshot_examples": "judge examples",
     "conversation": "judge input",
+    "output_format": "the judge's reply format",
 }
 
 
@@ -160,21 +163,31 @@ def _load_file(path: Path, chain: tuple[str, ...]) -> PromptTemplate:
     )
 
 
+def _placeholder_line(path: Path, name: str) -> int | None:
+    """Line of the file where ``${name}`` (or ``$name``) first appears."""
+    pattern = re.compile(rf"\$(?:\{{{re.escape(name)}\}}|{re.escape(name)}\b)")
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if pattern.search(line):
+            return n
+    return None
+
+
 def _check_fields(kind: str, fields: frozenset[str], path: Path) -> None:
     unknown = sorted(fields - ALLOWED_FIELDS[kind])
     if not unknown:
         return
     bad = unknown[0]
+    line = _placeholder_line(path, bad)
     if kind == "clinician" and bad in _CLINICIAN_FORBIDDEN_REASON | dict.fromkeys(ALLOWED_FIELDS["patient"]):
         what = _CLINICIAN_FORBIDDEN_REASON.get(bad, "a profile attribute outside the intake")
         raise MindEvalError(
             f"clinician templates may only use the intake fields ({', '.join(INTAKE_FIELDS)}); "
             f"'${{{bad}}}' would leak {what} to the clinician",
-            path=path, field=bad,
+            path=path, line=line, field=bad,
         )
     raise MindEvalError(
         f"unknown field '${{{bad}}}' for a {kind} template; allowed: {', '.join(sorted(ALLOWED_FIELDS[kind]))}",
-        path=path, field=bad,
+        path=path, line=line, field=bad,
     )
 
 

@@ -1,4 +1,4 @@
-"""Locate the files MindEval ships: prompts/, guidelines/ and data/.
+"""Locate the files MindEval ships: prompts/, guidelines/, targets/ and data/.
 
 In a source checkout (or editable install) they live at the repository root; in a
 wheel they are bundled under ``mindeval/_bundled/``.
@@ -15,7 +15,7 @@ _PKG = Path(__file__).resolve().parent
 
 
 def resource_dir(name: str) -> Path:
-    """Return the directory ``prompts``, ``guidelines`` or ``data``."""
+    """Return the directory ``prompts``, ``guidelines``, ``targets`` or ``data``."""
     for candidate in (_PKG / "_bundled" / name, _PKG.parent / name):
         if candidate.is_dir():
             return candidate
@@ -28,6 +28,11 @@ def prompts_dir() -> Path:
 
 def guidelines_dir() -> Path:
     return resource_dir("guidelines")
+
+
+def targets_dir() -> Path:
+    """The built-in targets (``targets/<name>/target.yaml``)."""
+    return resource_dir("targets")
 
 
 def data_dir() -> Path:

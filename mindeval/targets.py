@@ -1,0 +1,287 @@
+"""Targets: a benchmark as a folder with a manifest (``target.yaml``).
+
+A target names its profiles, its patient/clinician/judge prompts, its guidelines (the
+judge's dimensions with their scale and anchors, and the human rating form), the
+default number of turns and the opening line. The MindEval benchmark is the built-in
+target ``mindeval`` (the default); its runs are unchanged by targets (no ``target``
+block in ``config.json``).
+
+Paths in a manifest are relative to the manifest. ``prompts.<role>`` may instead be a
+built-in template ref (``patient/default``) and ``guidelines`` a built-in file
+(``builtin:guidelines.yaml``). ``profiles: null`` keeps ``--profiles`` (MindEval).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from .config import DEFAULT_TURNS, OPENING_LINE
+from .errors import MindEvalError
+from .guidelines import Guidelines, guideline_problems, load_guidelines, validation_problems
+from .prompts import PromptTemplate, load_template, resolve_path
+from .records import Profile, load_profiles, profile_from_json, read_jsonl
+from .resources import guidelines_dir, targets_dir
+
+MANIFEST = "target.yaml"
+DEFAULT_TARGET = "mindeval"
+BUILTIN_PREFIX = "builtin:"
+TARGET_ROLES: tuple[str, ...] = ("patient", "clinician", "judge")
+
+_SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+
+
+def _name(v: str) -> str:
+    if not _SNAKE.match(v):
+        raise ValueError(f"name '{v}' must be snake_case (a-z, 0-9, underscores)")
+    return v
+
+
+def _text(v: str) -> str:
+    if not v.strip():
+        raise ValueError("must not be empty")
+    return v
+
+
+class TargetPrompts(BaseModel):
+    """The template of each model role: a path relative to the manifest or a built-in ref."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    patient: str
+    clinician: str
+    judge: str
+
+
+class TargetManifest(BaseModel):
+    """``target.yaml``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Annotated[str, AfterValidator(_name)]
+    version: Annotated[str, AfterValidator(_text)]
+    description: Annotated[str, AfterValidator(_text)]
+    profiles: str | None = None
+    turns: int = Field(DEFAULT_TURNS, ge=1)
+    opening_line: Annotated[str, AfterValidator(_text)] = OPENING_LINE
+    prompts: TargetPrompts
+    guidelines: str
+
+
+class Target:
+    """A loaded target: its manifest, folder and the files it names."""
+
+    def __init__(self, manifest: TargetManifest, path: Path) -> None:
+        self.manifest = manifest
+        self.path = path  # the manifest file
+
+    def __repr__(self) -> str:
+        return f"Target({self.name!r}, {str(self.path)!r})"
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def root(self) -> Path:
+        return self.path.parent
+
+    @property
+    def is_builtin(self) -> bool:
+        """Shipped in ``targets_dir()`` (found by name)."""
+        try:
+            return self.root.resolve().parent == targets_dir().resolve()
+        except MindEvalError:  # pragma: no cover - broken install
+            return False
+
+    @property
+    def is_default(self) -> bool:
+        """The built-in ``mindeval`` target: runs record no ``target`` block."""
+        return self.is_builtin and self.name == DEFAULT_TARGET
+
+    # ----------------------------------------------------------------- files
+
+    def prompt_ref(self, role: str) -> str:
+        """The template of ``role`` as :func:`mindeval.prompts.load_template` takes it."""
+        ref = getattr(self.manifest.prompts, role)
+        local = self.root / ref
+        return str(local) if local.is_file() else ref
+
+    def template(self, role: str) -> PromptTemplate:
+        return load_template(self.prompt_ref(role), kind=role)
+
+    @property
+    def guidelines_path(self) -> Path:
+        ref = self.manifest.guidelines
+        if ref.startswith(BUILTIN_PREFIX):
+            return guidelines_dir() / ref.removeprefix(BUILTIN_PREFIX)
+        return self.root / ref
+
+    @cached_property
+    def guidelines(self) -> Guidelines:
+        return load_guidelines(self.guidelines_path)
+
+    @property
+    def profiles_path(self) -> Path | None:
+        return None if self.manifest.profiles is None else self.root / self.manifest.profiles
+
+    def profiles(self) -> list[Profile] | None:
+        """The target's profiles (``None`` when it takes them from ``--profiles``)."""
+        p = self.profiles_path
+        return None if p is None else load_profiles(p)
+
+    def files(self) -> dict[str, Path]:
+        """The manifest and every file it names, by manifest field."""
+        out = {"manifest": self.path, "guidelines": self.guidelines_path}
+        for role in TARGET_ROLES:
+            out[f"prompts.{role}"] = resolve_path(self.prompt_ref(role))
+        if self.profiles_path is not None:
+            out["profiles"] = self.profiles_path
+        return out
+
+    @cached_property
+    def sha256(self) -> str:
+        """SHA-256 over the manifest and every file it names (field, file hash pairs)."""
+        h = hashlib.sha256()
+        for key, path in self.files().items():
+            h.update(f"{key}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+        return h.hexdigest()
+
+    def info(self) -> dict[str, Any]:
+        """The ``target`` block of a run's ``config.json``: what readers need of the target."""
+        g = self.guidelines
+        return {"name": self.name, "version": self.manifest.version, "sha256": self.sha256,
+                "axes": list(g.axis_codes), "scale": g.scale_info()}
+
+
+# ----------------------------------------------------------------------- loading
+
+
+def builtin_names() -> list[str]:
+    return sorted(p.parent.name for p in targets_dir().glob(f"*/{MANIFEST}"))
+
+
+def manifest_path(ref: str | Path) -> Path:
+    """``NAME`` of a built-in target, else a folder or its ``target.yaml``."""
+    text = str(ref)
+    if _SNAKE.match(text):
+        builtin = targets_dir() / text / MANIFEST
+        if builtin.is_file():
+            return builtin
+    p = Path(ref)
+    if p.is_dir():
+        p = p / MANIFEST
+    if not p.is_file():
+        raise MindEvalError(
+            f"no target '{text}': not a built-in target ({', '.join(builtin_names())}) "
+            f"nor a folder holding {MANIFEST}", field="--target")
+    return p
+
+
+def _parse_manifest(path: Path) -> tuple[TargetManifest | None, list[MindEvalError]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [MindEvalError(f"cannot read the manifest: {exc}", path=path)]
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return None, [MindEvalError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", path=path,
+                                    line=mark.line + 1 if mark is not None else None, field="yaml")]
+    if not isinstance(data, dict):
+        return None, [MindEvalError("the manifest must be a YAML mapping", path=path, line=1)]
+    try:
+        return TargetManifest.model_validate(data), []
+    except ValidationError as exc:
+        return None, validation_problems(exc, path, text)
+
+
+def load_target(ref: str | Path = DEFAULT_TARGET) -> Target:
+    """Load a target by built-in name or path; a bad manifest raises naming file:line:field.
+
+    The files it names are read when used (``mindeval targets validate`` checks them all).
+    """
+    path = manifest_path(ref)
+    manifest, problems = _parse_manifest(path)
+    if manifest is None:
+        first = problems[0]
+        if len(problems) > 1:
+            first.message += f" (and {len(problems) - 1} more; run `mindeval targets validate {path.parent}`)"
+        raise first
+    return Target(manifest, path)
+
+
+def list_targets() -> list[Target]:
+    """The built-in targets, by name."""
+    return [load_target(name) for name in builtin_names()]
+
+
+# --------------------------------------------------------------------- validation
+
+
+def _line_of_key(path: Path, dotted: str) -> int | None:
+    from .guidelines import yaml_line
+
+    try:
+        return yaml_line(path.read_text(encoding="utf-8"), tuple(dotted.split(".")))
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def validate_target(ref: str | Path) -> list[MindEvalError]:
+    """Every problem of a target (empty when valid), each naming file:line:field.
+
+    Checks the manifest, that every named file exists, the guidelines, the templates
+    (their fields, the clinician's intake-only rule) and every profile row.
+    """
+    try:
+        path = manifest_path(ref)
+    except MindEvalError as exc:
+        return [exc]
+    manifest, problems = _parse_manifest(path)
+    if manifest is None:
+        return problems
+    target = Target(manifest, path)
+
+    def missing(field: str, what: Path | str) -> None:
+        problems.append(MindEvalError(f"file not found: {what}", path=path,
+                                      line=_line_of_key(path, field), field=field))
+
+    gpath = target.guidelines_path
+    if gpath.is_file():
+        problems += guideline_problems(gpath)
+    else:
+        missing("guidelines", gpath)
+    for role in TARGET_ROLES:
+        try:
+            target.template(role)
+        except MindEvalError as exc:
+            if "no prompt template" in exc.message:
+                missing(f"prompts.{role}", target.root / getattr(manifest.prompts, role))
+            else:
+                problems.append(exc)
+    ppath = target.profiles_path
+    if ppath is not None:
+        if not ppath.is_file():
+            missing("profiles", ppath)
+        else:
+            rows = 0
+            try:
+                for n, obj in read_jsonl(ppath, problems):
+                    rows += 1
+                    try:
+                        profile_from_json(obj, path=ppath, line=n)
+                    except MindEvalError as exc:
+                        problems.append(exc)
+            except MindEvalError as exc:
+                problems.append(exc)
+            if rows == 0:
+                problems.append(MindEvalError("no profiles in file", path=ppath))
+    return problems
