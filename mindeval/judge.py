@@ -1,5 +1,9 @@
 """The judge: one call over the whole transcript, strict parsing, retries, recorded failures.
 
+The dimensions and their scale come from the target's guidelines (MindEval: five axes,
+integers 1-6). A categorical target's judge replies with level ids (a level's label or
+its number is accepted too); they are stored as the level's number.
+
 Two protocols (``Judgment.protocol``):
 
 * ``mindeval`` (default): integer 1-6 scores in one JSON object; few-shot examples (if
@@ -30,15 +34,23 @@ import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
 
 from .errors import ModelCallError
-from .guidelines import Guidelines, load_guidelines, render_rubric, render_scale
+from .guidelines import (
+    Guidelines,
+    OrdinalScale,
+    load_guidelines,
+    render_output_format,
+    render_rubric,
+    render_scale,
+)
 from .llm.gateway import ModelSpec
 from .prompts import PromptTemplate
-from .records import AXES, PROTOCOLS, Judgment, Profile
+from .records import AXES, DEFAULT_TARGET, PROTOCOLS, Judgment, Profile
 from .store.calls import CallLog
 
 SPEAKER = {"user": "Member", "assistant": "Therapist"}
@@ -54,7 +66,7 @@ INTAKE_LABELS: dict[str, str] = {
 
 
 class JudgeParseError(ValueError):
-    """The judge's reply does not contain five valid scores."""
+    """The judge's reply does not contain a valid score for every dimension."""
 
 
 class FewShotExample(BaseModel):
@@ -66,23 +78,60 @@ class FewShotExample(BaseModel):
     interaction_id: str = ""
 
 
-def score_schema() -> dict[str, Any]:
-    """JSON schema for grammar-constrained judges: integers 1-6 as an enum."""
-    props = {ax: {"type": "integer", "enum": [1, 2, 3, 4, 5, 6]} for ax in AXES}
-    return {"type": "object", "properties": props, "required": list(AXES)}
+def score_schema(g: Guidelines | None = None) -> dict[str, Any]:
+    """JSON schema for grammar-constrained judges: per dimension an ``enum`` of the allowed
+    integers (ordinal; MindEval 1-6) or level ids (categorical)."""
+    g = g or load_guidelines()
+    if isinstance(g.scale, OrdinalScale):
+        one: dict[str, Any] = {"type": "integer", "enum": list(g.score_values())}
+    else:
+        one = {"type": "string", "enum": [lv.id for lv in g.levels]}
+    props = {ax: dict(one) for ax in g.axis_codes}
+    return {"type": "object", "properties": props, "required": list(g.axis_codes)}
 
 
-def response_format() -> dict[str, Any]:
-    return {"type": "json_schema", "json_schema": {"name": "mindeval_scores", "schema": score_schema()}}
+def response_format(g: Guidelines | None = None) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": "mindeval_scores", "schema": score_schema(g)}}
 
 
 # ----------------------------------------------------------------------------- parsing
 
 
+@dataclass(frozen=True)
+class _Scale:
+    """What a score may be: ``lo``..``hi`` (ordinal) or one of ``levels`` (categorical)."""
+
+    lo: int = 1
+    hi: int = 6
+    levels: tuple[tuple[str, int], ...] = ()  # (lower-case id / label / number, value), longest first
+
+    @property
+    def categorical(self) -> bool:
+        return bool(self.levels)
+
+    def level(self, text: str) -> tuple[int, str] | None:
+        """``(value, rest of text)`` when ``text`` starts with a level id, label or number."""
+        low = text.lower()
+        for key, value in self.levels:
+            if low.startswith(key) and (len(low) == len(key) or not (low[len(key)].isalnum() or low[len(key)] == "_")):
+                return value, text[len(key):]
+        return None
+
+
+def _scale(g: Guidelines) -> _Scale:
+    if isinstance(g.scale, OrdinalScale):
+        return _Scale(g.scale.min, g.scale.max)
+    keys: dict[str, int] = {}
+    for lv in g.levels:
+        for k in (lv.id, lv.id.replace("_", " "), lv.label, str(lv.value)):
+            keys[k.lower()] = lv.value
+    return _Scale(0, 0, tuple(sorted(keys.items(), key=lambda kv: -len(kv[0]))))
+
+
 def _aliases(g: Guidelines | None) -> dict[str, str]:
     out: dict[str, str] = {}
     names = {ax.code: ax.name for ax in g.judge_axes} if g else {}
-    for i, code in enumerate(AXES, start=1):
+    for i, code in enumerate(g.axis_codes if g else AXES, start=1):
         keys = {code, f"criterion_{i}", f"criterion {i}", f"criterion{i}"}
         if code in names:
             keys.add(names[code])
@@ -101,36 +150,56 @@ def _norm(key: str) -> str:
 
 
 _NUM = r"-?\d+(?:\.\d+)?"
-_VALUE_RE = re.compile(rf"^[\s*_`]*({_NUM})\s*(?:/\s*6(?:\.0+)?)?[\s*_`]*(.*)$")
+_ALT_RE = re.compile(r"^(?:[-–—~/]|to\b|or\b|and\b)\s*(.*)$", re.IGNORECASE)
+
+
+@lru_cache(maxsize=8)
+def _value_re(hi: int) -> re.Pattern[str]:
+    """A score, optionally ``/ hi`` (``4/6``), then the rest of the line."""
+    return re.compile(rf"^[\s*_`]*({_NUM})\s*(?:/\s*{hi}(?:\.0+)?)?[\s*_`]*(.*)$")
 _RANGE_RE = re.compile(r"^(?:[-–—~/]|to\b|or\b|and\b)\s*\d", re.IGNORECASE)
 
 
-def _number(value: Any, axis: str, protocol: str) -> float:
+def _number(value: Any, axis: str, protocol: str, sc: _Scale) -> float:
     if isinstance(value, bool):
         raise JudgeParseError(f"{axis}: {value!r} is not a score")
-    if isinstance(value, dict) and "score" in value:
-        return _number(value["score"], axis, protocol)
+    if isinstance(value, dict):
+        for key in ("score", "level") if sc.categorical else ("score",):
+            if key in value:
+                return _number(value[key], axis, protocol, sc)
     if isinstance(value, str):
-        return _line_value(value, axis, protocol)
+        return _line_value(value, axis, protocol, sc)
     if not isinstance(value, int | float):
         raise JudgeParseError(f"{axis}: {value!r} is not an integer score")
-    if not 1 <= value <= 6:
-        raise JudgeParseError(f"{axis}: {value:g} is outside 1-6")
+    if sc.categorical:
+        if float(value).is_integer() and int(value) in {v for _, v in sc.levels}:
+            return int(value)
+        raise JudgeParseError(f"{axis}: {value!r} is not one of the levels")
+    if not sc.lo <= value <= sc.hi:
+        raise JudgeParseError(f"{axis}: {value:g} is outside {sc.lo}-{sc.hi}")
     if protocol != "paper" and not float(value).is_integer():
         raise JudgeParseError(f"{axis}: {value:g} is not an integer score")
     return int(value) if float(value).is_integer() else float(value)
 
 
-def _line_value(rest: str, axis: str, protocol: str) -> float:
+def _line_value(rest: str, axis: str, protocol: str, sc: _Scale) -> float:
     """The score at the start of ``rest`` (a line after ``Name:``); ranges and alternatives refused."""
-    m = _VALUE_RE.match(rest)
+    if sc.categorical:
+        hit = sc.level(rest.strip().strip("*_`\"' "))
+        if hit is None:
+            raise JudgeParseError(f"{axis}: {rest.strip()!r} is not one of the levels")
+        alt = _ALT_RE.match(re.sub(r"^[\s*_`\"']+", "", hit[1]))
+        if alt and sc.level(alt.group(1).strip("*_`\"' ")):
+            raise JudgeParseError(f"{axis}: {rest.strip()!r} gives more than one level")
+        return hit[0]
+    m = _value_re(sc.hi).match(rest)
     if not m:
         raise JudgeParseError(f"{axis}: {rest.strip()!r} is not a score")
     tail = m.group(2).strip()
     if tail and _RANGE_RE.match(tail):
         raise JudgeParseError(f"{axis}: {rest.strip()!r} is a range, not a single score")
     raw = m.group(1)
-    return _number(float(raw) if "." in raw else int(raw), axis, protocol)
+    return _number(float(raw) if "." in raw else int(raw), axis, protocol, sc)
 
 
 @dataclass
@@ -177,7 +246,8 @@ def _load_object(segment: str) -> dict[str, Any] | None:
     return None
 
 
-def _json_blocks(text: str, aliases: dict[str, str], protocol: str) -> tuple[list[_Block], list[tuple[int, int]]]:
+def _json_blocks(text: str, aliases: dict[str, str], protocol: str,
+                 sc: _Scale) -> tuple[list[_Block], list[tuple[int, int]]]:
     blocks, spans = [], []
     for start, end in _json_spans(text):
         obj = _load_object(text[start:end])
@@ -193,7 +263,7 @@ def _json_blocks(text: str, aliases: dict[str, str], protocol: str) -> tuple[lis
             code = _lookup(aliases, str(key))
             if code:
                 try:
-                    score = _number(value, code, protocol)
+                    score = _number(value, code, protocol, sc)
                 except JudgeParseError as exc:
                     block.error = block.error or str(exc)
                     continue
@@ -210,11 +280,12 @@ def _json_blocks(text: str, aliases: dict[str, str], protocol: str) -> tuple[lis
 _NAME = r"[A-Za-z][A-Za-z0-9 &_()\-/]*?"
 _LINE_RE = re.compile(rf"^\s*(?:\d+[.)]\s*)?[-*#>\s]*[*_`]*\s*({_NAME})\s*[*_`]*\s*[:=\-–]\s*([*_`\s]*-?\d.*)$")
 _HEADING_RE = re.compile(rf"^\s*(?:#+\s*)?(?:\d+[.)]\s*)?[*_`]*\s*({_NAME})\s*[*_`]*\s*:?\s*[*_`]*\s*$")
+_LEVEL_LINE_RE = re.compile(rf"^\s*(?:\d+[.)]\s*)?[-*#>\s]*[*_`]*\s*({_NAME})\s*[*_`]*\s*[:=\-–]\s*(.+)$")
 _SCORE_LINE_RE = re.compile(r"^\s*[-*>\s]*[*_`]*\s*(?:score|rating)\s*[*_`]*\s*[:=]\s*(.*)$", re.IGNORECASE)
 
 
-def _line_hits(text: str, aliases: dict[str, str], protocol: str,
-               skip: list[tuple[int, int]]) -> list[tuple[int, str, float | None, str | None]]:
+def _line_hits(text: str, aliases: dict[str, str], protocol: str, skip: list[tuple[int, int]],
+               sc: _Scale) -> list[tuple[int, str, float | None, str | None]]:
     """``(offset, axis, score or None, error)`` for every axis score given outside JSON objects."""
     hits: list[tuple[int, str, float | None, str | None]] = []
     heading: tuple[str, int] | None = None  # axis of a bare heading line, lines since
@@ -234,20 +305,23 @@ def _line_hits(text: str, aliases: dict[str, str], protocol: str,
         if stripped.startswith("|"):
             cells = [c.strip(" *_`") for c in stripped.strip("|").split("|")]
             code = _lookup(aliases, cells[0]) if cells else None
-            values = [c for c in cells[1:] if re.match(rf"^{_NUM}", c)]
+            values = [c for c in cells[1:] if (sc.level(c) if sc.categorical else re.match(rf"^{_NUM}", c))]
             if code and values:
                 item = (code, values[0])
         elif heading and (m := _SCORE_LINE_RE.match(stripped)):
             item = (heading[0], m.group(1))
             heading = None
-        elif (m := _LINE_RE.match(line)) and (code := _lookup(aliases, m.group(1))):
+        elif sc.categorical and (m := _LEVEL_LINE_RE.match(line)) and (code := _lookup(aliases, m.group(1))) \
+                and sc.level(m.group(2).strip().strip("*_`\"' ")):
+            item = (code, m.group(2))
+        elif not sc.categorical and (m := _LINE_RE.match(line)) and (code := _lookup(aliases, m.group(1))):
             item = (code, m.group(2))
         elif (m := _HEADING_RE.match(line)) and (code := _lookup(aliases, m.group(1))):
             heading = (code, 0)
         if item is None:
             continue
         try:
-            hits.append((pos, item[0], _line_value(item[1], item[0], protocol), None))
+            hits.append((pos, item[0], _line_value(item[1], item[0], protocol, sc), None))
         except JudgeParseError as exc:
             hits.append((pos, item[0], None, str(exc)))
     return hits
@@ -271,22 +345,26 @@ def _line_blocks(hits: list[tuple[int, str, float | None, str | None]]) -> list[
 def parse_scores(
     text: str, guidelines: Guidelines | None = None, *, protocol: str = "mindeval"
 ) -> tuple[dict[str, float], str | None]:
-    """The judge's five axis scores (and a rationale if given): the last complete score block."""
-    aliases = _aliases(guidelines or load_guidelines())
-    json_blocks, spans = _json_blocks(text, aliases, protocol)
-    blocks = sorted(json_blocks + _line_blocks(_line_hits(text, aliases, protocol, spans)), key=lambda b: b.start)
+    """The judge's score per dimension (and a rationale if given): the last complete score block.
+
+    Dimensions and scale are the guidelines' (default: MindEval's); categorical levels
+    come back as their numbers."""
+    g = guidelines or load_guidelines()
+    aliases, sc, codes = _aliases(g), _scale(g), g.axis_codes
+    json_blocks, spans = _json_blocks(text, aliases, protocol, sc)
+    blocks = sorted(json_blocks + _line_blocks(_line_hits(text, aliases, protocol, spans, sc)), key=lambda b: b.start)
     if not blocks:
         raise JudgeParseError("no scores found in the reply")
-    complete = [i for i, b in enumerate(blocks) if all(ax in b.scores for ax in AXES)]
+    complete = [i for i, b in enumerate(blocks) if all(ax in b.scores for ax in codes)]
     last = complete[-1] if complete else len(blocks) - 1
     for b in blocks[last:]:
         if b.error:
             raise JudgeParseError(b.error)
     if not complete:
-        missing = [ax for ax in AXES if ax not in blocks[-1].scores]
+        missing = [ax for ax in codes if ax not in blocks[-1].scores]
         raise JudgeParseError(f"missing score(s) for {', '.join(missing)}")
     chosen = blocks[last]
-    return {ax: chosen.scores[ax] for ax in AXES}, chosen.rationale
+    return {ax: chosen.scores[ax] for ax in codes}, chosen.rationale
 
 
 # --------------------------------------------------------------------------- rendering
@@ -348,7 +426,7 @@ def format_score(value: float) -> str:
 def score_lines(scores: dict[str, float], g: Guidelines) -> str:
     """``Name: score`` lines in axis order (the paper's example and reply format)."""
     names = {ax.code: ax.name for ax in g.judge_axes}
-    return "\n".join(f"{names[ax]}: {format_score(scores[ax])}" for ax in AXES)
+    return "\n".join(f"{names[ax]}: {format_score(scores[ax])}" for ax in g.axis_codes)
 
 
 def render_fewshot(examples: Sequence[FewShotExample], protocol: str = "mindeval",
@@ -356,8 +434,8 @@ def render_fewshot(examples: Sequence[FewShotExample], protocol: str = "mindeval
     """The examples block placed before the new instance (empty when there are none)."""
     if not examples:
         return ""
+    g = guidelines or load_guidelines()
     if protocol == "paper":
-        g = guidelines or load_guidelines()
         return "\n\n".join(
             f"{intake_block(ex.intake)}\n\n{render_transcript(ex.messages)}\n\n"
             f"<output>\n{score_lines(ex.scores, g)}\n</output>"
@@ -365,7 +443,7 @@ def render_fewshot(examples: Sequence[FewShotExample], protocol: str = "mindeval
         ) + "\n"
     blocks = []
     for i, ex in enumerate(examples, start=1):
-        scores = json.dumps({ax: round(ex.scores[ax], 2) for ax in AXES})
+        scores = json.dumps({ax: round(ex.scores[ax], 2) for ax in g.axis_codes})
         blocks.append(f"<example_{i}>\n{intake_block(ex.intake)}\n{render_transcript(ex.messages)}\n"
                       f"Ratings: {scores}\n</example_{i}>")
     return "Here are rated examples:\n\n" + "\n\n".join(blocks) + "\n"
@@ -386,12 +464,13 @@ def build_judge_messages(
         rubric=render_rubric(g),
         fewshot_examples=render_fewshot(fewshot, protocol, g),
         conversation=render_transcript(messages),
+        output_format=render_output_format(g),
     )
     return [{"role": "user", "content": tpl.render(values)}]
 
 
 # Placeholders whose values are the same for every interaction of a run.
-RUN_WIDE_FIELDS = frozenset({"rating_scale", "rubric", "fewshot_examples"})
+RUN_WIDE_FIELDS = frozenset({"rating_scale", "rubric", "fewshot_examples", "output_format"})
 
 
 def cache_prefix(
@@ -414,7 +493,7 @@ def cache_prefix(
         return None
     g = guidelines or load_guidelines()
     values = {"rating_scale": render_scale(g), "rubric": render_rubric(g),
-              "fewshot_examples": render_fewshot(fewshot, protocol, g)}
+              "fewshot_examples": render_fewshot(fewshot, protocol, g), "output_format": render_output_format(g)}
     try:
         prefix = string.Template(tpl.body[: cut + 2]).substitute(values)
     except (KeyError, ValueError):
@@ -427,8 +506,14 @@ def _retry_instruction(protocol: str, g: Guidelines) -> str:
         names = ", ".join(ax.name for ax in g.judge_axes)
         return (f"Reply again with only the five lines `Name: score`, one for each of {names}, "
                 "each score a single number from 1 to 6.")
-    return ("Reply again with only the JSON object holding an integer from 1 to 6 for each of "
-            "CAC, EPC, AR, TRA and ASCQ.")
+    if g.axis_codes == AXES and g.score_values() == (1, 2, 3, 4, 5, 6):
+        return ("Reply again with only the JSON object holding an integer from 1 to 6 for each of "
+                "CAC, EPC, AR, TRA and ASCQ.")
+    if isinstance(g.scale, OrdinalScale):
+        what = f"an integer from {g.scale.min} to {g.scale.max}"
+    else:
+        what = "the id of one level (" + ", ".join(lv.id for lv in g.levels) + ")"
+    return f"Reply again with only the JSON object holding {what} for each of {', '.join(g.axis_codes)}."
 
 
 # ----------------------------------------------------------------------------- judging
@@ -449,17 +534,19 @@ async def judge_transcript(
     guidelines: Guidelines | None = None,
     round_: int = 0,
     protocol: str = "mindeval",
+    target: str = DEFAULT_TARGET,
 ) -> Judgment:
     """Judge one transcript; every attempt is a stored call, so re-running repeats none.
 
     ``round_`` > 0 re-judges after a recorded failure with fresh attempts (new requests).
+    ``guidelines`` and ``target`` (its name, recorded) give the dimensions and scale.
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown judge protocol {protocol!r}; choose one of {PROTOCOLS}")
     g = guidelines or load_guidelines()
     base = build_judge_messages(tpl, profile, messages, fewshot, g, protocol)
     shared = cache_prefix(tpl, base[0]["content"], fewshot, g, protocol)
-    rf = response_format() if spec.provider in ("local",) and protocol == "mindeval" else None
+    rf = response_format(g) if spec.provider in ("local",) and protocol == "mindeval" else None
     history = list(base)
     last_raw, last_error = "", "no attempt made"
     for attempt in range(max(1, retries)):
@@ -485,9 +572,11 @@ async def judge_transcript(
         return Judgment(
             interaction_id=interaction_id, judge_model=spec.model, sample=sample, scores=scores,
             raw_text=last_raw, rationale=rationale, parse_status="ok", attempts=attempt + 1, protocol=protocol,
+            target=target,
         )
     return Judgment(
         interaction_id=interaction_id, judge_model=spec.model, sample=sample, scores=None,
         raw_text=last_raw, parse_status="failed", attempts=max(1, retries), error=last_error, protocol=protocol,
+        target=target,
     )
 

@@ -20,6 +20,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 AXES: tuple[str, ...] = ("CAC", "EPC", "AR", "TRA", "ASCQ")
+DEFAULT_TARGET = "mindeval"  # the built-in MindEval benchmark; its records carry no target fields
 
 Role = Literal["patient", "clinician"]
 # The model roles of a benchmark run (each has a model and a prompt).
@@ -194,20 +196,79 @@ class _FieldError(ValueError):
         self.field = field
 
 
-def check_scores(scores: Any, protocol: str = "mindeval") -> dict[str, int | float]:
+class LevelInfo(BaseModel):
+    """One level of a target's scale as recorded in ``config.json``."""
+
+    id: str
+    label: str
+    value: int
+    harm: bool = False
+
+
+class ScaleInfo(BaseModel):
+    """A target's scale as recorded in ``config.json`` (``min``/``max`` for ordinal scales)."""
+
+    kind: Literal["ordinal", "categorical"] = "ordinal"
+    min: int | None = None
+    max: int | None = None
+    levels: list[LevelInfo] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: Any) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class TargetInfo(BaseModel):
+    """The ``target`` block of a run's ``config.json`` (absent for MindEval): what every
+    reader needs to know of the target from the run directory alone."""
+
+    name: str
+    version: str = ""
+    sha256: str = ""
+    axes: list[str]
+    scale: ScaleInfo = Field(default_factory=ScaleInfo)
+
+    def values(self) -> tuple[int, ...]:
+        """The numbers a score may take."""
+        return tuple(lv.value for lv in self.scale.levels)
+
+    @property
+    def harm_values(self) -> tuple[int, ...]:
+        return tuple(lv.value for lv in self.scale.levels if lv.harm)
+
+
+def check_scores(scores: Any, protocol: str = "mindeval", target: TargetInfo | None = None,
+                 target_name: str = DEFAULT_TARGET) -> dict[str, int | float]:
     """The one rule for judge scores, used by every writer and reader.
 
-    Exactly the five axes; each a number from 1 to 6; a whole number unless the
-    judgment's protocol is ``"paper"``. Whole floats (``3.0``) become ints.
+    MindEval (no ``target``): exactly the five axes; each a number from 1 to 6; a whole
+    number unless the judgment's protocol is ``"paper"``. Another target, given its
+    ``config.json`` block: exactly its axes, each one of its scale's values. A row of
+    another target read without its block: whole numbers. Whole floats (``3.0``) become ints.
     """
+    if target is not None:
+        axes: tuple[str, ...] = tuple(target.axes)
+        allowed: tuple[int, ...] | None = target.values()
+    elif target_name == DEFAULT_TARGET:
+        axes, allowed = AXES, None
+    else:
+        axes, allowed = tuple(scores) if isinstance(scores, dict) else (), ()
     if not isinstance(scores, dict):
-        raise _FieldError("scores must be an object with the five axes", "scores")
-    if set(scores) != set(AXES):
-        raise _FieldError(f"scores must have exactly the axes {', '.join(AXES)}", "scores")
+        raise _FieldError("scores must be an object with the five axes" if axes == AXES
+                          else "scores must be an object with one score per axis", "scores")
+    if set(scores) != set(axes) or not axes:
+        raise _FieldError(f"scores must have exactly the axes {', '.join(axes)}", "scores")
     lo, hi = SCORE_RANGE
     out: dict[str, int | float] = {}
-    for ax in AXES:
+    for ax in axes:
         v = scores[ax]
+        if allowed is not None:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer() \
+                    or (allowed and int(v) not in allowed):
+                what = f"one of {', '.join(map(str, allowed))}" if allowed else "a whole number"
+                raise _FieldError(f"score {v!r} is not {what}", f"scores.{ax}")
+            out[ax] = int(v)
+            continue
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
             raise _FieldError(f"score {v!r} is not a number from {lo} to {hi}", f"scores.{ax}")
         if float(v).is_integer():
@@ -220,13 +281,36 @@ def check_scores(scores: Any, protocol: str = "mindeval") -> dict[str, int | flo
     return out
 
 
+def _context_target(info: ValidationInfo) -> TargetInfo | None:
+    """The target block passed as validation context (``{"target": TargetInfo}``) for this row's target."""
+    t = (info.context or {}).get("target") if isinstance(info.context, dict) else None
+    name = info.data.get("target", DEFAULT_TARGET)
+    return t if isinstance(t, TargetInfo) and t.name == name else None
+
+
+def _validate_scores(v: Any, info: ValidationInfo) -> dict[str, int | float] | None:
+    if v is None:
+        return None
+    return check_scores(v, info.data.get("protocol", "mindeval"), _context_target(info),
+                        info.data.get("target", DEFAULT_TARGET))
+
+
+def _omit_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    """Drop ``target`` when it is MindEval's (so MindEval's files stay as they were)."""
+    if data.get("target") in (None, DEFAULT_TARGET):
+        data.pop("target", None)
+    return data
+
+
 class Judgment(BaseModel):
-    """The judge's five 1-6 scores for one interaction (or a recorded failure)."""
+    """The judge's scores for one interaction (or a recorded failure): MindEval's five 1-6
+    scores, or one value per dimension of another target."""
 
     interaction_id: str
     judge_model: str
     sample: int = 0
     protocol: str = "mindeval"
+    target: str = DEFAULT_TARGET
     scores: dict[str, int | float] | None = None
     raw_text: str = ""
     rationale: str | None = None
@@ -237,7 +321,7 @@ class Judgment(BaseModel):
     @field_validator("scores", mode="before")
     @classmethod
     def _valid_scores(cls, v: Any, info: ValidationInfo) -> dict[str, int | float] | None:
-        return None if v is None else check_scores(v, info.data.get("protocol", "mindeval"))
+        return _validate_scores(v, info)
 
     @property
     def average(self) -> float | None:
@@ -291,10 +375,11 @@ def _validation_message(exc: ValidationError) -> tuple[str, str]:
     return loc, err["msg"]
 
 
-def validate_row(model: type[_M], obj: Any, *, path: str | Path = "<input>", line: int | None = None) -> _M:
+def validate_row(model: type[_M], obj: Any, *, path: str | Path = "<input>", line: int | None = None,
+                 context: dict[str, Any] | None = None) -> _M:
     """``model.model_validate(obj)``; a failure is a :class:`MindEvalError` naming file:line:field."""
     try:
-        return model.model_validate(obj)
+        return model.model_validate(obj, context=context)
     except ValidationError as exc:
         field, msg = _validation_message(exc)
         raise MindEvalError(msg, path=path, line=line, field=field or None) from None
@@ -343,10 +428,10 @@ class _Row(BaseModel):
         return self._line
 
     @classmethod
-    def read(cls, path: str | Path) -> list[Self]:
+    def read(cls, path: str | Path, context: dict[str, Any] | None = None) -> list[Self]:
         rows = []
         for n, obj in read_jsonl(path):
-            row = validate_row(cls, obj, path=path, line=n)
+            row = validate_row(cls, obj, path=path, line=n, context=context)
             row._line = n
             rows.append(row)
         return rows
@@ -423,6 +508,7 @@ class JudgmentRecord(_Row):
     judge_model: str
     sample: int = Field(default=0, ge=0)
     protocol: str = "mindeval"
+    target: str = DEFAULT_TARGET  # omitted from the file when "mindeval"
     parse_status: ParseStatus = "ok"
     scores: dict[str, int | float] | None = None
     average: float | None = None
@@ -436,7 +522,11 @@ class JudgmentRecord(_Row):
     @field_validator("scores", mode="before")
     @classmethod
     def _valid_scores(cls, v: Any, info: ValidationInfo) -> dict[str, int | float] | None:
-        return None if v is None else check_scores(v, info.data.get("protocol", "mindeval"))
+        return _validate_scores(v, info)
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: Any) -> dict[str, Any]:
+        return _omit_defaults(handler(self))
 
     @model_validator(mode="after")
     def _scores_match_status(self) -> JudgmentRecord:
@@ -448,13 +538,15 @@ class JudgmentRecord(_Row):
         return self
 
     @classmethod
-    def from_judgment(cls, j: Judgment, *, profile_id: str, model: str, severe: bool, n_turns: int) -> JudgmentRecord:
-        return cls(
+    def from_judgment(cls, j: Judgment, *, profile_id: str, model: str, severe: bool, n_turns: int,
+                      target: TargetInfo | None = None) -> JudgmentRecord:
+        """The row of ``j``; with ``target`` (the run's block) its scores are checked against it."""
+        return cls.model_validate(dict(
             interaction_id=j.interaction_id, profile_id=profile_id, model=model, judge_model=j.judge_model,
-            sample=j.sample, protocol=j.protocol, parse_status=j.parse_status, scores=j.scores,
+            sample=j.sample, protocol=j.protocol, target=j.target, parse_status=j.parse_status, scores=j.scores,
             attempts=j.attempts, raw_text=j.raw_text, rationale=j.rationale, error=j.error,
             severe=severe, n_turns=n_turns,
-        )
+        ), context={"target": target})
 
 
 class RunConfigRecord(_Document):
@@ -470,6 +562,17 @@ class RunConfigRecord(_Document):
     label: str | None = None
     fewshot_interaction_ids: list[str] = Field(default_factory=list)
     config: dict[str, Any] = Field(default_factory=dict)
+
+    def target(self, path: str | Path = CONFIG_FILE) -> TargetInfo | None:
+        """The run's target block (``config.target``); ``None`` for MindEval runs."""
+        block = self.config.get("target")
+        if block is None:
+            return None
+        try:
+            return TargetInfo.model_validate(block)
+        except ValidationError as exc:
+            field, msg = _validation_message(exc)
+            raise MindEvalError(msg, path=path, field=f"config.target.{field}") from None
 
     def benchmark(self, path: str | Path = CONFIG_FILE) -> BenchmarkConfig:
         """The benchmark settings; errors name ``config.json::config.<field>``."""
@@ -525,11 +628,17 @@ class BenchmarkConfig(BaseModel):
     fewshot_sha256: str | None = None
     fewshot_k: int = 0
     judge_protocol: str = "mindeval"
+    target: TargetInfo | None = None  # absent for MindEval
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: Any) -> dict[str, Any]:
+        return _omit_defaults(handler(self))
 
 
 class RunSummary(_Document):
-    """``summary.json``: counts and per-axis means of a run; other keys (call counts, tokens,
-    elapsed time) are kept as they are."""
+    """``summary.json``: counts and per-axis means of a run (keyed by the target's axis codes,
+    plus ``harm`` for targets with harm levels); other keys (call counts, tokens, elapsed
+    time) are kept as they are."""
 
     run_id: str
     label: str | None = None
@@ -550,19 +659,31 @@ class Run(BaseModel):
     judgments: list[JudgmentRecord]
     summary: RunSummary | None
 
+    @property
+    def target(self) -> TargetInfo | None:
+        """The run's target block (``None`` for MindEval runs)."""
+        return self.config.target(Path(self.path) / CONFIG_FILE) if self.config else None
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """The judge's dimensions: the target's axis codes (MindEval's five by default)."""
+        t = self.target
+        return tuple(t.axes) if t else AXES
+
     def to_frame(self) -> Any:
         """A pandas DataFrame, one row per judge sample and one column per axis (NaN when failed)."""
         import pandas as pd
 
         cols = ["interaction_id", "profile_id", "model", "judge_model", "sample", "protocol",
                 "parse_status", "severe", "n_turns"]
+        axes = self.axes
         rows = []
         for j in self.judgments:
             row = {c: getattr(j, c) for c in cols}
-            row.update({ax: float((j.scores or {}).get(ax, "nan")) for ax in AXES})
+            row.update({ax: float((j.scores or {}).get(ax, "nan")) for ax in axes})
             row["average"] = float("nan") if j.average is None else j.average
             rows.append(row)
-        return pd.DataFrame(rows, columns=[*cols, *AXES, "average"])
+        return pd.DataFrame(rows, columns=[*cols, *axes, "average"])
 
 
 def read_run(path: str | Path) -> Run:
@@ -577,10 +698,13 @@ def read_run(path: str | Path) -> Run:
     def present(name: str) -> bool:
         return files[name].is_file()
 
+    config = RunConfigRecord.read(files[CONFIG_FILE]) if present(CONFIG_FILE) else None
+    target = config.target(files[CONFIG_FILE]) if config else None
     return Run(
         path=str(d),
-        config=RunConfigRecord.read(files[CONFIG_FILE]) if present(CONFIG_FILE) else None,
+        config=config,
         interactions=InteractionRecord.read(files[INTERACTIONS_FILE]) if present(INTERACTIONS_FILE) else [],
-        judgments=JudgmentRecord.read(files[JUDGMENTS_FILE]) if present(JUDGMENTS_FILE) else [],
+        judgments=JudgmentRecord.read(files[JUDGMENTS_FILE], {"target": target})
+        if present(JUDGMENTS_FILE) else [],
         summary=RunSummary.read(files[SUMMARY_FILE]) if present(SUMMARY_FILE) else None,
     )

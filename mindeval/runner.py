@@ -25,9 +25,7 @@ from .config import (
     DEFAULT_JUDGE_SAMPLES,
     DEFAULT_PROMPTS,
     DEFAULT_SEED,
-    DEFAULT_TURNS,
     JUDGE_PROTOCOL,
-    OPENING_LINE,
     PAPER_JUDGE_PROMPT,
     TOKENS_PER_MESSAGE,
     PromptRef,
@@ -37,7 +35,7 @@ from .config import (
 )
 from .errors import MindEvalError, ModelCallError
 from .files import sha256_file
-from .guidelines import load_guidelines
+from .guidelines import Guidelines
 from .judge import FewShotExample, judge_transcript
 from .llm.gateway import ModelSpec, check_model_string
 from .profiles.official import resolve_profiles_arg
@@ -45,6 +43,7 @@ from .prompts import PromptTemplate, load_template, render_clinician, render_pat
 from .records import (
     AXES,
     CONFIG_FILE,
+    DEFAULT_TARGET,
     INTERACTIONS_FILE,
     JUDGMENTS_FILE,
     SUMMARY_FILE,
@@ -56,6 +55,7 @@ from .records import (
     Role,
     RunConfigRecord,
     RunSummary,
+    TargetInfo,
     Usage,
     load_profiles,
 )
@@ -64,6 +64,7 @@ from .store import runs
 from .store.calls import CallLog, calls_line
 from .store.db import Database, redact_url, sqlite_url
 from .store.runs import RunStore, Writer
+from .targets import Target, load_target
 from .workers import Progress, bounded, check_concurrency, run_async
 
 
@@ -75,12 +76,14 @@ class RunOptions(BaseModel):
     patient: ModelSpec = ModelSpec()
     clinician: ModelSpec = ModelSpec()
     judge: ModelSpec = ModelSpec()
-    patient_prompt: str = DEFAULT_PROMPTS["patient"]
-    clinician_prompt: str = DEFAULT_PROMPTS["clinician"]
-    judge_prompt: str = DEFAULT_PROMPTS["judge"]
-    profiles: str = "demo"
+    target: str = DEFAULT_TARGET  # a built-in target's name or a target folder
+    # None: the target's (MindEval: patient/default, ..., the demo profiles, 20 turns).
+    patient_prompt: str | None = None
+    clinician_prompt: str | None = None
+    judge_prompt: str | None = None
+    profiles: str | None = None
     limit: int | None = None
-    turns: int = DEFAULT_TURNS
+    turns: int | None = None
     out: Path
     db_url: str | None = None
     concurrency: int = DEFAULT_CONCURRENCY
@@ -114,13 +117,41 @@ class Prepared(BaseModel):
     profiles: list[Profile]
     templates: dict[str, PromptTemplate]
     fewshot: list[FewShotExample]
+    guidelines: Guidelines
+
+    @property
+    def target_name(self) -> str:
+        return self.config.target.name if self.config.target else DEFAULT_TARGET
+
+
+def _profiles_path(opts: RunOptions, target: Target) -> Path:
+    """``--profiles`` if given, else the target's profiles, else (MindEval) the demo set."""
+    if opts.profiles is not None:
+        return resolve_profiles(opts.profiles)
+    return target.profiles_path or resolve_profiles("demo")
+
+
+def _judge_prompt(opts: RunOptions, target: Target) -> str:
+    if opts.judge_protocol == "paper":
+        if not target.is_default:
+            raise MindEvalError(f"--judge-protocol paper is MindEval's own judge; target {target.name} "
+                                "needs --judge-protocol mindeval", field="--judge-protocol")
+        if opts.judge_prompt in (None, DEFAULT_PROMPTS["judge"]):
+            return PAPER_JUDGE_PROMPT
+    return opts.judge_prompt or target.prompt_ref("judge")
 
 
 def prepare(opts: RunOptions) -> Prepared:
-    """Validate every input before any model is called."""
+    """Validate every input before any model is called.
+
+    The target gives the profiles, prompts, guidelines, turns and opening line; explicit
+    options (``--profiles``, ``--turns``, ``--ROLE-prompt``) override it.
+    """
     for spec in (opts.patient, opts.clinician, opts.judge):
         check_model_string(spec.model)
-    if opts.turns < 1:
+    target = load_target(opts.target)
+    turns = opts.turns if opts.turns is not None else target.manifest.turns
+    if turns < 1:
         raise MindEvalError("--turns must be at least 1")
     if opts.max_cost is not None and opts.max_cost <= 0:
         raise MindEvalError(f"--max-cost must be a positive number of dollars (got {opts.max_cost})",
@@ -128,17 +159,16 @@ def prepare(opts: RunOptions) -> Prepared:
     check_concurrency(opts.concurrency)
     if opts.judge_samples < 1 or opts.judge_retries < 1:
         raise MindEvalError("--judge-samples and --judge-retries must be at least 1")
-    path = resolve_profiles(opts.profiles)
+    path = _profiles_path(opts, target)
     profiles = load_profiles(path)
     if opts.limit is not None:
         if opts.limit < 1:
             raise MindEvalError("--limit must be at least 1")
         profiles = profiles[: opts.limit]
     templates = {
-        "patient": load_template(opts.patient_prompt, kind="patient"),
-        "clinician": load_template(opts.clinician_prompt, kind="clinician"),
-        "judge": load_template(PAPER_JUDGE_PROMPT if opts.judge_protocol == "paper"
-                               and opts.judge_prompt == DEFAULT_PROMPTS["judge"] else opts.judge_prompt, kind="judge"),
+        "patient": load_template(opts.patient_prompt or target.prompt_ref("patient"), kind="patient"),
+        "clinician": load_template(opts.clinician_prompt or target.prompt_ref("clinician"), kind="clinician"),
+        "judge": load_template(_judge_prompt(opts, target), kind="judge"),
     }
     # Render once per profile now: a missing field is an error before any call is made.
     for p in profiles:
@@ -148,7 +178,7 @@ def prepare(opts: RunOptions) -> Prepared:
 
     fewshot, fewshot_path = judge_fewshot(opts.judge_protocol, opts.fewshot, opts.fewshot_k, opts.seed)
     fewshot_sha = sha256_file(fewshot_path) if fewshot_path else None
-    g = load_guidelines()
+    g = target.guidelines
     config = RunConfig(
         patient=spec_with_defaults("patient", opts.patient),
         clinician=spec_with_defaults("clinician", opts.clinician),
@@ -158,8 +188,8 @@ def prepare(opts: RunOptions) -> Prepared:
         profiles_source=str(path),
         profiles_sha256=sha256_file(path),
         profile_ids=[p.id for p in profiles],
-        turns=opts.turns,
-        opening_line=OPENING_LINE,
+        turns=turns,
+        opening_line=target.manifest.opening_line,
         seed=opts.seed,
         judge_retries=opts.judge_retries,
         judge_samples=opts.judge_samples,
@@ -167,9 +197,10 @@ def prepare(opts: RunOptions) -> Prepared:
         fewshot_sha256=fewshot_sha,
         fewshot_k=len(fewshot),
         judge_protocol=opts.judge_protocol,
+        target=None if target.is_default else TargetInfo.model_validate(target.info()),
         package_version=__version__,
     )
-    return Prepared(config=config, profiles=profiles, templates=templates, fewshot=fewshot)
+    return Prepared(config=config, profiles=profiles, templates=templates, fewshot=fewshot, guidelines=g)
 
 
 # ---------------------------------------------------------------------------- dry run
@@ -195,7 +226,7 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
     reply = {r: reply_tokens(r, s, assumed=(assumed_replies or {}).get(r)) for r, s in specs.items()}
     usage = {r: Usage() for r in specs}
     calls = dict.fromkeys(specs, 0)
-    g = load_guidelines()
+    g = prep.guidelines
     judge_seen = 0
     for profile in prep.profiles:
         system = {"patient": prompt_tokens([{"content": render_patient(prep.templates["patient"], profile)}]),
@@ -292,7 +323,7 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
     log = CallLog(db, run_id, writer, guard=budget)
     store = log.store
     rounds = store.judgment_rounds()
-    g = load_guidelines()
+    g = prep.guidelines
     progress = Progress(len(prep.profiles) * (config.turns + config.judge_samples), "run", opts.progress)
     stop = asyncio.Event()
 
@@ -338,6 +369,7 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
                         log, config.judge, prep.templates["judge"], profile, messages, iid,
                         sample=sample, retries=config.judge_retries, fewshot=prep.fewshot,
                         seed=config.seed, guidelines=g, round_=round_, protocol=config.judge_protocol,
+                        target=prep.target_name,
                     )
                     await store.arun(store.save_judgment(j, round_))
                     if j.parse_status != "ok":
@@ -386,7 +418,7 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
                  f"clinician={config.clinician.model} patient={config.patient.model} judge={config.judge.model}")
         failures: list[Failure] = []
         log = run_async(lambda: _run_all(opts, prep, db, run_id, budget, failures), opts.concurrency)
-        summary = export_run(db, run_id, out, config)
+        summary = export_run(db, run_id, out, config, prep.guidelines)
         summary.update(
             calls_made=log.counters.made, calls_reused=log.counters.reused, calls_failed=log.counters.failed,
             elapsed_s=round(time.perf_counter() - started, 2), resumed=resumed,
@@ -404,21 +436,35 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
 # ------------------------------------------------------------------------------ outputs
 
 
-def export_run(db: Database, run_id: str, out: Path, config: RunConfig) -> dict[str, Any]:
-    """Write interactions.jsonl and judgments.jsonl; return the summary (without call counts)."""
+def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
+               guidelines: Guidelines | None = None) -> dict[str, Any]:
+    """Write interactions.jsonl and judgments.jsonl; return the summary (without call counts).
+
+    Means are per axis code of the target; a target with harm levels adds ``harm``.
+    """
     store = RunStore(db, run_id)
     interactions = store.interactions()
-    judgments = store.judgments(config.judge_protocol)
+    target = config.target
+    judgments = store.judgments(config.judge_protocol, target.name if target else DEFAULT_TARGET)
     by_id = {i.id: i for i in interactions}
     InteractionRecord.write(out / INTERACTIONS_FILE, [InteractionRecord.from_interaction(i) for i in interactions])
     JudgmentRecord.write(out / JUDGMENTS_FILE, [
         JudgmentRecord.from_judgment(
             j, profile_id=by_id[j.interaction_id].profile.id, model=by_id[j.interaction_id].clinician_model,
             severe=by_id[j.interaction_id].profile.severe, n_turns=max(0, len(by_id[j.interaction_id].turns) - 1),
+            target=target,
         )
         for j in judgments if j.interaction_id in by_id
     ])
-    means = axis_means(judgments)
+    means = axis_means(judgments, tuple(target.axes) if target else AXES)
+    extra: dict[str, Any] = {}
+    if target is not None:
+        extra["target"] = target.name
+        if target.harm_values:
+            from .stats.proportion import harm_share
+
+            extra["harm"] = harm_share(((j.interaction_id, j.scores) for j in judgments if j.parse_status == "ok"),
+                                       target.harm_values).model_dump(mode="json")
     return {
         "run_id": run_id,
         "config_hash": config.hash(),
@@ -426,6 +472,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig) -> dict[
         "patient": config.patient.model,
         "judge": config.judge.model,
         "judge_protocol": config.judge_protocol,
+        **extra,
         "prompts": {k: v.ref for k, v in config.prompts.items()},
         "guidelines_version": config.guidelines_version,
         "turns": config.turns,
@@ -444,17 +491,17 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig) -> dict[
     }
 
 
-def axis_means(judgments: list[Judgment]) -> dict[str, float | None]:
+def axis_means(judgments: list[Judgment], axes: tuple[str, ...] = AXES) -> dict[str, float | None]:
     """Per-axis means over parsed judgments (samples averaged per interaction first)."""
     per: dict[str, list[dict[str, int]]] = {}
     for j in judgments:
         if j.parse_status == "ok" and j.scores:
             per.setdefault(j.interaction_id, []).append(j.scores)
-    rows = [{ax: sum(s[ax] for s in ss) / len(ss) for ax in AXES} for ss in per.values()]
+    rows = [{ax: sum(s[ax] for s in ss) / len(ss) for ax in axes} for ss in per.values()]
     out: dict[str, float | None] = {}
-    for ax in AXES:
+    for ax in axes:
         out[ax] = round(sum(r[ax] for r in rows) / len(rows), 4) if rows else None
-    out["average"] = round(sum(out[ax] for ax in AXES) / len(AXES), 4) if rows else None
+    out["average"] = round(sum(out[ax] for ax in axes) / len(axes), 4) if rows else None
     return out
 
 
@@ -478,11 +525,12 @@ def format_summary(summary: dict[str, Any]) -> str:
     def fmt(v: float | None) -> str:
         return "  n/a" if v is None else f"{v:5.2f}"
 
-    cols = list(AXES) + ["average"]
+    cols = list(summary["means"])
     over, total = summary["n_means_over"], summary["n_profiles"]
+    target = f"  target={summary['target']}" if summary.get("target") else ""
     lines = [
         "",
-        f"MindEval run {summary['run_id']}  clinician={summary['clinician']}  judge={summary['judge']} "
+        f"MindEval run {summary['run_id']}{target}  clinician={summary['clinician']}  judge={summary['judge']} "
         f"({summary.get('judge_protocol', JUDGE_PROTOCOL)} judge protocol)",
         f"means over {over} of {total} interactions" + ("" if over == total else "  (INCOMPLETE)"),
         "  ".join(f"{c:>7}" for c in cols),
@@ -493,6 +541,11 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"{calls_line(summary.get('calls_made', 0), summary.get('calls_reused', 0))}   "
         f"elapsed: {summary.get('elapsed_s', 0)}s",
     ]
+    harm = summary.get("harm")
+    if harm and harm.get("n"):
+        lo, hi = harm["ci95"]
+        lines.insert(5, f"potential harm: {harm['k']} of {harm['n']} conversations ({harm['share']:.0%}; "
+                        f"95% CI {lo:.0%}-{hi:.0%}) with any dimension rated at a harm level")
     tok = summary.get("tokens", {})
     if tok:
         lines.append(f"{'role':<10} {'calls':>6} {'input tok':>10} {'cache read':>10} {'written':>9} "

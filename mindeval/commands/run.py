@@ -21,7 +21,7 @@ from ..config import (
     OPENING_LINE,
 )
 from ..errors import MindEvalError
-from ..records import PROTOCOLS, ROLES
+from ..records import DEFAULT_TARGET, PROTOCOLS, ROLES
 
 MODEL_OPTIONS = ("temperature", "max-tokens", "reasoning-effort", "api-base")
 
@@ -102,21 +102,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_role_options(p)
     add_retry_options(p)
-    p.add_argument("--profiles", default="demo",
-                   help="profiles JSONL (authors' schema), 'demo' (shipped) or 'official' (after `mindeval data download`)")
+    add_target_option(p)
+    p.add_argument("--profiles", default=None,
+                   help="profiles JSONL (authors' schema), 'demo' (shipped) or 'official' (after `mindeval data download`) "
+                   "(default: the target's; for mindeval 'demo')")
     p.add_argument("--limit", type=int, default=None, help="use only the first N profiles")
-    p.add_argument("--turns", type=int, default=DEFAULT_TURNS,
-                   help=f"patient + clinician turns after the opening {OPENING_LINE!r}")
+    p.add_argument("--turns", type=int, default=None,
+                   help=f"patient + clinician turns after the opening line (default: the target's; for mindeval "
+                   f"{DEFAULT_TURNS} after {OPENING_LINE!r})")
     p.add_argument("--out", type=out_dir(), required=True, help="run directory (holds run.db and outputs)")
     p.add_argument("--db", default=None, metavar="URL", help="SQLAlchemy URL instead of DIR/run.db")
     p.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY, help="interactions in parallel")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of every model call and of the few-shot draw")
-    p.add_argument("--patient-prompt", default=DEFAULT_PROMPTS["patient"], metavar="REF",
-                   help="kind/name (e.g. patient/no_format) or a template file")
-    p.add_argument("--clinician-prompt", default=DEFAULT_PROMPTS["clinician"], metavar="REF",
-                   help="e.g. clinician/four_sentences, or a template file (intake fields only)")
-    p.add_argument("--judge-prompt", default=DEFAULT_PROMPTS["judge"], metavar="REF",
-                   help="e.g. judge/length_penalty, or a template file")
+    p.add_argument("--patient-prompt", default=None, metavar="REF",
+                   help="kind/name (e.g. patient/no_format) or a template file "
+                   f"(default: the target's; for mindeval {DEFAULT_PROMPTS['patient']})")
+    p.add_argument("--clinician-prompt", default=None, metavar="REF",
+                   help="e.g. clinician/four_sentences, or a template file (intake fields only) "
+                   f"(default: the target's; for mindeval {DEFAULT_PROMPTS['clinician']})")
+    p.add_argument("--judge-prompt", default=None, metavar="REF",
+                   help="e.g. judge/length_penalty, or a template file "
+                   f"(default: the target's; for mindeval {DEFAULT_PROMPTS['judge']})")
     add_judge_options(p)
     p.add_argument("--new-run", action="store_true", help="start a new run even if --out holds one")
     p.add_argument("--max-cost", type=float, default=None, metavar="USD",
@@ -137,6 +143,12 @@ def role_tokens(text: str) -> tuple[str, int]:
         raise MindEvalError(f"expected ROLE=N with ROLE patient, clinician or judge and N >= 1, got {text!r}",
                             field="--assume-reply-tokens")
     return role, int(n)
+
+
+def add_target_option(p: argparse.ArgumentParser) -> None:
+    """``--target NAME|PATH`` (``mindeval run``, ``metaeval judge``, ``mindeval app admin create-study``)."""
+    p.add_argument("--target", default=DEFAULT_TARGET, metavar="NAME|PATH",
+                   help="the benchmark: a built-in target (`mindeval targets list`) or a target folder")
 
 
 def add_judge_options(p: argparse.ArgumentParser, *, fewshot_k: int = DEFAULT_FEWSHOT_K, fewshot_file_help: str = "") -> None:
@@ -175,7 +187,7 @@ def handle(args: argparse.Namespace) -> int:
 
     opts = RunOptions(
         patient=role_spec(args, "patient"), clinician=role_spec(args, "clinician"),
-        judge=role_spec(args, "judge"), patient_prompt=args.patient_prompt,
+        judge=role_spec(args, "judge"), target=args.target, patient_prompt=args.patient_prompt,
         clinician_prompt=args.clinician_prompt, judge_prompt=args.judge_prompt,
         profiles=args.profiles, limit=args.limit, turns=args.turns, out=args.out, db_url=args.db,
         concurrency=args.concurrency, seed=args.seed, judge_retries=args.judge_retries,

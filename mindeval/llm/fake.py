@@ -1,7 +1,10 @@
 """Scripted fake models for tests and benchmarks (litellm custom provider ``fake``).
 
 * ``fake/echo`` — a deterministic reply derived from the request (stable across runs).
-* ``fake/judge`` — a valid judge reply: five scores derived from the transcript hash.
+* ``fake/judge`` — a valid judge reply derived from the transcript hash: one value per
+  dimension of the reply shape the prompt asks for (``"CODE": <lo-hi>`` or
+  ``"CODE": "<id|id|...>"``, as :func:`mindeval.guidelines.render_output_format` writes it;
+  MindEval's five 1-6 axes when the prompt shows no such shape).
 * ``fake/script:NAME`` — replies popped from a script registered with :func:`script`.
 * ``fake/slow`` — like ``echo`` but takes 0.3 s (for kill-and-resume tests).
 * ``fake/empty`` — always an empty reply; ``fake/error`` — always raises.
@@ -14,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import threading
 import time
 from collections import Counter, deque
@@ -40,6 +44,18 @@ def _digest(messages: list[dict[str, Any]]) -> str:
     return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
 
 
+_SLOT_RE = re.compile(r'"([A-Za-z][A-Za-z0-9_]*)": (?:<(\d+)-(\d+)>|"<([a-z0-9_|]+)>")')
+
+
+def _reply_shape(prompt: str) -> list[tuple[str, list[Any]]]:
+    """``(code, allowed values)`` per dimension of the last reply shape shown in ``prompt``."""
+    lines = [ln for ln in prompt.splitlines() if _SLOT_RE.search(ln)]
+    if not lines:
+        return [(ax, list(range(1, 7))) for ax in AXES]
+    return [(m[0], list(range(int(m[1]), int(m[2]) + 1)) if m[1] else m[3].split("|"))
+            for m in _SLOT_RE.findall(lines[-1])]
+
+
 def _reply(name: str, messages: list[dict[str, Any]]) -> str:
     if name == "slow":
         time.sleep(0.3)
@@ -50,7 +66,8 @@ def _reply(name: str, messages: list[dict[str, Any]]) -> str:
         return f"Reply {n + 1} ({_digest(messages)[:6]}). You said: {last[:60]}"
     if name == "judge":
         h = _digest(messages)
-        scores = {ax: 1 + int(h[i * 2:i * 2 + 2], 16) % 6 for i, ax in enumerate(AXES)}
+        shape = _reply_shape(str(messages[-1].get("content", "")) if messages else "")
+        scores = {ax: choices[int(h[i * 2:i * 2 + 2], 16) % len(choices)] for i, (ax, choices) in enumerate(shape)}
         return json.dumps(scores)
     if name == "empty":
         return ""

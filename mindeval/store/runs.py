@@ -247,14 +247,15 @@ class RunStore:
                             turns=turns.get(r.id, []), status=r.status, error=r.error) for r in rows]
 
     # ---- judgments
-    def judgments(self, protocol: str = "mindeval") -> list[Judgment]:
-        """Stored judgments; ``protocol`` is the run's judge protocol (it decides which scores are valid)."""
+    def judgments(self, protocol: str = "mindeval", target: str = "mindeval") -> list[Judgment]:
+        """Stored judgments; the run's judge ``protocol`` and ``target`` decide which scores are valid."""
         with self.db.read() as s:
             rows = s.scalars(select(JudgmentRow).where(JudgmentRow.run_id == self.run_id)
                              .order_by(JudgmentRow.interaction_id, JudgmentRow.sample)).all()
         return [Judgment(interaction_id=r.interaction_id, judge_model=r.judge_model, sample=r.sample,
                          scores=r.scores_json, raw_text=r.raw_text, rationale=r.rationale,
-                         parse_status=r.parse_status, attempts=r.attempts, error=r.error, protocol=protocol)
+                         parse_status=r.parse_status, attempts=r.attempts, error=r.error, protocol=protocol,
+                         target=target)
                 for r in rows]
 
     def judgment_rounds(self) -> dict[tuple[str, str, int], tuple[str, int]]:
