@@ -12,7 +12,7 @@ import warnings
 
 from mindeval import __version__
 from mindeval.cli import Parser, at_least, out_dir, run_cli
-from mindeval.commands.run import add_judge_options, add_role_options, role_spec
+from mindeval.commands.run import add_judge_options, add_role_options, add_target_option, role_spec
 from mindeval.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_PROMPTS,
@@ -78,7 +78,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from .judge_runs import JudgeRunOptions, run_judge
 
     opts = JudgeRunOptions(
-        annotations=args.annotations, judge=args.judge, prompt=args.judge_prompt, fewshot_k=args.fewshot_k,
+        annotations=args.annotations, judge=args.judge, target=args.target, prompt=args.judge_prompt,
+        fewshot_k=args.fewshot_k,
         fewshot_source=args.fewshot_file, repetitions=args.judge_samples, seed=args.seed, out=str(args.out),
         db_url=args.db, params=role_spec(args, "judge").model_dump(exclude={"model"}), retries=args.judge_retries,
         concurrency=args.concurrency, mapping=args.mapping, limit=args.limit, label=args.label, zeros=args.zeros,
@@ -136,8 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="annotated interactions: the authors' human_annotations.jsonl or an annotation database URL")
     j.add_argument("--study", help="rating study (name or id) when --annotations is a database URL")
     add_role_options(j, ("judge",), required=True, plain_aliases=True)
-    j.add_argument("--judge-prompt", default=DEFAULT_PROMPTS["judge"], metavar="REF",
-                   help="judge prompt (kind/name or a template file)")
+    add_target_option(j)
+    j.add_argument("--judge-prompt", default=None, metavar="REF",
+                   help=f"judge prompt (kind/name or a template file) (default: the target's; for mindeval "
+                   f"{DEFAULT_PROMPTS['judge']})")
     add_judge_options(j, fewshot_k=0, fewshot_file_help=" (default: --annotations); excluded from evaluation")
     j.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of every model call and of the few-shot draw")
     j.add_argument("--out", type=out_dir(), required=True, metavar="DIR", help="output directory (resumable)")

@@ -37,6 +37,7 @@ from mindeval.records import (
     JudgmentRecord,
     RunConfigRecord,
     RunSummary,
+    TargetInfo,
 )
 from mindeval.store.runs import RunStore
 from mindeval.workers import check_concurrency, run_pool
@@ -49,7 +50,8 @@ KIND = "metaeval-judge"
 class JudgeRunOptions(BaseModel):
     annotations: str
     judge: str
-    prompt: str = "judge/default"
+    target: str = "mindeval"  # a built-in target's name or a target folder: the judge's dimensions and prompt
+    prompt: str | None = None  # None: the target's judge prompt
     fewshot_k: int = 0
     fewshot_source: str | None = None
     repetitions: int = 1
@@ -98,10 +100,10 @@ def _content_hash(data: HumanSource) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def mean_axis_scores(source: HumanSource, interaction_id: str) -> dict[str, float]:
+def mean_axis_scores(source: HumanSource, interaction_id: str, axes: tuple[str, ...] = AXES) -> dict[str, float]:
     """The annotators' mean score per axis for one interaction (for a few-shot example)."""
     out: dict[str, float] = {}
-    for ax in AXES:
+    for ax in axes:
         vals = []
         for r in source.raters:
             f = r.frame
@@ -131,6 +133,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     from mindeval.prompts import load_template
     from mindeval.store import sqlite_url
     from mindeval.store.calls import calls_line, logged_run
+    from mindeval.targets import load_target
 
     say = echo or (lambda _m: None)
     if opts.repetitions < 1:
@@ -140,9 +143,16 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         raise MindEvalError("--fewshot must be 0 or more", field="--fewshot")
     check_model_string(opts.judge)
     paper = opts.judge_protocol == "paper"
+    target = load_target(opts.target)
+    if paper and not target.is_default:
+        raise MindEvalError(f"--judge-protocol paper is MindEval's own judge; target {target.name} needs "
+                            "--judge-protocol mindeval", field="--judge-protocol")
+    g = target.guidelines
+    info = None if target.is_default else TargetInfo.model_validate(target.info())
     spec = judge_spec_for_protocol(spec_with_defaults("judge", ModelSpec(model=opts.judge, **opts.params)),
                                    opts.judge_protocol)
-    tpl = load_template(PAPER_JUDGE_PROMPT if paper and opts.prompt == "judge/default" else opts.prompt, kind="judge")
+    tpl = load_template(PAPER_JUDGE_PROMPT if paper and opts.prompt in (None, "judge/default")
+                        else opts.prompt or target.prompt_ref("judge"), kind="judge")
     mapping = load_mapping(opts.mapping)
     data = load_annotated(opts.annotations, mapping, opts.zeros, opts.study)
     shot_src = data
@@ -159,7 +169,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         fewshot = [
             FewShotExample(
                 intake=shot_src.interactions[i].profile.intake(), messages=shot_src.interactions[i].messages,
-                scores=mean_axis_scores(shot_src, i), interaction_id=i,
+                scores=mean_axis_scores(shot_src, i, g.axis_codes), interaction_id=i,
             )
             for i in shot_ids
         ]
@@ -183,6 +193,8 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         "seed": opts.seed,
         "interaction_ids": [it.interaction_id for it in evaluate],
     }
+    if info is not None:  # absent for MindEval (its config hash is unchanged)
+        config["target"] = info.model_dump(mode="json")
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     label = opts.label or spec.model
@@ -209,7 +221,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
             round_ = rounds + 1 if status == "failed" else 0
             j = await judge_transcript(log, spec, tpl, it.profile, it.messages, it.interaction_id, sample=rep,
                                        retries=opts.retries, fewshot=fewshot, seed=opts.seed, round_=round_,
-                                       protocol=opts.judge_protocol)
+                                       protocol=opts.judge_protocol, guidelines=g, target=target.name)
             await store.arun(store.save_judgment(j, round_))
 
         try:
@@ -217,22 +229,25 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         finally:  # on an error or Ctrl-C: what was judged is committed; export it
             store.writer.close()  # type: ignore[union-attr]  # commit what is queued before exporting
             summary = _export(store, out, data, evaluate, label, log, time.perf_counter() - started,
-                              opts.judge_protocol, resumed)
+                              opts.judge_protocol, resumed, info)
     say(f"wrote {out / JUDGMENTS_FILE}: {summary['n_judged']} judgments, {summary['n_failed_judgments']} failed; "
         + calls_line(summary["calls_made"], summary["calls_reused"]))
     return summary
 
 
 def _export(store: RunStore, out: Path, data: HumanSource, evaluate: list[AnnotatedInteraction],
-            label: str, log: Any, elapsed: float, protocol: str, resumed: bool) -> dict[str, Any]:
+            label: str, log: Any, elapsed: float, protocol: str, resumed: bool,
+            target: TargetInfo | None = None) -> dict[str, Any]:
     keep = {it.interaction_id for it in evaluate}
-    judgments = sorted((j for j in store.judgments(protocol) if j.interaction_id in keep),
+    judgments = sorted((j for j in store.judgments(protocol, target.name if target else "mindeval")
+                        if j.interaction_id in keep),
                        key=lambda j: (j.interaction_id, j.sample))
     rows = []
     for j in judgments:
         it = data.interactions[j.interaction_id]
         rows.append(JudgmentRecord.from_judgment(j, profile_id=it.profile_id, model=it.system,
-                                                 severe=it.profile.severe, n_turns=max(0, len(it.messages) - 1)))
+                                                 severe=it.profile.severe, n_turns=max(0, len(it.messages) - 1),
+                                                 target=target))
     JudgmentRecord.write(out / JUDGMENTS_FILE, rows)
     summary = RunSummary(
         run_id=store.run_id, label=label, judge_protocol=protocol, n_interactions=len(evaluate),
