@@ -372,7 +372,7 @@ def _validation_message(exc: ValidationError) -> tuple[str, str]:
         return loc, str(cause)
     if err["type"] == "missing":
         return loc, "missing required field"
-    return loc, err["msg"]
+    return loc, err["msg"].removeprefix("Value error, ")
 
 
 def validate_row(model: type[_M], obj: Any, *, path: str | Path = "<input>", line: int | None = None,

@@ -102,3 +102,22 @@ def test_bad_options(tiny_authors, tmp_path):
         run_judge(opts(tiny_authors, tmp_path / "y", judge="nope/model"), echo=None)
     with pytest.raises(MindEvalError, match="repetitions"):
         run_judge(opts(tiny_authors, tmp_path / "z", repetitions=0), echo=None)
+
+
+def test_judge_run_with_another_target(tiny_authors, tmp_path):
+    """`metaeval judge --target`: the target's judge prompt, dimensions and scale; its block in config.json."""
+    from pathlib import Path
+
+    from mindeval import read_run
+
+    toy = Path(__file__).resolve().parents[1] / "fixtures" / "targets" / "toy"
+    out = tmp_path / "jr"
+    summary = run_judge(opts(tiny_authors, out, target=str(toy), limit=3), echo=None)
+    assert summary["n_judged"] == 3 and summary["n_failed_judgments"] == 0
+    run = read_run(out)
+    assert run.config.config["prompts"]["judge"] == "judge/toy_judge@v1"
+    assert run.target.name == "toy" and run.target.harm_values == (0,)
+    assert all(j.target == "toy" and set(j.scores) == {"DETECT", "GUIDE"} for j in run.judgments)
+    assert all(v in (0, 1, 2) for j in run.judgments for v in j.scores.values())
+    with pytest.raises(MindEvalError, match="paper is MindEval's own judge"):
+        run_judge(opts(tiny_authors, tmp_path / "p", target=str(toy), judge_protocol="paper"), echo=None)
