@@ -1,4 +1,4 @@
-"""The wheel ships prompts/, guidelines/ and data/, and the package finds them there."""
+"""The wheel ships prompts/, guidelines/, targets/ and data/, and the package finds them there."""
 
 import subprocess
 import sys
@@ -23,6 +23,7 @@ def test_wheel_contents(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for f in ("mindeval/_bundled/guidelines/guidelines.yaml", "mindeval/_bundled/prompts/judge/default.txt",
               "mindeval/_bundled/prompts/clinician/default.txt", "mindeval/_bundled/data/demo_profiles.jsonl",
+              "mindeval/_bundled/targets/mindeval/target.yaml",
               "metaeval/cli.py", "annotation_app/app.py"):
         assert f in names, f
     entry = [n for n in names if n.endswith("entry_points.txt")][0]
@@ -34,8 +35,11 @@ def test_installed_layout_finds_bundled_files(wheel, tmp_path):
     zipfile.ZipFile(wheel).extractall(tmp_path / "site")
     code = ("from mindeval.prompts import load_template; from mindeval.guidelines import load_guidelines;"
             "from mindeval.resources import prompts_dir; print(prompts_dir());"
-            "print(load_template('judge/default').ref, load_guidelines().version)")
+            "print(load_template('judge/default').ref, load_guidelines().version);"
+            "from mindeval.targets import load_target, validate_target; t = load_target();"
+            "print(t.root, t.template('judge').ref, validate_target('mindeval'))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"})
     assert r.returncode == 0, r.stderr[-2000:]
     assert str(tmp_path / "site" / "mindeval" / "_bundled" / "prompts") in r.stdout
+    assert f"{tmp_path / 'site' / 'mindeval' / '_bundled' / 'targets' / 'mindeval'} judge/default@v2 []" in r.stdout
