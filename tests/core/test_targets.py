@@ -13,7 +13,7 @@ import yaml
 from mindeval import read_run
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import load_guidelines, render_output_format
+from mindeval.guidelines import guideline_problems, load_guidelines, render_output_format
 from mindeval.judge import JudgeParseError, parse_scores, score_schema
 from mindeval.llm import fake
 from mindeval.records import AXES, JudgmentRecord, TargetInfo, check_scores
@@ -251,3 +251,39 @@ def test_third_target_copied_from_crisis_runs_without_code_changes(tmp_path, cap
     assert all(list(j.scores) == codes for j in run.judgments)
     s = json.loads((out / "summary.json").read_text())
     assert list(s["means"]) == [*codes, "average"] and s["harm"]["n"] == 3
+
+
+def test_an_ordinal_scale_other_than_1_to_6(tmp_path):
+    from mindeval.guidelines import default_path
+
+    raw = yaml.safe_load(default_path().read_text())
+    raw["scale"].update(min=0, max=4, levels={i: f"level {i}" for i in range(5)})
+    for axis in raw["judge_axes"]:
+        for anchor, band in zip(axis["anchors"], ("0-1", "2-3", "4"), strict=True):
+            anchor["band"] = band
+    for sub in raw["human_subaxes"]:
+        sub["anchors"] = {0: "low", 4: "high"}
+    path = tmp_path / "g.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    g = load_guidelines(path)
+    assert g.score_values() == (0, 1, 2, 3, 4) and g.harm_levels == ()
+    assert parse_scores("\n".join(f"{ax}: {i}/4" for i, ax in enumerate(AXES)), g)[0] == dict(zip(AXES, range(5)))
+    with pytest.raises(JudgeParseError, match="outside 0-4"):
+        parse_scores(json.dumps(dict.fromkeys(AXES, 5)), g)
+    raw["judge_axes"][0]["anchors"][1]["band"] = "1-3"  # overlaps 0-1
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(MindEvalError, match="covering 0-4 in order without gaps or overlap") as e:
+        load_guidelines(path)
+    assert e.value.field == "judge_axes.0.anchors" and e.value.line is not None
+
+
+def test_categorical_scale_errors_name_their_field(toy):
+    g = toy / "guidelines.yaml"
+    text = g.read_text()
+    g.write_text(text.replace("      value: 1\n", "      value: 2\n").replace("kind: categorical", "kind: nominal"))
+
+    got = [str(p) for p in guideline_problems(g)]
+    assert got == [f"{g}:2:scale: kind must be one of ordinal, categorical"]
+    g.write_text(text.replace("      value: 1\n", "      value: 2\n"))
+    got = [str(p) for p in guideline_problems(g)]
+    assert got == [f"{g}:5:scale.levels: duplicate level value 2 (items 0 and 1)"]
