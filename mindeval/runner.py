@@ -176,6 +176,10 @@ def prepare(opts: RunOptions) -> Prepared:
         render_clinician(templates["clinician"], p)
     from .fewshot import judge_fewshot
 
+    if opts.fewshot and opts.fewshot_k and not target.is_default:
+        raise MindEvalError(f"few-shot examples are MindEval ratings (the authors' schema); target {target.name} "
+                            "has other dimensions: leave out --fewshot-file or pass --fewshot-k 0",
+                            field="--fewshot-file")
     fewshot, fewshot_path = judge_fewshot(opts.judge_protocol, opts.fewshot, opts.fewshot_k, opts.seed)
     fewshot_sha = sha256_file(fewshot_path) if fewshot_path else None
     g = target.guidelines

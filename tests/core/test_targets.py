@@ -217,9 +217,13 @@ def test_unparseable_categorical_replies_are_retried_then_recorded_as_failed(toy
     assert s["means"]["DETECT"] is None and s["harm"] == {"n": 0, "k": 0, "share": None, "ci95": None}
 
 
-def test_paper_protocol_is_refused_for_another_target(toy, tmp_path, capsys):
+def test_mindeval_only_judge_settings_are_refused_for_another_target(toy, tmp_path, capsys):
     assert main(["run", *FAKE, "--target", str(toy), "--judge-protocol", "paper", "--out", str(tmp_path / "D")]) == 2
     assert "paper is MindEval's own judge" in capsys.readouterr().err
+    shots = tmp_path / "shots.jsonl"
+    shots.write_text("{}\n")
+    assert main(["run", *FAKE, "--target", str(toy), "--fewshot-file", str(shots), "--out", str(tmp_path / "D")]) == 2
+    assert "error: --fewshot-file: few-shot examples are MindEval ratings" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ a third target from crisis
