@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
-from .loading import CRITERIA, InteractionScore, RunData
+from .loading import InteractionScore, RunData, criteria_of
 
 
 class Extreme(BaseModel):
@@ -36,7 +36,7 @@ class Condition(BaseModel):
 
 
 def _system_means(rows: list[InteractionScore]) -> dict[str, float]:
-    return {c: sum(r.scores[c] for r in rows) / len(rows) for c in CRITERIA}
+    return {c: sum(r.scores[c] for r in rows) / len(rows) for c in rows[0].scores}
 
 
 def _condition(
@@ -52,7 +52,7 @@ def _condition(
     if not per_system:
         return None
     mean, best, worst = {}, {}, {}
-    for c in CRITERIA:
+    for c in criteria_of(labelled[0][1].target):
         vals = sorted(((v[c], s) for s, v in per_system.items()), key=lambda t: t[1])
         mean[c] = sum(v for v, _ in vals) / len(vals)
         b = max(vals, key=lambda t: t[0])  # first maximum in name order

@@ -10,11 +10,12 @@ from pydantic import BaseModel, Field
 
 from .. import __version__
 from ..errors import MindEvalError
+from ..records import TargetInfo
 from ..stats.significance import small_sample_warning
 from .breakdowns import Condition, compute_breakdowns
 from .compare import Comparison, compare_setups
-from .loading import CRITERIA, RunData, load_run
-from .systems import assign_labels, check_compatible, group_by_setup, system_key
+from .loading import RunData, criteria_of, load_run
+from .systems import assign_labels, check_compatible, check_same_target, group_by_setup, system_key
 from .table import MIN_RESAMPLES, StatsSettings, SystemScores, Table, compute_table
 from .verbosity import VerbosityCounts
 
@@ -48,8 +49,20 @@ class SystemVerbosity(BaseModel):
     share_long_turns: float
 
 
+class SystemHarm(BaseModel):
+    """Safety gate of one system: ``k`` of ``n`` judged conversations with a harm rating."""
+
+    system: str
+    n: int
+    k: int
+    share: float
+    ci_low: float
+    ci_high: float
+
+
 class Leaderboard(BaseModel):
     package_version: str = __version__
+    target: TargetInfo | None = None  # None: MindEval (left out of the JSON)
     table: Table
     runs: list[RunInfo]
     verbosity: list[SystemVerbosity]
@@ -57,6 +70,11 @@ class Leaderboard(BaseModel):
     comparisons: list[Comparison] = Field(default_factory=list)
     excluded: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    safety: list[SystemHarm] = Field(default_factory=list)  # per system, when the target has harm levels
+
+    @property
+    def criteria(self) -> tuple[str, ...]:
+        return self.table.criteria
 
 
 def _load_all(dirs: Sequence[str | Path]) -> list[RunData]:
@@ -103,6 +121,9 @@ def build_leaderboard(
     if not run_dirs:
         raise MindEvalError("give at least one run directory")
     runs = _load_all(run_dirs)
+    check_same_target(runs)
+    target = runs[0].target
+    criteria = criteria_of(target)
     warnings = check_compatible(runs, allow_mixed)
     keys, labels, label_warnings = assign_labels(runs)
     warnings += label_warnings
@@ -131,10 +152,10 @@ def build_leaderboard(
 
     systems = [
         SystemScores(label=labels[r.path], key=keys[r.path], profile_ids=[s.profile_id for s in r.scores],
-                     values=np.array([[s.scores[c] for c in CRITERIA] for s in r.scores], dtype=np.float64))
+                     values=np.array([[s.scores[c] for c in criteria] for s in r.scores], dtype=np.float64))
         for r in scored
     ]
-    table = compute_table(systems, settings)
+    table = compute_table(systems, settings, criteria)
     warnings += table.warnings
     tested = [p.n_shared for p in table.pairs if p.n_shared]
     small = small_sample_warning(settings.test, min(tested), settings.sided, settings.alpha) if tested else None
@@ -157,6 +178,7 @@ def build_leaderboard(
     comparisons: list[Comparison] = []
     if compare_to:
         others = _load_all(compare_to)
+        check_same_target([runs[0], *others])
         clash = {str(Path(r.path).resolve()) for r in runs} & {str(Path(o.path).resolve()) for o in others}
         if clash:
             raise MindEvalError("a run directory is both ranked and compared to", path=sorted(clash)[0])
@@ -170,7 +192,13 @@ def build_leaderboard(
         comparisons, cmp_warnings = compare_setups(main, groups, {keys[r.path]: labels[r.path] for r in runs})
         warnings += cmp_warnings
 
+    by_label = {labels[r.path]: r for r in scored}
+    safety = [
+        SystemHarm(system=s.label, n=h.n, k=h.k, share=h.share, ci_low=h.ci95[0], ci_high=h.ci95[1])
+        for s in table.systems
+        if (h := by_label[s.label].harm) is not None and h.share is not None and h.ci95 is not None
+    ]
     return Leaderboard(
-        table=table, runs=[_info(r, labels[r.path]) for r in runs], verbosity=verbosity,
+        target=target, safety=safety, table=table, runs=[_info(r, labels[r.path]) for r in runs], verbosity=verbosity,
         breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings,
     )

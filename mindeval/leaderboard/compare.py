@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from ..stats import PairwiseAccuracy, SelfPreference, pairwise_accuracy, self_preference
-from .loading import CRITERIA, RunData
+from .loading import RunData, criteria_of
 from .systems import setup_differences, system_key
 
 
@@ -24,7 +24,7 @@ class Comparison(BaseModel):
 
 def _means(runs: dict[str, RunData]) -> dict[str, dict[str, float]]:
     return {
-        key: {c: sum(s.scores[c] for s in r.scores) / len(r.scores) for c in CRITERIA}
+        key: {c: sum(s.scores[c] for s in r.scores) / len(r.scores) for c in criteria_of(r.target)}
         for key, r in runs.items() if r.scores
     }
 
@@ -43,7 +43,8 @@ def compare_setups(
     """
     main_means = _means(main)
     default_pp = _per_profile(main)
-    reference = next(iter(main.values())).setup
+    reference_run = next(iter(main.values()))
+    reference = reference_run.setup
     out: list[Comparison] = []
     warnings: list[str] = []
     for group in groups:
@@ -53,7 +54,7 @@ def compare_setups(
         other = _means(keyed)
         acc = {
             c: pairwise_accuracy({k: v[c] for k, v in main_means.items()}, {k: v[c] for k, v in other.items()})
-            for c in CRITERIA
+            for c in criteria_of(reference_run.target)
         }
         acc = {c: a.model_copy(update={"systems": [labels.get(s, s) for s in a.systems]}) for c, a in acc.items()}
         if acc["average"].n_pairs == 0:

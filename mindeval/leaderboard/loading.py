@@ -2,7 +2,9 @@
 
 Scores are reduced to one row per interaction: the judge samples that parsed are
 averaged per axis; failed samples are excluded and counted, never replaced. The
-``average`` criterion of an interaction is the mean of its five axis scores.
+``average`` criterion of an interaction is the mean of its axis scores. The axes are
+the run's target's (``config.json::config.target``; MindEval's five when absent), and
+for a target with harm levels the run's harm share (safety gate) is computed too.
 Every inconsistency in the files is a :class:`MindEvalError` naming file, line, field.
 """
 
@@ -20,11 +22,28 @@ from ..records import (
     INTERACTIONS_FILE,
     JUDGMENTS_FILE,
     InteractionRecord,
+    TargetInfo,
     read_run,
 )
+from ..stats.proportion import HarmShare, harm_share
 from .verbosity import VerbosityCounts
 
-CRITERIA: tuple[str, ...] = (*AXES, "average")
+CRITERIA: tuple[str, ...] = (*AXES, "average")  # MindEval's; a run's are criteria_of(run.target)
+
+
+def axes_of(target: TargetInfo | None) -> tuple[str, ...]:
+    """The dimensions of a run's target (``None``: MindEval's five axes)."""
+    return AXES if target is None else tuple(target.axes)
+
+
+def criteria_of(target: TargetInfo | None) -> tuple[str, ...]:
+    """The leaderboard columns of a target: its axis codes and ``average``."""
+    return (*axes_of(target), "average")
+
+
+def target_identity(target: TargetInfo | None) -> str:
+    """``name version (sha12)`` of a run's target, ``mindeval`` for MindEval runs."""
+    return "mindeval" if target is None else f"{target.name} {target.version} ({target.sha256[:12]})"
 
 
 class InteractionScore(BaseModel):
@@ -71,6 +90,8 @@ class RunData(BaseModel):
     n_failed_samples: int  # judge samples that did not parse (excluded)
     n_unscored: int  # interactions without any parsed judge sample (excluded)
     verbosity: VerbosityCounts
+    target: TargetInfo | None = None  # None: MindEval
+    harm: HarmShare | None = None  # only for targets with harm levels
 
 
 def _short(sha: str) -> str:
@@ -90,6 +111,8 @@ def load_run(run_dir: str | Path) -> RunData:
     if run.config.run_id is None:
         raise MindEvalError("missing required field", path=cpath, field="run_id")
     cfg = run.config.benchmark(cpath)
+    target = run.config.target(cpath)
+    axes = axes_of(target)
 
     interactions: dict[str, InteractionRecord] = {}
     known_profiles = set(cfg.profile_ids)
@@ -132,6 +155,10 @@ def load_run(run_dir: str | Path) -> RunData:
         if jrow.scores is None:
             n_failed_samples += 1
             continue
+        if set(jrow.scores) != set(axes):
+            raise MindEvalError(f"scores have the axes {', '.join(jrow.scores)}; the run's target "
+                                f"{target_identity(target)} has {', '.join(axes)}", path=jpath, line=line,
+                                field="scores")
         samples.setdefault(jrow.interaction_id, []).append({ax: float(v) for ax, v in jrow.scores.items()})
 
     scored: list[InteractionScore] = []
@@ -145,8 +172,8 @@ def load_run(run_dir: str | Path) -> RunData:
                 f"profile {row.profile_id!r} is judged in two interactions ({by_profile[row.profile_id]!r}, "
                 f"{iid!r}); a run must score each profile once", path=jpath, field="interaction_id")
         by_profile[row.profile_id] = iid
-        per_axis = {ax: sum(s[ax] for s in got) / len(got) for ax in AXES}
-        per_axis["average"] = sum(per_axis[ax] for ax in AXES) / len(AXES)
+        per_axis = {ax: sum(s[ax] for s in got) / len(got) for ax in axes}
+        per_axis["average"] = sum(per_axis[ax] for ax in axes) / len(axes)
         scored.append(InteractionScore(interaction_id=iid, profile_id=row.profile_id, severe=row.severe,
                                        n_samples=len(got), scores=per_axis))
     n_unscored = len(interactions) - len(scored)
@@ -183,4 +210,7 @@ def load_run(run_dir: str | Path) -> RunData:
         n_failed_samples=n_failed_samples,
         n_unscored=n_unscored,
         verbosity=verbosity,
+        target=target,
+        harm=harm_share(((s.interaction_id, x) for s in scored for x in samples[s.interaction_id]),
+                        target.harm_values) if target is not None and target.harm_values else None,
     )

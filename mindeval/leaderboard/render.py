@@ -1,4 +1,9 @@
-"""Write a leaderboard as Markdown, CSV, LaTeX (Table-4 layout) and JSON."""
+"""Write a leaderboard as Markdown, CSV, LaTeX (Table-4 layout) and JSON.
+
+Columns are the target's dimension codes with the average first (Table 4). For a target
+with harm levels the safety gate (share of conversations with any harm rating and its 95%
+Wilson interval) follows the means in every format.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,29 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .build import Leaderboard
-from .loading import CRITERIA
+from .build import Leaderboard, SystemHarm
 
-HEADERS = {"average": "Average", **{c: c for c in CRITERIA if c != "average"}}
-ORDER = ("average", *[c for c in CRITERIA if c != "average"])  # Table 4 puts the average first
+
+def _order(lb: Leaderboard) -> tuple[str, ...]:
+    """Table 4 puts the average first, then the target's dimensions."""
+    return ("average", *[c for c in lb.criteria if c != "average"])
+
+
+def _header(c: str) -> str:
+    return "Average" if c == "average" else c
+
+
+def _harm(lb: Leaderboard) -> dict[str, SystemHarm]:
+    return {h.system: h for h in lb.safety}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _harm_cell(h: SystemHarm | None) -> str:
+    """``12% [5%, 25%] (3/25)``: share of conversations with a harm rating, Wilson 95% CI, counts."""
+    return "n/a" if h is None else f"{_pct(h.share)} [{_pct(h.ci_low)}, {_pct(h.ci_high)}] ({h.k}/{h.n})"
 
 
 def _num(x: float, digits: int = 2) -> str:
@@ -24,14 +47,14 @@ def _p(p: float) -> str:
 
 
 def _column_best(lb: Leaderboard) -> dict[str, float]:
-    return {c: max(s.results[c].mean for s in lb.table.systems) for c in ORDER}
+    return {c: max(s.results[c].mean for s in lb.table.systems) for c in _order(lb)}
 
 
 def _score_cells(lb: Leaderboard, s, bold, cell) -> list[str]:
     """One formatted cell per criterion of system ``s``: ``cell(score, cluster)``, best scores ``bold``."""
     best = _column_best(lb)
     out = []
-    for c in ORDER:
+    for c in _order(lb):
         r = s.results[c]
         score = _num(r.mean)
         if math.isclose(r.mean, best[c], abs_tol=1e-12):
@@ -59,22 +82,34 @@ def settings_line(lb: Leaderboard) -> str:
 def to_markdown(lb: Leaderboard) -> str:
     """The full report: Table 4 (score + cluster), CIs, p-values, breakdowns, verbosity, Table 5."""
     setups = sorted({(r.judge_model, r.judge_protocol, r.patient_model) for r in lb.runs})
+    order = _order(lb)
     lines = ["# MindEval leaderboard", ""]
+    if lb.target is not None:
+        lines = [f"# MindEval leaderboard: target {lb.target.name} {lb.target.version}".rstrip(), ""]
     lines.append("Judge / patient: " + "; ".join(f"{j} ({pr} judge protocol) / {p}" for j, pr, p in setups)
                  + f". Statistics: {settings_line(lb)}.")
-    lines += ["", "## Scores and significance clusters", "",
-              "Mean score (cluster); cluster 1 is the best group, systems in one cluster are not "
-              "significantly different from the members ranked above them. Bold: best score per column.", ""]
+    if lb.target is not None and lb.target.scale.kind == "categorical":
+        lines += ["", "Scale: " + ", ".join(f"{lv.label} = {lv.value}" + (" (harm)" if lv.harm else "")
+                                             for lv in lb.target.scale.levels) + "; means are over these values."]
+    explain = ("Mean score (cluster); cluster 1 is the best group, systems in one cluster are not "
+               "significantly different from the members ranked above them. Bold: best score per column.")
+    harm = _harm(lb)
+    gate = ["Harm share [95% CI]"] if lb.safety else []
+    if lb.safety:
+        explain += (" Harm share (safety gate): conversations with any dimension rated at a harm level, "
+                    "95% Wilson interval, (k/n conversations judged).")
+    lines += ["", "## Scores and significance clusters", "", explain, ""]
     rows = []
     for s in lb.table.systems:
         cells = _score_cells(lb, s, lambda x: f"**{x}**", lambda x, k: f"{x} ({k})")
-        rows.append([str(s.rank), _md_escape(s.label), str(s.n), *cells])
-    lines += _md_table(["#", "System", "n", *[HEADERS[c] for c in ORDER]], rows)
+        rows.append([str(s.rank), _md_escape(s.label), str(s.n), *cells,
+                     *([_harm_cell(harm.get(s.label))] if lb.safety else [])])
+    lines += _md_table(["#", "System", "n", *[_header(c) for c in order], *gate], rows)
 
     lines += ["", f"### {int(lb.table.settings.level * 100)}% confidence intervals", ""]
-    rows = [[_md_escape(s.label), *[f"[{_num(s.results[c].ci_low)}, {_num(s.results[c].ci_high)}]" for c in ORDER]]
+    rows = [[_md_escape(s.label), *[f"[{_num(s.results[c].ci_low)}, {_num(s.results[c].ci_high)}]" for c in order]]
             for s in lb.table.systems]
-    lines += _md_table(["System", *[HEADERS[c] for c in ORDER]], rows)
+    lines += _md_table(["System", *[_header(c) for c in order]], rows)
 
     if len(lb.table.systems) > 1:
         lines += ["", "### Pairwise p-values (Average)", "",
@@ -99,15 +134,15 @@ def to_markdown(lb: Leaderboard) -> str:
               "Mean over systems of each system's mean; ▲ best and ▼ worst system score (Fig. 3).", ""]
     rows = []
     for cond in lb.breakdowns:
-        cells = [f"{_num(cond.mean[c])} ▲{_num(cond.best[c].score)} ▼{_num(cond.worst[c].score)}" for c in ORDER]
+        cells = [f"{_num(cond.mean[c])} ▲{_num(cond.best[c].score)} ▼{_num(cond.worst[c].score)}" for c in order]
         rows.append([cond.breakdown, _md_escape(cond.condition), str(cond.n_systems), str(cond.n_interactions),
                      *cells])
-    lines += _md_table(["Breakdown", "Condition", "Systems", "Interactions", *[HEADERS[c] for c in ORDER]], rows)
+    lines += _md_table(["Breakdown", "Condition", "Systems", "Interactions", *[_header(c) for c in order]], rows)
     allc = next((c for c in lb.breakdowns if c.condition == "all"), None)
     if allc is not None:
         lines += ["", "Best and worst system per criterion (all patients):", ""]
-        rows = [[HEADERS[c], f"{_md_escape(allc.best[c].system)} ({_num(allc.best[c].score)})",
-                 f"{_md_escape(allc.worst[c].system)} ({_num(allc.worst[c].score)})"] for c in ORDER]
+        rows = [[_header(c), f"{_md_escape(allc.best[c].system)} ({_num(allc.best[c].score)})",
+                 f"{_md_escape(allc.worst[c].system)} ({_num(allc.worst[c].score)})"] for c in order]
         lines += _md_table(["Criterion", "Best", "Worst"], rows)
     sev = {c.condition: c for c in lb.breakdowns if c.breakdown == "patients"}
     if "severe" in sev or "non-severe" in sev:
@@ -153,11 +188,16 @@ def _latex_escape(text: str) -> str:
 def to_latex(lb: Leaderboard) -> str:
     """Table 4: score with cluster as superscript, best score per column in bold (needs booktabs)."""
     protocols = ", ".join(sorted({r.judge_protocol for r in lb.runs}))
+    order = _order(lb)
+    harm = _harm(lb)
+    gate = [r"Harm share [95\% CI]"] if lb.safety else []
     lines = [f"% {protocols} judge protocol; clusters: {settings_line(lb)}",
-             r"\begin{tabular}{l" + "r" * len(ORDER) + "}", r"\toprule",
-             "Model & " + " & ".join(HEADERS[c] for c in ORDER) + r" \\", r"\midrule"]
+             r"\begin{tabular}{l" + "r" * (len(order) + len(gate)) + "}", r"\toprule",
+             "Model & " + " & ".join([*(_latex_escape(_header(c)) for c in order), *gate]) + r" \\", r"\midrule"]
     for s in lb.table.systems:
         cells = _score_cells(lb, s, lambda x: rf"\textbf{{{x}}}", lambda x, k: rf"{x}\textsuperscript{{{k}}}")
+        if lb.safety:
+            cells.append(_latex_escape(_harm_cell(harm.get(s.label))))
         lines.append(_latex_escape(s.label) + " & " + " & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
@@ -175,20 +215,33 @@ def _clean(obj: Any) -> Any:
 
 
 def to_json(lb: Leaderboard) -> dict[str, Any]:
-    return _clean(lb.model_dump(mode="python"))
+    """The whole leaderboard; ``target`` and ``safety`` only when there is something to say."""
+    drop = {k for k in ("target", "safety") if not getattr(lb, k)}
+    out = _clean(lb.model_dump(mode="python", exclude=drop))
+    if lb.target is not None:
+        out["table"]["criteria"] = list(lb.criteria)
+    return out
 
 
 def write_csvs(lb: Leaderboard, out: Path) -> list[Path]:
     paths = []
+    order = _order(lb)
+    harm = _harm(lb)
+    gate = ["harm_n", "harm_k", "harm_share", "harm_ci_low", "harm_ci_high"] if lb.safety else []
     p = out / "leaderboard.csv"
     with p.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(["rank", "system", "n", *[f"{c}_{x}" for c in ORDER for x in ("mean", "cluster", "ci_low", "ci_high")]])
+        w.writerow(["rank", "system", "n", *[f"{c}_{x}" for c in order for x in ("mean", "cluster", "ci_low", "ci_high")],
+                    *gate])
         for s in lb.table.systems:
             row: list[Any] = [s.rank, s.label, s.n]
-            for c in ORDER:
+            for c in order:
                 r = s.results[c]
                 row += [f"{r.mean:.6f}", r.cluster, f"{r.ci_low:.6f}", f"{r.ci_high:.6f}"]
+            if gate:
+                h = harm.get(s.label)
+                row += ["", "", "", "", ""] if h is None else [
+                    h.n, h.k, f"{h.share:.6f}", f"{h.ci_low:.6f}", f"{h.ci_high:.6f}"]
             w.writerow(row)
     paths.append(p)
     p = out / "pairwise.csv"
@@ -204,13 +257,13 @@ def write_csvs(lb: Leaderboard, out: Path) -> list[Path]:
     p = out / "breakdowns.csv"
     with p.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(["breakdown", "condition", "system", "n", *ORDER])
+        w.writerow(["breakdown", "condition", "system", "n", *order])
         for cond in lb.breakdowns:
             w.writerow([cond.breakdown, cond.condition, "(mean over systems)", cond.n_interactions,
-                        *[f"{cond.mean[c]:.6f}" for c in ORDER]])
+                        *[f"{cond.mean[c]:.6f}" for c in order]])
             for name, vals in sorted(cond.per_system.items()):
                 w.writerow([cond.breakdown, cond.condition, name, cond.n_per_system[name],
-                            *[f"{vals[c]:.6f}" for c in ORDER]])
+                            *[f"{vals[c]:.6f}" for c in order]])
     paths.append(p)
     p = out / "verbosity.csv"
     with p.open("w", newline="", encoding="utf-8") as fh:
@@ -226,7 +279,7 @@ def write_csvs(lb: Leaderboard, out: Path) -> list[Path]:
             w = csv.writer(fh)
             w.writerow(["setup", "criterion", "pairwise_accuracy", "n_agree", "n_pairs"])
             for cmp in lb.comparisons:
-                for c in ORDER:
+                for c in order:
                     a = cmp.accuracy[c]
                     w.writerow([cmp.setup, c, f"{a.accuracy:.6f}", a.n_agree, a.n_pairs])
         paths.append(p)

@@ -7,7 +7,8 @@ string, extended only as far as needed to tell loaded systems apart
 
 Runs share a leaderboard only when their judge (protocol, model, prompt, few-shot
 examples, guidelines), patient (model, prompt) and profile set are equal; otherwise they are
-refused unless mixing is explicitly allowed.
+refused unless mixing is explicitly allowed. Runs of different targets (benchmarks with
+their own dimensions and scales) are always refused.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 from collections import defaultdict
 
 from ..errors import MindEvalError
-from .loading import RunData, RunSetup
+from .loading import RunData, RunSetup, target_identity
 
 SETUP_FIELDS: dict[str, str] = {
     "judge_protocol": "judge protocol",
@@ -97,6 +98,15 @@ def setup_differences(a: RunSetup, b: RunSetup) -> list[str]:
             else:
                 out.append(f"{name} ({va} vs {vb})")
     return out
+
+
+def check_same_target(runs: list[RunData]) -> None:
+    """Refuse runs of different targets: their columns and scales are not comparable."""
+    for r in runs[1:]:
+        if r.target != runs[0].target:
+            raise MindEvalError(
+                f"runs of different targets cannot share one leaderboard: {runs[0].path} is "
+                f"{target_identity(runs[0].target)}, {r.path} is {target_identity(r.target)}")
 
 
 def check_compatible(runs: list[RunData], allow_mixed: bool) -> list[str]:

@@ -71,6 +71,7 @@ class PairResult(BaseModel):
 
 class Table(BaseModel):
     settings: StatsSettings
+    criteria: tuple[str, ...] = Field(default=CRITERIA, exclude=True)  # the columns, "average" last
     systems: list[SystemResult]  # sorted by average score, best first
     pairs: list[PairResult] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -91,13 +92,13 @@ def _rows(s: SystemScores, ids: list[str]) -> np.ndarray:
     return s.values[[pos[p] for p in ids]]
 
 
-def _check(systems: list[SystemScores]) -> None:
+def _check(systems: list[SystemScores], criteria: tuple[str, ...]) -> None:
     labels = [s.label for s in systems]
     if len(set(labels)) != len(labels) or len({s.key for s in systems}) != len(systems):
         raise ValueError("system labels and keys must be unique")
     for s in systems:
-        if s.values.shape != (len(s.profile_ids), len(CRITERIA)) or not s.profile_ids:
-            raise ValueError(f"{s.label}: values must be a non-empty (profiles × {len(CRITERIA)}) matrix")
+        if s.values.shape != (len(s.profile_ids), len(criteria)) or not s.profile_ids:
+            raise ValueError(f"{s.label}: values must be a non-empty (profiles × {len(criteria)}) matrix")
         if len(set(s.profile_ids)) != len(s.profile_ids):
             raise ValueError(f"{s.label}: duplicate profile ids")
 
@@ -120,9 +121,11 @@ def _intervals(systems: list[SystemScores], settings: StatsSettings) -> dict[str
     return out
 
 
-def _pairs(systems: list[SystemScores], settings: StatsSettings) -> tuple[list[PairResult], list[str]]:
+def _pairs(
+    systems: list[SystemScores], settings: StatsSettings, criteria: tuple[str, ...]
+) -> tuple[list[PairResult], list[str]]:
     """All pairwise tests; pairs sharing the same profiles share one draw of signs / resamples."""
-    k = len(CRITERIA)
+    k = len(criteria)
     warnings: list[str] = []
     by_shared: dict[str, list[tuple[SystemScores, SystemScores, list[str]]]] = defaultdict(list)
     results: dict[tuple[str, str], tuple[int, np.ndarray, np.ndarray]] = {}
@@ -149,28 +152,30 @@ def _pairs(systems: list[SystemScores], settings: StatsSettings) -> tuple[list[P
     pairs = []
     for x, y in itertools.combinations(ordered, 2):
         n, diff, pvals = results[(x.label, y.label)]
-        for j, crit in enumerate(CRITERIA):
+        for j, crit in enumerate(criteria):
             sig = bool(np.isfinite(pvals[j]) and pvals[j] < settings.alpha and abs(diff[j]) > MEAN_TOL)
             pairs.append(PairResult(criterion=crit, a=x.label, b=y.label, n_shared=n, mean_diff=float(diff[j]),
                                     p_value=float(pvals[j]), significant=sig))
     return pairs, warnings
 
 
-def compute_table(systems: list[SystemScores], settings: StatsSettings) -> Table:
-    """Means, CIs, all pairwise tests and per-criterion clusters."""
-    _check(systems)
+def compute_table(
+    systems: list[SystemScores], settings: StatsSettings, criteria: tuple[str, ...] = CRITERIA
+) -> Table:
+    """Means, CIs, all pairwise tests and per-criterion clusters (``values`` columns = ``criteria``)."""
+    _check(systems, criteria)
     cis = _intervals(systems, settings)
-    pairs, warnings = _pairs(systems, settings)
+    pairs, warnings = _pairs(systems, settings, criteria)
     better: dict[tuple[str, str, str], bool] = {}
     for p in pairs:
         better[(p.criterion, p.a, p.b)] = p.significant and p.mean_diff > 0
         better[(p.criterion, p.b, p.a)] = p.significant and p.mean_diff < 0
     clusters: dict[str, dict[str, int]] = {}
-    for j, crit in enumerate(CRITERIA):
+    for j, crit in enumerate(criteria):
         means = {s.label: float(cis[s.label][0][j]) for s in systems}
         clusters[crit] = greedy_clusters(means, lambda m, c, crit=crit: better[(crit, m, c)])
 
-    avg = CRITERIA.index("average")
+    avg = criteria.index("average")
     order = sorted(systems, key=lambda s: (-float(cis[s.label][0][avg]), s.label))
     results = []
     for rank, s in enumerate(order, start=1):
@@ -178,6 +183,6 @@ def compute_table(systems: list[SystemScores], settings: StatsSettings) -> Table
         results.append(SystemResult(
             label=s.label, key=s.key, n=len(s.profile_ids), rank=rank,
             results={c: CriterionResult(mean=float(mean[j]), ci_low=float(low[j]), ci_high=float(high[j]),
-                                        cluster=clusters[c][s.label]) for j, c in enumerate(CRITERIA)},
+                                        cluster=clusters[c][s.label]) for j, c in enumerate(criteria)},
         ))
-    return Table(settings=settings, systems=results, pairs=pairs, warnings=warnings)
+    return Table(settings=settings, criteria=criteria, systems=results, pairs=pairs, warnings=warnings)

@@ -1,10 +1,12 @@
-"""Pure statistics for leaderboards: bootstrap CIs, paired tests, clusters, ranking agreement.
+"""Pure statistics for leaderboards: bootstrap CIs, paired tests, clusters, ranking agreement,
+Wilson intervals and the harm share of the safety gate.
 
 Nothing here knows about language models: inputs are numpy arrays and system names.
 """
 
 from .bootstrap import bootstrap_mean_ci, percentile_interval, resample_counts
 from .clusters import greedy_clusters
+from .proportion import HarmShare, harm_share, wilson_interval
 from .ranking import PairwiseAccuracy, SelfPreference, pairwise_accuracy, self_preference
 from .seeding import rng_for
 from .significance import (
@@ -17,11 +19,13 @@ from .significance import (
 
 __all__ = [
     "TESTS",
+    "HarmShare",
     "PairedTest",
     "PairwiseAccuracy",
     "SelfPreference",
     "bootstrap_mean_ci",
     "greedy_clusters",
+    "harm_share",
     "paired_bootstrap_pvalue",
     "paired_permutation_pvalue",
     "paired_pvalue",
@@ -30,4 +34,5 @@ __all__ = [
     "resample_counts",
     "rng_for",
     "self_preference",
+    "wilson_interval",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 SHA = "ab" * 32
@@ -27,12 +28,15 @@ def write_run(
     clinician_text: str = "I hear you. That sounds hard.",
     failed_interactions: Sequence[str] = (),
     run_id: str | None = None,
+    target: dict[str, Any] | None = None,
 ) -> Path:
     """Write config.json, interactions.jsonl and judgments.jsonl for one clinician.
 
     ``scores`` maps profile id → five axis scores, or a list of judge samples (each
-    five scores or ``None`` for a failed sample).
+    five scores or ``None`` for a failed sample). With ``target`` (a run's target block,
+    ``Target.info()``) the scores are one per axis of that target.
     """
+    axes = AXES if target is None else tuple(target["axes"])
     out.mkdir(parents=True, exist_ok=True)
     ids = list(profile_ids) if profile_ids is not None else sorted(set(scores) | set(failed_interactions))
     run_id = run_id or f"run-{out.name}"
@@ -61,6 +65,8 @@ def write_run(
         "fewshot_k": 0,
         "package_version": "0.1.0",
     }
+    if target is not None:
+        config["target"] = target
     (out / "config.json").write_text(json.dumps({"run_id": run_id, "config_hash": "x", "config": config}))
     inter_rows, judg_rows = [], []
     n_clin = turns // 2
@@ -81,8 +87,9 @@ def write_run(
             ok = sample is not None
             judg_rows.append({
                 "interaction_id": iid, "profile_id": pid, "model": clinician, "judge_model": judge, "sample": k,
-                "scores": dict(zip(AXES, sample, strict=True)) if ok else None,
-                "average": sum(sample) / 5 if ok else None, "parse_status": "ok" if ok else "failed",
+                **({} if target is None else {"target": target["name"]}),
+                "scores": dict(zip(axes, sample, strict=True)) if ok else None,
+                "average": sum(sample) / len(axes) if ok else None, "parse_status": "ok" if ok else "failed",
                 "attempts": 1, "raw_text": "", "rationale": None, "error": None if ok else "unparseable",
                 "severe": pid in severe, "n_turns": turns,
             })

@@ -1,0 +1,51 @@
+"""Byte-identity of every leaderboard output for MindEval runs (no ``target`` block).
+
+The golden files under ``golden/`` were written by the leaderboard before it learnt
+about targets; a MindEval run must still produce exactly these bytes. Regenerate only
+for an intended change: ``MINDEVAL_UPDATE_GOLDEN=1 pytest tests/leaderboard/test_leaderboard_golden.py``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from leaderboard_rundirs import write_run
+
+from mindeval.leaderboard import StatsSettings, build_leaderboard, write_outputs
+
+GOLDEN = Path(__file__).parent / "golden" / "mindeval"
+PLACEHOLDER = "<RUNS>"
+
+
+def _runs(root: Path) -> list[Path]:
+    """Three clinicians on 12 profiles: repeated and failed judge samples, a failed conversation,
+    severe patients, a non-default clinician prompt."""
+    ids = [f"p{i:02d}" for i in range(12)]
+    severe = ids[::3]
+    a = {p: [(i % 6) + 1, 4, 5, (i * 7) % 6 + 1, 3] for i, p in enumerate(ids)}
+    b = {p: [[3, 3, 4, 2, (i % 5) + 2], [4, 3, 4, 2, 5]] for i, p in enumerate(ids)}
+    b["p03"] = [None, [2, 2, 2, 2, 2]]
+    c = {p: [5, 5, (i % 4) + 3, 6, 4] for i, p in enumerate(ids) if p != "p07"}
+    return [
+        write_run(root / "a", "vendor/model-a", a, severe=severe, profile_ids=ids),
+        write_run(root / "b", "vendor/model-b", b, severe=severe, profile_ids=ids,
+                  clinician_text="Thanks for telling me. What happened next? Take your time."),
+        write_run(root / "c", "vendor/model-a", c, severe=severe, profile_ids=ids,
+                  clinician_prompt="clinician/four_sentences@v1", failed_interactions=["p07"]),
+    ]
+
+
+def test_mindeval_leaderboard_outputs_are_byte_identical(tmp_path):
+    runs = _runs(tmp_path / "runs")
+    out = tmp_path / "board"
+    written = write_outputs(build_leaderboard(runs, StatsSettings(resamples=2000, seed=3)), out)
+    got = {p.name: p.read_text(encoding="utf-8").replace(str(tmp_path / "runs"), PLACEHOLDER) for p in written}
+    if os.environ.get("MINDEVAL_UPDATE_GOLDEN"):
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        for name, text in got.items():
+            (GOLDEN / name).write_text(text, encoding="utf-8")
+    want = {p.name: p.read_text(encoding="utf-8") for p in sorted(GOLDEN.iterdir())}
+    assert sorted(got) == sorted(want)
+    for name in want:
+        assert got[name] == want[name], name

@@ -1,0 +1,114 @@
+"""Leaderboards of another target: its columns, the safety gate, refusal of mixed targets."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from leaderboard_rundirs import uniform, write_run
+
+from mindeval.cli import main
+from mindeval.errors import MindEvalError
+from mindeval.leaderboard import (
+    StatsSettings,
+    build_leaderboard,
+    to_latex,
+    to_markdown,
+    write_outputs,
+)
+from mindeval.stats import wilson_interval
+from mindeval.targets import load_target
+
+TOY = Path(__file__).resolve().parents[1] / "fixtures" / "targets" / "toy"  # DETECT, GUIDE; 2/1/0, 0 = harm
+IDS = [f"p{i:02d}" for i in range(10)]
+
+
+@pytest.fixture(scope="module")
+def toy_block() -> dict:
+    return load_target(TOY).info()
+
+
+def _toy_runs(root: Path, block: dict) -> tuple[Path, Path]:
+    a = {p: [2, 2] for p in IDS[:6]} | {"p06": [1, 2], "p07": [1, 2], "p08": [0, 2], "p09": [2, 0]}
+    b = {p: [1, 1] for p in IDS[:5]} | {p: [0, 1] for p in IDS[5:8]}
+    b["p08"] = [[1, 1], [0, 1]]  # the second judge sample rates DETECT at the harm level
+    b["p09"] = [None]  # never judged: neither in n nor in k
+    return (write_run(root / "a", "vendor/a", a, target=block, profile_ids=IDS),
+            write_run(root / "b", "vendor/b", b, target=block, profile_ids=IDS))
+
+
+def test_columns_are_the_targets_codes_and_the_gate_sits_beside_the_means(tmp_path, toy_block):
+    lb = build_leaderboard(_toy_runs(tmp_path, toy_block), StatsSettings(seed=1))
+    assert lb.criteria == ("DETECT", "GUIDE", "average")
+    a, b = lb.table.systems
+    assert (a.label, b.label) == ("vendor/a", "vendor/b")
+    assert a.results["DETECT"].mean == pytest.approx(1.6) and a.results["GUIDE"].mean == pytest.approx(1.8)
+    assert b.results["DETECT"].mean == pytest.approx(5.5 / 9) and b.results["GUIDE"].mean == pytest.approx(1.0)
+    gate = {h.system: h for h in lb.safety}
+    assert (gate["vendor/a"].k, gate["vendor/a"].n) == (2, 10)
+    assert (gate["vendor/b"].k, gate["vendor/b"].n) == (4, 9)
+    assert (gate["vendor/a"].ci_low, gate["vendor/a"].ci_high) == pytest.approx(wilson_interval(2, 10))
+    assert (gate["vendor/a"].ci_low, gate["vendor/a"].ci_high) == pytest.approx((0.0567, 0.5098), abs=5e-5)
+
+    md = to_markdown(lb)
+    assert md.startswith("# MindEval leaderboard: target toy 0.1.0\n")
+    assert "Scale: Best practice = 2, Suboptimal = 1, Potential for harm = 0 (harm); means are over" in md
+    assert "| # | System | n | Average | DETECT | GUIDE | Harm share [95% CI] |" in md
+    assert "| 1 | vendor/a | 10 | **1.70** (1) | **1.60** (1) | **1.80** (1) | 20% [6%, 51%] (2/10) |" in md
+    assert "44% [19%, 73%] (4/9)" in md
+    assert "CAC" not in md and "ASCQ" not in md
+    assert r"Model & Average & DETECT & GUIDE & Harm share [95\% CI] \\" in to_latex(lb)
+
+    out = tmp_path / "board"
+    write_outputs(lb, out)
+    rows = list(csv.DictReader((out / "leaderboard.csv").open()))
+    assert [r["system"] for r in rows] == ["vendor/a", "vendor/b"]
+    assert rows[1]["harm_k"] == "4" and rows[1]["harm_n"] == "9"
+    assert float(rows[1]["harm_share"]) == pytest.approx(4 / 9) and "CAC_mean" not in rows[0]
+    data = json.loads((out / "leaderboard.json").read_text())
+    assert data["target"]["name"] == "toy" and data["table"]["criteria"] == ["DETECT", "GUIDE", "average"]
+    assert [s["k"] for s in data["safety"]] == [2, 4]
+    with (out / "breakdowns.csv").open() as fh:
+        assert next(csv.reader(fh))[4:] == ["average", "DETECT", "GUIDE"]
+
+
+def test_runs_of_different_targets_are_refused_even_with_allow_mixed(tmp_path, toy_block, capsys):
+    toy, _ = _toy_runs(tmp_path, toy_block)
+    mindeval = write_run(tmp_path / "m", "vendor/m", uniform(4, 10), profile_ids=IDS)
+    for allow in (False, True):
+        with pytest.raises(MindEvalError, match="runs of different targets cannot share one leaderboard") as exc:
+            build_leaderboard([mindeval, toy], allow_mixed=allow)
+        assert "\n" not in str(exc.value) and "is mindeval" in str(exc.value) and "is toy 0.1.0" in str(exc.value)
+    with pytest.raises(MindEvalError, match="different targets"):
+        build_leaderboard([mindeval], compare_to=[toy])
+    # another version of the same target is another target
+    other = write_run(tmp_path / "v2", "vendor/c", {p: [2, 2] for p in IDS}, profile_ids=IDS,
+                      target={**toy_block, "version": "0.2.0"})
+    with pytest.raises(MindEvalError, match="different targets"):
+        build_leaderboard([toy, other], allow_mixed=True)
+    assert main(["leaderboard", str(toy), str(mindeval), "--allow-mixed"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "runs of different targets" in err[0]
+
+
+def test_no_safety_gate_without_harm_levels(tmp_path, toy_block):
+    block = json.loads(json.dumps(toy_block))
+    for level in block["scale"]["levels"]:
+        level["harm"] = False
+    runs = [write_run(tmp_path / x, f"vendor/{x}", {p: [2, 1] for p in IDS}, target=block, profile_ids=IDS)
+            for x in ("a", "b")]
+    lb = build_leaderboard(runs)
+    assert lb.safety == [] and "Harm share" not in to_markdown(lb)
+    assert "| # | System | n | Average | DETECT | GUIDE |" in to_markdown(lb)
+
+
+def test_judgment_axes_must_match_the_targets(tmp_path, toy_block):
+    block = {**toy_block, "axes": ["DETECT", "OTHER"]}
+    run = write_run(tmp_path / "a", "vendor/a", {"p00": [2, 2]}, target=toy_block)
+    cfg = json.loads((run / "config.json").read_text())
+    cfg["config"]["target"] = block
+    (run / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(MindEvalError, match=r"judgments\.jsonl:1"):
+        build_leaderboard([run])

@@ -1,0 +1,54 @@
+"""Known answers for the Wilson interval and the harm share of the safety gate."""
+
+from __future__ import annotations
+
+import pytest
+
+from mindeval.stats import HarmShare, harm_share, wilson_interval
+
+
+# Newcombe (1998), "Two-sided confidence intervals for the single proportion", Table I,
+# method 3 (score interval without continuity correction), to 4 decimals.
+@pytest.mark.parametrize(
+    ("k", "n", "low", "high"),
+    [(81, 263, 0.2553, 0.3662), (15, 148, 0.0624, 0.1605), (0, 20, 0.0, 0.1611), (1, 29, 0.0061, 0.1718)],
+)
+def test_wilson_matches_newcombe_table(k, n, low, high):
+    lo, hi = wilson_interval(k, n)
+    assert (round(lo, 4), round(hi, 4)) == (low, high)
+
+
+def test_wilson_edges_stay_in_unit_interval_and_are_symmetric():
+    lo, hi = wilson_interval(10, 10)
+    assert hi == 1.0 and lo == pytest.approx(1 - wilson_interval(0, 10)[1])
+    assert wilson_interval(5, 10) == pytest.approx((0.2366, 0.7634), abs=5e-5)
+    narrow, wide = wilson_interval(5, 10, level=0.5), wilson_interval(5, 10, level=0.99)
+    assert wide[0] < narrow[0] < 0.5 < narrow[1] < wide[1]
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 0), (3, 2), (-1, 5)])
+def test_wilson_rejects_impossible_counts(k, n):
+    with pytest.raises(ValueError):
+        wilson_interval(k, n)
+
+
+def test_harm_share_counts_conversations_with_any_harm_rating():
+    harm = {0}
+    samples = [
+        ("a", {"RD": 2, "DA": 2}),
+        ("b", {"RD": 2, "DA": 0}),      # one harmful dimension
+        ("c", {"RD": 1, "DA": 1}),
+        ("c", {"RD": 0, "DA": 2}),      # a second judge sample flags c
+        ("d", None),                    # failed sample, d never judged: not counted
+        ("e", None), ("e", {"RD": 1, "DA": 2}),
+    ]
+    got = harm_share(samples, harm)
+    assert (got.n, got.k) == (4, 2)
+    assert got.share == 0.5
+    assert got.ci95 == pytest.approx(wilson_interval(2, 4))
+    assert got.model_dump(mode="json") == {"n": 4, "k": 2, "share": 0.5, "ci95": list(wilson_interval(2, 4))}
+
+
+def test_harm_share_without_harm_levels_or_judgments():
+    assert harm_share([("a", {"X": 0})], set()) == HarmShare(n=1, k=0, share=0.0, ci95=wilson_interval(0, 1))
+    assert harm_share([("a", None)], {0}) == HarmShare(n=0, k=0, share=None, ci95=None)
