@@ -1,4 +1,5 @@
-"""Agreement metrics between two raters: Kendall τ, MIPSA, Krippendorff α, pairwise accuracy.
+"""Agreement metrics: Kendall τ, MIPSA, Krippendorff α, pairwise accuracy (ordinal scales),
+Cohen's κ and Fleiss' κ (categorical scales).
 
 Every function takes score vectors aligned on the same interactions; ``NaN`` marks a
 missing rating and the pair of vectors is reduced to the interactions both raters
@@ -176,7 +177,9 @@ def pairwise_accuracy(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.n
 # ------------------------------------------------------------------ Krippendorff α
 
 
-def krippendorff_alpha(data: np.ndarray | Sequence[Sequence[float]], level: Literal["ordinal", "interval"]) -> float:
+def krippendorff_alpha(
+    data: np.ndarray | Sequence[Sequence[float]], level: Literal["nominal", "ordinal", "interval"]
+) -> float:
     """Krippendorff's α of a raters × interactions matrix (NaN = missing).
 
     Guarded for the cases where the ``krippendorff`` package raises: fewer than two
@@ -195,6 +198,47 @@ def krippendorff_alpha(data: np.ndarray | Sequence[Sequence[float]], level: Lite
     if len(values) < 2:
         return _warn("Krippendorff's α is undefined when every rating is identical")
     return float(krippendorff.alpha(reliability_data=m, level_of_measurement=level, value_domain=values))
+
+
+# --------------------------------------------------------------------- Cohen's and Fleiss' κ
+
+
+def _kappa(observed: float, expected: float, what: str) -> float:
+    if np.isclose(expected, 1.0):
+        return _warn(f"{what} is undefined when chance agreement is 1 (every rating in one category)")
+    return float((observed - expected) / (1.0 - expected))
+
+
+def cohen_kappa(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
+    """Cohen's κ of two raters' categories over the interactions both rated (Cohen 1960).
+
+    Categories are the values either rater used; chance agreement is the product of the
+    two raters' own category shares.
+    """
+    a, b = _paired(x, y)
+    if len(a) < 2:
+        return _warn(f"Cohen's κ needs at least 2 commonly rated interactions, got {len(a)}")
+    cats = np.unique(np.concatenate([a, b]))
+    pa = (a[:, None] == cats).mean(axis=0)
+    pb = (b[:, None] == cats).mean(axis=0)
+    return _kappa(float(np.mean(a == b)), float(pa @ pb), "Cohen's κ")
+
+
+def fleiss_kappa(data: np.ndarray | Sequence[Sequence[float]]) -> float:
+    """Fleiss' κ of a raters × interactions matrix (Fleiss 1971), over the interactions
+    every rater rated (a column with a NaN is left out)."""
+    m = np.asarray(data, dtype=float)
+    if m.ndim != 2 or m.shape[0] < 2:
+        raise ValueError("Fleiss' κ needs a raters × interactions matrix with ≥ 2 raters")
+    m = m[:, ~np.isnan(m).any(axis=0)]
+    n_raters, n_items = m.shape
+    if n_items < 1:
+        return _warn("Fleiss' κ needs an interaction rated by every rater; none is")
+    cats = np.unique(m)
+    counts = (m[:, :, None] == cats).sum(axis=0)  # items × categories
+    per_item = ((counts * (counts - 1)).sum(axis=1)) / (n_raters * (n_raters - 1))
+    shares = counts.sum(axis=0) / (n_items * n_raters)
+    return _kappa(float(per_item.mean()), float(shares @ shares), "Fleiss' κ")
 
 
 # --------------------------------------------------------------------------- quartiles
