@@ -1,4 +1,9 @@
-"""Study results for the admin: progress, per-axis means, human agreement (via metaeval)."""
+"""Study results for the admin: progress, per-axis means, human agreement (via metaeval).
+
+Everything follows the study's target: its axes and sub-axes, its scale's values (a
+categorical level counts as its number), "not applicable" left out, and for a target
+with harm levels the share of ratings with any dimension rated at one.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from mindeval.store import Database
 from mindeval.store.annotations.exporters import submitted_ratings
 from mindeval.store.annotations.models import StudyResults
 from mindeval.store.annotations.studies import get_study, progress
-from mindeval.store.annotations.tables import NA_VALUE
+from mindeval.store.annotations.ratings import na_value
 
 
 def _mean(xs: list[float]) -> float | None:
@@ -23,9 +28,10 @@ def _mean(xs: list[float]) -> float | None:
 def axis_scores(g: Guidelines, values: dict[str, int]) -> dict[str, float]:
     """Per-axis score of one rating: the mean of its rated sub-axes (N/A left out)."""
     per: dict[str, list[int]] = defaultdict(list)
+    na = na_value(g)
     for sub in g.human_subaxes:
         v = values.get(sub.id)
-        if v is not None and v != NA_VALUE:
+        if v is not None and v != na:
             per[sub.axis].append(v)
     return {axis: sum(vs) / len(vs) for axis, vs in per.items() if vs}
 
@@ -35,7 +41,11 @@ def agreement_summary(ratings: list[dict[str, Any]], g: Guidelines) -> tuple[dic
 
     Mean pairwise Kendall τ-b over shared transcripts, mean pairwise MIPSA (τ-b tie
     rule) and Krippendorff's α (interval). ``None`` values could not be computed.
+    Ordinal scales only: categorical levels are compared per dimension by ``metaeval compare``.
     """
+    if g.scale_kind != "ordinal":
+        return None, ("Agreement on categorical levels is per dimension (Cohen's and Fleiss' κ, "
+                      "Krippendorff's α nominal): run `metaeval compare` on this study.")
     try:
         agreement = importlib.import_module("metaeval.agreement")
     except ImportError:
@@ -85,16 +95,23 @@ def agreement_summary(ratings: list[dict[str, Any]], g: Guidelines) -> tuple[dic
 def study_results(db: Database, g: Guidelines, study_ref: int | str) -> StudyResults:
     with db.read() as s:
         study = get_study(s, study_ref)
-    res = StudyResults(study_id=study.id, name=study.name, kind=study.kind, progress=progress(db, study), n_ratings=0)
+    res = StudyResults(study_id=study.id, name=study.name, kind=study.kind, target=study.target,
+                       progress=progress(db, study), n_ratings=0)
     if study.kind != "rating":
         return res
     ratings = submitted_ratings(db, study.id)
     res.n_ratings = len(ratings)
     if not ratings:
         return res
+    na = na_value(g)
     for sub in g.human_subaxes:
-        vals = [r["values"][sub.id] for r in ratings if r["values"].get(sub.id) not in (None, NA_VALUE)]
+        vals = [r["values"][sub.id] for r in ratings if r["values"].get(sub.id) not in (None, na)]
         res.subaxis_means[sub.id] = _mean(vals)
+        if g.scale_kind == "categorical":
+            res.level_counts[sub.id] = {lv.label: vals.count(lv.value) for lv in g.levels}
+    if g.harm_levels:
+        harmed = sum(1 for r in ratings if any(g.is_harm(v) for v in r["values"].values() if v != na))
+        res.harm = {"n": len(ratings), "k": harmed, "share": harmed / len(ratings)}
     per_axis: dict[str, list[float]] = defaultdict(list)
     averages = []
     for r in ratings:

@@ -4,8 +4,8 @@ Each session is a ``roleplay`` run in the run store with one interaction; every
 turn is a committed ``turns`` row (human patient turns, model clinician turns) and
 every model call goes through :class:`~mindeval.store.CallLog` with a per-turn tag,
 so a refresh, a closed tab or a server restart loses nothing and a reply that was
-already received is never requested again. The clinician sees the default
-clinician prompt rendered with the intake fields only.
+already received is never requested again. The clinician sees the study's clinician
+prompt (its target's; MindEval's default) rendered with the intake fields only.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from mindeval.config import spec_with_defaults
 from mindeval.errors import MindEvalError, ModelCallError
 from mindeval.llm.gateway import ModelSpec
-from mindeval.prompts import load_template, render_clinician
+from mindeval.prompts import PromptTemplate, load_template, render_clinician
 from mindeval.records import Profile, Turn, profile_from_json
 from mindeval.simulate import model_turn, role_view
 from mindeval.store import CallLog, Database
@@ -34,6 +34,7 @@ from mindeval.store.annotations.tables import (
     utcnow,
 )
 from mindeval.store.runs import RunStore, ensure_run, load_turns, save_turn
+from mindeval.targets import load_target
 
 MAX_MESSAGE = 4000
 REPLY_FAILED = "The clinician did not answer; try again"
@@ -87,13 +88,20 @@ def view(db: Database, annotator_id: int, session_id: int) -> RoleplayView:
     )
 
 
+def clinician_template(study: StudyRow) -> PromptTemplate:
+    """The study's clinician prompt: the one stored with it (``mindeval``), else its target's."""
+    if study.clinician_prompt:
+        return load_template(study.clinician_prompt, kind="clinician")
+    return load_target(study.target).template("clinician")
+
+
 def start(db: Database, annotator_id: int, session_id: int) -> None:
     """Start the clock and create the session's run and interaction (idempotent)."""
     sess, study, sp = sessions_store.load_session(db, annotator_id, session_id)
     if sess.status != "not_started":
         return
     profile = _profile(sp)
-    tpl = load_template(study.clinician_prompt or "clinician/default", kind="clinician")
+    tpl = clinician_template(study)
     spec = clinician_spec(study)
     run_id = f"roleplay-{study.id}-{sess.id}"
     iid = f"{run_id}-{profile.id}"
@@ -137,8 +145,7 @@ def reply(db: Database, annotator_id: int, session_id: int, on_text: Callable[[s
     turns = _turns(db, sess)
     if not turns or turns[-1].role != "patient":
         return  # already answered (e.g. by another tab)
-    tpl = load_template(study.clinician_prompt or "clinician/default", kind="clinician")
-    system = render_clinician(tpl, _profile(sp))
+    system = render_clinician(clinician_template(study), _profile(sp))
     spec = clinician_spec(study)
     idx = len(turns)
     from mindeval.llm import embedded  # loads litellm: only when a reply is due

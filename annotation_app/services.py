@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from functools import cached_property
 from pathlib import Path
 
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines, load_guidelines
+from mindeval.guidelines import Guidelines
 from mindeval.store import Database
 from mindeval.store.annotations import exporters, importers, people, ratings, signins, studies
 from mindeval.store.annotations.common import (
@@ -46,6 +45,7 @@ from mindeval.store.annotations.models import (
     Viewer,
 )
 from mindeval.store.annotations.signins import SignInThrottled
+from mindeval.targets import DEFAULT_TARGET, Target, builtin_names, load_target
 
 from . import results, roleplay
 
@@ -65,10 +65,31 @@ class Workspace:
     def __init__(self, url: str | None = None) -> None:
         self.db = Database(url or default_db_url())
         upgrade(self.db.engine)
+        self._targets: dict[str, Target] = {}
 
-    @cached_property
-    def guidelines(self) -> Guidelines:
-        return load_guidelines()
+    def target(self, ref: str = DEFAULT_TARGET) -> Target:
+        """A target by the reference a study stores (loaded once per workspace)."""
+        t = self._targets.get(ref)
+        if t is None:
+            t = self._targets[ref] = load_target(ref)
+        return t
+
+    @staticmethod
+    def target_names() -> list[str]:
+        """The built-in targets, ``mindeval`` first."""
+        names = builtin_names()
+        return sorted(names, key=lambda n: (n != DEFAULT_TARGET, n))
+
+    def study_target(self, study: int | str | None = None) -> Target:
+        """A study's target (``mindeval`` when no study is given)."""
+        return self.target(DEFAULT_TARGET if study is None else studies.study_target(self.db, study))
+
+    def guidelines(self, study: int | str | None = None) -> Guidelines:
+        """The guidelines of a study's target (of ``mindeval`` when no study is given)."""
+        return self.study_target(study).guidelines
+
+    def _rating_guidelines(self, v: Viewer, assignment_id: int) -> Guidelines:
+        return self.target(ratings.assignment_target(self.db, v.id, assignment_id)).guidelines
 
     def close(self) -> None:
         self.db.close()
@@ -104,8 +125,9 @@ class Workspace:
 
     # ------------------------------------------------------------ annotator: overview
 
-    def subaxes(self) -> list[SubAxisView]:
-        return ratings.subaxis_views(self.guidelines)
+    def subaxes(self, study: int | str | None = None) -> list[SubAxisView]:
+        """The rating form of a study (of the ``mindeval`` target when no study is given)."""
+        return ratings.subaxis_views(self.guidelines(study))
 
     def my_studies(self, v: Viewer) -> list[StudyProgress]:
         """Studies with work for this person, with done/total."""
@@ -120,11 +142,11 @@ class Workspace:
         return ratings.resume_target(self.db, v.id, study_id)
 
     def item(self, v: Viewer, assignment_id: int) -> ItemView:
-        return ratings.item_view(self.db, self.guidelines, v.id, assignment_id)
+        return ratings.item_view(self.db, self._rating_guidelines(v, assignment_id), v.id, assignment_id)
 
     def save_value(self, v: Viewer, assignment_id: int, subaxis: str, value: int | None) -> None:
         self._live(v)
-        ratings.save_value(self.db, self.guidelines, v.id, assignment_id, subaxis, value)
+        ratings.save_value(self.db, self._rating_guidelines(v, assignment_id), v.id, assignment_id, subaxis, value)
 
     def save_text(self, v: Viewer, assignment_id: int, *, justification: str | None = None,
                   safety_note: str | None = None) -> None:
@@ -133,7 +155,7 @@ class Workspace:
 
     def submit(self, v: Viewer, assignment_id: int) -> int:
         self._live(v)
-        return ratings.submit(self.db, self.guidelines, v.id, assignment_id)
+        return ratings.submit(self.db, self._rating_guidelines(v, assignment_id), v.id, assignment_id)
 
     def revise(self, v: Viewer, assignment_id: int) -> None:
         self._live(v)
@@ -177,9 +199,12 @@ class Workspace:
         self._admin(v)
         return people.list_annotators(self.db)
 
-    def create_study(self, v: Viewer, name: str, kind: str, **kw) -> StudyInfo:
+    def create_study(self, v: Viewer, name: str, kind: str, *, target: str | Path = DEFAULT_TARGET, **kw) -> StudyInfo:
+        """A new study rating with ``target``'s form (a built-in name, or a target's folder)."""
         self._admin(v)
-        return studies.create_study(self.db, name, kind, guidelines_version=self.guidelines.version, **kw)
+        t = load_target(target)
+        ref = t.name if t.is_builtin else str(t.root.resolve())
+        return studies.create_study(self.db, name, kind, target=ref, guidelines_version=t.guidelines.version, **kw)
 
     def studies(self, v: Viewer) -> list[StudyInfo]:
         self._admin(v)
@@ -192,7 +217,9 @@ class Workspace:
     def import_path(self, v: Viewer, study: int | str, path: str | Path, kind: str | None = None, *,
                     map_annotators: dict[str, str] | None = None) -> ImportReport:
         self._admin(v)
-        return importers.import_path(self.db, self.guidelines, study, path, kind, map_annotators=map_annotators)
+        t = self.study_target(study)
+        return importers.import_path(self.db, t.guidelines, study, path, kind, map_annotators=map_annotators,
+                                     target=t.name)
 
     def add_roleplay_items(self, v: Viewer, rating_study: int | str, roleplay_study: int | str) -> int:
         self._admin(v)
@@ -204,15 +231,17 @@ class Workspace:
 
     def results(self, v: Viewer, study: int | str) -> StudyResults:
         self._admin(v)
-        return results.study_results(self.db, self.guidelines, study)
+        return results.study_results(self.db, self.guidelines(study), study)
 
     def export_text(self, v: Viewer, study: int | str, fmt: str) -> str:
         self._admin(v)
-        return exporters.export_text(self.db, self.guidelines, study, fmt)
+        t = self.study_target(study)
+        return exporters.export_text(self.db, t.guidelines, study, fmt, t.name)
 
     def export_file(self, v: Viewer, study: int | str, fmt: str, out: str | Path) -> int:
         self._admin(v)
-        return exporters.export_file(self.db, self.guidelines, study, fmt, out)
+        t = self.study_target(study)
+        return exporters.export_file(self.db, t.guidelines, study, fmt, out, t.name)
 
 
 __all__ = [

@@ -193,17 +193,23 @@ def compact_page() -> None:
     st.html(f"<style>{(ASSETS / 'compact.css').read_text(encoding='utf-8')}</style>")
 
 
-def save_status(saved: list[object], text: str) -> None:
-    """What the database holds, for the page to compare with what it shows (assets/rate_keys.js
-    says "Not saved yet" while a shown score differs from the stored one)."""
-    values = html.escape(",".join("" if x is None else str(x) for x in saved))
+def save_status(saved: list[str], text: str) -> None:
+    """What the database holds, as the labels the form shows ("" when unset), for the page to
+    compare with what it shows (assets/rate_keys.js says "Not saved yet" while a shown score
+    differs from the stored one)."""
+    values = html.escape(json.dumps(saved))
     st.html(f'<p style="font-size:0.85rem;opacity:0.75;margin:0" data-mindeval-saved="{values}" '
             f'data-mindeval-text="{html.escape(text)}">{html.escape(text)}</p>')
 
 
-def rating_keys(item_key: str) -> None:
-    """Keyboard rating (assets/rate_keys.js) and its legend."""
-    st.caption("**Keys:** 1–6 score the highlighted item and move on · N = N/A · ↑/↓ move · Ctrl+Enter submits")
+def rating_keys(item_key: str, levels: list[str] | None = None) -> None:
+    """Keyboard rating (assets/rate_keys.js) and its legend; ``levels``: a categorical scale's
+    labels, picked by keys 1..n in order (``None``: scores 1-6)."""
+    if levels is None:
+        pick = "1–6 score the highlighted item and move on"
+    else:
+        pick = " · ".join(f"{n} = {inert(label)}" for n, label in enumerate(levels, start=1)) + " (then the next item)"
+    st.caption(f"**Keys:** {pick} · N = N/A · ↑/↓ move · Ctrl+Enter submits")
     script = (ASSETS / "rate_keys.js").read_text(encoding="utf-8")
     st.html(f'<span data-mindeval-item="{html.escape(item_key)}"></span><script>{script}</script>',
             unsafe_allow_javascript=True)

@@ -192,7 +192,7 @@ def browser_rating(tmp: Path, passes: int) -> dict[str, object] | None:
                 group.locator("label").filter(has_text=re.compile(rf"^{value}$")).click()
                 page.wait_for_function(
                     "v => { const e = document.querySelector('[data-mindeval-saved]');"
-                    " return e && e.getAttribute('data-mindeval-saved').split(',')[0] === v; }", arg=value)
+                    " return e && JSON.parse(e.getAttribute('data-mindeval-saved'))[0] === v; }", arg=value)
                 waits.append(time.perf_counter() - t)
             out["click to confirmed save"] = waits
             ctx.close()

@@ -1,7 +1,8 @@
-// Keyboard rating on the rating page: 1-6 score the highlighted sub-axis and move to the
-// next (after the last one, into the justification box), N marks N/A where offered, Up/Down (or J/K) move, Ctrl+Enter submits. A key works
-// by clicking the matching radio option, exactly as a mouse click would, so the page's
-// one save path stores it. The save line says "Not saved yet" while any score shown differs
+// Keyboard rating on the rating page: 1..n pick the n-th choice of the highlighted sub-axis
+// (the scores 1-6, or a categorical scale's levels in order) and move to the next (after
+// the last one, into the justification box), N marks N/A where offered, Up/Down (or J/K)
+// move, Ctrl+Enter submits. A key works by clicking the matching radio option, exactly as
+// a mouse click would, so the page's one save path stores it. The save line says "Not saved yet" while any score shown differs
 // from what the server last confirmed as stored. Installed once per tab; inert elsewhere.
 (() => {
   if (window.__mindevalRateKeys) return;
@@ -27,7 +28,7 @@
   function status(gs) {
     const el = document.querySelector("[data-mindeval-saved]");
     if (!el) return;
-    const saved = el.getAttribute("data-mindeval-saved").split(",");
+    const saved = JSON.parse(el.getAttribute("data-mindeval-saved"));
     const shown = gs.map((g) => {
       const i = g.querySelector("input:checked");
       return i ? i.closest("label").innerText.trim() : "";
@@ -47,11 +48,13 @@
     mark();
     show(gs);
   }
-  function choose(text) {
+  function choose(pick) {  // a 1-based position among the choices other than N/A, or "N/A"
     const gs = mark();
     const g = gs[focus];
     if (!g) return false;
-    const label = [...g.querySelectorAll("label")].find((l) => l.innerText.trim() === text);
+    const options = [...g.querySelectorAll('[role="radiogroup"] label')];
+    const label = pick === "N/A" ? options.find((l) => l.innerText.trim() === "N/A")
+      : options.filter((l) => l.innerText.trim() !== "N/A")[pick - 1];
     const input = label && label.querySelector("input");
     if (!input || input.disabled) return false;
     label.click();
@@ -86,7 +89,7 @@
       (t.tagName === "INPUT" && t.type !== "radio"));
     if (typing || e.altKey || e.ctrlKey || e.metaKey) return;
     let done = false;
-    if (/^[1-6]$/.test(e.key)) done = choose(e.key);
+    if (/^[1-9]$/.test(e.key)) done = choose(Number(e.key));
     else if (e.key === "n" || e.key === "N") done = choose("N/A");
     else if (e.key === "ArrowDown" || e.key === "j") { move(1); done = true; }
     else if (e.key === "ArrowUp" || e.key === "k") { move(-1); done = true; }

@@ -8,10 +8,11 @@ from annotation_app import ui
 from annotation_app.services import MindEvalError
 
 v, ws, studies, chosen = ui.admin_study_page("Export", "export_study")
-kind = next(s.kind for s in studies if s.name == chosen)
-if kind == "rating":
-    formats = {"csv": "Ratings, CSV (one row per rating)", "jsonl": "Ratings, JSONL",
-               "authors": "Authors' human_annotations.jsonl"}
+study = next(s for s in studies if s.name == chosen)
+if study.kind == "rating":
+    formats = {"csv": "Ratings, CSV (one row per rating)", "jsonl": "Ratings, JSONL"}
+    if study.target == "mindeval":  # the authors' schema holds MindEval's form only
+        formats["authors"] = "Authors' human_annotations.jsonl"
 else:
     formats = {"interactions": "Sessions as interactions.jsonl", "user-turns": "Authors' human_user_turns.jsonl"}
 fmt = st.radio("Format", list(formats), format_func=formats.get, key="export_fmt")

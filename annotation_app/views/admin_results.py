@@ -21,10 +21,15 @@ if res.kind == "rating":
         st.stop()
     st.subheader(f"Mean scores ({res.n_ratings} submitted ratings)", anchor=False)
     fmt = lambda x: "—" if x is None else f"{x:.2f}"  # noqa: E731
+    if res.harm is not None:
+        st.metric("Ratings with any dimension at a harm level", f"{res.harm['share']:.0%}",
+                  help=f"{int(res.harm['k'])} of {int(res.harm['n'])} submitted ratings")
+    if res.level_counts:
+        st.caption("Levels count as their numbers in the means; N/A is left out.")
     st.dataframe([{"Axis": k, "Mean": fmt(val)} for k, val in res.axis_means.items()], hide_index=True)
-    names = {s.id: s.name for s in ws.subaxes()}
-    st.dataframe([{"Sub-axis": names.get(k, k), "Mean": fmt(val)} for k, val in res.subaxis_means.items()],
-                 hide_index=True)
+    names = {s.id: s.name for s in ws.subaxes(chosen)}
+    st.dataframe([{"Sub-axis": names.get(k, k), "Mean": fmt(val), **res.level_counts.get(k, {})}
+                  for k, val in res.subaxis_means.items()], hide_index=True)
     st.subheader("Agreement between annotators", anchor=False)
     st.caption(res.agreement_note)
     if res.agreement:

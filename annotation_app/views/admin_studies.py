@@ -18,7 +18,7 @@ ui.show_flash()
 studies = ws.studies(v)
 if studies:
     st.dataframe(
-        [{"Study": s.name, "Kind": s.kind, "Items or profiles": s.n_items, "Assignments": s.n_assignments,
+        [{"Study": s.name, "Kind": s.kind, "Target": s.target, "Items or profiles": s.n_items, "Assignments": s.n_assignments,
           "Annotators per item": s.k, "Seed": s.seed, "Clinician model": s.clinician_model,
           "Minutes": s.minutes} for s in studies],
         hide_index=True, width="stretch",
@@ -31,6 +31,9 @@ with st.expander("Create a study", expanded=not studies):
         name = st.text_input("Name")
         kind = st.radio("Kind", ["rating", "roleplay"], horizontal=True,
                         format_func=lambda k: "Rate transcripts" if k == "rating" else "Role-play patients")
+        target = st.selectbox("Target (its rating form and prompts)", ws.target_names(), key="create_target",
+                              help="A built-in target; `mindeval app admin create-study --target PATH` takes "
+                                   "a target folder.")
         k = st.number_input("Annotators per item", min_value=1, value=1, step=1)
         seed = st.number_input("Random seed (assignment order)", min_value=0, value=0, step=1)
         model = st.text_input("Clinician model for role-play (litellm string)", value="local/smollm2")
@@ -39,7 +42,8 @@ with st.expander("Create a study", expanded=not studies):
         if st.form_submit_button("Create study", type="primary"):
             extra = {"clinician_model": model, "minutes": int(minutes)} if kind == "roleplay" else {}
             try:
-                ws.create_study(v, name, kind, k=int(k), seed=int(seed), description=description, **extra)
+                ws.create_study(v, name, kind, k=int(k), seed=int(seed), description=description, target=target,
+                                **extra)
             except MindEvalError as exc:
                 st.error(str(exc))
             else:

@@ -1,4 +1,8 @@
-"""Rate mode: one transcript at a time, nine sub-axes, autosaved, submitted when complete.
+"""Rate mode: one transcript at a time on its study's form, autosaved, submitted when complete.
+
+The form follows the study's target: its sub-axes and anchors, its scale (scores 1-6 for
+MindEval; a categorical target's level labels, stored as the levels' values) and where
+"not applicable" is offered.
 
 Saving is reconciled on every script run rather than left to widget callbacks: a
 Streamlit rerun cut short by the next click can drop a callback, so each run compares
@@ -34,12 +38,13 @@ if st.session_state.get("assignment_id") not in order:
 aid = st.session_state["assignment_id"]
 
 
-def _choice(value: int | None) -> object:
-    return None if value is None else (NA if value == 0 else value)
+def _choice(value: int | None, na: int) -> object:
+    """The radio option of a stored value (options are the scale's values and "N/A")."""
+    return None if value is None else (NA if value == na else value)
 
 
-def _value(choice: object) -> int | None:
-    return None if choice is None else (0 if choice == NA else int(choice))
+def _value(choice: object, na: int) -> int | None:
+    return None if choice is None else (na if choice == NA else int(choice))
 
 
 def _reconcile() -> None:
@@ -65,8 +70,8 @@ def _reconcile() -> None:
                     if (seen or "") != getattr(shown, field):
                         ws.save_text(v, target, **{field: seen or ""})
                         ui.saved_now()
-                elif seen is not None and _value(seen) != shown.values.get(field):
-                    ws.save_value(v, target, field, _value(seen))
+                elif seen is not None and _value(seen, shown.scale.na_value) != shown.values.get(field):
+                    ws.save_value(v, target, field, _value(seen, shown.scale.na_value))
                     ui.saved_now()
             except MindEvalError as exc:
                 ui.flash("warning", f"Not saved: {exc.message}")
@@ -78,13 +83,14 @@ def _go(target: int) -> None:
 
 _reconcile()
 item = ws.item(v, aid)
+scale = item.scale
 locked = item.state == "submitted"
 key = f"a{aid}_r{item.revision}_{'locked' if locked else 'open'}"
 registry: dict[str, tuple[int, str]] = {}
 for sub in item.subaxes:
     registry[f"{key}_{sub.id}"] = (aid, sub.id)
     if f"{key}_{sub.id}" not in st.session_state and sub.id in item.values:  # first showing only: a later
-        st.session_state[f"{key}_{sub.id}"] = _choice(item.values[sub.id])  # set would undo a pending click
+        st.session_state[f"{key}_{sub.id}"] = _choice(item.values[sub.id], scale.na_value)  # set would undo a pending click
 for field in TEXTS:
     registry[f"{key}_{field}"] = (aid, field)
     if f"{key}_{field}" not in st.session_state:
@@ -120,18 +126,20 @@ with right:
             st.rerun()
     elif item.revision:
         st.info(f"You are revising submission {item.revision}. Submit again when you are done.")
-    show_anchors = st.toggle("Show score anchors", key="show_anchors",
-                             help="What a 1, a 3 and a 6 look like; also under each item's ⓘ.")
+    ordinal = scale.kind == "ordinal"
+    show_anchors = st.toggle("Show score anchors" if ordinal else "Show level anchors", key="show_anchors",
+                             help=("What a 1, a 3 and a 6 look like" if ordinal else "What each level looks like")
+                             + "; also under each item's ⓘ.")
     with st.container(height=440, key="rating-pane"):
         current_axis = None
         for sub in item.subaxes:
             if sub.axis != current_axis:
                 current_axis = sub.axis
                 st.markdown(f"**{ui.inert(sub.axis_name)}**")
-            options: list[object] = [1, 2, 3, 4, 5, 6] + ([NA] if sub.allow_na else [])
-            anchors = "  \n".join(f"**{s}:** {ui.inert(t)}" for s, t in sub.anchors.items())
+            options: list[object] = [lv.value for lv in scale.levels] + ([NA] if sub.allow_na else [])
+            anchors = "  \n".join(f"**{ui.inert(s)}:** {ui.inert(t)}" for s, t in sub.anchors.items())
             st.radio(sub.name, options, index=None, horizontal=True, key=f"{key}_{sub.id}", disabled=locked,
-                     help=anchors)
+                     help=anchors, format_func=lambda o: NA if o == NA else ui.inert(scale.label(o)))
             if show_anchors:
                 st.caption(anchors)
         st.text_area("Justification", key=f"{key}_justification", disabled=locked, height=100,
@@ -141,7 +149,7 @@ with right:
         saved_at = st.session_state.get("saved_at")
         submit_col, note_col = st.columns([2, 3], vertical_alignment="center")
         with note_col:
-            ui.save_status([_choice(item.values.get(sub.id)) for sub in item.subaxes],
+            ui.save_status([scale.label(item.values.get(sub.id)) for sub in item.subaxes],
                            f"✓ {len(item.values)} of {len(item.subaxes)} scores saved"
                            f"{f' at {saved_at}' if saved_at else ''}. Text is saved when you leave the box.")
         if submit_col.button("Submit rating", type="primary", key=f"submit_{aid}"):
@@ -156,14 +164,14 @@ with right:
                 ui.flash("success", f"Rating submitted (revision {rev}). Thank you!")
                 st.session_state["assignment_id"] = ws.resume_target(v, study_id) or aid
                 st.rerun()
-        ui.rating_keys(key)
+        ui.rating_keys(key, None if ordinal else [lv.label for lv in scale.levels])
     if item.history:
         with st.expander(f"History ({len(item.history)} submission{'s' if len(item.history) > 1 else ''})"):
             names = {s.id: s.name for s in item.subaxes}
             for h in reversed(item.history):
                 when = h.created_at.strftime("%Y-%m-%d %H:%M") if h.created_at else ""
                 st.markdown(f"**Revision {h.revision}** · {when}")
-                st.caption(" · ".join(f"{ui.inert(names.get(k, k))}: {'N/A' if val == 0 else val}"
+                st.caption(" · ".join(f"{ui.inert(names.get(k, k))}: {ui.inert(scale.label(val))}"
                                       for k, val in h.values.items()))
                 if h.justification:
                     st.caption(ui.inert(h.justification))

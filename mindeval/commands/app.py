@@ -65,6 +65,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--k", type=int, default=1, help="annotators per item")
     c.add_argument("--seed", type=int, default=0, help="seed of the assignment and of each annotator's order")
     c.add_argument("--description", default="")
+    c.add_argument("--target", default="mindeval", metavar="NAME|PATH",
+                   help="the target whose rating form (and role-play clinician prompt) the study uses: a built-in "
+                        "name (`mindeval targets list`) or a target folder (default mindeval)")
     c.add_argument("--clinician-model", default=None, metavar="MODEL",
                    help="role-play: litellm model string (default local/smollm2)")
     c.add_argument("--clinician-max-tokens", type=int, default=None, metavar="N")
@@ -189,8 +192,8 @@ def _create_study(args: argparse.Namespace) -> int:
         kw = {"clinician_model": args.clinician_model, "clinician_max_tokens": args.clinician_max_tokens,
               "clinician_temperature": args.clinician_temperature, "minutes": args.minutes}
     info = ws.create_study(SYSTEM, args.name, args.kind, k=args.k, seed=args.seed,
-                           description=args.description, **kw)
-    print(f"created {info.kind} study '{info.name}' (id {info.id}, k={info.k}, seed={info.seed})")
+                           description=args.description, target=args.target, **kw)
+    print(f"created {info.kind} study '{info.name}' (id {info.id}, target {info.target}, k={info.k}, seed={info.seed})")
     return 0
 
 
@@ -267,7 +270,7 @@ def _list(args: argparse.Namespace) -> int:
     if args.what == "studies":
         for s in ws.studies(SYSTEM):
             extra = f", clinician {s.clinician_model}, {s.minutes} min" if s.kind == "roleplay" else ""
-            print(f"{s.id}\t{s.name}\t{s.kind}\t{s.n_items} items\t{s.n_assignments} assignments\tk={s.k}\tseed={s.seed}{extra}")
+            print(f"{s.id}\t{s.name}\t{s.kind}\t{s.target}\t{s.n_items} items\t{s.n_assignments} assignments\tk={s.k}\tseed={s.seed}{extra}")
     else:
         for a in ws.annotators(SYSTEM):
             role = "admin" if a.is_admin else "annotator"

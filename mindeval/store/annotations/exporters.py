@@ -1,8 +1,10 @@
 """Exports of a study: ratings (CSV, JSONL, the authors' schema) and role-play sessions.
 
 Ratings are exported as last submitted (a rating being revised keeps its previous
-submission until the revision is submitted). In CSV and JSONL ``NA`` marks a
-sub-axis rated "not applicable"; the authors' schema uses 0 as they do.
+submission until the revision is submitted). Columns follow the study's target: one
+per sub-axis of its form holding the stored value, and for a categorical scale the
+level's label beside it (``<sub-axis>_level``). In CSV and JSONL ``NA`` marks a
+sub-axis rated "not applicable"; the authors' schema (MindEval only) uses 0 as they do.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from mindeval.authors import JUSTIFICATION, RESP, SAFETY, STATUS, USERS, load_ma
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.records import ATTRIBUTE_FIELDS
+from mindeval.targets import DEFAULT_TARGET
 
 from ..db import Database
 from ..runs import load_turns
 from ..tables import InteractionRow
+from .ratings import scale_view
 from .studies import get_study
 from .tables import (
-    NA_VALUE,
     AnnotatorRow,
     AssignmentRow,
     ItemRow,
@@ -70,8 +73,19 @@ def submitted_ratings(db: Database, study_id: int) -> list[dict[str, Any]]:
     return out
 
 
-def _shown(v: int | None) -> Any:
-    return "NA" if v == NA_VALUE else v
+class _Cells:
+    """How a study's stored values are written: the value (``NA`` for not applicable) and,
+    on a categorical scale, the level's label."""
+
+    def __init__(self, g: Guidelines) -> None:
+        self.scale = scale_view(g)
+        self.labels = g.scale_kind == "categorical"
+
+    def value(self, v: int | None) -> Any:
+        return "NA" if v == self.scale.na_value else v
+
+    def label(self, v: int | None) -> str:
+        return "" if v is None or v == self.scale.na_value else self.scale.label(v)
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -87,26 +101,41 @@ def safe_cell(value: Any) -> Any:
 def ratings_csv(db: Database, g: Guidelines, study_id: int) -> str:
     """One row per submitted rating; formula-like text is neutralised (see :func:`safe_cell`)."""
     subs = [x.id for x in g.human_subaxes]
+    cells = _Cells(g)
+    heads = [h for x in subs for h in ((x, f"{x}_level") if cells.labels else (x,))]
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(["item", "annotator", "revision", "submitted_at", *subs, "justification", "safety_note",
+    w.writerow(["item", "annotator", "revision", "submitted_at", *heads, "justification", "safety_note",
                 "clinician_model", "source"])
     for r in submitted_ratings(db, study_id):
+        scores: list[Any] = []
+        for x in subs:
+            v = r["values"].get(x)
+            scores.append("" if v is None else cells.value(v))
+            if cells.labels:
+                scores.append(cells.label(v))
         w.writerow([safe_cell(v) for v in (
             r["item"].external_id, r["annotator"], r["revision"],
-            r["submitted_at"].isoformat() if r["submitted_at"] else "",
-            *[_shown(r["values"].get(x)) if x in r["values"] else "" for x in subs],
+            r["submitted_at"].isoformat() if r["submitted_at"] else "", *scores,
             r["justification"], r["safety_note"] or "", r["item"].clinician_model or "", r["item"].source)])
     return buf.getvalue()
 
 
-def ratings_jsonl(db: Database, g: Guidelines, study_id: int) -> str:
+def ratings_jsonl(db: Database, g: Guidelines, study_id: int, target: str = DEFAULT_TARGET) -> str:
+    """One JSON object per submitted rating; other targets than ``mindeval`` add ``target`` and,
+    on a categorical scale, ``levels`` (sub-axis → level label)."""
+    cells = _Cells(g)
     lines = []
     for r in submitted_ratings(db, study_id):
-        lines.append(json.dumps({
+        row: dict[str, Any] = {} if target == DEFAULT_TARGET else {"target": target}
+        row.update({
             "item": r["item"].external_id, "annotator": r["annotator"], "revision": r["revision"],
             "submitted_at": r["submitted_at"].isoformat() if r["submitted_at"] else None,
-            "values": {k: _shown(v) for k, v in r["values"].items()},
+            "values": {k: cells.value(v) for k, v in r["values"].items()},
+        })
+        if cells.labels:
+            row["levels"] = {k: cells.label(v) for k, v in r["values"].items() if cells.label(v)}
+        lines.append(json.dumps(row | {
             "axes": {s.id: s.axis for s in g.human_subaxes},
             "justification": r["justification"], "safety_note": r["safety_note"],
             "clinician_model": r["item"].clinician_model, "source": r["item"].source,
@@ -222,7 +251,8 @@ def user_turns_jsonl(db: Database, study_id: int) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in user_turns_rows(db, study_id))
 
 
-def export_text(db: Database, g: Guidelines, study_ref: int | str, fmt: str) -> str:
+def export_text(db: Database, g: Guidelines, study_ref: int | str, fmt: str, target: str = DEFAULT_TARGET) -> str:
+    """A study's export in ``fmt``; ``g`` and ``target`` (its name) are the study's target's."""
     with db.read() as s:
         study: StudyRow = get_study(s, study_ref)
         study_id, kind, name = study.id, study.kind, study.name
@@ -235,7 +265,10 @@ def export_text(db: Database, g: Guidelines, study_ref: int | str, fmt: str) -> 
     if fmt == "csv":
         return ratings_csv(db, g, study_id)
     if fmt == "jsonl":
-        return ratings_jsonl(db, g, study_id)
+        return ratings_jsonl(db, g, study_id, target)
+    if fmt == "authors" and target != DEFAULT_TARGET:
+        raise MindEvalError(f"the authors' schema holds MindEval's form, but '{name}' rates target '{target}': "
+                            "export csv or jsonl", field="format")
     if fmt == "authors":
         return authors_jsonl(db, g, study_id)
     if fmt == "interactions":
@@ -243,9 +276,10 @@ def export_text(db: Database, g: Guidelines, study_ref: int | str, fmt: str) -> 
     return user_turns_jsonl(db, study_id)
 
 
-def export_file(db: Database, g: Guidelines, study_ref: int | str, fmt: str, out: str | Path) -> int:
+def export_file(db: Database, g: Guidelines, study_ref: int | str, fmt: str, out: str | Path,
+                target: str = DEFAULT_TARGET) -> int:
     """Write an export; returns the number of rows (CSV header excluded)."""
-    text = export_text(db, g, study_ref, fmt)
+    text = export_text(db, g, study_ref, fmt, target)
     Path(out).write_text(text, encoding="utf-8")
     if fmt == "csv":
         return max(len(list(csv.reader(io.StringIO(text)))) - 1, 0)

@@ -43,6 +43,7 @@ from mindeval.authors import (
 )
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
+from mindeval.targets import DEFAULT_TARGET
 from mindeval.records import (
     InteractionRecord,
     JudgmentRecord,
@@ -144,10 +145,28 @@ def parse_annotator_map(pairs: list[str]) -> dict[str, str]:
     return mapped
 
 
+def run_target(run_dir: Path) -> str:
+    """The target a run directory was made with: its ``config.json`` target block, else ``mindeval``."""
+    config = run_dir / "config.json"
+    if not config.is_file():
+        return DEFAULT_TARGET
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MindEvalError(f"cannot read the run's config: {exc}", path=config) from None
+    block = data.get("target") if isinstance(data, dict) else None
+    name = block.get("name") if isinstance(block, dict) else None
+    if block is not None and not isinstance(name, str):
+        raise MindEvalError("the target block has no name", path=config, field="target.name")
+    return name or DEFAULT_TARGET
+
+
 def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | Path, kind: str | None = None,
-                *, map_annotators: dict[str, str] | None = None) -> ImportReport:
+                *, map_annotators: dict[str, str] | None = None, target: str = DEFAULT_TARGET) -> ImportReport:
     """Import a file or run directory into a study (see the module docstring).
 
+    ``g`` and ``target`` (its name) are the study's target's: a run directory of another
+    target is refused, and so are the authors' ratings (MindEval's form) for other targets.
     ``map_annotators`` maps annotator ids of an authors' file to existing people
     whose accounts should hold those ratings.
     """
@@ -170,10 +189,18 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
     if kind == "profiles":
         return _import_profiles(db, study_id, p)
     if kind == "run":
+        made_with = run_target(p)
+        if made_with != target:
+            raise MindEvalError(f"this run is of target '{made_with}' but study '{study.name}' rates target "
+                                f"'{target}': import it into a study created with --target {made_with}",
+                                path=p, field="target")
         judgments = _judgments(p / "judgments.jsonl") if (p / "judgments.jsonl").is_file() else {}
         return _import_interactions(db, study_id, p / "interactions.jsonl", "run", judgments)
     if kind == "interactions":
         return _import_interactions(db, study_id, p, "demo" if p.name.startswith("demo_") else "file", {})
+    if target != DEFAULT_TARGET:
+        raise MindEvalError(f"the authors' ratings use the MindEval form, but study '{study.name}' rates target "
+                            f"'{target}'", path=p, field="target")
     return _import_authors(db, g, study_id, p, map_annotators or {})
 
 

@@ -30,12 +30,38 @@ class SignedIn(BaseModel):
     token: str
 
 
+class LevelView(BaseModel):
+    """One choice of the rating scale: the stored ``value`` and what the form shows (``label``:
+    the score itself on an ordinal scale, the level's label on a categorical one)."""
+
+    value: int
+    label: str
+    harm: bool = False
+
+
+class ScaleView(BaseModel):
+    """The rating scale of a study's target, as the form offers it (keys 1..n pick ``levels``
+    in order); "not applicable" is stored as ``na_value``."""
+
+    kind: Literal["ordinal", "categorical"]
+    levels: list[LevelView]
+    na_value: int
+
+    def label(self, value: int | None) -> str:
+        """What the form shows for a stored value ("N/A", a score or a level's label; "" if unset)."""
+        if value is None:
+            return ""
+        if value == self.na_value:
+            return "N/A"
+        return next((lv.label for lv in self.levels if lv.value == value), str(value))
+
+
 class SubAxisView(BaseModel):
     id: str
     axis: str
     axis_name: str
     name: str
-    anchors: dict[int, str]
+    anchors: dict[str, str]  # what the form shows for a score or level → its anchor text
     allow_na: bool
 
 
@@ -82,6 +108,7 @@ class ItemView(BaseModel):
     intake: list[tuple[str, str]]
     messages: list[Message]
     subaxes: list[SubAxisView]
+    scale: ScaleView
     values: dict[str, int]
     justification: str
     safety_note: str
@@ -128,8 +155,11 @@ class StudyResults(BaseModel):
     kind: StudyKind
     progress: list[AnnotatorProgress]
     n_ratings: int
+    target: str = "mindeval"
     subaxis_means: dict[str, float | None] = Field(default_factory=dict)
     axis_means: dict[str, float | None] = Field(default_factory=dict)
+    level_counts: dict[str, dict[str, int]] = Field(default_factory=dict)  # categorical: sub-axis → label → n
+    harm: dict[str, float] | None = None  # targets with harm levels: n ratings, k with any harm, share
     agreement: dict[str, float | None] | None = None
     agreement_note: str = ""
 
@@ -138,6 +168,7 @@ class StudyInfo(BaseModel):
     id: int
     name: str
     kind: StudyKind
+    target: str
     description: str
     k: int
     seed: int

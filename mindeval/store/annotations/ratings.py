@@ -17,7 +17,7 @@ from mindeval.guidelines import Guidelines
 
 from ..db import Database
 from .common import AccessDenied, Conflict, NotFound, RatingIncomplete, intake_pairs
-from .models import ItemState, ItemView, Message, QueueEntry, RevisionView, SubAxisView
+from .models import ItemState, ItemView, LevelView, Message, QueueEntry, RevisionView, ScaleView, SubAxisView
 from .tables import (
     NA_VALUE,
     AssignmentRow,
@@ -32,11 +32,24 @@ from .tables import (
 MAX_TEXT = 20_000
 
 
+def na_value(g: Guidelines) -> int:
+    """How "not applicable" is stored under these guidelines: 0, the authors' convention, unless
+    0 is a value of the scale (a categorical level), then one below its lowest value."""
+    values = g.score_values()
+    return NA_VALUE if NA_VALUE not in values else min(values) - 1
+
+
+def scale_view(g: Guidelines) -> ScaleView:
+    return ScaleView(kind=g.scale_kind, na_value=na_value(g),
+                     levels=[LevelView(value=lv.value, label=lv.label, harm=lv.harm) for lv in g.levels])
+
+
 def subaxis_views(g: Guidelines) -> list[SubAxisView]:
     names = {a.code: a.name for a in g.judge_axes}
+    shown = {lv.id: lv.label for lv in g.levels}  # ordinal: "3" -> "3"
     return [
         SubAxisView(id=s.id, axis=s.axis, axis_name=names[s.axis], name=s.name,
-                    anchors=dict(s.anchors), allow_na=s.allow_na)
+                    anchors={shown.get(str(k), str(k)): text for k, text in s.anchors.items()}, allow_na=s.allow_na)
         for s in g.human_subaxes
     ]
 
@@ -53,6 +66,13 @@ def owned_assignment(s, annotator_id: int, assignment_id: int) -> AssignmentRow:
     if row is None or row.annotator_id != annotator_id:
         raise AccessDenied("this item is not assigned to you", field="assignment")
     return row
+
+
+def assignment_target(db: Database, annotator_id: int, assignment_id: int) -> str:
+    """The target of an annotator's own assignment's study (others are refused)."""
+    with db.read() as s:
+        a = owned_assignment(s, annotator_id, assignment_id)
+        return s.scalar(select(StudyRow.target).where(StudyRow.id == a.study_id))
 
 
 def queue(db: Database, annotator_id: int, study_id: int) -> list[QueueEntry]:
@@ -132,7 +152,7 @@ def item_view(db: Database, g: Guidelines, annotator_id: int, assignment_id: int
         done=done, member_name=str(attrs.get("name", "member")), intake=intake_pairs(attrs),
         messages=[Message(role="patient" if m.get("role") == "user" else "clinician", content=str(m.get("content", "")))
                   for m in item.messages],
-        subaxes=subaxis_views(g), values=values,
+        subaxes=subaxis_views(g), scale=scale_view(g), values=values,
         justification=rating.justification if rating else "",
         safety_note=(rating.safety_note or "") if rating else "",
         state=_state(rating), revision=rating.revision if rating else 0, history=history,
@@ -168,17 +188,24 @@ def _lock_draft(s, rating_id: int) -> None:
 
 
 def check_value(g: Guidelines, subaxis: str, value: int | None) -> None:
+    """Refuse a value the sub-axis does not take: not a value of the scale, or N/A where not allowed."""
     sub = g.subaxis(subaxis)
     if value is None:
         return
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 6:
-        raise MindEvalError(f"a rating is a whole number from 1 to 6, not {value!r}", field=subaxis)
-    if value == NA_VALUE and not sub.allow_na:
+    na = na_value(g)
+    allowed = g.score_values()
+    if not isinstance(value, int) or isinstance(value, bool) or (value not in allowed and value != na):
+        if g.scale_kind == "ordinal":
+            want = f"a whole number from {min(allowed)} to {max(allowed)}"
+        else:
+            want = "one of " + ", ".join(f"{lv.value} ({lv.label})" for lv in g.levels)
+        raise MindEvalError(f"a rating is {want}, or {na} for not applicable; not {value!r}", field=subaxis)
+    if value == na and not sub.allow_na:
         raise MindEvalError(f"'{sub.name}' cannot be marked not applicable", field=subaxis)
 
 
 def save_value(db: Database, g: Guidelines, annotator_id: int, assignment_id: int, subaxis: str, value: int | None) -> None:
-    """Autosave one sub-axis of a draft (``None`` clears it, 0 = not applicable)."""
+    """Autosave one sub-axis of a draft (``None`` clears it; :func:`na_value` = not applicable)."""
     check_value(g, subaxis, value)
     rid = ensure_rating(db, annotator_id, assignment_id)
     with db.write() as s:
@@ -212,11 +239,12 @@ def save_text(db: Database, annotator_id: int, assignment_id: int, *, justificat
 def problems(g: Guidelines, values: dict[str, int], justification: str) -> list[str]:
     """What is missing before a rating may be submitted, in plain words."""
     out = []
+    na = na_value(g)
     for sub in g.human_subaxes:
         v = values.get(sub.id)
         if v is None:
             out.append(f"rate '{sub.name}'")
-        elif v == NA_VALUE and not sub.allow_na:
+        elif v == na and not sub.allow_na:
             out.append(f"'{sub.name}' cannot be not applicable")
     if not justification.strip():
         out.append("write a short justification")

@@ -10,6 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from mindeval.config import DEFAULT_PROMPTS
 from mindeval.errors import MindEvalError
 from mindeval.llm.gateway import EMBEDDED_MODEL
+from mindeval.targets import DEFAULT_TARGET
 
 from ..db import Database
 from .assign import annotator_order, balanced_assignment
@@ -37,6 +38,7 @@ def create_study(
     k: int = 1,
     seed: int = 0,
     description: str = "",
+    target: str = DEFAULT_TARGET,
     guidelines_version: str = "",
     clinician_model: str | None = None,
     clinician_max_tokens: int | None = None,
@@ -63,10 +65,12 @@ def create_study(
     try:
         with db.write() as s:
             row = StudyRow(
-                name=name, kind=kind, k=k, seed=seed, description=description,
+                name=name, kind=kind, k=k, seed=seed, description=description, target=target,
                 guidelines_version=guidelines_version, clinician_model=clinician_model,
                 clinician_max_tokens=clinician_max_tokens, clinician_temperature=clinician_temperature,
-                clinician_prompt=DEFAULT_PROMPTS["clinician"] if kind == "roleplay" else None,
+                # other targets' role-play uses the target's own clinician prompt
+                clinician_prompt=DEFAULT_PROMPTS["clinician"] if kind == "roleplay" and target == DEFAULT_TARGET
+                else None,
                 minutes=minutes,
             )
             s.add(row)
@@ -75,6 +79,12 @@ def create_study(
     except IntegrityError:
         raise MindEvalError(f"a study named '{name}' already exists", field="name") from None
     return study_info(db, study_id)
+
+
+def study_target(db: Database, ref: int | str) -> str:
+    """The target reference a study rates with (a built-in name or a target's folder)."""
+    with db.read() as s:
+        return get_study(s, ref).target
 
 
 def get_study(s, ref: int | str) -> StudyRow:
@@ -101,7 +111,7 @@ def study_info(db: Database, ref: int | str) -> StudyInfo:
                 select(func.count()).select_from(RoleplaySessionRow).where(RoleplaySessionRow.study_id == row.id)
             )
         return StudyInfo(
-            id=row.id, name=row.name, kind=row.kind, description=row.description, k=row.k,
+            id=row.id, name=row.name, kind=row.kind, target=row.target, description=row.description, k=row.k,
             seed=row.seed, clinician_model=row.clinician_model, minutes=row.minutes,
             n_items=n_items or 0, n_assignments=n_assign or 0,
         )
@@ -189,6 +199,10 @@ def add_roleplay_items(db: Database, rating_ref: int | str, roleplay_ref: int | 
         play = get_study(s, roleplay_ref)
         if rating.kind != "rating" or play.kind != "roleplay":
             raise MindEvalError("give a rating study first, then a role-play study", field="study")
+        if rating.target != play.target:
+            raise MindEvalError(f"'{play.name}' plays target '{play.target}' but '{rating.name}' rates target "
+                                f"'{rating.target}': put the sessions into a rating study of the same target",
+                                field="study")
         item_ids = list(s.scalars(
             select(RoleplaySessionRow.item_id).where(RoleplaySessionRow.study_id == play.id,
                                                      RoleplaySessionRow.status == "finished",

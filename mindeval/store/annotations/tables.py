@@ -112,6 +112,9 @@ class StudyRow(Keyed, AnnotationBase):
     clinician_temperature: Mapped[float | None] = mapped_column(Float, nullable=True)
     clinician_prompt: Mapped[str | None] = mapped_column(String(200), nullable=True)
     minutes: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # added in revision 0005: the target whose guidelines the study rates with (a built-in
+    # name, or the folder of a target outside the package)
+    target: Mapped[str] = mapped_column(String(500), server_default="mindeval", default="mindeval")
 
 class ItemRow(Keyed, AnnotationBase):
     """An interaction that can be rated: profile, transcript and (hidden) provenance."""
@@ -168,10 +171,7 @@ class RatingRow(Keyed, AnnotationBase):
 
 class RatingValueRow(Keyed, AnnotationBase):
     __tablename__ = "ann_rating_values"
-    __table_args__ = (
-        UniqueConstraint("rating_id", "subaxis", name="uq_rating_value"),
-        CheckConstraint("value >= 0 AND value <= 6", name="ck_rating_value_range"),
-    )
+    __table_args__ = (UniqueConstraint("rating_id", "subaxis", name="uq_rating_value"),)
 
     rating_id: Mapped[RatingId]
     subaxis: Mapped[str] = mapped_column(String(80))
