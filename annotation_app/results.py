@@ -17,8 +17,8 @@ from mindeval.guidelines import Guidelines
 from mindeval.store import Database
 from mindeval.store.annotations.exporters import submitted_ratings
 from mindeval.store.annotations.models import StudyResults
-from mindeval.store.annotations.studies import get_study, progress
 from mindeval.store.annotations.ratings import na_value
+from mindeval.store.annotations.studies import get_study, progress
 
 
 def _mean(xs: list[float]) -> float | None:

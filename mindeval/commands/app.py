@@ -270,7 +270,8 @@ def _list(args: argparse.Namespace) -> int:
     if args.what == "studies":
         for s in ws.studies(SYSTEM):
             extra = f", clinician {s.clinician_model}, {s.minutes} min" if s.kind == "roleplay" else ""
-            print(f"{s.id}\t{s.name}\t{s.kind}\t{s.target}\t{s.n_items} items\t{s.n_assignments} assignments\tk={s.k}\tseed={s.seed}{extra}")
+            print(f"{s.id}\t{s.name}\t{s.kind}\t{s.n_items} items\t{s.n_assignments} assignments\tk={s.k}"
+                  f"\tseed={s.seed}\ttarget={s.target}{extra}")
     else:
         for a in ws.annotators(SYSTEM):
             role = "admin" if a.is_admin else "annotator"

@@ -19,10 +19,33 @@ ADMIN_CODE = "ADMIN-CODE-1234"
 DEMO_CODE = "DEMO-CODE-5678"
 
 
+# A target with a categorical scale (levels best practice 2 / suboptimal 1 / potential harm 0,
+# N/A allowed on some sub-axes only): the crisis-safety form's shape.
+CATEGORICAL_TARGET = ROOT / "tests" / "fixtures" / "targets" / "toy"
+TARGET_STUDY = "Crisis form: rate transcripts"
+
+
 def make_workspace(url: str, clinician: str = "fake/echo") -> Workspace:
     ws = Workspace(url)
     seed_demo(ws, admin_code=ADMIN_CODE, annotator_code=DEMO_CODE, clinician_model=clinician)
     return ws
+
+
+def add_target_study(ws: Workspace, target: str | Path = CATEGORICAL_TARGET) -> int:
+    """A rating study of ``target`` holding the six demo transcripts, all assigned to ``demo``."""
+    info = ws.create_study(SYSTEM, TARGET_STUDY, "rating", target=target)
+    ws.import_path(SYSTEM, TARGET_STUDY, ROOT / "data" / "demo_transcripts.jsonl")
+    ws.assign(SYSTEM, TARGET_STUDY, annotators=["demo"])
+    return info.id
+
+
+def radios(at) -> dict[str, object]:
+    """Sub-axis id → its radio widget on the rating page of an AppTest."""
+    out = {}
+    for r in at.radio:
+        if r.key and r.key.startswith("a"):
+            out[r.key.split("_", 3)[3]] = r
+    return out
 
 
 def new_app():

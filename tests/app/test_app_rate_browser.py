@@ -1,4 +1,5 @@
-"""The rating page in a real browser: rapid clicks are never lost, keyboard rating, layout."""
+"""The rating page in a real browser: rapid clicks are never lost, keyboard rating (1-6 and a
+categorical form's levels), layout."""
 
 from __future__ import annotations
 
@@ -7,7 +8,17 @@ import re
 from pathlib import Path
 
 import pytest
-from appkit import DEMO_CODE, free_port, make_workspace, start_app, stop, viewer, wait_healthy
+from appkit import (
+    DEMO_CODE,
+    SYSTEM,
+    add_target_study,
+    free_port,
+    make_workspace,
+    start_app,
+    stop,
+    viewer,
+    wait_healthy,
+)
 from browserkit import SHOWN_SCORES_JS, open_browser, saved, settle, sign_in
 
 from annotation_app.services import Workspace
@@ -129,3 +140,56 @@ def test_three_subaxes_fit_at_1280x720_and_turns_can_be_found(app, page):
     page.keyboard.press("Enter")
     page.get_by_text(re.compile(r"0 of \d+ turns contain")).wait_for()
     assert page.locator('[class*="st-key-turn-"]').count() == 0
+
+
+@pytest.fixture
+def target_app(tmp_path):
+    """A running app whose only study rates on a categorical target's form (``demo`` rates it)."""
+    url = f"sqlite:///{tmp_path / 'target.db'}"
+    ws = Workspace(url)
+    ws.add_annotator(SYSTEM, "demo", code=DEMO_CODE)
+    add_target_study(ws)
+    port = free_port()
+    proc = start_app(url, port, tmp_path / "app.log")
+    try:
+        wait_healthy(port, proc)
+        yield f"http://127.0.0.1:{port}/", ws
+    finally:
+        stop(proc)
+        ws.close()
+
+
+def test_a_categorical_form_is_rated_with_the_keyboard(target_app, page):
+    base, ws = target_app
+    study = ws.studies(SYSTEM)[0]
+    g = ws.guidelines(study.id)
+    subs = g.human_subaxes
+    sign_in(page, base)
+    page.get_by_role("button", name="Continue rating").click()
+    page.locator('.st-key-rating-pane [data-testid="stRadio"]').nth(len(subs) - 1).wait_for()
+    settle(page)
+    body = page.inner_text("body")
+    assert all(lv.label in body for lv in g.levels)
+    assert "1 = Best practice · 2 = Suboptimal · 3 = Potential for harm" in body
+    # key n picks the n-th level; N marks N/A where the form offers it, and is ignored elsewhere
+    keys = ["3" if n % 2 == 0 else ("n" if s.allow_na else "2") for n, s in enumerate(subs)]
+    assert "n" in keys and "3" in keys
+    page.keyboard.press("n")  # the first sub-axis takes no N/A: nothing happens, focus stays
+    for k in keys:
+        page.keyboard.press(k)
+        page.wait_for_timeout(40)
+    saved(page)
+    v = viewer(ws, "demo", DEMO_CODE)
+    aid = ws.queue(v, study.id)[0].assignment_id
+    item = ws.item(v, aid)
+    na = item.scale.na_value
+    want = [na if k == "n" else g.levels[int(k) - 1].value for k in keys]
+    assert [item.values.get(s.id) for s in subs] == want
+    assert page.evaluate(SHOWN_SCORES_JS) == ["N/A" if k == "n" else g.levels[int(k) - 1].label for k in keys]
+    assert page.evaluate("() => document.activeElement.getAttribute('aria-label')") == "Justification"
+    page.keyboard.type("Missed the goodbye in turn 3.")
+    page.keyboard.press("Control+Enter")
+    page.get_by_text("Rating submitted").wait_for()
+    item = ws.item(v, aid)
+    assert item.state == "submitted" and [item.values[s.id] for s in subs] == want
+    assert 0 in want and g.is_harm(0)  # the harm level was rated by key, stored as its value 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from appkit import DEMO_CODE, all_text, sign_in, viewer
+from appkit import DEMO_CODE, all_text, radios, sign_in, viewer
 
 from annotation_app.services import MindEvalError
 
@@ -14,15 +14,6 @@ def open_rating(at):
     at.button(key="open_1").click().run()
     assert not at.exception, at.exception
     return at
-
-
-def radios(at) -> dict[str, object]:
-    """Sub-axis id → its radio widget on the current page."""
-    out = {}
-    for r in at.radio:
-        if r.key and r.key.startswith("a"):
-            out[r.key.split("_", 3)[3]] = r
-    return out
 
 
 def fill_all(at, value: int = 4):

@@ -109,7 +109,6 @@ def test_constraints_forbid_duplicates_and_bad_values(any_db_url):
     bad = [
         AssignmentRow(study_id=a.study_id, item_id=a.item_id, annotator_id=a.annotator_id, position=99),
         RatingValueRow(rating_id=rev.rating_id, subaxis="coherence_style", value=5),
-        RatingValueRow(rating_id=rev.rating_id, subaxis="new_axis", value=7),
         RatingRevisionRow(rating_id=rev.rating_id, revision=1, action="submit", values_json={}, justification=""),
         RoleplaySessionRow(study_id=sess.study_id, annotator_id=sess.annotator_id,
                            study_profile_id=sess.study_profile_id, position=50, status="not_started"),

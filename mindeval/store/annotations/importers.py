@@ -43,7 +43,6 @@ from mindeval.authors import (
 )
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
-from mindeval.targets import DEFAULT_TARGET
 from mindeval.records import (
     InteractionRecord,
     JudgmentRecord,
@@ -51,6 +50,7 @@ from mindeval.records import (
     read_jsonl,
     validate_row,
 )
+from mindeval.targets import DEFAULT_TARGET
 
 from ..db import Database
 from .models import ImportReport

@@ -17,7 +17,16 @@ from mindeval.guidelines import Guidelines
 
 from ..db import Database
 from .common import AccessDenied, Conflict, NotFound, RatingIncomplete, intake_pairs
-from .models import ItemState, ItemView, LevelView, Message, QueueEntry, RevisionView, ScaleView, SubAxisView
+from .models import (
+    ItemState,
+    ItemView,
+    LevelView,
+    Message,
+    QueueEntry,
+    RevisionView,
+    ScaleView,
+    SubAxisView,
+)
 from .tables import (
     NA_VALUE,
     AssignmentRow,

@@ -1,0 +1,282 @@
+"""Studies of another target: migration 0005, the categorical rating form, results, exports, imports."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from appkit import (
+    CATEGORICAL_TARGET,
+    DEMO_CODE,
+    ROOT,
+    TARGET_STUDY,
+    add_target_study,
+    radios,
+    sign_in,
+    viewer,
+)
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.exc import IntegrityError
+
+from annotation_app.services import SYSTEM, MindEvalError, Workspace
+from mindeval.cli import main
+from mindeval.store.annotations.migrations import (
+    current_revision,
+    downgrade,
+    head_revision,
+    upgrade,
+)
+
+NOW = "2026-01-02 03:04:05"
+LEVELS = ["Best practice", "Suboptimal", "Potential for harm"]
+
+
+# ------------------------------------------------------------------ migration 0005
+
+
+def _seed_0004(url: str) -> None:
+    """A database at revision 0004 with one submitted MindEval rating (one sub-axis N/A = 0)."""
+    eng = create_engine(url)
+    upgrade(eng, "0004")
+    stmts = [
+        "INSERT INTO ann_annotators (id, name, name_key, code_hash, is_admin, active, origin, created_at) "
+        "VALUES (1, 'old-rater', 'old-rater', NULL, false, false, 'import', :t)",
+        "INSERT INTO ann_studies (id, name, kind, description, k, seed, guidelines_version, created_at) "
+        "VALUES (1, 'old study', 'rating', '', 1, 0, '1.0.0', :t)",
+        "INSERT INTO ann_items (id, external_id, source, source_ref, member_attributes, messages, clinician_model, "
+        "patient_kind, meta, created_at) VALUES (1, 'run:x:1', 'run', 'p', '{}', '[]', 'vendor/model', 'model', "
+        "'{}', :t)",
+        "INSERT INTO ann_assignments (id, study_id, item_id, annotator_id, position, created_at) "
+        "VALUES (1, 1, 1, 1, 0, :t)",
+        "INSERT INTO ann_ratings (id, assignment_id, state, revision, version, justification, extra, created_at, "
+        "updated_at) VALUES (1, 1, 'draft', 0, 0, '', '{}', :t, :t)",
+        "INSERT INTO ann_rating_values (rating_id, subaxis, value) VALUES (1, 'coherence_style', 2)",
+        "INSERT INTO ann_rating_values (rating_id, subaxis, value) VALUES (1, 'respect_inclusion', 0)",
+    ]
+    with eng.begin() as c:
+        for sql in stmts:
+            c.execute(text(sql), {"t": NOW})
+    eng.dispose()
+
+
+def _insert_value(url: str, subaxis: str, value: int) -> None:
+    eng = create_engine(url)
+    try:
+        with eng.begin() as c:
+            c.execute(text("INSERT INTO ann_rating_values (rating_id, subaxis, value) VALUES (1, :s, :v)"),
+                      {"s": subaxis, "v": value})
+    finally:
+        eng.dispose()
+
+
+def test_migration_0005_gives_studies_a_target_and_follows_the_scale_both_ways(any_db_url):
+    _seed_0004(any_db_url)
+    with pytest.raises(IntegrityError):  # before: values outside 0-6 are refused by the database
+        _insert_value(any_db_url, "na_below_the_levels", -1)
+
+    ws = Workspace(any_db_url)  # upgrades to head on open
+    assert current_revision(ws.db.engine) == head_revision() == "0005"
+    info = ws.study(SYSTEM, "old study")
+    assert info.target == "mindeval" and ws.guidelines("old study").scale_kind == "ordinal"
+    with ws.db.engine.connect() as c:
+        assert sorted(c.execute(text("SELECT subaxis, value FROM ann_rating_values")).all()) == [
+            ("coherence_style", 2), ("respect_inclusion", 0)]
+    ws.close()
+    _insert_value(any_db_url, "na_below_the_levels", -1)  # a categorical target's N/A can be stored
+
+    eng = create_engine(any_db_url)
+    with eng.begin() as c:
+        c.execute(text("DELETE FROM ann_rating_values WHERE value < 0"))
+    downgrade(eng, "0004")
+    assert current_revision(eng) == "0004"
+    assert "target" not in {col["name"] for col in inspect(eng).get_columns("ann_studies")}
+    eng.dispose()
+    with pytest.raises(IntegrityError):  # the range check is back
+        _insert_value(any_db_url, "seven", 7)
+
+
+# ------------------------------------------------------------------ the rating form (AppTest)
+
+
+def open_target_study(study_id: int):
+    at = sign_in("demo", DEMO_CODE)
+    at.button(key=f"open_{study_id}").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_a_categorical_item_is_rated_with_level_labels_and_stored_as_level_values(demo_ws):
+    sid = add_target_study(demo_ws)
+    g = demo_ws.guidelines(sid)
+    assert g.scale_kind == "categorical" and g.harm_levels == (0,)
+    at = open_target_study(sid)
+    rs = radios(at)
+    subs = {s.id: s for s in g.human_subaxes}
+    assert set(rs) == set(subs) and len(rs) >= 2
+    for sub_id, r in rs.items():  # every level by its label, N/A only where the form allows it
+        assert r.options == LEVELS + (["N/A"] if subs[sub_id].allow_na else []), sub_id
+    page = " ".join(c.value for c in at.caption)
+    assert "1 = Best practice · 2 = Suboptimal · 3 = Potential for harm" in page
+
+    aid = at.session_state["assignment_id"]
+    na_ok = [s for s in subs.values() if s.allow_na]
+    no_na = [s for s in subs.values() if not s.allow_na]
+    assert na_ok and no_na
+    want: dict[str, int] = {}
+    for n, sub in enumerate(subs.values()):
+        level = g.levels[n % len(g.levels)]
+        radios(at)[sub.id].set_value(level.value).run()
+        want[sub.id] = level.value
+    radios(at)[na_ok[0].id].set_value("N/A").run()
+    na = demo_ws.item(viewer(demo_ws, "demo", DEMO_CODE), aid).scale.na_value
+    assert na not in g.score_values()  # 0 is a level here, so N/A is stored apart from it
+    want[na_ok[0].id] = na
+    at.text_area(key=f"a{aid}_r0_open_justification").input("Missed the goodbye.").run()
+    at.button(key=f"submit_{aid}").click().run()
+    assert not at.exception, at.exception
+    assert "Rating submitted" in " ".join(s.value for s in at.success)
+
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    item = demo_ws.item(v, aid)
+    assert item.state == "submitted" and item.values == want
+    assert item.history[-1].values == want
+    # the service refuses what the form does not offer
+    second = demo_ws.queue(v, sid)[1].assignment_id
+    with pytest.raises(MindEvalError, match="cannot be marked not applicable"):
+        demo_ws.save_value(v, second, no_na[0].id, na)
+    for bad in (3, 6, na - 1):
+        with pytest.raises(MindEvalError, match="Potential for harm"):
+            demo_ws.save_value(v, second, no_na[0].id, bad)
+    demo_ws.save_value(v, second, no_na[0].id, 0)
+    assert demo_ws.item(v, second).values == {no_na[0].id: 0}
+    # the MindEval study beside it keeps its 1-6 form with 0 as N/A
+    assert demo_ws.item(v, demo_ws.queue(v, 1)[0].assignment_id).scale.na_value == 0
+
+
+def _rate(ws: Workspace, study_id: int, values: dict[str, int], n: int = 0) -> None:
+    v = viewer(ws, "demo", DEMO_CODE)
+    aid = ws.queue(v, study_id)[n].assignment_id
+    for sub, value in values.items():
+        ws.save_value(v, aid, sub, value)
+    ws.save_text(v, aid, justification=f"rating {n}")
+    ws.submit(v, aid)
+
+
+def test_results_and_exports_follow_the_target(demo_ws):
+    sid = add_target_study(demo_ws)
+    g = demo_ws.guidelines(sid)
+    subs = [s.id for s in g.human_subaxes]
+    na_sub = next(s.id for s in g.human_subaxes if s.allow_na)
+    na = demo_ws.item(viewer(demo_ws, "demo", DEMO_CODE), demo_ws.queue(viewer(demo_ws, "demo", DEMO_CODE), sid)[0]
+                      .assignment_id).scale.na_value
+    _rate(demo_ws, sid, {s: 2 for s in subs} | {na_sub: na}, 0)
+    _rate(demo_ws, sid, {s: 1 for s in subs} | {subs[0]: 0}, 1)
+
+    rows = list(csv.DictReader(io.StringIO(demo_ws.export_text(SYSTEM, sid, "csv"))))
+    assert len(rows) == 2
+    heads = list(rows[0])
+    for s in subs:  # a value column per dimension with its level's label beside it
+        assert heads[heads.index(s) + 1] == f"{s}_level"
+    first, second = sorted(rows, key=lambda r: r["justification"])
+    assert (first[na_sub], first[f"{na_sub}_level"]) == ("NA", "")
+    assert (second[subs[0]], second[f"{subs[0]}_level"]) == ("0", "Potential for harm")
+    assert {first[f"{s}_level"] for s in subs if s != na_sub} == {"Best practice"}
+
+    lines = [json.loads(x) for x in demo_ws.export_text(SYSTEM, sid, "jsonl").splitlines()]
+    assert {x["target"] for x in lines} == {"toy"}
+    harmed = next(x for x in lines if x["justification"] == "rating 1")
+    assert harmed["values"][subs[0]] == 0 and harmed["levels"][subs[0]] == "Potential for harm"
+    with pytest.raises(MindEvalError, match="authors' schema holds MindEval's form"):
+        demo_ws.export_text(SYSTEM, sid, "authors")
+    mindeval_csv = demo_ws.export_text(SYSTEM, 1, "csv").splitlines()[0]
+    assert "_level" not in mindeval_csv and "coherence_style" in mindeval_csv
+
+    res = demo_ws.results(SYSTEM, sid)
+    assert res.harm == {"n": 2, "k": 1, "share": 0.5}
+    assert res.level_counts[subs[0]] == {"Best practice": 1, "Suboptimal": 0, "Potential for harm": 1}
+    assert res.level_counts[na_sub] == {"Best practice": 0, "Suboptimal": 1, "Potential for harm": 0}  # N/A left out
+    assert res.subaxis_means[na_sub] == 1.0 and res.axis_means[g.judge_axes[0].code] == 1.0
+    assert res.agreement is None and "metaeval compare" in res.agreement_note
+
+
+# ------------------------------------------------------------------ imports and the command line
+
+
+def _run_dir(tmp_path, name: str, target_name: str | None):
+    run = tmp_path / name
+    run.mkdir()
+    msgs = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi"}]
+    row = {"id": f"{name}-0", "run_id": name, "profile_id": "kim-1", "model": "x/clin",
+           "member_attributes": {"name": "Kim"}, "status": "complete", "messages": msgs}
+    (run / "interactions.jsonl").write_text(json.dumps(row) + "\n")
+    config = {"run_id": name} | ({"target": {"name": target_name}} if target_name else {})
+    (run / "config.json").write_text(json.dumps(config))
+    return run
+
+
+def test_a_run_directory_of_another_target_is_refused(tmp_path):
+    ws = Workspace(f"sqlite:///{tmp_path / 'x.db'}")
+    ws.create_study(SYSTEM, "M", "rating")
+    ws.create_study(SYSTEM, "T", "rating", target=CATEGORICAL_TARGET)
+    toy_run = _run_dir(tmp_path, "toyrun", "toy")
+    mindeval_run = _run_dir(tmp_path, "merun", None)
+    with pytest.raises(MindEvalError, match="this run is of target 'toy' but study 'M' rates target 'mindeval'"):
+        ws.import_path(SYSTEM, "M", toy_run)
+    with pytest.raises(MindEvalError, match="this run is of target 'mindeval' but study 'T' rates target 'toy'"):
+        ws.import_path(SYSTEM, "T", mindeval_run)
+    assert ws.import_path(SYSTEM, "T", toy_run).items_added == 1
+    assert ws.import_path(SYSTEM, "M", mindeval_run).items_added == 1
+    assert (ws.study(SYSTEM, "M").n_items, ws.study(SYSTEM, "T").n_items) == (1, 1)
+    ws.close()
+
+
+def test_create_study_takes_a_target_by_path_and_refuses_an_unknown_one(tmp_path, capsys):
+    db = ["--db", f"sqlite:///{tmp_path / 'cli.db'}"]
+    assert main(["app", "admin", *db, "create-study", "Safety", "--target", str(CATEGORICAL_TARGET)]) == 0
+    out = capsys.readouterr().out
+    assert f"target {CATEGORICAL_TARGET.resolve()}" in out
+    assert main(["app", "admin", *db, "create-study", "Nope", "--target", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert "no target" in err and "Traceback" not in err
+    assert main(["app", "admin", *db, "import", "Safety", str(ROOT / "data" / "demo_transcripts.jsonl")]) == 0
+    assert main(["app", "admin", *db, "list"]) == 0
+    listing = capsys.readouterr().out
+    assert f"target={CATEGORICAL_TARGET.resolve()}" in listing and "Nope" not in listing
+    ws = Workspace(db[1])
+    assert [s.id for s in ws.subaxes("Safety")] == [s.id for s in ws.guidelines("Safety").human_subaxes]
+    ws.close()
+
+
+def test_roleplay_of_a_target_uses_its_clinician_prompt_and_its_sessions_stay_with_the_target(tmp_path):
+    from annotation_app.roleplay import clinician_template
+    from mindeval.store.annotations.tables import StudyRow
+    from mindeval.targets import load_target
+
+    ws = Workspace(f"sqlite:///{tmp_path / 'x.db'}")
+    ws.create_study(SYSTEM, "Play", "roleplay", clinician_model="fake/echo", target=CATEGORICAL_TARGET)
+    ws.create_study(SYSTEM, "PlayM", "roleplay", clinician_model="fake/echo")
+    ws.create_study(SYSTEM, "RateM", "rating")
+    with ws.db.read() as s:
+        play = s.query(StudyRow).filter_by(name="Play").one()
+        play_m = s.query(StudyRow).filter_by(name="PlayM").one()
+    assert clinician_template(play).sha256 == load_target(CATEGORICAL_TARGET).template("clinician").sha256
+    assert clinician_template(play_m).ref.startswith("clinician/default")
+    assert clinician_template(play).sha256 != clinician_template(play_m).sha256
+    with pytest.raises(MindEvalError, match="same target"):
+        ws.add_roleplay_items(SYSTEM, "RateM", "Play")
+    assert ws.add_roleplay_items(SYSTEM, "RateM", "PlayM") == 0
+    ws.close()
+
+
+def test_the_study_page_offers_the_targets(demo_ws):
+    at = sign_in("admin", "ADMIN-CODE-1234")
+    at.switch_page("views/admin_studies.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="create_target").options[0] == "mindeval"
+    add_target_study(demo_ws)
+    at.run()
+    table = at.dataframe[0].value
+    assert set(table["Target"]) == {"mindeval", str(CATEGORICAL_TARGET.resolve())}
+    assert TARGET_STUDY in set(table["Study"])
