@@ -200,6 +200,12 @@ def test_results_and_exports_follow_the_target(demo_ws):
     assert res.subaxis_means[na_sub] == 1.0 and res.axis_means[g.judge_axes[0].code] == 1.0
     assert res.agreement is None and "metaeval compare" in res.agreement_note
 
+    from mindeval.store.annotations import read_ratings  # what metaeval compare reads
+
+    got = read_ratings(demo_ws.db.engine.url.render_as_string(hide_password=False), sid)
+    assert (got.target, got.na_value) == (str(CATEGORICAL_TARGET.resolve()), na)
+    assert sorted(r.values[subs[0]] for r in got.ratings) == [0, 2]  # 0 is the harm level, not "missing"
+
 
 # ------------------------------------------------------------------ imports and the command line
 

@@ -13,9 +13,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from ...errors import MindEvalError
+from ...targets import DEFAULT_TARGET, load_target
 from ..db import Database, redact_url
 from .exporters import submitted_ratings, user_turns_rows
+from .ratings import na_value
 from .studies import get_study
+from .tables import NA_VALUE
 
 T = TypeVar("T")
 
@@ -29,7 +32,7 @@ class SubmittedRating(BaseModel):
     messages: list[dict[str, Any]]
     clinician_model: str | None
     annotator: str
-    values: dict[str, int]  # sub-axis id -> 1-6, 0 = not applicable / not rated
+    values: dict[str, int]  # sub-axis id -> stored value; ``StudyRatings.na_value`` = not applicable / not rated
     justification: str
     safety_note: str | None
     revision: int
@@ -40,15 +43,18 @@ class StudyRatings(BaseModel):
     study: str
     source: str  # the database URL (password hidden) and study, for messages
     ratings: list[SubmittedRating]
+    target: str = DEFAULT_TARGET  # the study's target as load_target takes it: a built-in name or a folder
+    na_value: int = NA_VALUE  # how "not applicable" is stored: 0, or below the levels when 0 is a level
 
 
-def _with_study(url: str, study: str | int, what: str, fn: Callable[[Database, int], T]) -> tuple[str, T]:
+def _with_study(url: str, study: str | int, what: str, fn: Callable[[Database, int], T]) -> tuple[str, str, T]:
+    """``(study name, its target reference, fn(db, study id))``."""
     db = Database(url, create=False)
     try:
         with db.read() as s:
             row = get_study(s, study)
-            study_id, name = row.id, row.name
-        return name, fn(db, study_id)
+            study_id, name, target = row.id, row.name, row.target
+        return name, target, fn(db, study_id)
     except MindEvalError:
         raise
     except Exception as exc:  # a database without the annotation tables, etc.
@@ -58,8 +64,9 @@ def _with_study(url: str, study: str | int, what: str, fn: Callable[[Database, i
 
 
 def read_ratings(url: str, study: str | int) -> StudyRatings:
-    """Submitted ratings of one study (by name or id) of an annotation database."""
-    name, records = _with_study(url, study, "ratings", submitted_ratings)
+    """Submitted ratings of one study (by name or id) of an annotation database, with its target."""
+    name, ref, records = _with_study(url, study, "ratings", submitted_ratings)
+    g = load_target(ref).guidelines
     out = []
     for r in records:
         item = r["item"]
@@ -72,10 +79,11 @@ def read_ratings(url: str, study: str | int) -> StudyRatings:
             justification=r["justification"], safety_note=r["safety_note"], revision=r["revision"],
             submitted_at=r["submitted_at"],
         ))
-    return StudyRatings(study=name, source=f"{redact_url(url)}#study={name}", ratings=out)
+    return StudyRatings(study=name, source=f"{redact_url(url)}#study={name}", ratings=out, target=ref,
+                        na_value=na_value(g))
 
 
 def read_user_turns(url: str, study: str | int) -> tuple[str, list[dict[str, Any]]]:
     """``(source, rows)``: human patient turns of a role-play study in the authors' layout."""
-    name, rows = _with_study(url, study, "role-play turns", user_turns_rows)
+    name, _target, rows = _with_study(url, study, "role-play turns", user_turns_rows)
     return f"{redact_url(url)}#study={name}", rows
