@@ -276,13 +276,29 @@ def test_roleplay_of_a_target_uses_its_clinician_prompt_and_its_sessions_stay_wi
     ws.close()
 
 
-def test_the_study_page_offers_the_targets(demo_ws):
+def test_the_admin_pages_follow_the_target(demo_ws):
     at = sign_in("admin", "ADMIN-CODE-1234")
     at.switch_page("views/admin_studies.py").run()
     assert not at.exception, at.exception
     assert at.selectbox(key="create_target").options[0] == "mindeval"
-    add_target_study(demo_ws)
+    sid = add_target_study(demo_ws)
     at.run()
     table = at.dataframe[0].value
     assert set(table["Target"]) == {"mindeval", str(CATEGORICAL_TARGET.resolve())}
     assert TARGET_STUDY in set(table["Study"])
+
+    g = demo_ws.guidelines(sid)
+    first = g.human_subaxes[0].id
+    _rate(demo_ws, sid, {s.id: 1 for s in g.human_subaxes} | {first: 0})
+    at.switch_page("views/admin_results.py").run()
+    at.selectbox(key="results_study").set_value(TARGET_STUDY).run()
+    assert not at.exception, at.exception
+    assert at.metric[0].value == "100%"  # the one rating has a harm level
+    subs = at.dataframe[-1].value
+    assert list(subs["Sub-axis"]) == [s.name for s in g.human_subaxes]
+    assert list(subs["Potential for harm"]) == [1] + [0] * (len(g.human_subaxes) - 1)
+
+    at.switch_page("views/admin_export.py").run()
+    at.selectbox(key="export_study").set_value(TARGET_STUDY).run()
+    assert not at.exception, at.exception
+    assert at.radio(key="export_fmt").options == ["Ratings, CSV (one row per rating)", "Ratings, JSONL"]
