@@ -19,9 +19,11 @@ ADMIN_CODE = "ADMIN-CODE-1234"
 DEMO_CODE = "DEMO-CODE-5678"
 
 
-# A target with a categorical scale (levels best practice 2 / suboptimal 1 / potential harm 0,
-# N/A allowed on some sub-axes only): the crisis-safety form's shape.
-CATEGORICAL_TARGET = ROOT / "tests" / "fixtures" / "targets" / "toy"
+# A target folder outside the package, with a categorical scale (best practice 2 / suboptimal 1 /
+# potential for harm 0, N/A allowed on some sub-axes only).
+TOY_TARGET = ROOT / "tests" / "fixtures" / "targets" / "toy"
+# The categorical form the app tests rate on.
+CATEGORICAL_TARGET: str | Path = TOY_TARGET
 TARGET_STUDY = "Crisis form: rate transcripts"
 
 

@@ -8,10 +8,10 @@ import json
 
 import pytest
 from appkit import (
-    CATEGORICAL_TARGET,
     DEMO_CODE,
     ROOT,
     TARGET_STUDY,
+    TOY_TARGET,
     add_target_study,
     radios,
     sign_in,
@@ -185,7 +185,7 @@ def test_results_and_exports_follow_the_target(demo_ws):
     assert {first[f"{s}_level"] for s in subs if s != na_sub} == {"Best practice"}
 
     lines = [json.loads(x) for x in demo_ws.export_text(SYSTEM, sid, "jsonl").splitlines()]
-    assert {x["target"] for x in lines} == {"toy"}
+    assert {x["target"] for x in lines} == {demo_ws.study_target(sid).name} != {"mindeval"}
     harmed = next(x for x in lines if x["justification"] == "rating 1")
     assert harmed["values"][subs[0]] == 0 and harmed["levels"][subs[0]] == "Potential for harm"
     with pytest.raises(MindEvalError, match="authors' schema holds MindEval's form"):
@@ -203,7 +203,7 @@ def test_results_and_exports_follow_the_target(demo_ws):
     from mindeval.store.annotations import read_ratings  # what metaeval compare reads
 
     got = read_ratings(demo_ws.db.engine.url.render_as_string(hide_password=False), sid)
-    assert (got.target, got.na_value) == (str(CATEGORICAL_TARGET.resolve()), na)
+    assert (got.target, got.na_value) == (demo_ws.study(SYSTEM, sid).target, na)
     assert sorted(r.values[subs[0]] for r in got.ratings) == [0, 2]  # 0 is the harm level, not "missing"
 
 
@@ -225,7 +225,7 @@ def _run_dir(tmp_path, name: str, target_name: str | None):
 def test_a_run_directory_of_another_target_is_refused(tmp_path):
     ws = Workspace(f"sqlite:///{tmp_path / 'x.db'}")
     ws.create_study(SYSTEM, "M", "rating")
-    ws.create_study(SYSTEM, "T", "rating", target=CATEGORICAL_TARGET)
+    ws.create_study(SYSTEM, "T", "rating", target=TOY_TARGET)
     toy_run = _run_dir(tmp_path, "toyrun", "toy")
     mindeval_run = _run_dir(tmp_path, "merun", None)
     with pytest.raises(MindEvalError, match="this run is of target 'toy' but study 'M' rates target 'mindeval'"):
@@ -240,16 +240,16 @@ def test_a_run_directory_of_another_target_is_refused(tmp_path):
 
 def test_create_study_takes_a_target_by_path_and_refuses_an_unknown_one(tmp_path, capsys):
     db = ["--db", f"sqlite:///{tmp_path / 'cli.db'}"]
-    assert main(["app", "admin", *db, "create-study", "Safety", "--target", str(CATEGORICAL_TARGET)]) == 0
+    assert main(["app", "admin", *db, "create-study", "Safety", "--target", str(TOY_TARGET)]) == 0
     out = capsys.readouterr().out
-    assert f"target {CATEGORICAL_TARGET.resolve()}" in out
+    assert f"target {TOY_TARGET.resolve()}" in out
     assert main(["app", "admin", *db, "create-study", "Nope", "--target", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
     assert "no target" in err and "Traceback" not in err
     assert main(["app", "admin", *db, "import", "Safety", str(ROOT / "data" / "demo_transcripts.jsonl")]) == 0
     assert main(["app", "admin", *db, "list"]) == 0
     listing = capsys.readouterr().out
-    assert f"target={CATEGORICAL_TARGET.resolve()}" in listing and "Nope" not in listing
+    assert f"target={TOY_TARGET.resolve()}" in listing and "Nope" not in listing
     ws = Workspace(db[1])
     assert [s.id for s in ws.subaxes("Safety")] == [s.id for s in ws.guidelines("Safety").human_subaxes]
     ws.close()
@@ -261,13 +261,13 @@ def test_roleplay_of_a_target_uses_its_clinician_prompt_and_its_sessions_stay_wi
     from mindeval.targets import load_target
 
     ws = Workspace(f"sqlite:///{tmp_path / 'x.db'}")
-    ws.create_study(SYSTEM, "Play", "roleplay", clinician_model="fake/echo", target=CATEGORICAL_TARGET)
+    ws.create_study(SYSTEM, "Play", "roleplay", clinician_model="fake/echo", target=TOY_TARGET)
     ws.create_study(SYSTEM, "PlayM", "roleplay", clinician_model="fake/echo")
     ws.create_study(SYSTEM, "RateM", "rating")
     with ws.db.read() as s:
         play = s.query(StudyRow).filter_by(name="Play").one()
         play_m = s.query(StudyRow).filter_by(name="PlayM").one()
-    assert clinician_template(play).sha256 == load_target(CATEGORICAL_TARGET).template("clinician").sha256
+    assert clinician_template(play).sha256 == load_target(TOY_TARGET).template("clinician").sha256
     assert clinician_template(play_m).ref.startswith("clinician/default")
     assert clinician_template(play).sha256 != clinician_template(play_m).sha256
     with pytest.raises(MindEvalError, match="same target"):
@@ -284,7 +284,7 @@ def test_the_admin_pages_follow_the_target(demo_ws):
     sid = add_target_study(demo_ws)
     at.run()
     table = at.dataframe[0].value
-    assert set(table["Target"]) == {"mindeval", str(CATEGORICAL_TARGET.resolve())}
+    assert set(table["Target"]) == {"mindeval", demo_ws.study(SYSTEM, sid).target}
     assert TARGET_STUDY in set(table["Study"])
 
     g = demo_ws.guidelines(sid)
