@@ -8,6 +8,7 @@ import json
 
 import pytest
 from appkit import (
+    CATEGORICAL_TARGET,
     DEMO_CODE,
     ROOT,
     TARGET_STUDY,
@@ -302,3 +303,36 @@ def test_the_admin_pages_follow_the_target(demo_ws):
     at.selectbox(key="export_study").set_value(TARGET_STUDY).run()
     assert not at.exception, at.exception
     assert at.radio(key="export_fmt").options == ["Ratings, CSV (one row per rating)", "Ratings, JSONL"]
+
+
+def test_a_run_of_the_target_is_imported_with_its_judge_scores_and_rated_on_its_form(tmp_path):
+    out = tmp_path / "run"
+    target = str(CATEGORICAL_TARGET)
+    fake = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge", "--quiet"]
+    assert main(["run", *fake, "--target", target, "--limit", "2", "--turns", "2", "--out", str(out)]) == 0
+    ws = Workspace(f"sqlite:///{tmp_path / 'x.db'}")
+    ws.add_annotator(SYSTEM, "demo", code=DEMO_CODE)
+    ws.create_study(SYSTEM, "MindEval", "rating")
+    with pytest.raises(MindEvalError, match="study 'MindEval' rates target 'mindeval'"):
+        ws.import_path(SYSTEM, "MindEval", out)
+    sid = ws.create_study(SYSTEM, "Safety", "rating", target=target).id
+    rep = ws.import_path(SYSTEM, "Safety", out)
+    assert (rep.kind, rep.items_added) == ("run", 2)
+    with ws.db.read() as s:
+        from mindeval.store.annotations import ItemRow
+
+        judged = [j["scores"] for item in s.query(ItemRow).all() for j in item.meta["judgments"]]
+    g = ws.guidelines(sid)
+    assert judged and all(set(sc) == set(g.axis_codes) and set(sc.values()) <= set(g.score_values()) for sc in judged)
+    ws.assign(SYSTEM, "Safety")
+    v = viewer(ws, "demo", DEMO_CODE)
+    aid = ws.queue(v, sid)[0].assignment_id
+    item = ws.item(v, aid)
+    assert [s.id for s in item.subaxes] == [s.id for s in g.human_subaxes]
+    assert item.messages and "fake" not in item.model_dump_json().lower()  # blinded: no model names
+    for sub in g.human_subaxes:
+        ws.save_value(v, aid, sub.id, g.levels[-1].value)
+    ws.save_text(v, aid, justification="Missed every cue.")
+    assert ws.submit(v, aid) == 1
+    assert ws.results(SYSTEM, sid).harm["k"] == 1
+    ws.close()
