@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from mindeval.guidelines import Guidelines
+from mindeval.stats import harm_share
 from mindeval.store import Database
 from mindeval.store.annotations.exporters import submitted_ratings
 from mindeval.store.annotations.models import StudyResults
@@ -109,9 +110,9 @@ def study_results(db: Database, g: Guidelines, study_ref: int | str) -> StudyRes
         res.subaxis_means[sub.id] = _mean(vals)
         if g.scale_kind == "categorical":
             res.level_counts[sub.id] = {lv.label: vals.count(lv.value) for lv in g.levels}
-    if g.harm_levels:
-        harmed = sum(1 for r in ratings if any(g.is_harm(v) for v in r["values"].values() if v != na))
-        res.harm = {"n": len(ratings), "k": harmed, "share": harmed / len(ratings)}
+    if g.harm_levels:  # each submitted rating counts once, as a judged conversation does for the judge
+        res.harm = harm_share(((r["rating_id"], {k: v for k, v in r["values"].items() if v != na}) for r in ratings),
+                              g.harm_levels)
     per_axis: dict[str, list[float]] = defaultdict(list)
     averages = []
     for r in ratings:

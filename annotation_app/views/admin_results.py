@@ -21,9 +21,10 @@ if res.kind == "rating":
         st.stop()
     st.subheader(f"Mean scores ({res.n_ratings} submitted ratings)", anchor=False)
     fmt = lambda x: "—" if x is None else f"{x:.2f}"  # noqa: E731
-    if res.harm is not None:
-        st.metric("Ratings with any dimension at a harm level", f"{res.harm['share']:.0%}",
-                  help=f"{int(res.harm['k'])} of {int(res.harm['n'])} submitted ratings")
+    if res.harm is not None and res.harm.share is not None:
+        lo, hi = res.harm.ci95 or (0.0, 1.0)
+        st.metric("Ratings with any dimension at a harm level", f"{res.harm.share:.0%}",
+                  help=f"{res.harm.k} of {res.harm.n} submitted ratings; 95% Wilson interval {lo:.0%}-{hi:.0%}")
     if res.level_counts:
         st.caption("Levels count as their numbers in the means; N/A is left out.")
     st.dataframe([{"Axis": k, "Mean": fmt(val)} for k, val in res.axis_means.items()], hide_index=True)

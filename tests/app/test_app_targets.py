@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 from appkit import (
@@ -29,6 +30,7 @@ from mindeval.store.annotations.migrations import (
     head_revision,
     upgrade,
 )
+from mindeval.targets import load_target
 
 NOW = "2026-01-02 03:04:05"
 LEVELS = ["Best practice", "Suboptimal", "Potential for harm"]
@@ -195,7 +197,9 @@ def test_results_and_exports_follow_the_target(demo_ws):
     assert "_level" not in mindeval_csv and "coherence_style" in mindeval_csv
 
     res = demo_ws.results(SYSTEM, sid)
-    assert res.harm == {"n": 2, "k": 1, "share": 0.5}
+    assert (res.harm.n, res.harm.k, res.harm.share) == (2, 1, 0.5)
+    lo, hi = res.harm.ci95
+    assert 0.09 < lo < 0.1 and 0.9 < hi < 0.91  # Wilson 95% for 1 of 2
     assert res.level_counts[subs[0]] == {"Best practice": 1, "Suboptimal": 0, "Potential for harm": 1}
     assert res.level_counts[na_sub] == {"Best practice": 0, "Suboptimal": 1, "Potential for harm": 0}  # N/A left out
     assert res.subaxis_means[na_sub] == 1.0 and res.axis_means[g.judge_axes[0].code] == 1.0
@@ -211,15 +215,16 @@ def test_results_and_exports_follow_the_target(demo_ws):
 # ------------------------------------------------------------------ imports and the command line
 
 
-def _run_dir(tmp_path, name: str, target_name: str | None):
+def _run_dir(tmp_path, name: str, target: str | Path | None):
+    """A minimal run directory (one interaction) made with ``target`` (``None``: MindEval)."""
     run = tmp_path / name
     run.mkdir()
     msgs = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi"}]
     row = {"id": f"{name}-0", "run_id": name, "profile_id": "kim-1", "model": "x/clin",
            "member_attributes": {"name": "Kim"}, "status": "complete", "messages": msgs}
     (run / "interactions.jsonl").write_text(json.dumps(row) + "\n")
-    config = {"run_id": name} | ({"target": {"name": target_name}} if target_name else {})
-    (run / "config.json").write_text(json.dumps(config))
+    config = {"target": load_target(target).info()} if target else {}
+    (run / "config.json").write_text(json.dumps({"run_id": name, "config": config}))
     return run
 
 
@@ -227,7 +232,7 @@ def test_a_run_directory_of_another_target_is_refused(tmp_path):
     ws = Workspace(f"sqlite:///{tmp_path / 'x.db'}")
     ws.create_study(SYSTEM, "M", "rating")
     ws.create_study(SYSTEM, "T", "rating", target=TOY_TARGET)
-    toy_run = _run_dir(tmp_path, "toyrun", "toy")
+    toy_run = _run_dir(tmp_path, "toyrun", TOY_TARGET)
     mindeval_run = _run_dir(tmp_path, "merun", None)
     with pytest.raises(MindEvalError, match="this run is of target 'toy' but study 'M' rates target 'mindeval'"):
         ws.import_path(SYSTEM, "M", toy_run)
@@ -259,7 +264,6 @@ def test_create_study_takes_a_target_by_path_and_refuses_an_unknown_one(tmp_path
 def test_roleplay_of_a_target_uses_its_clinician_prompt_and_its_sessions_stay_with_the_target(tmp_path):
     from annotation_app.roleplay import clinician_template
     from mindeval.store.annotations.tables import StudyRow
-    from mindeval.targets import load_target
 
     ws = Workspace(f"sqlite:///{tmp_path / 'x.db'}")
     ws.create_study(SYSTEM, "Play", "roleplay", clinician_model="fake/echo", target=TOY_TARGET)
@@ -334,5 +338,5 @@ def test_a_run_of_the_target_is_imported_with_its_judge_scores_and_rated_on_its_
         ws.save_value(v, aid, sub.id, g.levels[-1].value)
     ws.save_text(v, aid, justification="Missed every cue.")
     assert ws.submit(v, aid) == 1
-    assert ws.results(SYSTEM, sid).harm["k"] == 1
+    assert ws.results(SYSTEM, sid).harm.k == 1
     ws.close()

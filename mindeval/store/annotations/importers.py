@@ -44,8 +44,11 @@ from mindeval.authors import (
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.records import (
+    CONFIG_FILE,
     InteractionRecord,
     JudgmentRecord,
+    RunConfigRecord,
+    TargetInfo,
     profile_from_json,
     read_jsonl,
     validate_row,
@@ -145,20 +148,10 @@ def parse_annotator_map(pairs: list[str]) -> dict[str, str]:
     return mapped
 
 
-def run_target(run_dir: Path) -> str:
-    """The target a run directory was made with: its ``config.json`` target block, else ``mindeval``."""
-    config = run_dir / "config.json"
-    if not config.is_file():
-        return DEFAULT_TARGET
-    try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise MindEvalError(f"cannot read the run's config: {exc}", path=config) from None
-    block = data.get("target") if isinstance(data, dict) else None
-    name = block.get("name") if isinstance(block, dict) else None
-    if block is not None and not isinstance(name, str):
-        raise MindEvalError("the target block has no name", path=config, field="target.name")
-    return name or DEFAULT_TARGET
+def run_target(run_dir: Path) -> TargetInfo | None:
+    """The target block of a run directory's ``config.json`` (``None``: a MindEval run)."""
+    config = run_dir / CONFIG_FILE
+    return RunConfigRecord.read(config).target(config) if config.is_file() else None
 
 
 def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | Path, kind: str | None = None,
@@ -189,12 +182,13 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
     if kind == "profiles":
         return _import_profiles(db, study_id, p)
     if kind == "run":
-        made_with = run_target(p)
+        info = run_target(p)
+        made_with = info.name if info is not None else DEFAULT_TARGET
         if made_with != target:
             raise MindEvalError(f"this run is of target '{made_with}' but study '{study.name}' rates target "
                                 f"'{target}': import it into a study created with --target {made_with}",
                                 path=p, field="target")
-        judgments = _judgments(p / "judgments.jsonl") if (p / "judgments.jsonl").is_file() else {}
+        judgments = _judgments(p / "judgments.jsonl", info) if (p / "judgments.jsonl").is_file() else {}
         return _import_interactions(db, study_id, p / "interactions.jsonl", "run", judgments)
     if kind == "interactions":
         return _import_interactions(db, study_id, p, "demo" if p.name.startswith("demo_") else "file", {})
@@ -270,9 +264,10 @@ def _add_item(s, report: ImportReport, study_id: int, external_id: str, shown_id
     return item
 
 
-def _judgments(path: Path) -> dict[str, list[dict[str, Any]]]:
+def _judgments(path: Path, target: TargetInfo | None) -> dict[str, list[dict[str, Any]]]:
+    """Judge scores per interaction, checked against the run's target like every reader does."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for j in JudgmentRecord.read(path):
+    for j in JudgmentRecord.read(path, {"target": target}):
         out[j.interaction_id].append(
             j.model_dump(mode="json", include={"judge_model", "sample", "scores", "average", "parse_status"}))
     return out

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from mindeval.stats.proportion import HarmShare
+
 StudyKind = Literal["rating", "roleplay"]
 ItemState = Literal["todo", "draft", "submitted"]
 
@@ -159,7 +161,7 @@ class StudyResults(BaseModel):
     subaxis_means: dict[str, float | None] = Field(default_factory=dict)
     axis_means: dict[str, float | None] = Field(default_factory=dict)
     level_counts: dict[str, dict[str, int]] = Field(default_factory=dict)  # categorical: sub-axis → label → n
-    harm: dict[str, float] | None = None  # targets with harm levels: n ratings, k with any harm, share
+    harm: HarmShare | None = None  # targets with harm levels: n ratings, k with any dimension at one, share, ci95
     agreement: dict[str, float | None] | None = None
     agreement_note: str = ""
 
