@@ -307,7 +307,7 @@ def _check_subaxes(subs: list[HumanSubAxis], scale: OrdinalScale | CategoricalSc
             missing = [k for k in (scale.min, scale.max) if k not in s.anchors]
             if wrong:
                 problems.append(((i, "anchors"), f"anchor scores must be within {scale.min}-{scale.max} "
-                                 f"(got {', '.join(map(str, wrong))})"))
+                                 f"(got {', '.join(map(repr, wrong))})"))
             elif missing:
                 problems.append(((i, "anchors"), f"anchors need scores {scale.min} and {scale.max}; "
                                  f"missing {', '.join(map(str, missing))}"))
