@@ -35,7 +35,7 @@ def _self_systems(values: list[str]) -> dict[str, str]:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from .compare import CompareOptions, run_compare
-    from .report import markdown_matrix, write_outputs
+    from .report import main_layout, markdown_matrix, write_outputs
 
     paper = args.paper_compatible
     if paper and args.zeros == "missing":
@@ -45,7 +45,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         zeros="zero" if paper else (args.zeros or "missing"),
         tau_variant=args.tau, mipsa_ties="taub" if paper and args.mipsa_ties is None else (args.mipsa_ties or "sign"),
         alpha=not args.no_alpha, exclude=args.exclude or [], exclude_authors_examples=paper, exact=not paper,
-        reference=args.reference, self_systems=_self_systems(args.self_system or []),
+        reference=args.reference, self_systems=_self_systems(args.self_system or []), target=args.target,
     )
     result = run_compare(opts)
     for w in result.warnings:
@@ -56,7 +56,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"  {note}")
     print()
     for m in result.matrices.values():
-        print(markdown_matrix(m, "tau_mipsa"))
+        print(markdown_matrix(m, main_layout(m)))
     for v in result.verdicts:
         print(v.line(any_m.options))
     for row in result.extra.get("table5", []):
@@ -107,9 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"metaeval {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    c = sub.add_parser("compare", help="agreement of judges with human experts (Kendall τ, MIPSA, Krippendorff α)")
+    c = sub.add_parser("compare", help="agreement of judges with human experts (Kendall τ, MIPSA, Krippendorff α; "
+                       "Cohen's/Fleiss' κ on categorical scales)")
     c.add_argument("--humans", nargs="+", metavar="SRC",
-                   help="human ratings: the authors' human_annotations.jsonl, or an annotation database URL (with --study)")
+                   help="human ratings: the authors' human_annotations.jsonl, an annotation database URL (with --study), "
+                   "or a ratings file (.csv/.jsonl: interaction_id, profile_id, system, rater, subaxis_id, score)")
+    c.add_argument("--target", metavar="NAME|PATH",
+                   help="the target whose dimensions are compared (default: the judge runs' target, else the "
+                   "study's, else mindeval)")
     c.add_argument("--judges", nargs="+", metavar="[LABEL=]DIR",
                    help="judge runs: `mindeval run` or `metaeval judge` output directories")
     c.add_argument("--study", help="annotation study (name or id) when --humans is a database URL")

@@ -1,4 +1,10 @@
-"""`metaeval compare`: human and judge sources in, agreement matrices and verdicts out."""
+"""`metaeval compare`: human and judge sources in, agreement matrices and verdicts out.
+
+The dimensions compared are the target's: ``--target NAME|PATH``, else the judge runs'
+``config.json`` target block, else the annotation study's target, else MindEval. On a
+categorical scale each dimension gets Cohen's κ (pairs of raters), Fleiss' κ (all
+humans) and Krippendorff's α (nominal); the average score keeps τ, MIPSA and α.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from mindeval.errors import MindEvalError
 
 from .agreement import AgreementWarning, TauVariant, TieRule
 from .matrices import AVG_LABEL, Matrix, MetricOptions, Panel, Verdict, build_all, verdicts
-from .rollup import AVERAGE, RollupWarning
+from .rollup import AVERAGE, MINDEVAL, Dimensions, RollupWarning
 from .selfpref import (
     find_self_system,
     interaction_means,
@@ -27,9 +33,11 @@ from .selfpref import (
 from .sources import (
     HumanSource,
     RaterScores,
+    is_ratings_file,
     load_annotation_db,
     load_authors_annotations,
     load_judge_run,
+    load_ratings_file,
 )
 
 
@@ -47,6 +55,7 @@ class CompareOptions(BaseModel):
     exact: bool = True  # False: float means in rater order, as the published tables
     reference: str | None = None
     self_systems: dict[str, str] = Field(default_factory=dict)
+    target: str | None = None  # NAME|PATH; default: the judge runs' or the study's target
 
 
 class CompareResult(BaseModel):
@@ -62,19 +71,35 @@ def _is_db_url(src: str) -> bool:
     return "://" in src
 
 
-def load_humans(sources: Sequence[str], opts: CompareOptions) -> list[HumanSource]:
-    out: list[HumanSource] = []
-    mapping = None
-    for i, src in enumerate(sources):
-        prefix = "P" if len(sources) == 1 else f"S{i + 1}.P"
+def load_humans(sources: Sequence[str], opts: CompareOptions, dims: Dimensions | None = None) -> list[HumanSource]:
+    """Human sources, rated on ``dims`` (the target's dimensions); when ``dims`` is ``None`` an
+    annotation study's target decides, else MindEval's."""
+    loaded: dict[int, HumanSource] = {}
+    for i, src in enumerate(sources):  # databases first: a study knows its target
         if _is_db_url(src):
             if not opts.study:
                 raise MindEvalError("reading ratings from a database needs --study NAME", field="--study")
-            out.append(load_annotation_db(src, opts.study, zeros=opts.zeros, prefix=prefix))
+            loaded[i] = load_annotation_db(src, opts.study, zeros=opts.zeros, prefix=_prefix(sources, i), dims=dims)
+            dims = dims or loaded[i].dims
+    dims = dims or Dimensions()
+    mapping = None
+    for i, src in enumerate(sources):
+        if i in loaded:
+            continue
+        if is_ratings_file(src):
+            loaded[i] = load_ratings_file(src, dims, prefix="" if len(sources) == 1 else f"S{i + 1}.")
+        elif dims.target != MINDEVAL:
+            raise MindEvalError(f"the authors' annotation file holds MindEval's ratings, not target {dims.target}'s; "
+                                "give a ratings file (.csv, or .jsonl with subaxis_id) or the annotation database",
+                                path=src, field="--humans")
         else:
             mapping = mapping or load_mapping(opts.mapping)
-            out.append(load_authors_annotations(src, mapping, zeros=opts.zeros, prefix=prefix))
-    return out
+            loaded[i] = load_authors_annotations(src, mapping, zeros=opts.zeros, prefix=_prefix(sources, i))
+    return [loaded[i] for i in range(len(sources))]
+
+
+def _prefix(sources: Sequence[str], i: int) -> str:
+    return "P" if len(sources) == 1 else f"S{i + 1}.P"
 
 
 def _split_label(arg: str) -> tuple[str | None, str]:
@@ -82,6 +107,40 @@ def _split_label(arg: str) -> tuple[str | None, str]:
         label, path = arg.split("=", 1)
         return label.strip() or None, path
     return None, arg
+
+
+def _target_name(info: Any) -> str:
+    return MINDEVAL if info is None else str(info.name)
+
+
+def resolve_dimensions(target: str | None, judges: Sequence[RaterScores]) -> Dimensions | None:
+    """The target's dimensions from ``--target`` or the judge runs (all of one target);
+    ``None`` when neither says (then the study's target, else MindEval)."""
+    from mindeval.targets import load_target
+
+    infos = {_target_name(j.target): j for j in judges}
+    if len(infos) > 1:
+        raise MindEvalError("judge runs of different targets cannot be compared: "
+                            + ", ".join(f"{j.source} is {name}" for name, j in infos.items()), field="--judges")
+    if target is not None:
+        t = load_target(target)
+        if infos and t.name not in infos:
+            (name, j), = infos.items()
+            raise MindEvalError(f"--target is {t.name} but judge run {j.source} was made for target {name}",
+                                field="--target")
+        return Dimensions.from_guidelines(t.name, t.guidelines)
+    if not infos:
+        return None
+    (name, j), = infos.items()
+    if j.target is None:
+        return Dimensions()
+    try:
+        t = load_target(name)
+    except MindEvalError:
+        t = None
+    if t is not None and t.sha256 == j.target.sha256:
+        return Dimensions.from_guidelines(t.name, t.guidelines)
+    return Dimensions.from_info(j.target)  # only the block: the human form is one sub-axis per dimension
 
 
 def load_judges(args: Sequence[str]) -> list[RaterScores]:
@@ -116,9 +175,15 @@ def run_compare(opts: CompareOptions) -> CompareResult:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", AgreementWarning)
         warnings.simplefilter("always", RollupWarning)
-        human_sources = load_humans(opts.humans, opts)
-        humans = [r for hs in human_sources for r in hs.raters]
         judges = load_judges(opts.judges)
+        dims = resolve_dimensions(opts.target, judges)
+        human_sources = load_humans(opts.humans, opts, dims)
+        # a study's own target (checked against the judges') knows its form and names best
+        dims = next((hs.dims for hs in human_sources if hs.dims is not None and hs.dims.titles), dims) or Dimensions()
+        if dims.categorical and opts.zeros == "zero":
+            raise MindEvalError(f"target {dims.target} has a categorical scale: a 0 is a level there, "
+                                "so --zeros zero / --paper-compatible do not apply", field="--zeros")
+        humans = [r for hs in human_sources for r in hs.raters]
         if len(humans) + len(judges) < 2:
             raise MindEvalError("need at least two raters in total (humans and judges) to compare")
         exclude = set(opts.exclude)
@@ -131,7 +196,7 @@ def run_compare(opts: CompareOptions) -> CompareResult:
             raise MindEvalError("the sources share no interaction to compare")
         metric_opts = MetricOptions(tau_variant=opts.tau_variant, mipsa_ties=opts.mipsa_ties, alpha=opts.alpha,
                                     exact=opts.exact)
-        matrices = build_all(panel, metric_opts)
+        matrices = build_all(panel, metric_opts, dims=dims)
         verdict_list = verdicts(matrices[AVERAGE])
         extra = _table5(panel, humans, judges, opts)
     notes = [
@@ -141,6 +206,8 @@ def run_compare(opts: CompareOptions) -> CompareResult:
         f"human scores: zeros={opts.zeros} ('missing' = 0 means not rated; 'zero' = averaged in as 0, as the paper did)",
     ]
     extra["notes"] = notes
+    if dims.target != MINDEVAL:
+        extra["target"] = dims.target
     extra["inputs"] = {
         "humans": [{"source": hs.source, "raters": hs.rater_ids} for hs in human_sources],
         "judges": [{"label": j.label, "source": j.source, "runs": j.runs, **j.meta} for j in judges],

@@ -6,6 +6,10 @@ it leaves that human out). Every pair of raters gets Kendall τ, MIPSA and Kripp
 α (ordinal and interval) over the interactions both scored. A judge with several runs
 gets one value per run, summarised as ``[q1, median, q3]``; two repeated judges are
 paired run by run (run i with run i).
+
+A dimension on a categorical scale gets Cohen's κ and Krippendorff's α (nominal) per
+pair of raters instead, and Fleiss' κ with nominal α over all humans; there is no
+average annotator there (a mean of categories is not a category).
 """
 
 from __future__ import annotations
@@ -24,16 +28,19 @@ from .agreement import (
     PairIndex,
     TauVariant,
     TieRule,
+    cohen_kappa,
+    fleiss_kappa,
     kendall_tau,
     krippendorff_alpha,
     mipsa,
     quartiles,
 )
-from .rollup import ALL_AXES, AVERAGE
+from .rollup import AVERAGE, Dimensions
 from .sources import RaterScores
 
 AVG_LABEL = "Avg. P"
 METRICS: tuple[str, ...] = ("tau", "mipsa", "alpha_ordinal", "alpha_interval")
+CATEGORICAL_METRICS: tuple[str, ...] = ("kappa", "alpha_nominal")
 Key = tuple[str, str]
 
 
@@ -81,7 +88,9 @@ class Matrix(BaseModel):
     n_interactions: int
     options: MetricOptions
     cells: list[Cell]
-    group_alpha: dict[str, float] = Field(default_factory=dict)
+    group_alpha: dict[str, float] = Field(default_factory=dict)  # categorical: also "fleiss_kappa"
+    categorical: bool = Field(default=False, exclude=True)  # the dimension's scale (JSON: "scale")
+    title: str = Field(default="", exclude=True)  # the dimension's name, for reports
 
     def cell(self, a: str, b: str) -> Cell:
         for c in self.cells:
@@ -137,21 +146,27 @@ def _nanmean(rows: np.ndarray) -> np.ndarray:
 
 
 class _Scorer:
-    def __init__(self, panel: Panel, opts: MetricOptions) -> None:
+    def __init__(self, panel: Panel, opts: MetricOptions, categorical: bool = False) -> None:
         self.panel = panel
         self.opts = opts
+        self.categorical = categorical
 
     def pair(self, x: np.ndarray, y: np.ndarray) -> tuple[dict[str, float], int, list[str]]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", AgreementWarning)
-            vals = {
-                "tau": kendall_tau(x, y, self.opts.tau_variant),
-                "mipsa": mipsa(x, y, self.panel.pairs, self.opts.mipsa_ties),
-            }
-            if self.opts.alpha:
-                both = np.vstack([x, y])
-                vals["alpha_ordinal"] = krippendorff_alpha(both, "ordinal")
-                vals["alpha_interval"] = krippendorff_alpha(both, "interval")
+            if self.categorical:
+                vals = {"kappa": cohen_kappa(x, y)}
+                if self.opts.alpha:
+                    vals["alpha_nominal"] = krippendorff_alpha(np.vstack([x, y]), "nominal")
+            else:
+                vals = {
+                    "tau": kendall_tau(x, y, self.opts.tau_variant),
+                    "mipsa": mipsa(x, y, self.panel.pairs, self.opts.mipsa_ties),
+                }
+                if self.opts.alpha:
+                    both = np.vstack([x, y])
+                    vals["alpha_ordinal"] = krippendorff_alpha(both, "ordinal")
+                    vals["alpha_interval"] = krippendorff_alpha(both, "interval")
         n = int(np.sum(~(np.isnan(x) | np.isnan(y))))
         return vals, n, sorted({str(w.message) for w in caught if issubclass(w.category, AgreementWarning)})
 
@@ -178,19 +193,22 @@ def _run_pairs(a: np.ndarray, b: np.ndarray, note: Callable[[str], None]) -> lis
     return list(zip(a, b, strict=False))
 
 
-def build_matrix(panel: Panel, axis: str, opts: MetricOptions | None = None) -> Matrix:
-    """The agreement matrix of every rater pair on ``axis``."""
+def build_matrix(
+    panel: Panel, axis: str, opts: MetricOptions | None = None, *, categorical: bool = False, title: str = ""
+) -> Matrix:
+    """The agreement matrix of every rater pair on ``axis`` (``categorical``: a dimension rated in categories)."""
     opts = opts or MetricOptions()
-    scorer = _Scorer(panel, opts)
+    scorer = _Scorer(panel, opts, categorical)
     fix = snap if opts.exact else (lambda m: m)
     mean = exact_mean if opts.exact else _nanmean
     human = {r.label: fix(panel.matrix_of(r, axis)[0]) for r in panel.humans}
     judge = {r.label: fix(panel.matrix_of(r, axis)) for r in panel.judges}
     labels = [*human, *judge]
-    if len(human) >= 2:
+    with_avg = len(human) >= 2 and not categorical
+    if with_avg:
         labels.append(AVG_LABEL)
     all_h = np.vstack(list(human.values())) if human else np.empty((0, len(panel.keys)))
-    avg_all = mean(all_h) if len(human) >= 2 else None
+    avg_all = mean(all_h) if with_avg else None
     cells: list[Cell] = []
     hl = list(human)
     for i, a in enumerate(hl):
@@ -214,10 +232,15 @@ def build_matrix(panel: Panel, axis: str, opts: MetricOptions | None = None) -> 
         for j in jl:
             cells.append(scorer.cell(j, AVG_LABEL, [(x, avg_all) for x in judge[j]]))
     group: dict[str, float] = {}
-    if opts.alpha and len(human) >= 2:
+    if len(human) >= 2 and (opts.alpha or categorical):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AgreementWarning)
-            group = {lvl: krippendorff_alpha(all_h, lvl) for lvl in ("ordinal", "interval")}
+            if categorical:
+                group = {"fleiss_kappa": fleiss_kappa(all_h)}
+                if opts.alpha:
+                    group["nominal"] = krippendorff_alpha(all_h, "nominal")
+            else:
+                group = {lvl: krippendorff_alpha(all_h, lvl) for lvl in ("ordinal", "interval")}
     kinds = {**{h: "human" for h in hl}, **{j: "judge" for j in jl}}
     if avg_all is not None:
         kinds[AVG_LABEL] = "average"
@@ -226,13 +249,20 @@ def build_matrix(panel: Panel, axis: str, opts: MetricOptions | None = None) -> 
         runs[AVG_LABEL] = 1
     return Matrix(
         axis=axis, labels=labels, kinds=kinds, runs=runs, n_interactions=len(panel.keys),
-        options=opts, cells=cells, group_alpha=group,
+        options=opts, cells=cells, group_alpha=group, categorical=categorical, title=title,
     )
 
 
-def build_all(panel: Panel, opts: MetricOptions | None = None, axes: Sequence[str] = ALL_AXES) -> dict[str, Matrix]:
-    """One matrix per axis (five axes and the average score)."""
-    return {ax: build_matrix(panel, ax, opts) for ax in axes}
+def build_all(
+    panel: Panel, opts: MetricOptions | None = None, axes: Sequence[str] | None = None, dims: Dimensions | None = None
+) -> dict[str, Matrix]:
+    """One matrix per axis of the target (``dims``, MindEval by default) and the average score."""
+    dims = dims or Dimensions()
+    return {
+        ax: build_matrix(panel, ax, opts, categorical=dims.categorical and ax != AVERAGE,
+                         title=dims.titles.get(ax, ""))
+        for ax in (dims.all_axes if axes is None else axes)
+    }
 
 
 # ------------------------------------------------------------------------- verdicts
@@ -309,6 +339,8 @@ def _variant(metric: str, opts: MetricOptions) -> str:
         return f"kendall tau-{opts.tau_variant}"
     if metric == "mipsa":
         return f"ties={opts.mipsa_ties}"
+    if metric == "kappa":
+        return "cohen kappa"
     return metric.replace("alpha_", "krippendorff alpha ")
 
 

@@ -3,7 +3,8 @@
 Layout as in the paper's Table 3: Kendall τ below the diagonal, MIPSA above it, and
 ``[q1, median, q3]`` over runs for repeated judges. A second matrix per axis holds
 Krippendorff's α (ordinal below, interval above). Every heading names the τ variant and
-the MIPSA tie rule.
+the MIPSA tie rule. A dimension on a categorical scale has one matrix: Cohen's κ below
+the diagonal, Krippendorff's α (nominal) above.
 """
 
 from __future__ import annotations
@@ -26,7 +27,18 @@ AXIS_TITLES: dict[str, str] = {
     "ASCQ": "AI-Specific Communication Quality",
     AVERAGE: "Average score",
 }
-LAYOUTS: dict[str, tuple[str, str]] = {"tau_mipsa": ("tau", "mipsa"), "alpha": ("alpha_ordinal", "alpha_interval")}
+LAYOUTS: dict[str, tuple[str, str]] = {
+    "tau_mipsa": ("tau", "mipsa"), "alpha": ("alpha_ordinal", "alpha_interval"), "kappa": ("kappa", "alpha_nominal"),
+}
+
+
+def main_layout(m: Matrix) -> str:
+    """The layout a matrix is shown in first: τ/MIPSA, or κ/α for a categorical dimension."""
+    return "kappa" if m.categorical else "tau_mipsa"
+
+
+def title_of(m: Matrix) -> str:
+    return m.title or AXIS_TITLES.get(m.axis, m.axis)
 
 
 def fmt_values(vals: list[float]) -> str:
@@ -42,6 +54,8 @@ def layout_caption(layout: str, opts: MetricOptions) -> str:
     if layout == "tau_mipsa":
         return (f"Kendall τ-{opts.tau_variant} below the diagonal, MIPSA (ties={opts.mipsa_ties}) above; "
                 "[q1, median, q3] over judge runs")
+    if layout == "kappa":
+        return "Cohen's κ below the diagonal, Krippendorff α (nominal) above; [q1, median, q3] over judge runs"
     return "Krippendorff α: ordinal below the diagonal, interval above; [q1, median, q3] over judge runs"
 
 
@@ -63,13 +77,25 @@ def grid(m: Matrix, layout: str) -> list[list[str]]:
 
 
 def markdown_matrix(m: Matrix, layout: str) -> str:
-    title = AXIS_TITLES.get(m.axis, m.axis)
+    title = title_of(m)
     head = f"### {title} — {layout_caption(layout, m.options)}\n\n"
     head += f"{m.n_interactions} interactions.\n\n"
     lines = ["| Annotator | " + " | ".join(m.labels) + " |", "|---" * (len(m.labels) + 1) + "|"]
     for label, row in zip(m.labels, grid(m, layout), strict=True):
         lines.append(f"| {label} | " + " | ".join(row) + " |")
     return head + "\n".join(lines) + "\n"
+
+
+def _group_table(matrices: dict[str, Matrix], intro: str, head: tuple[str, ...], keys: tuple[str, ...]) -> list[str]:
+    """The all-humans agreement per axis (``Matrix.group_alpha``) as a Markdown table, or nothing."""
+    group = {ax: m for ax, m in matrices.items() if m.group_alpha}
+    if not group:
+        return []
+    out = [intro, "| " + " | ".join(head) + " |\n" + "|---" * len(head) + "|"]
+    for m in group.values():
+        cells = [fmt_values([m.group_alpha[k]]) if k in m.group_alpha else "—" for k in keys]
+        out.append(f"| {title_of(m)} | " + " | ".join(cells) + " |")
+    return [*out, ""]
 
 
 def markdown_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], extra: dict[str, Any]) -> str:
@@ -84,18 +110,20 @@ def markdown_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], ex
         parts.append("## Verdicts (average score)\n")
         parts += [f"- {v.line(any_m.options)}" for v in verdict_list]
         parts.append("")
+    categorical = {ax: m for ax, m in matrices.items() if m.categorical}
+    ordinal = {ax: m for ax, m in matrices.items() if not m.categorical}
+    if categorical:
+        parts.append("## Categorical dimensions: Cohen's κ and Krippendorff α (nominal)\n")
+        parts += [markdown_matrix(m, "kappa") for m in categorical.values()]
+        parts += _group_table(categorical, "All humans together (Fleiss' κ on the interactions every human rated; "
+                              "Krippendorff α):\n", ("Dimension", "Fleiss κ", "α nominal"), ("fleiss_kappa", "nominal"))
     parts.append("## Kendall τ and MIPSA\n")
-    parts += [markdown_matrix(m, "tau_mipsa") for m in matrices.values()]
+    parts += [markdown_matrix(m, "tau_mipsa") for m in ordinal.values()]
     if any_m.options.alpha:
         parts.append("## Krippendorff α\n")
-        parts += [markdown_matrix(m, "alpha") for m in matrices.values()]
-        group = {ax: m.group_alpha for ax, m in matrices.items() if m.group_alpha}
-        if group:
-            parts.append("All humans together (Krippendorff α):\n")
-            parts.append("| Axis | ordinal | interval |\n|---|---|---|")
-            for ax, g in group.items():
-                parts.append(f"| {AXIS_TITLES.get(ax, ax)} | {fmt_values([g['ordinal']])} | {fmt_values([g['interval']])} |")
-            parts.append("")
+        parts += [markdown_matrix(m, "alpha") for m in ordinal.values()]
+        parts += _group_table(ordinal, "All humans together (Krippendorff α):\n", ("Axis", "ordinal", "interval"),
+                              ("ordinal", "interval"))
     board = extra.get("leaderboards")
     if board:
         raters = list(board)
@@ -147,6 +175,8 @@ def json_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], extra:
     }
     for ax, m in matrices.items():
         d = m.model_dump()
+        if m.categorical:
+            d["scale"] = "categorical"
         d["summary"] = {
             f"{c.row}|{c.col}": {metric: c.summary(metric) for metric in c.values} for c in m.cells
         }
@@ -186,7 +216,7 @@ def heatmap(m: Matrix, layout: str, path: Path) -> None:
                 ax.text(j, i, label, ha="center", va="center", fontsize=7, color="white" if dark else "black")
     ax.set_xticks(range(n), m.labels, rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(n), m.labels, fontsize=8)
-    ax.set_title(f"{AXIS_TITLES.get(m.axis, m.axis)}\n{layout_caption(layout, m.options)}", fontsize=8)
+    ax.set_title(f"{title_of(m)}\n{layout_caption(layout, m.options)}", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -202,9 +232,9 @@ def write_outputs(out: Path, matrices: dict[str, Matrix], verdict_list: list[Ver
     paths["json"].write_text(json.dumps(json_report(matrices, verdict_list, extra), indent=1, ensure_ascii=False),
                              encoding="utf-8")
     if plots:
-        layouts = ["tau_mipsa"] + (["alpha"] if next(iter(matrices.values())).options.alpha else [])
+        alpha = next(iter(matrices.values())).options.alpha
         for ax, m in matrices.items():
-            for layout in layouts:
+            for layout in ["kappa"] if m.categorical else ["tau_mipsa"] + (["alpha"] if alpha else []):
                 p = out / f"heatmap_{ax}_{layout}.png"
                 heatmap(m, layout, p)
                 paths[f"heatmap_{ax}_{layout}"] = p

@@ -1,14 +1,16 @@
 """Loaders: human ratings and judge scores as long score frames.
 
 Every source becomes one or more :class:`RaterScores`, whose frame has the columns
-``profile_id, system, interaction_id, run, axis, score`` (axis over the five axes
+``profile_id, system, interaction_id, run, axis, score`` (axis over the target's axes
 and ``average``). Raters are matched on ``(profile_id, system)``: the same patient
 profile talking to the same clinician system.
 
 Human sources: the authors' ``human_annotations.jsonl`` (through the configurable
-criterion → sub-axis mapping), the annotation platform's database, or any frame of
+criterion → sub-axis mapping), the annotation platform's database, a ratings file
+(:func:`load_ratings_file`, one sub-axis rating per row, any target) or any frame of
 sub-axis ratings (:func:`humans_from_ratings`). Judge sources: a ``mindeval run``
-directory or a ``metaeval judge`` directory (both hold ``judgments.jsonl``).
+directory or a ``metaeval judge`` directory (both hold ``judgments.jsonl``; the
+target's dimensions come from its ``config.json``).
 """
 
 from __future__ import annotations
@@ -36,10 +38,12 @@ from mindeval.records import (
     JudgmentRecord,
     Profile,
     RunConfigRecord,
+    TargetInfo,
+    read_jsonl,
     read_run,
 )
 
-from .rollup import ALL_AXES, AVERAGE, RATING_COLUMNS, judge_axis_frame, rollup
+from .rollup import AVERAGE, RATING_COLUMNS, Dimensions, judge_axis_frame, rollup
 
 SCORE_COLUMNS: tuple[str, ...] = ("profile_id", "system", "interaction_id", "run", "axis", "score")
 
@@ -53,6 +57,7 @@ class RaterScores:
     source: str
     frame: pd.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
+    target: TargetInfo | None = None  # a judge run's target block (None: MindEval)
 
     @property
     def runs(self) -> int:
@@ -80,6 +85,7 @@ class HumanSource:
     interactions: dict[str, AnnotatedInteraction]
     ratings: pd.DataFrame
     rater_ids: dict[str, str]
+    dims: Dimensions | None = None  # the target rated (annotation studies and ratings files)
 
 
 def _axis_scores_to_raters(axis_long: pd.DataFrame, source: str, kind: Literal["human"]) -> list[RaterScores]:
@@ -103,10 +109,11 @@ def _check_unique(frame: pd.DataFrame, source: str, label: str) -> None:
 
 
 def humans_from_ratings(
-    ratings: pd.DataFrame, subaxis_axis: dict[str, str], *, source: str, zeros: str = "missing"
+    ratings: pd.DataFrame, subaxis_axis: dict[str, str], *, source: str, zeros: str = "missing",
+    dims: Dimensions | None = None,
 ) -> list[RaterScores]:
     """Human raters from a frame of sub-axis ratings (:data:`RATING_COLUMNS`)."""
-    axis_long = rollup(ratings, subaxis_axis, source=source, zeros=zeros)
+    axis_long = rollup(ratings, subaxis_axis, source=source, zeros=zeros, dims=dims)
     return _axis_scores_to_raters(axis_long, source, "human")
 
 
@@ -158,6 +165,55 @@ def load_authors_annotations(
     return HumanSource(source=str(p), raters=raters, interactions=interactions, ratings=ratings, rater_ids=rater_ids)
 
 
+# ------------------------------------------------------------------ ratings files
+
+
+def is_ratings_file(path: str | Path) -> bool:
+    """A ``.csv`` file, or a ``.jsonl`` file whose first row has ``subaxis_id`` (not the authors' layout)."""
+    p = Path(path)
+    if p.suffix.lower() == ".csv":
+        return True
+    if p.suffix.lower() != ".jsonl" or not p.is_file():
+        return False
+    for _, obj in read_jsonl(p):
+        return isinstance(obj, dict) and "subaxis_id" in obj
+    return False
+
+
+def load_ratings_file(path: str | Path, dims: Dimensions, *, prefix: str = "") -> HumanSource:
+    """Human ratings of any target from a CSV or JSONL file, one sub-axis rating per row.
+
+    Columns (keys): ``interaction_id, profile_id, system, rater, subaxis_id, score``;
+    ``score`` is a number, a level id or label of a categorical scale, or blank/``NA``
+    for not rated. ``subaxis_id`` is a sub-axis of the target's human form. Raters keep
+    their names (after ``prefix``).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise MindEvalError("ratings file not found", path=p)
+    if p.suffix.lower() == ".csv":
+        frame = pd.read_csv(p, dtype=str, keep_default_na=False)
+        lines = list(range(2, len(frame) + 2))
+    else:
+        rows = list(read_jsonl(p))
+        frame = pd.DataFrame([obj for _, obj in rows])
+        lines = [n for n, _ in rows]
+    missing = [c for c in RATING_COLUMNS if c not in frame.columns]
+    if missing:
+        raise MindEvalError(f"ratings lack column(s) {', '.join(missing)}", path=p, line=1, field=missing[0])
+    if frame.empty:
+        raise MindEvalError("no ratings in file", path=p)
+    for col in ("interaction_id", "profile_id", "system", "rater", "subaxis_id"):
+        blank = frame[col].isna() | (frame[col].astype(str).str.strip() == "")
+        if blank.any():
+            raise MindEvalError("missing value", path=p, line=lines[int(blank.to_numpy().argmax())], field=col)
+    frame = frame.loc[:, list(RATING_COLUMNS)].astype({c: str for c in RATING_COLUMNS if c != "score"})
+    frame["rater"] = prefix + frame["rater"]
+    raters = humans_from_ratings(frame, dims.form(), source=str(p), dims=dims)
+    return HumanSource(source=str(p), raters=raters, interactions={}, ratings=frame,
+                       rater_ids={r.label: r.label[len(prefix):] for r in raters}, dims=dims)
+
+
 # --------------------------------------------------------------------- judge runs
 
 
@@ -182,24 +238,27 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
     """Judge scores from a ``mindeval run`` or ``metaeval judge`` output directory.
 
     One :class:`RaterScores` per judge model in the file; each ``sample`` is a run.
-    Failed judgments (no scores) are NaN and counted in ``meta["n_failed"]``.
+    Failed judgments (no scores) are NaN and counted in ``meta["n_failed"]``. The
+    run's target block (``None`` for MindEval) is ``target``.
     """
     root = Path(path)
     judgments, config, jpath = _judge_rows(root)
+    target = config.target(jpath.parent / CONFIG_FILE)
+    axes = AXES if target is None else tuple(target.axes)
     rows: dict[str, list[dict[str, Any]]] = {}
     for j in judgments:
         row: dict[str, Any] = {"profile_id": j.profile_id, "system": j.model, "interaction_id": j.interaction_id,
                                "run": j.sample}
-        row.update({ax: np.nan if j.scores is None else float(j.scores[ax]) for ax in AXES})
+        row.update({ax: np.nan if j.scores is None else float(j.scores[ax]) for ax in axes})
         rows.setdefault(j.judge_model, []).append(row)
     if not rows:
         raise MindEvalError("no judgments in file", path=jpath)
     out: list[RaterScores] = []
     for judge_model, judge_rows in rows.items():
-        wide = judge_axis_frame(pd.DataFrame(judge_rows))
+        wide = judge_axis_frame(pd.DataFrame(judge_rows), axes)
         n_failed = int(wide[AVERAGE].isna().sum())
         long = wide.melt(
-            id_vars=["profile_id", "system", "interaction_id", "run"], value_vars=list(ALL_AXES),
+            id_vars=["profile_id", "system", "interaction_id", "run"], value_vars=[*axes, AVERAGE],
             var_name="axis", value_name="score",
         ).loc[:, list(SCORE_COLUMNS)]
         name = label or config.label or judge_model
@@ -211,27 +270,38 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
             "fewshot_interaction_ids": list(config.fewshot_interaction_ids),
             "prompt": (config.config.get("prompts") or {}).get("judge"), "run_id": config.run_id,
         }
-        out.append(RaterScores(label=str(name), kind="judge", source=str(root), frame=long, meta=meta))
+        out.append(RaterScores(label=str(name), kind="judge", source=str(root), frame=long, meta=meta,
+                               target=target))
     return out
 
 
 # ------------------------------------------------------------ annotation platform
 
 
-def load_annotation_db(url: str, study: str | int, *, zeros: str = "missing", prefix: str = "P") -> HumanSource:
+def load_annotation_db(
+    url: str, study: str | int, *, zeros: str = "missing", prefix: str = "P", dims: Dimensions | None = None
+) -> HumanSource:
     """Submitted ratings of one study of the annotation platform's database.
 
     Interactions imported from a ``mindeval run`` keep their run's ``profile_id``; others
     (e.g. the authors' file imported into the platform) get :func:`profile_key`.
-    Annotators are labelled by name, except the authors' four, who get P1-P4.
+    Annotators are labelled by name, except the authors' four, who get P1-P4. The
+    dimensions are the study's target's (``dims``, when given, must be that target).
     """
-    from mindeval.guidelines import load_guidelines
     from mindeval.store.annotations import read_ratings
+    from mindeval.targets import load_target
 
     study_ratings = read_ratings(url, study)
     source, study_name = study_ratings.source, study_ratings.study
+    target = load_target(study_ratings.target)
+    own = Dimensions() if target.is_default else Dimensions.from_guidelines(target.name, target.guidelines)
+    if dims is not None and (dims.target, dims.axes) != (own.target, own.axes):
+        raise MindEvalError(f"study {study_name!r} rates target {target.name}, but the judges or --target are "
+                            f"target {dims.target}", path=source, field="--study")
+    dims = own  # the study's own form (its sub-axes), the same dimensions
+    not_rated = study_ratings.na_value
     paper = {uid: f"{prefix}{i}" for i, uid in enumerate(AUTHORS_PAPER_RATERS, start=1)}
-    subaxis_axis = {sa.id: sa.axis for sa in load_guidelines().human_subaxes}
+    subaxis_axis = dims.form()
     rows: list[tuple[str, str, str, str, str, float]] = []
     interactions: dict[str, AnnotatedInteraction] = {}
     rater_ids: dict[str, str] = {}
@@ -242,7 +312,8 @@ def load_annotation_db(url: str, study: str | int, *, zeros: str = "missing", pr
         label = paper.get(rec.annotator, rec.annotator)
         rater_ids[label] = rec.annotator
         for sub, value in rec.values.items():
-            rows.append((iid, pid, system, label, sub, float(value)))
+            rows.append((iid, pid, system, label, sub,
+                         np.nan if dims.categorical and value == not_rated else float(value)))
         if iid not in interactions:
             try:
                 prof = authors_profile(rec.member_attributes, Path(source), 0)
@@ -255,7 +326,8 @@ def load_annotation_db(url: str, study: str | int, *, zeros: str = "missing", pr
     if not rows:
         raise MindEvalError(f"study {study_name!r} has no submitted ratings", path=source)
     ratings = pd.DataFrame.from_records(rows, columns=list(RATING_COLUMNS))
-    raters = humans_from_ratings(ratings, subaxis_axis, source=source, zeros=zeros)
+    raters = humans_from_ratings(ratings, subaxis_axis, source=source, zeros=zeros, dims=dims)
     paper_labels = set(paper.values())
     raters.sort(key=lambda r: (0, int(r.label[len(prefix):])) if r.label in paper_labels else (1, r.label))
-    return HumanSource(source=source, raters=raters, interactions=interactions, ratings=ratings, rater_ids=rater_ids)
+    return HumanSource(source=source, raters=raters, interactions=interactions, ratings=ratings, rater_ids=rater_ids,
+                       dims=dims)

@@ -1,0 +1,47 @@
+"""Byte-identity of `metaeval compare` outputs for MindEval (no target).
+
+The golden files were written by `metaeval compare` before it learnt about targets.
+Regenerate only for an intended change: ``MINDEVAL_UPDATE_GOLDEN=1 pytest <this file>``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from metaeval_builders import write_judgments
+
+from metaeval.cli import main
+from metaeval.sources import load_authors_annotations
+
+GOLDEN = Path(__file__).parent / "golden" / "mindeval_compare"
+AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
+
+
+def test_mindeval_compare_outputs_are_byte_identical(tiny_authors, tmp_path, capsys):
+    src = load_authors_annotations(tiny_authors)
+    p1 = src.raters[0].frame
+    rows = []
+    for n, (iid, it) in enumerate(src.interactions.items()):
+        base = {ax: p1[(p1.interaction_id == iid) & (p1.axis == ax)]["score"].iloc[0] for ax in AXES}
+        for r in range(3):
+            scores = {ax: int(min(6, max(1, round(v + ((r + n) % 3 - 1 if ax in ("CAC", "AR") else 0)))))
+                      for ax, v in base.items()}
+            rows.append({"interaction_id": iid, "profile_id": it.profile_id, "model": it.system,
+                         "judge_model": "sys/alpha", "sample": r, "scores": scores})
+    jdir = write_judgments(tmp_path / "judge", rows, {"run_id": "x"})
+    out = tmp_path / "cmp"
+    assert main(["compare", "--humans", str(tiny_authors), "--judges", f"J={jdir}", "--out", str(out),
+                 "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    got = {p.name: p.read_text(encoding="utf-8") for p in sorted(out.iterdir())}
+    got["stdout.txt"] = printed
+    got = {k: v.replace(str(tmp_path), "<TMP>") for k, v in got.items()}
+    if os.environ.get("MINDEVAL_UPDATE_GOLDEN"):
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        for name, text in got.items():
+            (GOLDEN / name).write_text(text, encoding="utf-8")
+    want = {p.name: p.read_text(encoding="utf-8") for p in sorted(GOLDEN.iterdir())}
+    assert sorted(got) == sorted(want)
+    for name in want:
+        assert got[name] == want[name], name
