@@ -197,7 +197,8 @@ def run_compare(opts: CompareOptions) -> CompareResult:
         metric_opts = MetricOptions(tau_variant=opts.tau_variant, mipsa_ties=opts.mipsa_ties, alpha=opts.alpha,
                                     exact=opts.exact)
         matrices = build_all(panel, metric_opts, dims=dims)
-        verdict_list = verdicts(matrices[AVERAGE])
+        verdict_list = [v for m in matrices.values() if m.categorical for v in verdicts(m)]
+        verdict_list += verdicts(matrices[AVERAGE])
         extra = _table5(panel, humans, judges, opts)
     notes = [
         f"{len(panel.keys)} interactions ({len({k[0] for k in panel.keys})} profiles, "

@@ -279,8 +279,9 @@ class Verdict(BaseModel):
     def line(self, opts: MetricOptions) -> str:
         parts = []
         for m, d in self.metrics.items():
-            name = f"τ-{opts.tau_variant}" if m == "tau" else "MIPSA"
-            parts.append(f"{name} vs {AVG_LABEL} {d['value']:.4f} is {d['position']} the human-human range "
+            name = {"tau": f"τ-{opts.tau_variant} vs {AVG_LABEL}", "mipsa": f"MIPSA vs {AVG_LABEL}",
+                    "kappa": "Cohen's κ vs the humans (median)"}[m]
+            parts.append(f"{name} {d['value']:.4f} is {d['position']} the human-human range "
                          f"[{d['low']:.4f}, {d['high']:.4f}]")
         word = "YES" if self.inside else "NO"
         return f"verdict {self.judge} ({self.axis}): {word}: " + "; ".join(parts)
@@ -291,20 +292,26 @@ def verdicts(matrix: Matrix) -> list[Verdict]:
 
     A judge passes when, for Kendall τ and for MIPSA, its median agreement with the
     average human is at least the lowest human-human agreement ("inside" or "above"
-    the range). Needs at least two humans; NaN values fail.
+    the range). On a categorical dimension the judge's Cohen's κ with each human, its
+    median over the humans, takes the place of both. Needs at least two humans; NaN
+    values fail.
     """
     humans = [lab for lab in matrix.labels if matrix.kinds[lab] == "human"]
     judges = [lab for lab in matrix.labels if matrix.kinds[lab] == "judge"]
-    if len(humans) < 2 or AVG_LABEL not in matrix.labels:
+    if len(humans) < 2 or (AVG_LABEL not in matrix.labels and not matrix.categorical):
         return []
     out: list[Verdict] = []
     for j in judges:
         metrics: dict[str, dict[str, float | str]] = {}
         ok = True
-        for m in ("tau", "mipsa"):
+        for m in ("kappa",) if matrix.categorical else ("tau", "mipsa"):
             hh = [matrix.cell(a, b).point(m) for i, a in enumerate(humans) for b in humans[i + 1:]]
             hh = [v for v in hh if not np.isnan(v)]
-            val = matrix.cell(j, AVG_LABEL).point(m)
+            if matrix.categorical:
+                with_humans = [v for v in (matrix.cell(j, h).point(m) for h in humans) if not np.isnan(v)]
+                val = float(np.median(with_humans)) if with_humans else float("nan")
+            else:
+                val = matrix.cell(j, AVG_LABEL).point(m)
             if not hh or np.isnan(val):
                 position, low, high = "not comparable with", float("nan"), float("nan")
                 ok = False

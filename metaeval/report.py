@@ -107,7 +107,9 @@ def markdown_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], ex
         parts.append(f"- {note}")
     parts.append("")
     if verdict_list:
-        parts.append("## Verdicts (average score)\n")
+        per_dimension = any(m.categorical for m in matrices.values())
+        parts.append("## Verdicts (per dimension and average score)\n" if per_dimension
+                     else "## Verdicts (average score)\n")
         parts += [f"- {v.line(any_m.options)}" for v in verdict_list]
         parts.append("")
     categorical = {ax: m for ax, m in matrices.items() if m.categorical}

@@ -111,7 +111,15 @@ def test_per_dimension_kappas_and_alpha_match_hand_computation(tmp_path):
     # the average of the two dimensions stays on the ordinal metrics
     assert set(avg["summary"]["J|H2"]) == {"tau", "mipsa", "alpha_ordinal", "alpha_interval"}
 
+    # Verdict, DETECT: the judge's κ with H1, H2, H3 is 33/41, 19/43 (5 of 8 agree, p_e = 21/64) and 3/5
+    # (6 of 8, p_e = 24/64): median 3/5; human-human κ: 27/43, 17/21 (H1/H3), 3/7 (H2/H3): inside.
+    (v,) = [v for v in report["verdicts"] if v["axis"] == "DETECT"]
+    assert v["metrics"]["kappa"]["value"] == pytest.approx(3 / 5) and v["inside"]
+    assert (v["metrics"]["kappa"]["low"], v["metrics"]["kappa"]["high"]) == (pytest.approx(3 / 7), pytest.approx(17 / 21))
+    assert [v["axis"] for v in report["verdicts"]] == ["DETECT", "GUIDE", "average"]
     md = (out / "agreement.md").read_text()
+    assert ("- verdict J (DETECT): YES: Cohen's κ vs the humans (median) 0.6000 is inside the human-human range "
+            "[0.4286, 0.8095]") in md
     assert "## Categorical dimensions: Cohen's κ and Krippendorff α (nominal)" in md
     assert "### Detects distress — Cohen's κ below the diagonal" in md
     assert "| Guides to help | 0.6667 |" in md
