@@ -7,10 +7,10 @@ for an intended change: ``MINDEVAL_UPDATE_GOLDEN=1 pytest tests/leaderboard/test
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from leaderboard_rundirs import write_run
+from support.golden import assert_golden
 
 from mindeval.leaderboard import StatsSettings, build_leaderboard, write_outputs
 
@@ -41,11 +41,4 @@ def test_mindeval_leaderboard_outputs_are_byte_identical(tmp_path):
     out = tmp_path / "board"
     written = write_outputs(build_leaderboard(runs, StatsSettings(resamples=2000, seed=3)), out)
     got = {p.name: p.read_text(encoding="utf-8").replace(str(tmp_path / "runs"), PLACEHOLDER) for p in written}
-    if os.environ.get("MINDEVAL_UPDATE_GOLDEN"):
-        GOLDEN.mkdir(parents=True, exist_ok=True)
-        for name, text in got.items():
-            (GOLDEN / name).write_text(text, encoding="utf-8")
-    want = {p.name: p.read_text(encoding="utf-8") for p in sorted(GOLDEN.iterdir())}
-    assert sorted(got) == sorted(want)
-    for name in want:
-        assert got[name] == want[name], name
+    assert_golden(got, GOLDEN)

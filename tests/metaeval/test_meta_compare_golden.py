@@ -6,10 +6,10 @@ Regenerate only for an intended change: ``MINDEVAL_UPDATE_GOLDEN=1 pytest <this 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from metaeval_builders import write_judgments
+from support.golden import assert_golden
 
 from metaeval.cli import main
 from metaeval.sources import load_authors_annotations
@@ -37,11 +37,4 @@ def test_mindeval_compare_outputs_are_byte_identical(tiny_authors, tmp_path, cap
     got = {p.name: p.read_text(encoding="utf-8") for p in sorted(out.iterdir())}
     got["stdout.txt"] = printed
     got = {k: v.replace(str(tmp_path), "<TMP>") for k, v in got.items()}
-    if os.environ.get("MINDEVAL_UPDATE_GOLDEN"):
-        GOLDEN.mkdir(parents=True, exist_ok=True)
-        for name, text in got.items():
-            (GOLDEN / name).write_text(text, encoding="utf-8")
-    want = {p.name: p.read_text(encoding="utf-8") for p in sorted(GOLDEN.iterdir())}
-    assert sorted(got) == sorted(want)
-    for name in want:
-        assert got[name] == want[name], name
+    assert_golden(got, GOLDEN)
