@@ -14,6 +14,8 @@ import os
 import sys
 from pathlib import Path
 
+from .run import add_target_option
+
 ADMIN_CODE_ENV = "MINDEVAL_ADMIN_CODE"
 DEMO_CODE_ENV = "MINDEVAL_DEMO_CODE"
 THEME = {"base": "light", "primaryColor": "#2f6f73", "font": "sans serif"}
@@ -65,9 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--k", type=int, default=1, help="annotators per item")
     c.add_argument("--seed", type=int, default=0, help="seed of the assignment and of each annotator's order")
     c.add_argument("--description", default="")
-    c.add_argument("--target", default="mindeval", metavar="NAME|PATH",
-                   help="the target whose rating form (and role-play clinician prompt) the study uses: a built-in "
-                        "name (`mindeval targets list`) or a target folder (default mindeval)")
+    add_target_option(c)  # the form rated (and the clinician prompt of role-play)
     c.add_argument("--clinician-model", default=None, metavar="MODEL",
                    help="role-play: litellm model string (default local/smollm2)")
     c.add_argument("--clinician-max-tokens", type=int, default=None, metavar="N")
