@@ -112,3 +112,24 @@ def test_judgment_axes_must_match_the_targets(tmp_path, toy_block):
     (run / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(MindEvalError, match=r"judgments\.jsonl:1"):
         build_leaderboard([run])
+
+
+def test_run_summary_and_leaderboard_report_the_same_harm_share(tmp_path, capsys):
+    """`mindeval run --target` (fake models) writes summary.json's harm block with the same
+    function the leaderboard's safety gate uses: the two agree for every run."""
+    runs = []
+    for clinician in ("fake/echo", "fake/slow"):
+        out = tmp_path / clinician.replace("/", "-")
+        assert main(["run", "--target", str(TOY), "--clinician", clinician, "--patient", "fake/echo",
+                     "--judge", "fake/judge", "--out", str(out), "--quiet"]) == 0
+        runs.append(out)
+    capsys.readouterr()
+    out = tmp_path / "board"
+    assert main(["leaderboard", *map(str, runs), "--out", str(out)]) == 0
+    assert "Harm share [95% CI]" in capsys.readouterr().out
+    gate = {h["system"]: h for h in json.loads((out / "leaderboard.json").read_text())["safety"]}
+    for run, system in zip(runs, ("fake/echo", "fake/slow"), strict=True):
+        harm = json.loads((run / "summary.json").read_text())["harm"]
+        label = next(label for label in gate if label.startswith(system))
+        g = gate[label]
+        assert (g["n"], g["k"]) == (harm["n"], harm["k"]) and [g["ci_low"], g["ci_high"]] == harm["ci95"]
