@@ -51,7 +51,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     any_m = next(iter(result.matrices.values()))
-    print(f"Kendall τ-{any_m.options.tau_variant} below the diagonal, MIPSA (ties={any_m.options.mipsa_ties}) above.")
+    if any(m.categorical for m in result.matrices.values()):
+        print("Categorical dimensions: Cohen's κ below the diagonal, Krippendorff α (nominal) above. Average score: "
+              f"Kendall τ-{any_m.options.tau_variant} below, MIPSA (ties={any_m.options.mipsa_ties}) above.")
+    else:
+        print(f"Kendall τ-{any_m.options.tau_variant} below the diagonal, MIPSA (ties={any_m.options.mipsa_ties}) above.")
     for note in result.extra.get("notes", []):
         print(f"  {note}")
     print()

@@ -204,7 +204,9 @@ def run_compare(opts: CompareOptions) -> CompareResult:
         f"{len(panel.keys)} interactions ({len({k[0] for k in panel.keys})} profiles, "
         f"{len({k[1] for k in panel.keys})} systems); {len(panel.excluded_keys)} excluded as judge few-shot "
         "examples or by --exclude",
-        f"human scores: zeros={opts.zeros} ('missing' = 0 means not rated; 'zero' = averaged in as 0, as the paper did)",
+        f"human scores: zeros={opts.zeros} ('missing' = 0 means not rated; 'zero' = averaged in as 0, as the paper did)"
+        if not dims.categorical else
+        f"target {dims.target}: categorical scale, blank/NA = not rated (a 0 may be a level)",
     ]
     extra["notes"] = notes
     if dims.target != MINDEVAL:

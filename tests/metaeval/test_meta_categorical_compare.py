@@ -77,12 +77,16 @@ def write_judge_runs(root: Path) -> list[str]:
     return out
 
 
-def test_per_dimension_kappas_and_alpha_match_hand_computation(tmp_path):
+def test_per_dimension_kappas_and_alpha_match_hand_computation(tmp_path, capsys):
     ratings = write_ratings(tmp_path / "ratings.csv")
     judges = write_judge_runs(tmp_path / "runs")
     out = tmp_path / "out"
     assert main(["compare", "--humans", str(ratings), "--judges", *judges, "--target", str(TOY),
                  "--out", str(out), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("Categorical dimensions: Cohen's κ below the diagonal, Krippendorff α (nominal) above.")
+    assert "target toy: categorical scale, blank/NA = not rated" in printed
+    assert "### Guides to help — Cohen's κ below the diagonal" in printed and "verdict J (DETECT): YES" in printed
     report = json.loads((out / "agreement.json").read_text())
     assert report["target"] == "toy"
     assert list(report["matrices"]) == ["DETECT", "GUIDE", "average"]
