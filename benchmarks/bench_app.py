@@ -1,12 +1,14 @@
 """Annotation app speed: cold start (process start → /_stcore/health ok) and time to save a rating.
 
 Usage: .venv/bin/python benchmarks/bench_app.py [--starts 3] [--ratings 30] [--db URL] [--passes 20]
+       [--target crisis]
 Saving is measured at the service layer (one autosaved choice, the justification,
 a submit) on SQLite by default or on ``--db``, end to end through Streamlit's AppTest
 (one click on a score → script re-run → value committed), and in headless Chromium:
 rating one transcript with the keyboard (clicks, keys, seconds), rapid clicking
 (9 scores 60-100 ms apart per pass, then the scores shown compared with the database)
-and the time from a click until the page confirms the score is stored.
+and the time from a click until the page confirms the score is stored. ``--target NAME|PATH``
+instead rates one transcript of a study of that target (e.g. the categorical crisis form) with the keyboard.
 """
 
 from __future__ import annotations
@@ -22,7 +24,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "app"))
 
-from appkit import DEMO_CODE, free_port, make_workspace, start_app, stop, viewer, wait_healthy  # noqa: E402
+from appkit import (  # noqa: E402
+    DEMO_CODE,
+    add_target_study,
+    free_port,
+    make_workspace,
+    start_app,
+    stop,
+    viewer,
+    wait_healthy,
+)
 from browserkit import CHROMIUM, SHOWN_SCORES_JS, chromium_context, saved, sign_in  # noqa: E402
 
 from annotation_app.services import DB_ENV, SYSTEM  # noqa: E402
@@ -124,6 +135,64 @@ def apptest_click(tmp: Path, n: int) -> list[float]:
     return out
 
 
+TEXT = "Warm, but moved to advice too fast (turn 6)."
+
+
+def keyboard_rating(page, keys: list[str], text: str) -> float:
+    """Seconds to rate the transcript on screen by keys alone: a key per sub-axis, the
+    justification typed where the cursor lands, Ctrl+Enter, until the page says submitted."""
+    started = time.perf_counter()
+    for k in keys:
+        page.keyboard.press(k)
+    page.wait_for_function("() => document.activeElement?.getAttribute('aria-label') === 'Justification'")
+    page.keyboard.type(text)
+    page.keyboard.press("Control+Enter")
+    page.get_by_text("Rating submitted").wait_for()
+    return time.perf_counter() - started
+
+
+def target_rating(tmp: Path, target: str) -> dict[str, object] | None:
+    """One transcript of a ``target`` study rated with the keyboard in Chromium at 1280×720:
+    keys 1..n pick the levels, N = N/A where allowed; every value checked in the database."""
+    if not Path(CHROMIUM).is_file():
+        return None
+    from playwright.sync_api import sync_playwright
+
+    from annotation_app.services import Workspace
+
+    url = f"sqlite:///{tmp / 'target.db'}"
+    ws = Workspace(url)
+    ws.add_annotator(SYSTEM, "demo", code=DEMO_CODE)
+    study = add_target_study(ws, target)
+    g = ws.guidelines(study)
+    subs = g.human_subaxes
+    keys = ["n" if s.allow_na and n % 2 else str(1 + n % len(g.levels)) for n, s in enumerate(subs)]
+    port = free_port()
+    proc = start_app(url, port, tmp / "target.log")
+    out: dict[str, object] = {"sub-axes": len(subs), "keys": len(keys) + len(TEXT) + 1}
+    try:
+        wait_healthy(port, proc)
+        with sync_playwright() as p:
+            ctx = chromium_context(p, tempfile.mkdtemp(dir=tmp), 1280, 720)
+            page = ctx.new_page()
+            page.set_default_timeout(60_000)
+            sign_in(page, f"http://127.0.0.1:{port}/")
+            page.get_by_role("button", name="Continue rating").click()
+            page.locator('.st-key-rating-pane [data-testid="stRadio"]').nth(len(subs) - 1).wait_for()
+            saved(page)
+            out["seconds"] = keyboard_rating(page, keys, TEXT)
+            ctx.close()
+        v = viewer(ws, "demo", DEMO_CODE)
+        item = ws.item(v, ws.queue(v, study)[0].assignment_id)
+        na = item.scale.na_value
+        out["stored"] = item.state == "submitted" and [item.values.get(s.id) for s in subs] == [
+            na if k == "n" else g.levels[int(k) - 1].value for k in keys]
+    finally:
+        stop(proc)
+        ws.close()
+    return out
+
+
 def browser_rating(tmp: Path, passes: int) -> dict[str, object] | None:
     """Keyboard rating, rapid-click lost saves and click → confirmed save, in headless Chromium at 1280×720."""
     if not Path(CHROMIUM).is_file():
@@ -153,18 +222,11 @@ def browser_rating(tmp: Path, passes: int) -> dict[str, object] | None:
             page.get_by_role("button", name="Continue rating").click()
             page.locator('.st-key-rating-pane [data-testid="stRadio"]').nth(len(subs) - 1).wait_for()
             saved(page)
-            # 1. one transcript with the keyboard: 9 digits, one click into the text box, type, Ctrl+Enter
-            text = "Warm, but moved to advice too fast (turn 6)."
-            started = time.perf_counter()
-            for n in range(len(subs)):
-                page.keyboard.press(str(1 + n % 6))
-            page.wait_for_function("() => document.activeElement?.getAttribute('aria-label') === 'Justification'")
-            page.keyboard.type(text)
-            page.keyboard.press("Control+Enter")
-            page.get_by_text("Rating submitted").wait_for()
-            out["keyboard seconds"] = time.perf_counter() - started
+            # 1. one transcript with the keyboard: 9 digits, no click, type, Ctrl+Enter
+            keys = [str(1 + n % 6) for n in range(len(subs))]
+            out["keyboard seconds"] = keyboard_rating(page, keys, TEXT)
             out["keyboard clicks"] = 0
-            out["keyboard keys"] = len(subs) + len(text) + 1
+            out["keyboard keys"] = len(subs) + len(TEXT) + 1
             first = ws.queue(v, 1)[0].assignment_id
             out["keyboard stored"] = ws.item(v, first).values == {s.id: 1 + n % 6 for n, s in enumerate(subs)}
             saved(page)
@@ -215,9 +277,18 @@ def main() -> None:
     ap.add_argument("--db", default=None, help="database for the service-layer figures (default: SQLite)")
     ap.add_argument("--passes", type=int, default=20, help="rapid-click passes in the browser")
     ap.add_argument("--browser-only", action="store_true", help="only the Chromium rating figures")
+    ap.add_argument("--target", default=None, metavar="NAME|PATH",
+                    help="only rate one transcript on this target's form with the keyboard (e.g. crisis)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        if args.target:
+            got = target_rating(tmp, args.target)
+            if got is not None:
+                print(f"rating one transcript on the {args.target} form with the keyboard in Chromium (1280×720): "
+                      f"{got['seconds']:.1f} s, 0 clicks, {got['keys']} keys for {got['sub-axes']} sub-axes; "
+                      f"every value stored: {got['stored']}")
+            return
         rating = browser_rating(tmp, args.passes)
         if rating is not None:
             print(f"rating one transcript with the keyboard in Chromium (1280×720): "
