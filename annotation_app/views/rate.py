@@ -135,7 +135,8 @@ with right:
         for sub in item.subaxes:
             if sub.axis != current_axis:
                 current_axis = sub.axis
-                st.markdown(f"**{ui.inert(sub.axis_name)}**")
+                if sub.name != sub.axis_name:  # a form with one item per axis, named alike, needs no heading
+                    st.markdown(f"**{ui.inert(sub.axis_name)}**")
             options: list[object] = [lv.value for lv in scale.levels] + ([NA] if sub.allow_na else [])
             anchors = "  \n".join(f"**{ui.inert(s)}:** {ui.inert(t)}" for s, t in sub.anchors.items())
             st.radio(sub.name, options, index=None, horizontal=True, key=f"{key}_{sub.id}", disabled=locked,
