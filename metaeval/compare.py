@@ -128,7 +128,7 @@ def resolve_dimensions(target: str | None, judges: Sequence[RaterScores]) -> Dim
             (name, j), = infos.items()
             raise MindEvalError(f"--target is {t.name} but judge run {j.source} was made for target {name}",
                                 field="--target")
-        return Dimensions.from_guidelines(t.name, t.guidelines)
+        return Dimensions.of_target(t)
     if not infos:
         return None
     (name, j), = infos.items()
@@ -139,7 +139,7 @@ def resolve_dimensions(target: str | None, judges: Sequence[RaterScores]) -> Dim
     except MindEvalError:
         t = None
     if t is not None and t.sha256 == j.target.sha256:
-        return Dimensions.from_guidelines(t.name, t.guidelines)
+        return Dimensions.of_target(t)
     return Dimensions.from_info(j.target)  # only the block: the human form is one sub-axis per dimension
 
 

@@ -31,6 +31,7 @@ from mindeval.records import AXES
 
 if TYPE_CHECKING:
     from mindeval.records import TargetInfo
+    from mindeval.targets import Target
 
 AVERAGE = "average"
 ALL_AXES: tuple[str, ...] = (*AXES, AVERAGE)
@@ -64,6 +65,11 @@ class Dimensions:
                    values=g.score_values(), subaxis_axis={s.id: s.axis for s in g.human_subaxes},
                    levels=levels if g.scale_kind == "categorical" else {},
                    titles={a.code: a.name for a in g.judge_axes})
+
+    @classmethod
+    def of_target(cls, target: Target) -> Dimensions:
+        """A loaded target's dimensions (the built-in ``mindeval`` is the default, exactly as before)."""
+        return cls() if target.is_default else cls.from_guidelines(target.name, target.guidelines)
 
     @classmethod
     def from_info(cls, info: TargetInfo) -> Dimensions:

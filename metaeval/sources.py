@@ -294,7 +294,7 @@ def load_annotation_db(
     study_ratings = read_ratings(url, study)
     source, study_name = study_ratings.source, study_ratings.study
     target = load_target(study_ratings.target)
-    own = Dimensions() if target.is_default else Dimensions.from_guidelines(target.name, target.guidelines)
+    own = Dimensions.of_target(target)
     if dims is not None and (dims.target, dims.axes) != (own.target, own.axes):
         raise MindEvalError(f"study {study_name!r} rates target {target.name}, but the judges or --target are "
                             f"target {dims.target}", path=source, field="--study")

@@ -38,3 +38,13 @@ def test_mindeval_compare_outputs_are_byte_identical(tiny_authors, tmp_path, cap
     got["stdout.txt"] = printed
     got = {k: v.replace(str(tmp_path), "<TMP>") for k, v in got.items()}
     assert_golden(got, GOLDEN)
+
+
+def test_explicit_target_mindeval_changes_nothing(tiny_authors, tmp_path, capsys):
+    out = tmp_path / "cmp"
+    assert main(["compare", "--humans", str(tiny_authors), "--target", "mindeval", "--out", str(out),
+                 "--no-plots"]) == 0
+    plain = tmp_path / "plain"
+    assert main(["compare", "--humans", str(tiny_authors), "--out", str(plain), "--no-plots"]) == 0
+    for name in ("agreement.md", "agreement.csv", "agreement.json"):
+        assert (out / name).read_bytes() == (plain / name).read_bytes(), name
