@@ -278,6 +278,28 @@ def test_roleplay_of_a_target_uses_its_clinician_prompt_and_its_sessions_stay_wi
     with pytest.raises(MindEvalError, match="same target"):
         ws.add_roleplay_items(SYSTEM, "RateM", "Play")
     assert ws.add_roleplay_items(SYSTEM, "RateM", "PlayM") == 0
+
+    # a session of the target's study: played, finished, rated in a rating study of the same target
+    from mindeval.store.tables import RunRow
+
+    ws.add_annotator(SYSTEM, "demo", code=DEMO_CODE)
+    ws.add_annotator(SYSTEM, "rater", code="RATER-CODE-0001")
+    ws.import_path(SYSTEM, "Play", TOY_TARGET / "profiles.jsonl")
+    ws.assign(SYSTEM, "Play", annotators=["demo"])
+    v = viewer(ws, "demo", DEMO_CODE)
+    sess = ws.sessions(v, play.id)[0].session_id
+    ws.start_session(v, sess)
+    ws.send_message(v, sess, "I have not slept in days.")
+    ws.finish_session(v, sess)
+    with ws.db.read() as s:
+        prompt = s.query(RunRow).one().config_json["prompt"]
+    assert prompt["sha256"] == load_target(TOY_TARGET).template("clinician").sha256
+    rate = ws.create_study(SYSTEM, "RateT", "rating", target=TOY_TARGET).id
+    assert ws.add_roleplay_items(SYSTEM, "RateT", "Play") == 1
+    ws.assign(SYSTEM, "RateT", annotators=["rater"])
+    r = viewer(ws, "rater", "RATER-CODE-0001")
+    item = ws.item(r, ws.queue(r, rate)[0].assignment_id)
+    assert item.scale.kind == "categorical" and item.messages[0].content == "I have not slept in days."
     ws.close()
 
 
