@@ -238,6 +238,8 @@ def test_a_run_directory_of_another_target_is_refused(tmp_path):
         ws.import_path(SYSTEM, "M", toy_run)
     with pytest.raises(MindEvalError, match="this run is of target 'mindeval' but study 'T' rates target 'toy'"):
         ws.import_path(SYSTEM, "T", mindeval_run)
+    with pytest.raises(MindEvalError, match="this run is of target 'toy'"):  # its interactions file alike
+        ws.import_path(SYSTEM, "M", toy_run / "interactions.jsonl")
     assert ws.import_path(SYSTEM, "T", toy_run).items_added == 1
     assert ws.import_path(SYSTEM, "M", mindeval_run).items_added == 1
     assert (ws.study(SYSTEM, "M").n_items, ws.study(SYSTEM, "T").n_items) == (1, 1)

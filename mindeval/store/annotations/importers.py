@@ -45,6 +45,8 @@ from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.records import (
     CONFIG_FILE,
+    INTERACTIONS_FILE,
+    JUDGMENTS_FILE,
     InteractionRecord,
     JudgmentRecord,
     RunConfigRecord,
@@ -181,15 +183,17 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
         )
     if kind == "profiles":
         return _import_profiles(db, study_id, p)
+    in_run = p.name == INTERACTIONS_FILE and (p.parent / CONFIG_FILE).is_file()  # a run's own file: as the run
+    run_dir = p if kind == "run" else p.parent if in_run else None
+    info = run_target(run_dir) if run_dir is not None else None
+    made_with = info.name if info is not None else DEFAULT_TARGET
+    if run_dir is not None and made_with != target:
+        raise MindEvalError(f"this run is of target '{made_with}' but study '{study.name}' rates target "
+                            f"'{target}': import it into a study created with --target {made_with}",
+                            path=p, field="target")
     if kind == "run":
-        info = run_target(p)
-        made_with = info.name if info is not None else DEFAULT_TARGET
-        if made_with != target:
-            raise MindEvalError(f"this run is of target '{made_with}' but study '{study.name}' rates target "
-                                f"'{target}': import it into a study created with --target {made_with}",
-                                path=p, field="target")
-        judgments = _judgments(p / "judgments.jsonl", info) if (p / "judgments.jsonl").is_file() else {}
-        return _import_interactions(db, study_id, p / "interactions.jsonl", "run", judgments)
+        judgments = _judgments(p / JUDGMENTS_FILE, info) if (p / JUDGMENTS_FILE).is_file() else {}
+        return _import_interactions(db, study_id, p / INTERACTIONS_FILE, "run", judgments)
     if kind == "interactions":
         return _import_interactions(db, study_id, p, "demo" if p.name.startswith("demo_") else "file", {})
     if target != DEFAULT_TARGET:
