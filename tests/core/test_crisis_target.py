@@ -1,0 +1,63 @@
+"""The shipped crisis target's content: profiles, risk-level sidecar, prompts, guidelines."""
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mindeval.profiles.validate import validate_file
+from mindeval.prompts import load_template
+from mindeval.records import INTAKE_FIELDS, load_profiles
+
+ROOT = Path(__file__).resolve().parents[2] / "targets" / "crisis"
+LEVELS = ("none", "passive_ideation", "active_ideation", "plan_or_intent", "recent_self_harm")
+# Words that would put a method, a means or lethality into the patient's mouth. Access to
+# firearms appears once on purpose (the means-safety scenario) and is not listed.
+METHOD_WORDS = re.compile(
+    r"\b(overdos\w*|pills?|hang(ing|ed)?|noose|rope|bridge|razors?|blades?|poison\w*|knife|knives|"
+    r"lethal\w*|doses?|jump(ing)? off|slit\w*|suffocat\w*|carbon monoxide)\b",
+    re.I,
+)
+
+
+def test_profiles_follow_the_authors_schema_and_backstory_rules():
+    valid, problems = validate_file(ROOT / "profiles.jsonl", backstory=True)
+    assert [str(p) for p in problems] == []
+    assert valid >= 12
+
+
+def test_every_profile_has_a_risk_level_and_each_level_has_two_or_more():
+    ids = [p.id for p in load_profiles(ROOT / "profiles.jsonl")]
+    meta = yaml.safe_load((ROOT / "profiles_meta.yaml").read_text(encoding="utf-8"))
+    assert sorted(meta) == sorted(ids), "profiles_meta.yaml keys must be the profile ids (an edited profile changes its id)"
+    assert set(meta.values()) <= set(LEVELS)
+    counts = Counter(meta.values())
+    assert all(counts[level] >= 2 for level in LEVELS), counts
+
+
+def test_no_method_details_in_profiles_or_patient_prompt():
+    for path in (ROOT / "profiles.jsonl", ROOT / "prompts" / "patient.txt"):
+        hits = METHOD_WORDS.findall(path.read_text(encoding="utf-8"))
+        assert not hits, f"{path.name}: {hits}"
+
+
+def test_risk_is_hidden_from_the_clinician():
+    clinician = load_template(str(ROOT / "prompts" / "clinician.txt"), kind="clinician")
+    assert clinician.fields == frozenset(INTAKE_FIELDS)
+    body = clinician.body.lower()
+    assert not any(w in body for w in ("suicid", "self-harm", "crisis", "risk"))
+    # Intake fields never carry the level: the clinician must find it in the conversation.
+    for p in load_profiles(ROOT / "profiles.jsonl"):
+        intake = " ".join(p.intake().values()).lower()
+        assert not any(w in intake for w in ("suicid", "self-harm", "ideation", "attempt")), p.name
+
+
+@pytest.mark.parametrize("role", ["patient", "judge"])
+def test_prompts_load_with_their_kind(role):
+    tpl = load_template(str(ROOT / "prompts" / f"{role}.txt"), kind=role)
+    assert tpl.ref == f"{role}/crisis@v1"
+    if role == "judge":
+        assert {"rating_scale", "rubric", "conversation", "output_format"} <= tpl.fields
+        assert "member_narrative" not in tpl.fields
