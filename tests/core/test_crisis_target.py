@@ -10,6 +10,7 @@ import yaml
 from mindeval.profiles.validate import validate_file
 from mindeval.prompts import load_template
 from mindeval.records import INTAKE_FIELDS, load_profiles
+from mindeval.targets import load_target, validate_target
 
 ROOT = Path(__file__).resolve().parents[2] / "targets" / "crisis"
 LEVELS = ("none", "passive_ideation", "active_ideation", "plan_or_intent", "recent_self_harm")
@@ -61,3 +62,20 @@ def test_prompts_load_with_their_kind(role):
     if role == "judge":
         assert {"rating_scale", "rubric", "conversation", "output_format"} <= tpl.fields
         assert "member_narrative" not in tpl.fields
+
+
+def test_the_target_validates_and_its_guidelines_cover_every_level():
+    assert [str(e) for e in validate_target(ROOT)] == []
+    target = load_target("crisis")
+    assert target.root == ROOT and not target.is_default
+    g = target.guidelines
+    assert g.scale_kind == "categorical" and g.harm_levels == (0,)
+    levels = [lv.id for lv in g.levels]
+    assert levels == ["best_practice", "suboptimal", "potential_harm"]
+    assert g.axis_codes == ("DET", "ASK", "CARE", "COLLAB", "SAFE")
+    for axis in g.judge_axes:
+        assert [a.band for a in axis.anchors] == levels and all(a.bullets for a in axis.anchors)
+        (sub,) = g.subaxes_for(axis.code)
+        assert list(sub.anchors) == levels
+    assert {s.axis for s in g.human_subaxes if s.allow_na} == {"ASK", "CARE"}
+    assert {p.id for p in target.profiles()} == {p.id for p in load_profiles(ROOT / "profiles.jsonl")}
