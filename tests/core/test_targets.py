@@ -109,7 +109,9 @@ def test_validate_names_a_missing_file_at_its_manifest_line(toy):
 def test_targets_list_cli(capsys):
     assert main(["targets", "list"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("mindeval 1.0.0  (5 dimensions: CAC, EPC, AR, TRA, ASCQ; ordinal scale; 20 turns)")
+    starts = [line.split("  /")[0] for line in out.splitlines() if not line.startswith(" ")]
+    assert "mindeval 1.0.0  (5 dimensions: CAC, EPC, AR, TRA, ASCQ; ordinal scale; 20 turns)" in starts
+    assert starts == sorted(starts)  # listed by name
 
 
 # ------------------------------------------------------------------ categorical judging
