@@ -184,23 +184,42 @@ def manifest_path(ref: str | Path) -> Path:
     return p
 
 
-def _parse_manifest(path: Path) -> tuple[TargetManifest | None, list[MindEvalError]]:
+def _read_manifest(path: Path) -> tuple[dict[str, Any] | None, str, list[MindEvalError]]:
+    """The manifest's YAML mapping and text, or the problem reading it."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        return None, [MindEvalError(f"cannot read the manifest: {exc}", path=path)]
+        return None, "", [MindEvalError(f"cannot read the manifest: {exc}", path=path)]
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        return None, [MindEvalError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", path=path,
-                                    line=mark.line + 1 if mark is not None else None, field="yaml")]
+        return None, text, [MindEvalError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", path=path,
+                                          line=mark.line + 1 if mark is not None else None, field="yaml")]
     if not isinstance(data, dict):
-        return None, [MindEvalError("the manifest must be a YAML mapping", path=path, line=1)]
+        return None, text, [MindEvalError("the manifest must be a YAML mapping", path=path, line=1)]
+    return data, text, []
+
+
+def _parse_manifest(path: Path) -> tuple[TargetManifest | None, list[MindEvalError]]:
+    data, text, problems = _read_manifest(path)
+    if data is None:
+        return None, problems
     try:
         return TargetManifest.model_validate(data), []
     except ValidationError as exc:
         return None, validation_problems(exc, path, text)
+
+
+def _files_only(path: Path, problems: list[MindEvalError]) -> TargetManifest | None:
+    """A manifest with problems elsewhere whose file fields are valid: enough to check the files too."""
+    files = {"prompts", "guidelines", "profiles"}
+    if any((p.field or "yaml").split(".")[0] in files | {"yaml"} for p in problems):
+        return None
+    data, _, _ = _read_manifest(path)
+    if data is None:
+        return None
+    return TargetManifest.model_construct(**{**data, "prompts": TargetPrompts(**data["prompts"])})
 
 
 def load_target(ref: str | Path = DEFAULT_TARGET) -> Target:
@@ -247,7 +266,9 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
         return [exc]
     manifest, problems = _parse_manifest(path)
     if manifest is None:
-        return problems
+        manifest = _files_only(path, problems)
+        if manifest is None:
+            return problems
     target = Target(manifest, path)
 
     def missing(field: str, what: Path | str) -> None:

@@ -71,12 +71,15 @@ def test_unknown_target_is_one_clear_error(tmp_path, capsys):
 def test_validate_reports_every_problem_with_file_line_field(toy, capsys):
     manifest = toy / "target.yaml"
     manifest.write_text(manifest.read_text().replace("turns: 2", "turns: 0\nextra_key: 1"))
+    g = toy / "guidelines.yaml"
+    g.write_text(g.read_text().replace("      value: 1\n", "      value: 2\n"))
     got = problems_of(toy)
     assert f"{manifest}:8:turns: Input should be greater than or equal to 1" in got
     assert f"{manifest}:9:extra_key: unknown field (check the spelling)" in got
+    assert f"{g}:5:scale.levels: duplicate level value 2 (items 0 and 1)" in got  # the files are checked too
     assert main(["targets", "validate", str(toy)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and all(line.startswith(f"error: {manifest}:") for line in err)
+    assert len(err) == 3 and all(line.startswith("error: /") for line in err)
 
 
 def test_validate_checks_guidelines_templates_and_profiles(toy):
