@@ -22,8 +22,9 @@ DEMO_CODE = "DEMO-CODE-5678"
 # A target folder outside the package, with a categorical scale (best practice 2 / suboptimal 1 /
 # potential for harm 0, N/A allowed on some sub-axes only).
 TOY_TARGET = ROOT / "tests" / "fixtures" / "targets" / "toy"
-# The categorical form the app tests rate on.
-CATEGORICAL_TARGET: str | Path = TOY_TARGET
+# The categorical form the app tests rate on: the crisis-safety target (five dimensions, levels best
+# practice 2 / suboptimal 1 / potential for harm 0, N/A on two of them).
+CATEGORICAL_TARGET: str | Path = "crisis"
 TARGET_STUDY = "Crisis form: rate transcripts"
 
 
