@@ -309,8 +309,9 @@ def open_run(db: Database, kind: str, prefix: str, config_json: dict[str, Any], 
     if latest is not None and not new_run:
         if latest.config_hash == config_hash:
             return latest.id, True
-        old = {k: v for k, v in latest.config_json.items() if k not in ignore}
-        new = {k: v for k, v in (hashed_view or config_json).items() if k not in ignore}
+        view = hashed_view or config_json
+        old = {k: v for k, v in _as_viewed(latest.config_json, config_json, view).items() if k not in ignore}
+        new = {k: v for k, v in view.items() if k not in ignore}
         raise ConfigMismatchError(
             "this output directory holds a run with a different configuration:\n"
             + "\n".join(config_diff(old, new) or ["  (package version only)"])
@@ -318,6 +319,18 @@ def open_run(db: Database, kind: str, prefix: str, config_json: dict[str, Any], 
     run_id = f"{prefix}-{config_hash[:8]}-{uuid.uuid4().hex[:6]}"
     ensure_run(db, run_id, config_json, kind, config_hash)
     return run_id, False
+
+
+def _as_viewed(old: dict[str, Any], full: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
+    """``old`` without the keys the hashed view leaves out of ``full`` (e.g. call settings)."""
+    out: dict[str, Any] = {}
+    for key, val in old.items():
+        if key in full and key not in view:
+            continue
+        if isinstance(val, dict) and isinstance(full.get(key), dict) and isinstance(view.get(key), dict):
+            val = _as_viewed(val, full[key], view[key])
+        out[key] = val
+    return out
 
 
 # ------------------------------------------------------------------------------- turns

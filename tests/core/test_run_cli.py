@@ -50,6 +50,8 @@ def test_different_config_is_refused_with_diff(tmp_path, capsys):
     assert run([*base[:-2], "--turns", "4", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "different configuration" in err and "turns: 2 -> 4" in err
+    diff = [ln for ln in err.splitlines() if " -> " in ln]
+    assert diff == ["  turns: 2 -> 4"]  # call settings (timeouts, limits) are not part of the config
     assert run([*base[:-2], "--turns", "4", "--out", str(out), "--new-run"]) == 0
 
 
