@@ -19,7 +19,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "app"))
@@ -156,7 +159,6 @@ def target_rating(tmp: Path, target: str) -> dict[str, object] | None:
     keys 1..n pick the levels, N = N/A where allowed; every value checked in the database."""
     if not Path(CHROMIUM).is_file():
         return None
-    from playwright.sync_api import sync_playwright
 
     from annotation_app.services import Workspace
 
@@ -167,9 +169,27 @@ def target_rating(tmp: Path, target: str) -> dict[str, object] | None:
     g = ws.guidelines(study)
     subs = g.human_subaxes
     keys = ["n" if s.allow_na and n % 2 else str(1 + n % len(g.levels)) for n, s in enumerate(subs)]
-    port = free_port()
-    proc = start_app(url, port, tmp / "target.log")
     out: dict[str, object] = {"sub-axes": len(subs), "keys": len(keys) + len(TEXT) + 1}
+    try:
+        with rating_page(url, tmp, "target", len(subs)) as page:
+            out["seconds"] = keyboard_rating(page, keys, TEXT)
+        v = viewer(ws, "demo", DEMO_CODE)
+        item = ws.item(v, ws.queue(v, study)[0].assignment_id)
+        na = item.scale.na_value
+        out["stored"] = item.state == "submitted" and [item.values.get(s.id) for s in subs] == [
+            na if k == "n" else g.levels[int(k) - 1].value for k in keys]
+    finally:
+        ws.close()
+    return out
+
+
+@contextmanager
+def rating_page(url: str, tmp: Path, name: str, n_subs: int) -> Iterator[Any]:
+    """The app on ``url`` in headless Chromium at 1280×720, signed in, on the first item's rating pane."""
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    proc = start_app(url, port, tmp / f"{name}.log")
     try:
         wait_healthy(port, proc)
         with sync_playwright() as p:
@@ -178,19 +198,12 @@ def target_rating(tmp: Path, target: str) -> dict[str, object] | None:
             page.set_default_timeout(60_000)
             sign_in(page, f"http://127.0.0.1:{port}/")
             page.get_by_role("button", name="Continue rating").click()
-            page.locator('.st-key-rating-pane [data-testid="stRadio"]').nth(len(subs) - 1).wait_for()
+            page.locator('.st-key-rating-pane [data-testid="stRadio"]').nth(n_subs - 1).wait_for()
             saved(page)
-            out["seconds"] = keyboard_rating(page, keys, TEXT)
+            yield page
             ctx.close()
-        v = viewer(ws, "demo", DEMO_CODE)
-        item = ws.item(v, ws.queue(v, study)[0].assignment_id)
-        na = item.scale.na_value
-        out["stored"] = item.state == "submitted" and [item.values.get(s.id) for s in subs] == [
-            na if k == "n" else g.levels[int(k) - 1].value for k in keys]
     finally:
         stop(proc)
-        ws.close()
-    return out
 
 
 def browser_rating(tmp: Path, passes: int) -> dict[str, object] | None:
@@ -200,8 +213,6 @@ def browser_rating(tmp: Path, passes: int) -> dict[str, object] | None:
     import random
     import re
 
-    from playwright.sync_api import sync_playwright
-
     from annotation_app.services import Workspace
 
     url = f"sqlite:///{tmp / 'browser.db'}"
@@ -209,19 +220,9 @@ def browser_rating(tmp: Path, passes: int) -> dict[str, object] | None:
     ws = Workspace(url)
     v = viewer(ws, "demo", DEMO_CODE)
     subs = ws.subaxes()
-    port = free_port()
-    proc = start_app(url, port, tmp / "browser.log")
     out: dict[str, object] = {}
     try:
-        wait_healthy(port, proc)
-        with sync_playwright() as p:
-            ctx = chromium_context(p, tempfile.mkdtemp(dir=tmp), 1280, 720)
-            page = ctx.new_page()
-            page.set_default_timeout(60_000)
-            sign_in(page, f"http://127.0.0.1:{port}/")
-            page.get_by_role("button", name="Continue rating").click()
-            page.locator('.st-key-rating-pane [data-testid="stRadio"]').nth(len(subs) - 1).wait_for()
-            saved(page)
+        with rating_page(url, tmp, "browser", len(subs)) as page:
             # 1. one transcript with the keyboard: 9 digits, no click, type, Ctrl+Enter
             keys = [str(1 + n % 6) for n in range(len(subs))]
             out["keyboard seconds"] = keyboard_rating(page, keys, TEXT)
@@ -257,9 +258,7 @@ def browser_rating(tmp: Path, passes: int) -> dict[str, object] | None:
                     " return e && JSON.parse(e.getAttribute('data-mindeval-saved'))[0] === v; }", arg=value)
                 waits.append(time.perf_counter() - t)
             out["click to confirmed save"] = waits
-            ctx.close()
     finally:
-        stop(proc)
         ws.close()
     return out
 
