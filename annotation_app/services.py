@@ -66,6 +66,7 @@ class Workspace:
         self.db = Database(url or default_db_url())
         upgrade(self.db.engine)
         self._targets: dict[str, Target] = {}
+        self._assignment_targets: dict[tuple[int, int], str] = {}
 
     def target(self, ref: str = DEFAULT_TARGET) -> Target:
         """A target by the reference a study stores (loaded once per workspace)."""
@@ -89,7 +90,13 @@ class Workspace:
         return self.study_target(study).guidelines
 
     def _rating_guidelines(self, v: Viewer, assignment_id: int) -> Guidelines:
-        return self.target(ratings.assignment_target(self.db, v.id, assignment_id)).guidelines
+        """The guidelines of an assignment's study; its target is looked up (ownership checked)
+        once per assignment: neither an assignment's study nor a study's target ever changes."""
+        ref = self._assignment_targets.get((v.id, assignment_id))
+        if ref is None:
+            ref = self._assignment_targets[(v.id, assignment_id)] = ratings.assignment_target(
+                self.db, v.id, assignment_id)
+        return self.target(ref).guidelines
 
     def close(self) -> None:
         self.db.close()
