@@ -124,14 +124,27 @@ def test_two_annotators_rating_the_same_item_at_once_both_count(any_db_url):
     other.close()
 
 
-def test_two_tabs_sending_a_roleplay_message_at_once_store_one_turn(any_db_url):
+def test_two_tabs_sending_a_roleplay_message_at_once_store_one_turn(any_db_url, monkeypatch):
+    from annotation_app import roleplay
+
     tab1 = make_workspace(any_db_url)
     tab2 = Workspace(any_db_url)
     v = viewer(tab1, "demo", DEMO_CODE)
     sid = tab1.sessions(v, 2)[0].session_id
     tab1.start_session(v, sid)
-    results = _race(lambda: tab1.send_message(v, sid, "from tab one"),
-                    lambda: tab2.send_message(v, sid, "from tab two"))
+    # The clinician answers only once the other tab has tried: "at once" must not depend on
+    # how the threads happen to be scheduled (on a busy machine one could finish first).
+    tried = threading.Event()
+    answer = roleplay.reply
+    monkeypatch.setattr(roleplay, "reply", lambda *a, **k: (tried.wait(10), answer(*a, **k))[1])
+
+    def send(tab, text):
+        try:
+            return tab.send_message(v, sid, text)
+        finally:
+            tried.set()  # reached by the tab that was refused (the other waits in reply)
+
+    results = _race(lambda: send(tab1, "from tab one"), lambda: send(tab2, "from tab two"))
     assert sum(isinstance(r, Conflict) for r in results) == 1
     with tab1.db.read() as s:
         rows = s.execute(select(TurnRow.idx, TurnRow.role)).all()
