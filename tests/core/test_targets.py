@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.rundirs import set_score
 
 from mindeval import read_run
 from mindeval.cli import main
@@ -199,11 +200,7 @@ def test_a_tampered_score_names_file_line_and_field(toy, tmp_path):
     out = tmp_path / "run"
     assert main(["run", *FAKE, "--target", str(toy), "--out", str(out)]) == 0
     path = out / "judgments.jsonl"
-    rows = path.read_text().splitlines()
-    row = json.loads(rows[1])
-    row["scores"]["GUIDE"] = 5
-    rows[1] = json.dumps(row)
-    path.write_text("\n".join(rows) + "\n")
+    set_score(path, 1, "GUIDE", 5)
     with pytest.raises(MindEvalError) as e:
         read_run(out)
     assert str(e.value) == f"{path}:2:scores.GUIDE: score 5 is not one of 2, 1, 0"

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from leaderboard_rundirs import uniform, write_run
+from support.rundirs import set_score
 
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
@@ -218,17 +219,11 @@ def test_cli_refuses_mixed_judges_without_traceback(make_run, capsys):
 def test_bad_score_names_file_line_and_field(make_run):
     run = make_run("a", "m", uniform(4, n=3))
     path = run / "judgments.jsonl"
-    lines = path.read_text().splitlines()
-    row = json.loads(lines[1])
-    row["scores"]["EPC"] = 9
-    lines[1] = json.dumps(row)
-    path.write_text("\n".join(lines) + "\n")
+    set_score(path, 1, "EPC", 9)
     with pytest.raises(MindEvalError) as exc:
         load_run(run)
     assert str(exc.value) == f"{path}:2:scores.EPC: score 9 is not a number from 1 to 6"
-    row["scores"]["EPC"] = 3.5
-    lines[1] = json.dumps(row)
-    path.write_text("\n".join(lines) + "\n")
+    set_score(path, 1, "EPC", 3.5)
     with pytest.raises(MindEvalError, match=r"judgments.jsonl:2:scores.EPC: score 3.5 is not a whole number"):
         load_run(run)
 

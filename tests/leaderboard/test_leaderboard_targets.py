@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from leaderboard_rundirs import uniform, write_run
+from support.rundirs import fake_target_runs
 
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
@@ -117,12 +118,7 @@ def test_judgment_axes_must_match_the_targets(tmp_path, toy_block):
 def test_run_summary_and_leaderboard_report_the_same_harm_share(tmp_path, capsys):
     """`mindeval run --target` (fake models) writes summary.json's harm block with the same
     function the leaderboard's safety gate uses: the two agree for every run."""
-    runs = []
-    for clinician in ("fake/echo", "fake/slow"):
-        out = tmp_path / clinician.replace("/", "-")
-        assert main(["run", "--target", str(TOY), "--clinician", clinician, "--patient", "fake/echo",
-                     "--judge", "fake/judge", "--out", str(out), "--quiet"]) == 0
-        runs.append(out)
+    runs = fake_target_runs(tmp_path, TOY)
     capsys.readouterr()
     out = tmp_path / "board"
     assert main(["leaderboard", *map(str, runs), "--out", str(out)]) == 0

@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 import pytest
+from support.rundirs import fake_target_runs
 
 from metaeval.cli import main
 from metaeval.compare import CompareOptions, run_compare
@@ -196,7 +197,6 @@ def test_compare_a_toy_study_rated_in_the_app_database_against_a_toy_run(tmp_pat
     annotation database, then `metaeval compare` reads the study's target by itself."""
     from sqlalchemy import select
 
-    from mindeval.cli import main as mindeval_main
     from mindeval.store import Database
     from mindeval.store.annotations.importers import import_path
     from mindeval.store.annotations.migrations import upgrade
@@ -205,12 +205,7 @@ def test_compare_a_toy_study_rated_in_the_app_database_against_a_toy_run(tmp_pat
     from mindeval.store.annotations.studies import assign, create_study
     from mindeval.store.annotations.tables import AssignmentRow, ItemRow
 
-    runs = []
-    for clinician in ("fake/echo", "fake/slow"):
-        out = tmp_path / clinician.replace("/", "-")
-        assert mindeval_main(["run", "--target", str(TOY), "--clinician", clinician, "--patient", "fake/echo",
-                              "--judge", "fake/judge", "--out", str(out), "--quiet"]) == 0
-        runs.append(out)
+    runs = fake_target_runs(tmp_path, TOY)
     target = load_target(TOY)
     g = target.guidelines
     db = Database(tmp_db_url)

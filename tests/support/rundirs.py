@@ -1,0 +1,28 @@
+"""Run directories for tests: made with fake models, or edited by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mindeval.cli import main
+
+
+def fake_target_runs(tmp_path: Path, target: Path, clinicians: tuple[str, ...] = ("fake/echo", "fake/slow")) -> list[Path]:
+    """One ``mindeval run --target`` per clinician with fake patient and judge; their directories."""
+    runs = []
+    for clinician in clinicians:
+        out = tmp_path / clinician.replace("/", "-")
+        assert main(["run", "--target", str(target), "--clinician", clinician, "--patient", "fake/echo",
+                     "--judge", "fake/judge", "--out", str(out), "--quiet"]) == 0
+        runs.append(out)
+    return runs
+
+
+def set_score(path: Path, index: int, axis: str, value: object) -> None:
+    """Overwrite one score of row ``index`` (0-based) in a ``judgments.jsonl``."""
+    rows = path.read_text().splitlines()
+    row = json.loads(rows[index])
+    row["scores"][axis] = value
+    rows[index] = json.dumps(row)
+    path.write_text("\n".join(rows) + "\n")
