@@ -4,26 +4,39 @@ The dimensions and their scale come from the target's guidelines (MindEval: five
 integers 1-6). A categorical target's judge replies with level ids (a level's label or
 its number is accepted too); they are stored as the level's number.
 
-Two protocols (``Judgment.protocol``):
+Protocols (``Judgment.protocol``):
 
 * ``mindeval`` (default): integer 1-6 scores in one JSON object; few-shot examples (if
   any) drawn with a seed and scored with a ``0`` meaning "not rated".
-* ``paper``: the judge as the authors ran it (see :mod:`mindeval.fewshot`): their five
-  few-shot interactions with their scores (a ``0`` averaged in as zero), one
-  ``Name: score`` line per axis as in their examples, fractional scores accepted, and
-  their sampling settings (:data:`mindeval.config.PAPER_JUDGE_SAMPLING`).
+* ``paper``: *the authors' few-shot examples with our instructions* (see
+  :mod:`mindeval.fewshot`): their five few-shot interactions with their scores (a ``0``
+  averaged in as zero), one ``Name: score`` line per axis as in their examples, fractional
+  scores accepted, and their sampling settings (:data:`mindeval.config.PAPER_JUDGE_SAMPLING`).
+  The instructions, rubric and transcript layout are ours, so it is not the authors' judge.
 
-Transcripts are rendered so that no turn can forge structure (:func:`render_transcript`).
+**The answer channel** (docs/judging.md). Every judgment round draws a random *answer
+code* (:func:`new_nonce`, ``secrets``; never derived from the transcript), stores it
+before the first call (so a resumed run re-sends the identical request and reuses the
+stored reply) and appends an instruction (``prompts/judge/answer/*.txt``): the answer is
+the JSON object carrying ``"answer_code": "<code>"``, or the lines between ``ANSWER <code>``
+and ``END <code>``. Where litellm says the model supports JSON schemas, the code is also
+enforced by ``response_format`` (an ``enum`` of the one code). A block without the code
+is never the answer; answer blocks that disagree, or a score after the answer that
+disagrees with it, refuse the reply.
+
+``transcript_format="authors"`` renders a user-supplied copy of the authors' template
+exactly as their prompt expects (``<member>``/``<therapist>`` tags, ``<output>`` example
+blocks, no answer code) and reads the reply their way (the first ``Name: score`` match per
+axis): forgeable by any turn, recorded as ``answer_channel="authors"``.
 
 Parsing (:func:`parse_scores`) is tolerant of formatting and never of substance. The
 reply is cut into *score blocks* — a JSON object (a trailing comma is tolerated), a run
-of ``Name: N`` lines, Markdown table rows, or ``Score: N`` lines under axis headings; a
-block ends where an axis repeats. **The answer is the last block that gives all five
-axes**; earlier blocks (a draft, a quoted example) are ignored. A value that is not a
-single score on the 1-6 scale (``7``, ``3-4``, ``3 or 4``, ``good``; a fraction under the
-default protocol) in that block or after it refuses the whole reply. A refused reply is
-retried with the reason fed back, up to ``retries`` attempts; after that the judgment is
-stored with ``parse_status="failed"`` and no scores — never a default score.
+of ``Name: N`` lines, Markdown table rows, or ``Score: N`` lines under axis headings. A
+value that is not a single score on the scale (``7``, ``3-4``, ``3 or 4``, ``good``; a
+fraction under the default protocol), a duplicate JSON key or an axis given twice with
+different values refuses the reply; scores written as words (``five``) are read. A refused
+reply is retried with the reason fed back, up to ``retries`` attempts; after that the
+judgment is stored with ``parse_status="failed"`` and no scores — never a default score.
 """
 
 from __future__ import annotations
@@ -31,6 +44,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import secrets
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -50,7 +64,8 @@ from .guidelines import (
 )
 from .llm.gateway import ModelSpec
 from .prompts import PromptTemplate
-from .records import AXES, DEFAULT_TARGET, PROTOCOLS, Judgment, Profile
+from .records import AXES, DEFAULT_TARGET, PROTOCOLS, TRANSCRIPT_FORMATS, Judgment, Profile
+from .resources import prompts_dir
 from .store.calls import CallLog
 
 SPEAKER = {"user": "Member", "assistant": "Therapist"}
@@ -78,20 +93,71 @@ class FewShotExample(BaseModel):
     interaction_id: str = ""
 
 
-def score_schema(g: Guidelines | None = None) -> dict[str, Any]:
+ANSWER_KEY = "answer_code"
+# How the answer was read (``Judgment.answer_channel``): the answer code in the reply text;
+# the code enforced by the provider's JSON schema too; the authors' first-match parsing.
+CHANNELS = ("nonce", "schema", "authors")
+_CODE = r"[0-9a-f]{16}"
+ANSWER_CODE_RE = re.compile(rf"^Answer code: ({_CODE})$", re.MULTILINE)
+
+
+def new_nonce() -> str:
+    """A fresh answer code: 64 random bits from the OS (never derived from the transcript)."""
+    return secrets.token_hex(8)
+
+
+def score_schema(g: Guidelines | None = None, nonce: str | None = None) -> dict[str, Any]:
     """JSON schema for grammar-constrained judges: per dimension an ``enum`` of the allowed
-    integers (ordinal; MindEval 1-6) or level ids (categorical)."""
+    integers (ordinal; MindEval 1-6) or level ids (categorical); with ``nonce`` also the
+    ``answer_code`` key, whose only allowed value is that code."""
     g = g or load_guidelines()
     if isinstance(g.scale, OrdinalScale):
         one: dict[str, Any] = {"type": "integer", "enum": list(g.score_values())}
     else:
         one = {"type": "string", "enum": [lv.id for lv in g.levels]}
-    props = {ax: dict(one) for ax in g.axis_codes}
-    return {"type": "object", "properties": props, "required": list(g.axis_codes)}
+    props: dict[str, Any] = {ANSWER_KEY: {"type": "string", "enum": [nonce]}} if nonce else {}
+    props.update({ax: dict(one) for ax in g.axis_codes})
+    return {"type": "object", "properties": props, "required": list(props)}
 
 
-def response_format(g: Guidelines | None = None) -> dict[str, Any]:
-    return {"type": "json_schema", "json_schema": {"name": "mindeval_scores", "schema": score_schema(g)}}
+def response_format(g: Guidelines | None = None, nonce: str | None = None) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": "mindeval_scores", "schema": score_schema(g, nonce)}}
+
+
+def supports_schema(spec: ModelSpec) -> bool:
+    """True when litellm says the judge model accepts a JSON-schema ``response_format``."""
+    if spec.provider in ("fake", "local"):
+        return False
+    from .llm.gateway import litellm_module
+
+    try:
+        return bool(litellm_module().supports_response_schema(model=spec.model))
+    except Exception:  # noqa: BLE001 - litellm raises for models it does not know: no schema then
+        return False
+
+
+def answer_instruction(nonce: str, protocol: str = "mindeval") -> str:
+    """The paragraph appended to the judge prompt that names this round's answer code
+    (``prompts/judge/answer/json.txt``, or ``lines.txt`` for ``Name: score`` replies)."""
+    ref, _ = answer_prompt_file(protocol)
+    body = (prompts_dir() / f"{ref}.txt").read_text(encoding="utf-8").strip("\n")
+    return string.Template(body).substitute(answer_code=nonce)
+
+
+def answer_prompt_file(protocol: str = "mindeval") -> tuple[str, str]:
+    """``(ref, sha256)`` of the answer-code instruction a protocol appends (recorded in config.json)."""
+    name = "lines" if protocol == "paper" else "json"
+    body = (prompts_dir() / "judge" / "answer" / f"{name}.txt").read_bytes()
+    return f"judge/answer/{name}", hashlib.sha256(body).hexdigest()
+
+
+def protocol_label(protocol: str, transcript_format: str = "mindeval") -> str:
+    """What a run's judge is, in words (summary.json ``judge_protocol_label``)."""
+    if transcript_format == "authors":
+        return "the authors' template and transcript format as given by the user: forgeable, not hardened"
+    if protocol == "paper":
+        return "the authors' few-shot examples with our instructions"
+    return "MindEval judge"
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -151,12 +217,25 @@ def _norm(key: str) -> str:
 
 _NUM = r"-?\d+(?:\.\d+)?"
 _ALT_RE = re.compile(r"^(?:[-–—~/]|to\b|or\b|and\b)\s*(.*)$", re.IGNORECASE)
+# Whole scores written as words; read only when the word is the whole value (``five``,
+# ``Five.``, ``five/6``, ``five (strong)``), never in ``one or two`` / ``one of the best``.
+WORDS = {"zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+         "eight": 8, "nine": 9, "ten": 10}
+_WORD = "|".join(WORDS)
 
 
 @lru_cache(maxsize=8)
 def _value_re(hi: int) -> re.Pattern[str]:
     """A score, optionally ``/ hi`` (``4/6``), then the rest of the line."""
     return re.compile(rf"^[\s*_`]*({_NUM})\s*(?:/\s*{hi}(?:\.0+)?)?[\s*_`]*(.*)$")
+
+
+@lru_cache(maxsize=8)
+def _word_re(hi: int) -> re.Pattern[str]:
+    return re.compile(rf"^[\s*_`\"']*({_WORD})[\s*_`\"']*(?:/\s*{hi}(?:\.0+)?)?[\s*_`\"']*(?:$|[.,;]\s*$|\s*\(|\s+[-–—]\s+(?!\d|(?:{_WORD})\b))",
+                      re.IGNORECASE)
+
+
 _RANGE_RE = re.compile(r"^(?:[-–—~/]|to\b|or\b|and\b)\s*\d", re.IGNORECASE)
 
 
@@ -192,6 +271,8 @@ def _line_value(rest: str, axis: str, protocol: str, sc: _Scale) -> float:
         if alt and sc.level(alt.group(1).strip("*_`\"' ")):
             raise JudgeParseError(f"{axis}: {rest.strip()!r} gives more than one level")
         return hit[0]
+    if (w := _word_re(sc.hi).match(rest)):
+        return _number(WORDS[w.group(1).lower()], axis, protocol, sc)
     m = _value_re(sc.hi).match(rest)
     if not m:
         raise JudgeParseError(f"{axis}: {rest.strip()!r} is not a score")
@@ -210,6 +291,8 @@ class _Block:
     scores: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     rationale: str | None = None
+    answer: bool = False  # carries this reply's answer code
+    end: int | None = None  # end of the answer region holding it (line blocks)
 
 
 def _json_spans(text: str) -> list[tuple[int, int]]:
@@ -236,29 +319,43 @@ def _json_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: a key given twice with different values is marked, never resolved."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out and out[key] != value:
+            out.setdefault("\0duplicate", key)
+        out.setdefault(key, value)
+    return out
+
+
 def _load_object(segment: str) -> dict[str, Any] | None:
     for candidate in (segment, re.sub(r",\s*([}\]])", r"\1", segment)):
         try:
-            obj = json.loads(candidate)
+            obj = json.loads(candidate, object_pairs_hook=_pairs)
         except json.JSONDecodeError:
             continue
         return obj if isinstance(obj, dict) else None
     return None
 
 
-def _json_blocks(text: str, aliases: dict[str, str], protocol: str,
-                 sc: _Scale) -> tuple[list[_Block], list[tuple[int, int]]]:
+def _json_blocks(text: str, aliases: dict[str, str], protocol: str, sc: _Scale,
+                 nonce: str | None) -> tuple[list[_Block], list[tuple[int, int]]]:
     blocks, spans = [], []
     for start, end in _json_spans(text):
         obj = _load_object(text[start:end])
         if obj is None:
             continue
         spans.append((start, end))
+        block = _Block(start, answer=bool(nonce) and obj.get(ANSWER_KEY) == nonce)
         flat = dict(obj)
         for nested in ("scores", "ratings"):
             if isinstance(obj.get(nested), dict):
-                flat.update(obj[nested])
-        block = _Block(start)
+                flat.update((k, v) for k, v in obj[nested].items() if k != "\0duplicate")
+                if "\0duplicate" in obj[nested]:
+                    flat.setdefault("\0duplicate", obj[nested]["\0duplicate"])
+        if "\0duplicate" in flat:
+            block.error = f"the key {flat.pop(chr(0) + 'duplicate')!r} is given twice with different values"
         for key, value in flat.items():
             code = _lookup(aliases, str(key))
             if code:
@@ -278,16 +375,19 @@ def _json_blocks(text: str, aliases: dict[str, str], protocol: str,
 
 
 _NAME = r"[A-Za-z][A-Za-z0-9 &_()\-/]*?"
-_LINE_RE = re.compile(rf"^\s*(?:\d+[.)]\s*)?[-*#>\s]*[*_`]*\s*({_NAME})\s*[*_`]*\s*[:=\-–]\s*([*_`\s]*-?\d.*)$")
+_LINE_RE = re.compile(rf"^\s*(?:\d+[.)]\s*)?[-*#>\s]*[*_`]*\s*({_NAME})\s*[*_`]*\s*[:=\-–]\s*"
+                      rf"([*_`\s]*(?:-?\d|(?:{_WORD})\b).*)$", re.IGNORECASE)
 _HEADING_RE = re.compile(rf"^\s*(?:#+\s*)?(?:\d+[.)]\s*)?[*_`]*\s*({_NAME})\s*[*_`]*\s*:?\s*[*_`]*\s*$")
 _LEVEL_LINE_RE = re.compile(rf"^\s*(?:\d+[.)]\s*)?[-*#>\s]*[*_`]*\s*({_NAME})\s*[*_`]*\s*[:=\-–]\s*(.+)$")
 _SCORE_LINE_RE = re.compile(r"^\s*[-*>\s]*[*_`]*\s*(?:score|rating)\s*[*_`]*\s*[:=]\s*(.*)$", re.IGNORECASE)
 
+Hit = tuple[int, str, float | None, str | None]  # offset, axis, score (None: unreadable), error
+
 
 def _line_hits(text: str, aliases: dict[str, str], protocol: str, skip: list[tuple[int, int]],
-               sc: _Scale) -> list[tuple[int, str, float | None, str | None]]:
+               sc: _Scale) -> list[Hit]:
     """``(offset, axis, score or None, error)`` for every axis score given outside JSON objects."""
-    hits: list[tuple[int, str, float | None, str | None]] = []
+    hits: list[Hit] = []
     heading: tuple[str, int] | None = None  # axis of a bare heading line, lines since
     offset = 0
     for line in text.splitlines(keepends=True):
@@ -327,44 +427,149 @@ def _line_hits(text: str, aliases: dict[str, str], protocol: str, skip: list[tup
     return hits
 
 
-def _line_blocks(hits: list[tuple[int, str, float | None, str | None]]) -> list[_Block]:
+def _regions(text: str, nonce: str | None) -> list[tuple[int, int]]:
+    """Spans between an ``ANSWER <code>`` line and its ``END <code>`` line (or the reply's end)."""
+    if not nonce:
+        return []
+    out, pos = [], 0
+    begin = re.compile(rf"^[\s*_`#>]*ANSWER[\s:]+{nonce}[\s*_`]*$", re.MULTILINE)
+    end = re.compile(rf"^[\s*_`#>]*END[\s:]+{nonce}[\s*_`]*$", re.MULTILINE)
+    while (b := begin.search(text, pos)):
+        e = end.search(text, b.end())
+        stop = e.start() if e else len(text)
+        out.append((b.end(), stop))
+        pos = e.end() if e else len(text)
+    return out
+
+
+def _line_blocks(hits: list[Hit], regions: list[tuple[int, int]]) -> list[_Block]:
+    """Hits grouped into blocks: a block ends where an axis repeats or a region starts or ends.
+
+    Inside an answer region an axis given again with another value is an error, not a new block."""
+    def region_of(pos: int) -> int | None:
+        return next((i for i, (a, b) in enumerate(regions) if a <= pos < b), None)
+
     blocks: list[_Block] = []
     current: _Block | None = None
+    current_region: int | None = None
     for pos, code, score, error in hits:
-        if current is None or code in current.scores:
-            current = _Block(pos)
+        region = region_of(pos)
+        inside = region is not None
+        if current is None or region != current_region or (not inside and code in current.scores):
+            current, current_region = _Block(pos, answer=inside, end=regions[region][1] if inside else None), region
             blocks.append(current)
         if error:
             current.error = current.error or error
             current.scores[code] = float("nan")
+        elif code in current.scores and current.scores[code] != score:
+            current.error = current.error or f"{code} is given twice with different values"
         else:
             current.scores[code] = score  # type: ignore[assignment]
     return blocks
 
 
-def parse_scores(
-    text: str, guidelines: Guidelines | None = None, *, protocol: str = "mindeval"
-) -> tuple[dict[str, float], str | None]:
-    """The judge's score per dimension (and a rationale if given): the last complete score block.
+def _same(a: float, b: float) -> bool:
+    return a == b or (a != a and b != b)
 
-    Dimensions and scale are the guidelines' (default: MindEval's); categorical levels
-    come back as their numbers."""
+
+def parse_scores(
+    text: str, guidelines: Guidelines | None = None, *, protocol: str = "mindeval", nonce: str | None = None
+) -> tuple[dict[str, float], str | None]:
+    """The judge's score per dimension (and a rationale if given), or :class:`JudgeParseError`.
+
+    With ``nonce`` (the answer channel) the answer is what carries the code: a JSON object
+    with ``"answer_code": nonce`` or lines between ``ANSWER nonce`` and ``END nonce``;
+    other blocks before it are ignored (quotes, drafts). Without ``nonce`` every block is
+    an answer. Either way: answer blocks must be complete and agree, and no score after
+    the first answer block may disagree with it. Dimensions and scale are the guidelines'
+    (default: MindEval's); categorical levels come back as their numbers."""
     g = guidelines or load_guidelines()
     aliases, sc, codes = _aliases(g), _scale(g), g.axis_codes
-    json_blocks, spans = _json_blocks(text, aliases, protocol, sc)
-    blocks = sorted(json_blocks + _line_blocks(_line_hits(text, aliases, protocol, spans, sc)), key=lambda b: b.start)
+    regions = _regions(text, nonce)
+    json_blocks, spans = _json_blocks(text, aliases, protocol, sc, nonce)
+    for b in json_blocks:
+        b.answer = b.answer or any(a <= b.start < e for a, e in regions)
+    blocks = sorted(json_blocks + _line_blocks(_line_hits(text, aliases, protocol, spans, sc), regions),
+                    key=lambda b: b.start)
     if not blocks:
         raise JudgeParseError("no scores found in the reply")
-    complete = [i for i, b in enumerate(blocks) if all(ax in b.scores for ax in codes)]
-    last = complete[-1] if complete else len(blocks) - 1
-    for b in blocks[last:]:
+    answers = [b for b in blocks if b.answer] if nonce else blocks
+    if not answers:
+        raise JudgeParseError(f"no answer carries this reply's answer code {nonce}")
+    for b in answers:
         if b.error:
             raise JudgeParseError(b.error)
+    if nonce and any(b.answer and not b.scores for b in blocks):
+        raise JudgeParseError("an answer block holds no scores")
+    merged: dict[str, float] = {}
+    for b in answers:
+        for ax, v in b.scores.items():
+            if ax in merged and not _same(merged[ax], v):
+                raise JudgeParseError(f"the reply gives {ax} twice with different values "
+                                      f"({format_value(merged[ax])} and {format_value(v)})")
+            merged.setdefault(ax, v)
+    complete = [b for b in answers if all(ax in b.scores for ax in codes)]
     if not complete:
-        missing = [ax for ax in codes if ax not in blocks[-1].scores]
+        missing = [ax for ax in codes if ax not in merged] or [ax for ax in codes if ax not in answers[-1].scores]
         raise JudgeParseError(f"missing score(s) for {', '.join(missing)}")
-    chosen = blocks[last]
-    return {ax: chosen.scores[ax] for ax in codes}, chosen.rationale
+    first = min(b.start for b in answers)
+    for b in blocks:
+        if b.answer or b.start < first:
+            continue
+        for ax, v in b.scores.items():
+            if v == v and ax in merged and not _same(merged[ax], v):
+                raise JudgeParseError(f"a score after the answer disagrees with it ({ax}: "
+                                      f"{format_value(merged[ax])}, then {format_value(v)})")
+    for m in _inline_re(tuple(codes), tuple(ax.name for ax in g.judge_axes)).finditer(text, first):
+        if any(b.answer and b.start <= m.start() < _block_end(text, b) for b in blocks) and nonce:
+            continue
+        code = _lookup(aliases, m.group(1))
+        try:
+            v = _line_value(m.group(2), code or "", protocol, sc) if code else None
+        except JudgeParseError:
+            continue
+        if code and v is not None and code in merged and not _same(merged[code], v):
+            raise JudgeParseError(f"a score after the answer disagrees with it ({code}: "
+                                  f"{format_value(merged[code])}, then {format_value(v)})")
+    chosen = complete[0]
+    rationale = next((b.rationale for b in answers if b.rationale), None)
+    return {ax: chosen.scores[ax] for ax in codes}, rationale
+
+
+@lru_cache(maxsize=8)
+def _inline_re(codes: tuple[str, ...], names: tuple[str, ...]) -> re.Pattern[str]:
+    """``Axis: value`` anywhere in a line (a correction such as "Actually, revise: AR: 4")."""
+    keys = "|".join(re.escape(k) for k in sorted({*codes, *names}, key=len, reverse=True))
+    return re.compile(rf"(?<![A-Za-z])({keys})(?![A-Za-z])\s*[*_`]*\s*[:=]\s*([*_`\s]*(?:{_NUM}|(?:{_WORD})\b)[^\n]*)",
+                      re.IGNORECASE)
+
+
+def _block_end(text: str, b: _Block) -> int:
+    """Where an answer block ends: its JSON object's closing brace, else its region's end."""
+    if text.startswith("{", b.start):
+        spans = [e for s, e in _json_spans(text[b.start:]) if s == 0]
+        return b.start + spans[0] if spans else len(text)
+    return len(text) if b.end is None else b.end
+
+
+def format_value(v: float) -> str:
+    return f"{v:g}"
+
+
+def parse_authors(text: str, guidelines: Guidelines | None = None) -> dict[str, float]:
+    """The authors' reading of a reply: per axis the **first** ``Name: score`` match anywhere
+    in the text (forgeable: a quoted line earlier in the reply wins)."""
+    g = guidelines or load_guidelines()
+    out: dict[str, float] = {}
+    for ax in g.judge_axes:
+        m = re.search(rf"{re.escape(ax.name)}:\s*({_NUM})", text)
+        if m is None:
+            raise JudgeParseError(f"missing score for {ax.name}")
+        value = float(m.group(1))
+        if not 1 <= value <= 6:
+            raise JudgeParseError(f"{ax.code}: {value:g} is outside 1-6")
+        out[ax.code] = int(value) if value.is_integer() else value
+    return out
 
 
 # --------------------------------------------------------------------------- rendering
@@ -429,12 +634,26 @@ def score_lines(scores: dict[str, float], g: Guidelines) -> str:
     return "\n".join(f"{names[ax]}: {format_score(scores[ax])}" for ax in g.axis_codes)
 
 
+def render_authors_transcript(messages: Sequence[dict[str, str]]) -> str:
+    """The transcript as the authors' prompt expects it: each turn between ``<member>`` or
+    ``<therapist>`` tags, turn text verbatim. Forgeable: a turn can close its tag."""
+    tags = {"user": "member", "assistant": "therapist"}
+    return "\n".join(f"<{tags.get(m['role'], m['role'])}>\n{m['content']}\n</{tags.get(m['role'], m['role'])}>"
+                     for m in messages)
+
+
 def render_fewshot(examples: Sequence[FewShotExample], protocol: str = "mindeval",
-                   guidelines: Guidelines | None = None) -> str:
+                   guidelines: Guidelines | None = None, transcript_format: str = "mindeval") -> str:
     """The examples block placed before the new instance (empty when there are none)."""
     if not examples:
         return ""
     g = guidelines or load_guidelines()
+    if transcript_format == "authors":
+        return "\n\n".join(
+            f"{intake_block(ex.intake)}\n\n<conversation>\n{render_authors_transcript(ex.messages)}\n</conversation>"
+            f"\n\n<output>\n{score_lines(ex.scores, g)}\n</output>"
+            for ex in examples
+        ) + "\n"
     if protocol == "paper":
         return "\n\n".join(
             f"{intake_block(ex.intake)}\n\n{render_transcript(ex.messages)}\n\n"
@@ -449,6 +668,13 @@ def render_fewshot(examples: Sequence[FewShotExample], protocol: str = "mindeval
     return "Here are rated examples:\n\n" + "\n\n".join(blocks) + "\n"
 
 
+def _run_wide_values(g: Guidelines, fewshot: Sequence[FewShotExample], protocol: str,
+                     transcript_format: str) -> dict[str, str]:
+    return {"rating_scale": render_scale(g), "rubric": render_rubric(g),
+            "fewshot_examples": render_fewshot(fewshot, protocol, g, transcript_format),
+            "output_format": render_output_format(g)}
+
+
 def build_judge_messages(
     tpl: PromptTemplate,
     profile: Profile,
@@ -456,17 +682,21 @@ def build_judge_messages(
     fewshot: Sequence[FewShotExample] = (),
     guidelines: Guidelines | None = None,
     protocol: str = "mindeval",
+    *,
+    nonce: str | None = None,
+    transcript_format: str = "mindeval",
 ) -> list[dict[str, str]]:
+    """The judge request: the template over the transcript; with ``nonce`` the answer-code
+    instruction (:func:`answer_instruction`) follows the template's text."""
     g = guidelines or load_guidelines()
     values = dict(profile.intake())
-    values.update(
-        rating_scale=render_scale(g),
-        rubric=render_rubric(g),
-        fewshot_examples=render_fewshot(fewshot, protocol, g),
-        conversation=render_transcript(messages),
-        output_format=render_output_format(g),
-    )
-    return [{"role": "user", "content": tpl.render(values)}]
+    values.update(_run_wide_values(g, fewshot, protocol, transcript_format))
+    transcript = render_authors_transcript(messages) if transcript_format == "authors" else render_transcript(messages)
+    values.update(conversation=transcript, conversation_str=transcript)
+    text = tpl.render(values)
+    if nonce:
+        text = text.rstrip("\n") + "\n\n" + answer_instruction(nonce, protocol) + "\n"
+    return [{"role": "user", "content": text}]
 
 
 # Placeholders whose values are the same for every interaction of a run.
@@ -479,6 +709,7 @@ def cache_prefix(
     fewshot: Sequence[FewShotExample] = (),
     guidelines: Guidelines | None = None,
     protocol: str = "mindeval",
+    transcript_format: str = "mindeval",
 ) -> str | None:
     """The start of the rendered judge ``prompt`` that every interaction of the run shares.
 
@@ -492,32 +723,35 @@ def cache_prefix(
     if cut <= 0:
         return None
     g = guidelines or load_guidelines()
-    values = {"rating_scale": render_scale(g), "rubric": render_rubric(g),
-              "fewshot_examples": render_fewshot(fewshot, protocol, g), "output_format": render_output_format(g)}
     try:
-        prefix = string.Template(tpl.body[: cut + 2]).substitute(values)
+        prefix = string.Template(tpl.body[: cut + 2]).substitute(_run_wide_values(g, fewshot, protocol,
+                                                                                  transcript_format))
     except (KeyError, ValueError):
         return None
     return prefix if prompt.startswith(prefix) else None
 
 
-def _retry_instruction(protocol: str, g: Guidelines) -> str:
-    if protocol == "paper":
+def _retry_instruction(protocol: str, g: Guidelines, nonce: str | None = None) -> str:
+    if nonce is None and protocol == "paper":
         names = ", ".join(ax.name for ax in g.judge_axes)
         return (f"Reply again with only the five lines `Name: score`, one for each of {names}, "
                 "each score a single number from 1 to 6.")
+    if protocol == "paper":
+        names = ", ".join(ax.name for ax in g.judge_axes)
+        return (f"Reply again with only the line `ANSWER {nonce}`, then the five lines `Name: score`, one for "
+                f"each of {names}, each score a single number from 1 to 6, then the line `END {nonce}`.")
+    code = f'"{ANSWER_KEY}": "{nonce}" and ' if nonce else ""
     if g.axis_codes == AXES and g.score_values() == (1, 2, 3, 4, 5, 6):
-        return ("Reply again with only the JSON object holding an integer from 1 to 6 for each of "
+        return (f"Reply again with only the JSON object holding {code}an integer from 1 to 6 for each of "
                 "CAC, EPC, AR, TRA and ASCQ.")
     if isinstance(g.scale, OrdinalScale):
         what = f"an integer from {g.scale.min} to {g.scale.max}"
     else:
         what = "the id of one level (" + ", ".join(lv.id for lv in g.levels) + ")"
-    return f"Reply again with only the JSON object holding {what} for each of {', '.join(g.axis_codes)}."
+    return f"Reply again with only the JSON object holding {code}{what} for each of {', '.join(g.axis_codes)}."
 
 
 # ----------------------------------------------------------------------------- judging
-
 
 async def judge_transcript(
     log: CallLog,
@@ -535,23 +769,38 @@ async def judge_transcript(
     round_: int = 0,
     protocol: str = "mindeval",
     target: str = DEFAULT_TARGET,
+    transcript_format: str = "mindeval",
 ) -> Judgment:
     """Judge one transcript; every attempt is a stored call, so re-running repeats none.
 
-    ``round_`` > 0 re-judges after a recorded failure with fresh attempts (new requests).
-    ``guidelines`` and ``target`` (its name, recorded) give the dimensions and scale.
+    The round's answer code is drawn and committed before its first call (re-read on
+    resume, so the requests are identical and their stored replies are reused).
+    ``round_`` > 0 re-judges after a recorded failure with fresh attempts and a fresh
+    code. ``guidelines`` and ``target`` (its name, recorded) give the dimensions and scale.
+    ``transcript_format="authors"``: no answer code, the authors' first-match reading.
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown judge protocol {protocol!r}; choose one of {PROTOCOLS}")
+    if transcript_format not in TRANSCRIPT_FORMATS:
+        raise ValueError(f"unknown transcript format {transcript_format!r}; choose one of {TRANSCRIPT_FORMATS}")
     g = guidelines or load_guidelines()
-    base = build_judge_messages(tpl, profile, messages, fewshot, g, protocol)
-    shared = cache_prefix(tpl, base[0]["content"], fewshot, g, protocol)
-    rf = response_format(g) if spec.provider in ("local",) and protocol == "mindeval" else None
+    again = f"r{round_}:" if round_ else ""
+    authors = transcript_format == "authors"
+    nonce = None if authors else await log.store.arun(
+        log.store.judge_nonce(f"judge:{interaction_id}:{sample}:{again}", new_nonce()))
+    base = build_judge_messages(tpl, profile, messages, fewshot, g, protocol, nonce=nonce,
+                                transcript_format=transcript_format)
+    shared = cache_prefix(tpl, base[0]["content"], fewshot, g, protocol, transcript_format)
+    channel = "authors" if authors else "nonce"
+    rf = None
+    if not authors and protocol == "mindeval" and (spec.provider == "local" or supports_schema(spec)):
+        rf, channel = response_format(g, nonce), "schema"
     history = list(base)
     last_raw, last_error = "", "no attempt made"
+    done = dict(interaction_id=interaction_id, judge_model=spec.model, sample=sample, protocol=protocol,
+                target=target, nonce=nonce, answer_channel=channel)
     for attempt in range(max(1, retries)):
         try:
-            again = f"r{round_}:" if round_ else ""
             call = await log.call(
                 "judge", spec, history, response_format=rf, seed=seed + 1000 * sample + attempt + 100 * round_,
                 tag=f"judge:{interaction_id}:{sample}:{again}{attempt}", cache_prefix=shared,
@@ -561,22 +810,19 @@ async def judge_transcript(
             continue
         last_raw = call.completion.text
         try:
-            scores, rationale = parse_scores(last_raw, g, protocol=protocol)
+            if authors:
+                scores, rationale = parse_authors(last_raw, g), None
+            else:
+                scores, rationale = parse_scores(last_raw, g, protocol=protocol, nonce=nonce)
         except JudgeParseError as exc:
             last_error = str(exc)
             history = base + [
                 {"role": "assistant", "content": last_raw},
-                {"role": "user", "content": f"Your reply could not be read ({exc}). {_retry_instruction(protocol, g)}"},
+                {"role": "user",
+                 "content": f"Your reply could not be read ({exc}). {_retry_instruction(protocol, g, nonce)}"},
             ]
             continue
-        return Judgment(
-            interaction_id=interaction_id, judge_model=spec.model, sample=sample, scores=scores,
-            raw_text=last_raw, rationale=rationale, parse_status="ok", attempts=attempt + 1, protocol=protocol,
-            target=target,
-        )
-    return Judgment(
-        interaction_id=interaction_id, judge_model=spec.model, sample=sample, scores=None,
-        raw_text=last_raw, parse_status="failed", attempts=max(1, retries), error=last_error, protocol=protocol,
-        target=target,
-    )
-
+        return Judgment(scores=scores, raw_text=last_raw, rationale=rationale, parse_status="ok",
+                        attempts=attempt + 1, **done)
+    return Judgment(scores=None, raw_text=last_raw, parse_status="failed", attempts=max(1, retries),
+                    error=last_error, **done)

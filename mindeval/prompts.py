@@ -23,7 +23,8 @@ from .resources import prompts_dir
 
 KINDS = ("patient", "clinician", "judge", "backstory")
 # ``output_format``: the reply instruction for the target's dimensions (guidelines.render_output_format).
-JUDGE_EXTRA_FIELDS = ("rating_scale", "rubric", "fewshot_examples", "conversation", "output_format")
+# ``conversation_str``: the transcript under the authors' placeholder name (their template's field).
+JUDGE_EXTRA_FIELDS = ("rating_scale", "rubric", "fewshot_examples", "conversation", "conversation_str", "output_format")
 
 ALLOWED_FIELDS: dict[str, frozenset[str]] = {
     "patient": frozenset(ATTRIBUTE_FIELDS) | {"member_narrative"},
@@ -39,6 +40,7 @@ _CLINICIAN_FORBIDDEN_REASON = {
     "rating_scale": "the evaluation rubric",
     "fewshot_examples": "judge examples",
     "conversation": "judge input",
+    "conversation_str": "judge input",
     "output_format": "the judge's reply format",
 }
 

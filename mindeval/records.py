@@ -186,6 +186,9 @@ SCORE_RANGE = (1, 6)
 # Judge protocols: "mindeval" scores are whole numbers; "paper" (the authors' own
 # examples) may be fractional.
 PROTOCOLS = ("mindeval", "paper")
+# How the judge sees the transcript: "mindeval" (hardened, answer code) or "authors" (the
+# user's copy of the authors' template, their tags and first-match reading: forgeable).
+TRANSCRIPT_FORMATS = ("mindeval", "authors")
 
 
 class _FieldError(ValueError):
@@ -299,6 +302,11 @@ def _omit_defaults(data: dict[str, Any]) -> dict[str, Any]:
     """Drop ``target`` when it is MindEval's (so MindEval's files stay as they were)."""
     if data.get("target") in (None, DEFAULT_TARGET):
         data.pop("target", None)
+    for key in ("nonce", "answer_channel", "answer_prompt"):
+        if key in data and data[key] is None:
+            data.pop(key)
+    if data.get("transcript_format") == "mindeval":
+        data.pop("transcript_format")
     return data
 
 
@@ -317,6 +325,10 @@ class Judgment(BaseModel):
     parse_status: ParseStatus = "ok"
     attempts: int = 1
     error: str | None = None
+    # The random answer code the reply had to carry and how the answer was read
+    # (mindeval.judge.CHANNELS); None for judgments made before answer channels.
+    nonce: str | None = None
+    answer_channel: str | None = None
 
     @field_validator("scores", mode="before")
     @classmethod
@@ -518,6 +530,8 @@ class JudgmentRecord(_Row):
     error: str | None = None
     severe: bool = False
     n_turns: int = 0
+    nonce: str | None = None  # omitted from the file when None (judgments made before answer channels)
+    answer_channel: str | None = None
 
     @field_validator("scores", mode="before")
     @classmethod
@@ -545,7 +559,7 @@ class JudgmentRecord(_Row):
             interaction_id=j.interaction_id, profile_id=profile_id, model=model, judge_model=j.judge_model,
             sample=j.sample, protocol=j.protocol, target=j.target, parse_status=j.parse_status, scores=j.scores,
             attempts=j.attempts, raw_text=j.raw_text, rationale=j.rationale, error=j.error,
-            severe=severe, n_turns=n_turns,
+            severe=severe, n_turns=n_turns, nonce=j.nonce, answer_channel=j.answer_channel,
         ), context={"target": target})
 
 
@@ -629,6 +643,10 @@ class BenchmarkConfig(BaseModel):
     fewshot_k: int = 0
     judge_protocol: str = "mindeval"
     target: TargetInfo | None = None  # absent for MindEval
+    # "authors": the authors' template and transcript format, forgeable (absent when "mindeval").
+    transcript_format: str = "mindeval"
+    # The judge's answer-code instruction (prompts/judge/answer/*.txt); absent for runs without one.
+    answer_prompt: PromptRecord | None = None
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: Any) -> dict[str, Any]:

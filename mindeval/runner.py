@@ -36,7 +36,7 @@ from .config import (
 from .errors import MindEvalError, ModelCallError
 from .files import sha256_file
 from .guidelines import Guidelines
-from .judge import FewShotExample, judge_transcript
+from .judge import FewShotExample, judge_transcript, protocol_label
 from .llm.gateway import ModelSpec, check_model_string
 from .profiles.official import resolve_profiles_arg
 from .prompts import PromptTemplate, load_template, render_clinician, render_patient
@@ -52,6 +52,7 @@ from .records import (
     Judgment,
     JudgmentRecord,
     Profile,
+    PromptRecord,
     Role,
     RunConfigRecord,
     RunSummary,
@@ -93,6 +94,7 @@ class RunOptions(BaseModel):
     fewshot: str | None = None
     fewshot_k: int = DEFAULT_FEWSHOT_K
     judge_protocol: str = JUDGE_PROTOCOL
+    transcript_format: str = "mindeval"  # "authors": the user's copy of the authors' template, forgeable
     new_run: bool = False
     progress: bool = True
     max_cost: float | None = None
@@ -132,6 +134,17 @@ def _profiles_path(opts: RunOptions, target: Target) -> Path:
 
 
 def _judge_prompt(opts: RunOptions, target: Target) -> str:
+    if opts.transcript_format == "authors":
+        if opts.judge_protocol != "paper" or not target.is_default:
+            raise MindEvalError("--transcript-format authors reproduces the authors' judge: it needs "
+                                "--judge-protocol paper and the mindeval target", field="--transcript-format")
+        if not opts.judge_prompt or not Path(opts.judge_prompt).is_file():
+            raise MindEvalError("--transcript-format authors needs --judge-prompt FILE: your copy of the authors' "
+                                "judge template (with MindEval front matter)", field="--judge-prompt")
+        return opts.judge_prompt
+    if opts.transcript_format != "mindeval":
+        raise MindEvalError(f"unknown transcript format {opts.transcript_format!r} (mindeval or authors)",
+                            field="--transcript-format")
     if opts.judge_protocol == "paper":
         if not target.is_default:
             raise MindEvalError(f"--judge-protocol paper is MindEval's own judge; target {target.name} "
@@ -139,6 +152,13 @@ def _judge_prompt(opts: RunOptions, target: Target) -> str:
         if opts.judge_prompt in (None, DEFAULT_PROMPTS["judge"]):
             return PAPER_JUDGE_PROMPT
     return opts.judge_prompt or target.prompt_ref("judge")
+
+
+def _answer_prompt(protocol: str) -> PromptRecord:
+    from .judge import answer_prompt_file
+
+    ref, sha = answer_prompt_file(protocol)
+    return PromptRecord(ref=ref, sha256=sha)
 
 
 def prepare(opts: RunOptions) -> Prepared:
@@ -202,6 +222,8 @@ def prepare(opts: RunOptions) -> Prepared:
         fewshot_k=len(fewshot),
         judge_protocol=opts.judge_protocol,
         target=None if target.is_default else TargetInfo.model_validate(target.info()),
+        transcript_format=opts.transcript_format,
+        answer_prompt=None if opts.transcript_format == "authors" else _answer_prompt(opts.judge_protocol),
         package_version=__version__,
     )
     return Prepared(config=config, profiles=profiles, templates=templates, fewshot=fewshot, guidelines=g)
@@ -249,10 +271,12 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
             {"role": "user" if i % 2 == 0 else "assistant",
              "content": "x" * (CHARS_PER_TOKEN * reply["patient" if i % 2 == 0 else "clinician"])}
             for i in range(1, c.turns + 1)]
-        text = build_judge_messages(prep.templates["judge"], profile, filler, prep.fewshot, g,
-                                    c.judge_protocol)[0]["content"]
+        nonce = None if c.transcript_format == "authors" else "0" * 16  # the answer code's length
+        text = build_judge_messages(prep.templates["judge"], profile, filler, prep.fewshot, g, c.judge_protocol,
+                                    nonce=nonce, transcript_format=c.transcript_format)[0]["content"]
         prompt = prompt_tokens([{"content": text}])
-        shared = cache_prefix(prep.templates["judge"], text, prep.fewshot, g, c.judge_protocol)
+        shared = cache_prefix(prep.templates["judge"], text, prep.fewshot, g, c.judge_protocol,
+                              c.transcript_format)
         end = prompt_tokens([{"content": shared}]) if shared else prompt
         for _ in range(c.judge_samples):
             usage["judge"] += cached_usage(c.judge.model, prompt, reply["judge"], judge_seen, end)
@@ -373,6 +397,7 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
                         log, config.judge, prep.templates["judge"], profile, messages, iid,
                         sample=sample, retries=config.judge_retries, fewshot=prep.fewshot,
                         seed=config.seed, guidelines=g, round_=round_, protocol=config.judge_protocol,
+                        transcript_format=config.transcript_format,
                         target=prep.target_name,
                     )
                     await store.arun(store.save_judgment(j, round_))
@@ -476,6 +501,8 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         "patient": config.patient.model,
         "judge": config.judge.model,
         "judge_protocol": config.judge_protocol,
+        "judge_protocol_label": protocol_label(config.judge_protocol, config.transcript_format),
+        **({"transcript_format": "authors", "hardened": False} if config.transcript_format == "authors" else {}),
         **extra,
         "prompts": {k: v.ref for k, v in config.prompts.items()},
         "guidelines_version": config.guidelines_version,

@@ -21,7 +21,7 @@ from ..config import (
     OPENING_LINE,
 )
 from ..errors import MindEvalError
-from ..records import DEFAULT_TARGET, PROTOCOLS, ROLES
+from ..records import DEFAULT_TARGET, PROTOCOLS, ROLES, TRANSCRIPT_FORMATS
 
 MODEL_OPTIONS = ("temperature", "max-tokens", "reasoning-effort", "api-base")
 
@@ -124,6 +124,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="e.g. judge/length_penalty, or a template file "
                    f"(default: the target's; for mindeval {DEFAULT_PROMPTS['judge']})")
     add_judge_options(p)
+    p.add_argument("--transcript-format", choices=TRANSCRIPT_FORMATS, default="mindeval",
+                   help="mindeval (default): hardened transcript and a random answer code per judgment; authors: "
+                   "exact reproduction with your copy of the authors' template (--judge-prompt FILE, "
+                   "--judge-protocol paper): their <member>/<therapist> tags and first-match `Name: score` "
+                   "reading. Forgeable by the clinician, labelled not hardened")
     p.add_argument("--new-run", action="store_true", help="start a new run even if --out holds one")
     p.add_argument("--max-cost", type=float, default=None, metavar="USD",
                    help="stop cleanly (resumable) before the run's spend could exceed USD (default: no cap)")
@@ -163,9 +168,10 @@ def add_judge_options(p: argparse.ArgumentParser, *, fewshot_k: int = DEFAULT_FE
     p.add_argument("--fewshot-k", type=at_least("--fewshot-k", 0), default=fewshot_k, metavar="K",
                    help="few-shot examples shown to the judge (annotators' mean scores)")
     p.add_argument("--judge-protocol", choices=PROTOCOLS, default=JUDGE_PROTOCOL,
-                   help="mindeval (default): integer JSON scores; paper: the authors' judge (their 5 few-shot "
-                   "interactions from human_annotations.jsonl, `Name: score` replies, fractional scores, "
-                   "high reasoning)")
+                   help="mindeval (default): integer JSON scores; paper: the authors' few-shot examples with our "
+                   "instructions (their 5 rated interactions from human_annotations.jsonl, `Name: score` replies, "
+                   "fractional scores, high reasoning; our instructions, rubric wording and transcript layout, so "
+                   "not the authors' judge)")
     # Earlier names, kept working but not shown.
     p.add_argument("--judge-fewshot", dest="fewshot_file", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
@@ -192,7 +198,7 @@ def handle(args: argparse.Namespace) -> int:
         profiles=args.profiles, limit=args.limit, turns=args.turns, out=args.out, db_url=args.db,
         concurrency=args.concurrency, seed=args.seed, judge_retries=args.judge_retries,
         judge_samples=args.judge_samples, fewshot=args.fewshot_file, fewshot_k=args.fewshot_k,
-        judge_protocol=args.judge_protocol, new_run=args.new_run, progress=not args.quiet, max_cost=args.max_cost,
+        judge_protocol=args.judge_protocol, transcript_format=args.transcript_format, new_run=args.new_run, progress=not args.quiet, max_cost=args.max_cost,
     )
     if args.dry_run:
         prep = prepare(opts)

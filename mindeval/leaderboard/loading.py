@@ -180,8 +180,9 @@ def load_run(run_dir: str | Path) -> RunData:
 
     prompts = cfg.prompts
     fewshot = f"{_short(cfg.fewshot_sha256)} k={cfg.fewshot_k}" if cfg.fewshot_sha256 else "none"
+    forgeable = getattr(cfg, "transcript_format", "mindeval") == "authors"
     setup = RunSetup(
-        judge_protocol=cfg.judge_protocol,
+        judge_protocol=cfg.judge_protocol + (", authors' transcript format: forgeable, not hardened" if forgeable else ""),
         judge_model=cfg.judge.model,
         judge_prompt=f"{prompts['judge'].ref} ({_short(prompts['judge'].sha256)})",
         fewshot=fewshot,

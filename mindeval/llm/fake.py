@@ -5,7 +5,9 @@
   dimension of the reply shape the prompt asks for (``"CODE": <lo-hi>`` or
   ``"CODE": "<id|id|...>"``, as :func:`mindeval.guidelines.render_output_format` writes it;
   MindEval's five 1-6 axes when the prompt shows no such shape).
-* ``fake/script:NAME`` — replies popped from a script registered with :func:`script`.
+  A judge request's answer code (``Answer code: …``) is carried as ``"answer_code"``.
+* ``fake/script:NAME`` — replies popped from a script registered with :func:`script`;
+  ``<NONCE>`` in a reply becomes the request's answer code.
 * ``fake/slow`` — like ``echo`` but takes 0.3 s (for kill-and-resume tests).
 * ``fake/empty`` — always an empty reply; ``fake/error`` — always raises.
 
@@ -56,6 +58,20 @@ def _reply_shape(prompt: str) -> list[tuple[str, list[Any]]]:
             for m in _SLOT_RE.findall(lines[-1])]
 
 
+_CODE_RE = re.compile(r"^Answer code: ([0-9a-f]{16})$", re.MULTILINE)  # mindeval.judge.ANSWER_CODE_RE
+
+
+def _answer_code(messages: list[dict[str, Any]]) -> str | None:
+    """The judge round's answer code named in the request (the judge's answer channel)."""
+    hits = [m for msg in messages for m in _CODE_RE.findall(str(msg.get("content", "")))]
+    return hits[-1] if hits else None
+
+
+def _without_code(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The request without its answer-code paragraph (random per run), so replies stay stable."""
+    return [{**m, "content": str(m.get("content", "")).split("\n\nAnswer code: ")[0]} for m in messages]
+
+
 def _reply(name: str, messages: list[dict[str, Any]]) -> str:
     if name == "slow":
         time.sleep(0.3)
@@ -65,10 +81,11 @@ def _reply(name: str, messages: list[dict[str, Any]]) -> str:
         n = sum(1 for m in messages if m.get("role") == "assistant")
         return f"Reply {n + 1} ({_digest(messages)[:6]}). You said: {last[:60]}"
     if name == "judge":
-        h = _digest(messages)
+        h = _digest(_without_code(messages))
         shape = _reply_shape(str(messages[-1].get("content", "")) if messages else "")
         scores = {ax: choices[int(h[i * 2:i * 2 + 2], 16) % len(choices)] for i, (ax, choices) in enumerate(shape)}
-        return json.dumps(scores)
+        code = _answer_code(messages)
+        return json.dumps({"answer_code": code, **scores} if code else scores)
     if name == "empty":
         return ""
     if name == "error":
@@ -79,7 +96,7 @@ def _reply(name: str, messages: list[dict[str, Any]]) -> str:
             queue = _scripts.get(key)
             if not queue:
                 raise ModelCallError("script exhausted or not registered")
-            return queue.popleft()
+            return queue.popleft().replace("<NONCE>", _answer_code(messages) or "<NONCE>")
     raise ModelCallError(f"unknown fake model 'fake/{name}'")
 
 

@@ -28,7 +28,7 @@ from ..config import config_diff
 from ..errors import ConfigMismatchError
 from ..records import Interaction, Judgment, Profile, Turn, Usage
 from .db import Database
-from .tables import CallRow, InteractionRow, JudgmentRow, RunRow, TurnRow
+from .tables import CallRow, InteractionRow, JudgeNonceRow, JudgmentRow, RunRow, TurnRow
 
 T = TypeVar("T")
 Op = Callable[[Session], T]
@@ -255,8 +255,20 @@ class RunStore:
         return [Judgment(interaction_id=r.interaction_id, judge_model=r.judge_model, sample=r.sample,
                          scores=r.scores_json, raw_text=r.raw_text, rationale=r.rationale,
                          parse_status=r.parse_status, attempts=r.attempts, error=r.error, protocol=protocol,
-                         target=target)
+                         target=target, nonce=r.nonce, answer_channel=r.answer_channel)
                 for r in rows]
+
+    def judge_nonce(self, key: str, fresh: str) -> Op[str]:
+        """The answer code stored under ``key`` (one judgment round), else ``fresh``, stored."""
+
+        def op(s: Session) -> str:
+            have = s.scalar(select(JudgeNonceRow.nonce).where(JudgeNonceRow.run_id == self.run_id,
+                                                              JudgeNonceRow.key == key))
+            if have is not None:
+                return have
+            s.add(JudgeNonceRow(run_id=self.run_id, key=key, nonce=fresh))
+            return fresh
+        return op
 
     def judgment_rounds(self) -> dict[tuple[str, str, int], tuple[str, int]]:
         """``(interaction, judge, sample) -> (parse_status, round)`` of every stored judgment."""
@@ -269,7 +281,8 @@ class RunStore:
     def save_judgment(self, j: Judgment, round_: int = 0) -> Op[None]:
         """Insert a judgment, or replace a failed one that was retried (``round_`` > 0)."""
         values = dict(scores_json=j.scores, raw_text=j.raw_text, rationale=j.rationale,
-                      parse_status=j.parse_status, attempts=j.attempts, error=j.error, round=round_)
+                      parse_status=j.parse_status, attempts=j.attempts, error=j.error, round=round_,
+                      nonce=j.nonce, answer_channel=j.answer_channel)
 
         def op(s: Session) -> None:
             row = s.scalars(select(JudgmentRow).where(

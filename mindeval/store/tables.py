@@ -115,4 +115,19 @@ class JudgmentRow(Keyed, RunBase):
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     round: Mapped[int | None] = mapped_column(Integer, nullable=True, default=0)  # re-runs after a failure
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    nonce: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the answer code the reply had to carry
+    answer_channel: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    created_at: Mapped[Created]
+
+
+class JudgeNonceRow(Keyed, RunBase):
+    """The random answer code of one judgment round, committed before its first call so a
+    resumed run re-sends the identical request (and reuses the stored reply)."""
+
+    __tablename__ = "judge_nonces"
+    __table_args__ = (UniqueConstraint("run_id", "key", name="uq_judge_nonce"),)
+
+    run_id: Mapped[RunId]
+    key: Mapped[str] = mapped_column(String(300))
+    nonce: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[Created]

@@ -7,7 +7,7 @@ import pytest
 from mindeval.cli import main
 from mindeval.llm.fake import script
 
-GOOD = '{"CAC": 3, "EPC": 5, "AR": 2, "TRA": 4, "ASCQ": 1}'
+GOOD = '{"answer_code": "<NONCE>", "CAC": 3, "EPC": 5, "AR": 2, "TRA": 4, "ASCQ": 1}'  # <NONCE>: the round's code
 ECHO = ["--patient", "fake/echo", "--clinician", "fake/echo", "--quiet"]
 
 

@@ -207,7 +207,8 @@ def test_a_tampered_score_names_file_line_and_field(toy, tmp_path):
 
 
 def test_unparseable_categorical_replies_are_retried_then_recorded_as_failed(toy, tmp_path):
-    judge = fake.script("toy-judge", ['{"DETECT": "great", "GUIDE": "suboptimal"}', '{"DETECT": "suboptimal"}'])
+    judge = fake.script("toy-judge", ['{"answer_code": "<NONCE>", "DETECT": "great", "GUIDE": "suboptimal"}',
+                                      '{"answer_code": "<NONCE>", "DETECT": "suboptimal"}'])
     out = tmp_path / "run"
     rc = main(["run", "--patient", "fake/echo", "--clinician", "fake/echo", "--judge", judge, "--quiet",
                "--target", str(toy), "--limit", "1", "--judge-retries", "2", "--out", str(out)])

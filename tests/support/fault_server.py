@@ -16,7 +16,8 @@ Actions: ``"ok"``, ``"429"`` (with ``Retry-After``), ``"500"``, ``"503"``, ``"40
 ``"401"``, ``"404"``, ``"hang"`` (accept, never answer), ``"drop"`` (close the connection),
 ``"empty"`` (empty content), or ``{"content": "...", "reasoning": "..."}`` (a scripted
 reply; see :data:`JUDGE_MALFORMED` and :func:`judge_json`). A dict may also carry
-``status``, ``retry_after`` and ``message``.
+``status``, ``retry_after`` and ``message``; :data:`NONCE` (``<NONCE>``) in a scripted
+``content`` becomes the judge request's answer code (``Answer code: …`` in the prompt).
 
 Normal replies are deterministic in the request (crash tests compare transcripts): a
 judge request (model name containing ``judge`` or a first message naming the five
@@ -35,6 +36,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -66,11 +68,29 @@ LOOKBACK_BLOCKS = 20  # how far before a breakpoint Anthropic looks for an earli
 AUTO_STEP = 128  # OpenAI's automatic cache hits in steps of this many tokens
 
 
-def judge_json(missing: str | None = None, seed: str = "") -> str:
-    """A judge reply with all five scores (or without axis ``missing``)."""
+NONCE = "<NONCE>"  # in a scripted reply: replaced by the request's answer code
+_CODE_RE = re.compile(r"^Answer code: ([0-9a-f]{16})$", re.MULTILINE)  # mindeval.judge.ANSWER_CODE_RE
+
+
+def judge_json(missing: str | None = None, seed: str = "", code: str | None = None) -> str:
+    """A judge reply with all five scores (or without axis ``missing``); with ``code``
+    (e.g. :data:`NONCE`) it carries the answer code as ``"answer_code"``."""
     h = hashlib.sha256(seed.encode()).hexdigest()
     scores = {ax: 1 + int(h[i * 2:i * 2 + 2], 16) % 6 for i, ax in enumerate(AXES) if ax != missing}
-    return json.dumps(scores)
+    return json.dumps({"answer_code": code, **scores} if code else scores)
+
+
+def answer_code(body: dict[str, Any]) -> str | None:
+    """The judge answer code named in a request body (last one), if any."""
+    hits: list[str] = []
+    for m in body.get("messages", []):
+        content = m.get("content", "")
+        parts = content if isinstance(content, list) else [{"text": content}]
+        for p in parts:
+            hits += _CODE_RE.findall(str(p.get("text", "")) if isinstance(p, dict) else str(p))
+    for p in body.get("system", []) if isinstance(body.get("system"), list) else []:
+        hits += _CODE_RE.findall(str(p.get("text", "")))
+    return hits[-1] if hits else None
 
 
 def count_tokens(text: str) -> int:
@@ -228,10 +248,12 @@ class FaultServer:
 
     # ------------------------------------------------------------------ replies
     def reply_text(self, blocks: list[tuple[str, str, bool]], model: str) -> str:
-        digest = hashlib.sha256(json.dumps(blocks).encode()).hexdigest()
+        code = next((c for _, text, _ in reversed(blocks) for c in reversed(_CODE_RE.findall(text))), None)
+        stable = [(r, t.split("\n\nAnswer code: ")[0], m) for r, t, m in blocks]  # the code is random per run
+        digest = hashlib.sha256(json.dumps(stable).encode()).hexdigest()
         head = "".join(text for role, text, _ in blocks if role == blocks[0][0]) if blocks else ""
         if "judge" in model or all(ax in head for ax in AXES):
-            return judge_json(seed=digest)
+            return judge_json(seed=digest, code=code)
         n = sum(1 for role, _, _ in blocks if role == "assistant") + 1
         words = ["I", "hear", "you", "and", "that", "sounds", "hard", "to", "carry", "alone."]
         body = " ".join(words[(i + int(digest[:4], 16)) % len(words)] for i in range(self.reply_words))
@@ -401,7 +423,7 @@ class _Handler(BaseHTTPRequestHandler):
         if action == "empty":
             text = ""
         elif isinstance(action, dict) and "content" in action:
-            text = str(action["content"])
+            text = str(action["content"]).replace(NONCE, answer_code(body) or NONCE)
         else:
             text = srv.reply_text(blocks, model)
         srv.commit(bill)
