@@ -695,7 +695,7 @@ def build_judge_messages(
     values.update(conversation=transcript, conversation_str=transcript)
     text = tpl.render(values)
     if nonce:
-        text = text.rstrip("\n") + "\n\n" + answer_instruction(nonce, protocol) + "\n"
+        text = (text if text.endswith("\n") else text + "\n") + "\n" + answer_instruction(nonce, protocol) + "\n"
     return [{"role": "user", "content": text}]
 
 

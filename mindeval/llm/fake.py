@@ -69,7 +69,12 @@ def _answer_code(messages: list[dict[str, Any]]) -> str | None:
 
 def _without_code(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The request without its answer-code paragraph (random per run), so replies stay stable."""
-    return [{**m, "content": str(m.get("content", "")).split("\n\nAnswer code: ")[0]} for m in messages]
+    return [{**m, "content": _cut(str(m.get("content", "")))} for m in messages]
+
+
+def _cut(text: str) -> str:
+    at = text.find("\n\nAnswer code: ")
+    return text if at < 0 else text[:at + 1]
 
 
 def _reply(name: str, messages: list[dict[str, Any]]) -> str:

@@ -70,7 +70,7 @@ def test_retry_feeds_back_the_reason(setup):
         last = s.scalars(select(CallRow).where(CallRow.tag == "judge:i3:0:1")).one()
     msgs = last.request_json["messages"]
     code = ANSWER_CODE_RE.findall(msgs[0]["content"])[-1]
-    assert msgs[-2] == {"role": "assistant", "content": '{"answer_code": "%s", "CAC": 3}' % code}
+    assert msgs[-2] == {"role": "assistant", "content": f'{{"answer_code": "{code}", "CAC": 3}}'}
     assert "missing score" in msgs[-1]["content"] and code in msgs[-1]["content"]
 
 

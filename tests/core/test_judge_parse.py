@@ -44,7 +44,7 @@ def test_rationale_kept():
 
 
 CODE = "0123456789abcdef"
-ANSWER = '{"answer_code": "%s", "CAC": 3, "EPC": 5, "AR": 2, "TRA": 4, "ASCQ": 1}' % CODE
+ANSWER = f'{{"answer_code": "{CODE}", "CAC": 3, "EPC": 5, "AR": 2, "TRA": 4, "ASCQ": 1}}'
 ANSWER_LINES = f"ANSWER {CODE}\n{LINES}\nEND {CODE}"
 
 
@@ -85,11 +85,11 @@ def test_the_answer_is_what_carries_the_code(text):
         # inside an answer region an axis twice with different values
         (f"ANSWER {CODE}\nAR: 4\n{LINES}\nEND {CODE}", "AR is given twice"),
         # duplicate JSON keys with different values
-        ('{"answer_code": "%s", "CAC": 3, "EPC": 5, "AR": 3, "AR": 5, "TRA": 4, "ASCQ": 1}' % CODE, "twice"),
-        ('{"answer_code": "%s", "scores": {"CAC": 3, "EPC": 5, "AR": 3, "AR": 5, "TRA": 4, "ASCQ": 1}}' % CODE,
+        (f'{{"answer_code": "{CODE}", "CAC": 3, "EPC": 5, "AR": 3, "AR": 5, "TRA": 4, "ASCQ": 1}}', "twice"),
+        (f'{{"answer_code": "{CODE}", "scores": {{"CAC": 3, "EPC": 5, "AR": 3, "AR": 5, "TRA": 4, "ASCQ": 1}}}}',
          "twice"),
         # an incomplete answer
-        ('{"answer_code": "%s", "CAC": 3}' % CODE, "missing"),
+        (f'{{"answer_code": "{CODE}", "CAC": 3}}', "missing"),
     ],
 )
 def test_conflicts_and_missing_codes_are_refused(text, msg):
@@ -98,7 +98,7 @@ def test_conflicts_and_missing_codes_are_refused(text, msg):
 
 
 def test_duplicate_keys_with_the_same_value_are_one_score():
-    text = '{"answer_code": "%s", "CAC": 3, "EPC": 5, "AR": 2, "AR": 2, "TRA": 4, "ASCQ": 1}' % CODE
+    text = f'{{"answer_code": "{CODE}", "CAC": 3, "EPC": 5, "AR": 2, "AR": 2, "TRA": 4, "ASCQ": 1}}'
     assert parse_scores(text, nonce=CODE)[0] == FULL
 
 
@@ -126,7 +126,7 @@ def test_without_a_code_conflicts_are_refused(text, msg):
 def test_scores_as_words(value, expected):
     text = f"CAC: {value}\nEPC: 5\nAR: 2\nTRA: 4\nASCQ: 1"
     assert parse_scores(text)[0]["CAC"] == expected
-    assert parse_scores('{"CAC": "%s", "EPC": 5, "AR": 2, "TRA": 4, "ASCQ": 1}' % value.strip('"'))[0]["CAC"] == 5
+    assert parse_scores('{{"CAC": "{}", "EPC": 5, "AR": 2, "TRA": 4, "ASCQ": 1}}'.format(value.strip('"')))[0]["CAC"] == 5
 
 
 @pytest.mark.parametrize("value", ["one or two", "one of the best", "five-six", "five to six", "seven", "zero"])

@@ -18,13 +18,17 @@ from mindeval.cli import main
 
 ROOT = Path(mindeval.__file__).resolve().parents[1]  # the checkout (or site-packages)
 VOLATILE = {"latency_s", "elapsed_s"}
+# A judgment's answer code is random (drawn per judgment round, mindeval.judge.new_nonce): normalised away.
 # sha256 of the normalised files (see _normalised) of a run made by main without targets: at 6767f9e;
 # summary.json re-pinned at d6f87a5 (its token block gained cache-write and billed-input fields).
+# Issue 18 (judge answer channel) re-pinned config.json (answer_prompt), judgments.jsonl (answer_code in
+# the fake judge's reply, nonce and answer_channel fields; the scores are unchanged) and summary.json
+# (config hash, judge prompt tokens, judge_protocol_label). interactions.jsonl is unchanged.
 PINNED = {
-    "config.json": "217bc5844a0a329bb404508344371bc5baebb33a6ab1df7935f43e3a94028b15",
+    "config.json": "441dc950208bcffe3846252db3e2d5679f97266c031285b5fd8820d02cd2ba10",
     "interactions.jsonl": "cf5f12c9aedd21aadb7c31701550d03e0f5b60db1fcd23fa1dafd8a7c2ebde41",
-    "judgments.jsonl": "87df1abcf0adf91c164855a957a26686ab1938af8ce32ec80b5265b6709990de",
-    "summary.json": "5b7d44c853a8dd92d479fd30173ec8e60bac4a5c85bac264c15b70d21ae6704a",
+    "judgments.jsonl": "3f255d9664d44b3639c960883d112edeb03bf8933190168ec9f5d14ce4551b00",
+    "summary.json": "43b24cb586a1960d6916d164ea6ae0bbdfac3f91f9f09fda5a465107e8acae00",
 }
 
 
@@ -41,6 +45,10 @@ def _normalised(out: Path, name: str, run_id: str) -> str:
     text = text.replace(run_id, "<RUN>").replace(str(out), "<OUT>").replace(str(ROOT), "<ROOT>")
     if name.endswith(".jsonl"):
         rows = [_drop(json.loads(line)) for line in text.splitlines()]
+        for row in rows:
+            if row.get("nonce"):
+                row["raw_text"] = row["raw_text"].replace(row["nonce"], "<NONCE>")
+                row["nonce"] = "<NONCE>"
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     return json.dumps(_drop(json.loads(text)), indent=2, ensure_ascii=False) + "\n"
 

@@ -249,7 +249,8 @@ class FaultServer:
     # ------------------------------------------------------------------ replies
     def reply_text(self, blocks: list[tuple[str, str, bool]], model: str) -> str:
         code = next((c for _, text, _ in reversed(blocks) for c in reversed(_CODE_RE.findall(text))), None)
-        stable = [(r, t.split("\n\nAnswer code: ")[0], m) for r, t, m in blocks]  # the code is random per run
+        stable = [(r, t[:t.find("\n\nAnswer code: ") + 1] if "\n\nAnswer code: " in t else t, m)
+                  for r, t, m in blocks]  # the answer code is random per run
         digest = hashlib.sha256(json.dumps(stable).encode()).hexdigest()
         head = "".join(text for role, text, _ in blocks if role == blocks[0][0]) if blocks else ""
         if "judge" in model or all(ax in head for ax in AXES):
