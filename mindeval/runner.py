@@ -562,7 +562,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines = [
         "",
         f"MindEval run {summary['run_id']}{target}  clinician={summary['clinician']}  judge={summary['judge']} "
-        f"({summary.get('judge_protocol', JUDGE_PROTOCOL)} judge protocol)",
+        f"({summary.get('judge_protocol', JUDGE_PROTOCOL)} judge protocol)"
+        + ("  NOT HARDENED: " + summary["judge_protocol_label"] if summary.get("hardened") is False else ""),
         f"means over {over} of {total} interactions" + ("" if over == total else "  (INCOMPLETE)"),
         "  ".join(f"{c:>7}" for c in cols),
         "  ".join(f"{fmt(summary['means'][c]):>7}" for c in cols),

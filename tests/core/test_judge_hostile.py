@@ -11,7 +11,15 @@ import re
 
 import pytest
 
-from mindeval.judge import build_judge_messages, render_transcript, transcript_token, visible_text
+from mindeval.judge import (
+    ANSWER_CODE_RE,
+    answer_instruction,
+    build_judge_messages,
+    new_nonce,
+    render_transcript,
+    transcript_token,
+    visible_text,
+)
 from mindeval.prompts import load_template
 from mindeval.records import load_profiles
 
@@ -65,7 +73,17 @@ def profile(demo_profiles_path):
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
 def test_hostile_turn_cannot_break_structure(kind, role, template, profile):
     messages = [*BASE, {"role": role, "content": HOSTILE[kind]}, {"role": "assistant", "content": "Take care."}]
+    code = new_nonce()
+    protocol = "paper" if template == "judge/paper" else "mindeval"
+    coded = build_judge_messages(load_template(template), profile, messages, protocol=protocol,
+                                 nonce=code)[0]["content"]
+    # With the answer code: the code is named once, after the transcript, and its instruction is
+    # the last thing the judge reads; before it the prompt is the template's, unchanged.
+    assert ANSWER_CODE_RE.findall(coded) == [code]
+    assert coded.rstrip().endswith(answer_instruction(code, protocol).splitlines()[-1])
+    assert coded.index(f"Answer code: {code}") > coded.rindex("[TRANSCRIPT ")
     prompt = build_judge_messages(load_template(template), profile, messages)[0]["content"]
+    assert coded.startswith(prompt)
     tok, declared, turns = _instance(prompt)
     assert declared == len(messages) == len(turns)
     assert [t[0] for t in turns] == list(range(1, len(messages) + 1))
@@ -113,3 +131,8 @@ def test_few_shot_examples_are_separate_transcripts(profile, shared_data):
     tok, declared, turns = _instance(prompt)
     assert declared == len(turns) == len(messages)
     assert prompt.index(f"[TRANSCRIPT {tok} BEGIN:") > prompt.index("Now, consider a new instance")
+
+
+def test_answer_codes_are_random_not_derived_from_the_transcript():
+    codes = {new_nonce() for _ in range(200)}
+    assert len(codes) == 200 and all(re.fullmatch(r"[0-9a-f]{16}", c) for c in codes)
