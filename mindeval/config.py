@@ -52,7 +52,7 @@ TOKENS_PER_MESSAGE = 4
 # Sonnet/Opus, OpenAI); automatic caches (OpenAI) hit in 128-token steps.
 CACHE_MIN_TOKENS = 1024
 AUTO_CACHE_STEP = 128
-JUDGE_PROTOCOL = "mindeval"  # or "paper" (the authors' judge; see mindeval.judge)
+JUDGE_PROTOCOL = "mindeval"  # or "paper" (the authors' few-shot examples with our instructions; mindeval.judge)
 # The authors' judge sampling settings (their README / paper §4.1: Claude Sonnet 4.5 with
 # high reasoning, max_completion_tokens 16000, provider-default temperature).
 PAPER_JUDGE_SAMPLING = {"reasoning_effort": "high", "max_tokens": 16000}

@@ -8,7 +8,9 @@
   (:func:`mindeval.authors.axis_means`). ``zeros="missing"`` (default) skips a ``0``
   ("not rated"); ``zeros="zero"`` averages it in as zero, as the authors did.
 * :func:`paper_fewshot` gives the five interactions of the authors' judge prompt, in
-  their order, scored their way (``zeros="zero"``), for ``--judge-protocol paper``.
+  their order, scored their way (``zeros="zero"``), for ``--judge-protocol paper`` (the
+  authors' few-shot examples with our instructions) and ``--transcript-format authors``
+  (rendered in their layout by :func:`mindeval.judge.render_fewshot`).
 """
 
 from __future__ import annotations
