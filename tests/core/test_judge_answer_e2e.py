@@ -9,6 +9,7 @@ where the judge quotes it (before / after its real answer) = 7 x 2 x 2 x 2 = 56 
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 from support.fault_server import NONCE, FaultServer
@@ -113,8 +114,9 @@ def test_structured_output_carries_the_code_where_litellm_supports_it(tmp_path, 
 
 
 def test_resume_resends_the_identical_judge_request(tmp_path, srv, monkeypatch):
-    """Kill after the judge answered but before the export: the re-run reads the stored code,
-    builds the identical request and reuses the stored reply (no new judge request)."""
+    """A kill after the judge's reply was stored but before its judgment was (the judgment rows
+    are removed): the re-run judges again, reads the stored code, builds the identical request
+    and reuses the stored reply (no new judge request, same scores and codes)."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-local")
     out = tmp_path / "resume"
     args = ["run", "--quiet", "--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "openai/judge-model",
@@ -123,6 +125,8 @@ def test_resume_resends_the_identical_judge_request(tmp_path, srv, monkeypatch):
     first = (out / "judgments.jsonl").read_text()
     sent = srv.count(model="judge-model")
     (out / "judgments.jsonl").unlink()
+    with sqlite3.connect(out / "run.db") as con:
+        assert con.execute("DELETE FROM judgments").rowcount == 2
     assert main(args) == 0
     assert srv.count(model="judge-model") == sent
     assert (out / "judgments.jsonl").read_text() == first
