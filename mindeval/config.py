@@ -63,6 +63,9 @@ DEFAULT_CALL_TIMEOUT_S = 120.0  # a call made without a role (e.g. from the app)
 DEFAULT_MAX_RETRIES = 6  # retries of 429/408/5xx/connection errors/timeouts, after the first attempt
 DEFAULT_RETRY_BUDGET_S = 600.0  # total time one call may spend retrying
 DEFAULT_EMPTY_RETRIES = 2  # an empty reply is asked again this often, then it is an error
+# A turn longer than this many characters is shown to models (patient, clinician, judge) cut
+# here with a "[cut: N more characters not shown]" marker (mindeval.textguard); stored whole.
+MAX_TURN_CHARS = 8000
 
 
 class RetryPolicy(BaseModel):

@@ -18,13 +18,14 @@ from .llm.gateway import Completion, ModelSpec
 from .records import Role, Turn
 from .store.calls import CallLog
 from .store.runs import RunStore, load_turns
+from .textguard import guard_turn
 
 
 def role_view(system_prompt: str, turns: list[Turn], viewer: Role) -> list[dict[str, str]]:
-    """The conversation as ``viewer`` sees it."""
+    """The conversation as ``viewer`` sees it; every turn through :func:`~mindeval.textguard.guard_turn`."""
     msgs = [{"role": "system", "content": system_prompt}]
     for t in turns:
-        msgs.append({"role": "assistant" if t.role == viewer else "user", "content": t.content})
+        msgs.append({"role": "assistant" if t.role == viewer else "user", "content": guard_turn(t.content)})
     return msgs
 
 

@@ -11,6 +11,10 @@ limit): a repetition penalty, stop strings on role labels and chat-template debr
 a clean-up that drops template artefacts and repeated lines and ends the reply on a whole
 sentence (``max_sentences`` caps it further). JSON replies (the judge) are untouched.
 A caller may watch a reply being written with :func:`streaming`.
+
+Message text is data (:func:`prompt_tokens`): only the chat template's own role headers
+are special tokens; every message's content is tokenised with ``special=False``, so a
+turn that contains ``<|im_start|>system`` is read as those characters, never as a turn.
 """
 
 from __future__ import annotations
@@ -193,7 +197,8 @@ class EmbeddedProvider(CustomLLM):
         max_sentences = int(params["max_sentences"]) if params.get("max_sentences") else None
         with _lock:
             llm = _load()
-            n_prompt = len(llm.tokenize(_approx_prompt(messages).encode("utf-8"), add_bos=False))
+            tokens = prompt_tokens(llm, messages)
+            n_prompt = len(tokens)
             room = N_CTX - n_prompt - 16
             if room < 16:
                 raise ModelCallError(
@@ -203,12 +208,12 @@ class EmbeddedProvider(CustomLLM):
             gen["max_tokens"] = min(gen["max_tokens"], room)
             try:
                 if rf:
-                    out = llm.create_chat_completion(messages=messages, **gen)
+                    out = _chat_completion(llm, messages, tokens, **gen)
                     text = out["choices"][0]["message"].get("content") or ""
                     finish = out["choices"][0].get("finish_reason") or "stop"
                     usage = out.get("usage") or {}
                 else:
-                    text, finish, usage = _chat(llm, messages, gen, max_sentences, n_prompt)
+                    text, finish, usage = _chat(llm, messages, tokens, gen, max_sentences)
                     spent = usage["completion_tokens"]
                     for _ in range(EMPTY_REDRAWS):  # only debris or repeats: draw again, warmer
                         if text:
@@ -216,7 +221,7 @@ class EmbeddedProvider(CustomLLM):
                         gen["temperature"] += 0.3
                         if "seed" in gen:
                             gen["seed"] += 1
-                        text, finish, usage = _chat(llm, messages, gen, max_sentences, n_prompt)
+                        text, finish, usage = _chat(llm, messages, tokens, gen, max_sentences)
                         spent += usage["completion_tokens"]
                     usage = {**usage, "completion_tokens": spent, "total_tokens": n_prompt + spent}
             except ValueError as exc:
@@ -237,13 +242,14 @@ class EmbeddedProvider(CustomLLM):
         return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
 
 
-def _chat(llm: Any, messages: list, gen: dict[str, Any], max_sentences: int | None,
-          n_prompt: int) -> tuple[str, str, dict[str, int]]:
+def _chat(llm: Any, messages: list, tokens: list[int], gen: dict[str, Any],
+          max_sentences: int | None) -> tuple[str, str, dict[str, int]]:
     """A free-text reply, streamed from llama.cpp and cleaned as it grows; stops at a loop."""
     sink = _sink(messages)
     earlier = [str(m.get("content") or "") for m in messages if m.get("role") == "assistant"]
     raw, shown, finish, n_out = "", "", "stop", 0
-    for chunk in llm.create_chat_completion(messages=messages, stream=True, **gen):
+    n_prompt = len(tokens)
+    for chunk in _chat_completion(llm, messages, tokens, stream=True, **gen):
         choice = chunk["choices"][0]
         piece = (choice.get("delta") or {}).get("content") or ""
         n_out += bool(piece)
@@ -262,5 +268,97 @@ def _chat(llm: Any, messages: list, gen: dict[str, Any], max_sentences: int | No
     return text, finish, {"prompt_tokens": n_prompt, "completion_tokens": n_out, "total_tokens": n_prompt + n_out}
 
 
-def _approx_prompt(messages: list[dict[str, Any]]) -> str:
-    return "\n".join(f"<|im_start|>{m.get('role')}\n{m.get('content') or ''}<|im_end|>" for m in messages)
+_SENTINEL = "\x00mindeval-content-{}\x00"
+
+
+def _formatter(llm: Any) -> Any:
+    """The GGUF's chat template as llama.cpp applies it (``Llama.__init__``'s formatter)."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    eos, bos = llm.token_eos(), llm.token_bos()
+    return Jinja2ChatFormatter(
+        template=llm.metadata["tokenizer.chat_template"],
+        eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
+        bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
+        stop_token_ids=[eos],
+    )
+
+
+def _specials(llm: Any, text: str) -> list[str]:
+    """The special tokens (as text) that llama.cpp finds in template text ``text``."""
+    found = []
+    for tid in llm.tokenize(text.encode("utf-8"), add_bos=False, special=True):
+        piece = llm.detokenize([tid], special=True).decode("utf-8", "replace")
+        if piece and llm.tokenize(piece.encode("utf-8"), add_bos=False, special=False) != [tid]:
+            found.append(piece)
+    return found
+
+
+def prompt_tokens(llm: Any, messages: list[dict[str, Any]]) -> list[int]:
+    """The chat prompt's tokens: the template's special tokens (role headers, ends of turn)
+    are special; every message's content, and all other text, is tokenised as plain text.
+
+    For text without control sequences this is exactly what llama.cpp's chat completion
+    tokenises; a ``<|im_start|>`` inside a message becomes plain characters.
+    """
+    marked = [{**m, "content": _SENTINEL.format(i)} for i, m in enumerate(messages)]
+    rendered = _formatter(llm)(messages=marked).prompt
+    segments: list[tuple[str, bool]] = []  # (text, special)
+    rest = rendered
+    for i, m in enumerate(messages):
+        before, sep, rest = rest.partition(_SENTINEL.format(i))
+        if not sep:
+            raise ModelCallError("local/smollm2: the chat template changes message text; cannot keep it plain")
+        segments += _split_specials(llm, before)
+        segments.append((str(m.get("content") or ""), False))
+    segments += _split_specials(llm, rest)
+    tokens: list[int] = []
+    plain = ""
+    for text, special in segments:
+        if not special:
+            plain += text
+            continue
+        if plain:
+            tokens += llm.tokenize(plain.encode("utf-8"), add_bos=False, special=False)
+            plain = ""
+        tokens += llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+    if plain:
+        tokens += llm.tokenize(plain.encode("utf-8"), add_bos=False, special=False)
+    return tokens
+
+
+def _split_specials(llm: Any, text: str) -> list[tuple[str, bool]]:
+    """Template text cut into plain runs and the special tokens between them."""
+    out: list[tuple[str, bool]] = []
+    for piece in _specials(llm, text):
+        before, _, text = text.partition(piece)
+        if before:
+            out.append((before, False))
+        out.append((piece, True))
+    if text:
+        out.append((text, False))
+    return out
+
+
+class _Tokenized:
+    """``llm`` whose chat prompt is already tokenised: llama.cpp's chat handler calls
+    ``tokenize`` once, on the rendered prompt, and gets :func:`prompt_tokens` instead of a
+    tokenisation with special tokens enabled; everything else is the model itself."""
+
+    def __init__(self, llm: Any, tokens: list[int]) -> None:
+        self._llm = llm
+        self._tokens = tokens
+
+    def tokenize(self, *_args: Any, **_kwargs: Any) -> list[int]:
+        return list(self._tokens)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llm, name)
+
+
+def _chat_completion(llm: Any, messages: list, tokens: list[int], **gen: Any) -> Any:
+    """``llm.create_chat_completion`` over ``tokens`` (see :class:`_Tokenized`)."""
+    from llama_cpp.llama_chat_format import chat_formatter_to_chat_completion_handler
+
+    handler = chat_formatter_to_chat_completion_handler(_formatter(llm))
+    return handler(llama=_Tokenized(llm, tokens), messages=messages, **gen)

@@ -2,7 +2,8 @@
 
 Each hostile turn is placed as a clinician turn and as a patient turn; the rendered judge
 prompt must still hold exactly one transcript of the instance, with the right number of
-turns, in the right order, each turn's text intact (invisible characters made visible).
+turns, in the right order, each turn's text as mindeval.textguard.guard_turn shows it
+(invisible characters made visible, chat-template control sequences defanged, cut when over-long).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from mindeval.judge import (
 )
 from mindeval.prompts import load_template
 from mindeval.records import load_profiles
+from mindeval.textguard import guard_turn
 
 BASE = [
     {"role": "user", "content": "Hello."},
@@ -89,7 +91,7 @@ def test_hostile_turn_cannot_break_structure(kind, role, template, profile):
     assert [t[0] for t in turns] == list(range(1, len(messages) + 1))
     assert all(t[1] == len(messages) for t in turns)
     assert [t[2] for t in turns] == [{"user": "Member", "assistant": "Therapist"}[m["role"]] for m in messages]
-    assert [t[3] for t in turns] == [visible_text(m["content"]) for m in messages]
+    assert [t[3] for t in turns] == [guard_turn(m["content"]) for m in messages]
     # One instance transcript; the template's own text is unchanged around it.
     assert len(re.findall(r"^\[TRANSCRIPT T[0-9A-F]{12} BEGIN:", prompt, flags=re.M)) == 1
     assert prompt.count("Now, consider a new instance") == 1
