@@ -6,6 +6,15 @@ turns, the clinician speaking first. Each side sees the dialogue from its own ro
 its own turns as ``assistant``, the other side's as ``user``, after its own system
 prompt. Every turn is committed together with its call as soon as the call returns,
 so an interrupted interaction resumes at the exact turn where it stopped.
+
+The clinician is the system under test, so what it does is part of the conversation:
+a clinician that answers nothing after the retries of an empty reply gets an empty turn
+(stored with ``content=""``; every model is shown it as ``[no reply]``), and the
+conversation goes on and is judged. Turns reach models through
+:func:`mindeval.textguard.guard_turn` (control sequences defanged, over-long turns cut).
+Provider failures (transport, 5xx, 429 after the retry budget, 4xx) and any failure of
+the patient simulator raise :class:`~mindeval.errors.ModelCallError`: the interaction
+is incomplete and a re-run completes it.
 """
 
 from __future__ import annotations
@@ -14,7 +23,9 @@ import hashlib
 from collections.abc import Callable
 
 from .config import OPENING_LINE
+from .errors import ModelCallError
 from .llm.gateway import Completion, ModelSpec
+from .llm.retry import is_empty_reply
 from .records import Role, Turn
 from .store.calls import CallLog
 from .store.runs import RunStore, load_turns
@@ -79,11 +90,21 @@ async def run_interaction(
             turn.append(model_turn(idx, role, spec, call_id, c))
             return RunStore.add_turn(interaction_id, turn[0])
 
-        call = await log.call(
-            role, spec, role_view(prompt, history, role), seed=turn_seed(seed, interaction_id, idx),
-            tag=f"{interaction_id}:{idx}", after=save,
-            ref={"interaction": interaction_id, "turns": idx, "system_sha256": system_sha[role]},
-        )
+        try:
+            call = await log.call(
+                role, spec, role_view(prompt, history, role), seed=turn_seed(seed, interaction_id, idx),
+                tag=f"{interaction_id}:{idx}", after=save,
+                ref={"interaction": interaction_id, "turns": idx, "system_sha256": system_sha[role]},
+            )
+        except ModelCallError as exc:
+            if role != "clinician" or not is_empty_reply(exc):
+                raise
+            silent = Turn(index=idx, role=role, content="", model=spec.model, author="model")
+            await log.store.arun(RunStore.add_turn(interaction_id, silent))
+            history.append(silent)
+            if on_turn is not None:
+                on_turn(silent)
+            continue
         if not turn:  # reused from the store after a crash between call and turn: save it now
             turn.append(model_turn(idx, role, spec, call.call_id, call.completion))
             await log.store.arun(RunStore.add_turn(interaction_id, turn[0]))

@@ -29,6 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "mt-metrics-eval) or two-sided tests of any difference")
     p.add_argument("--allow-mixed", action="store_true",
                    help="rank runs with different judge, patient or profile set together")
+    p.add_argument("--allow-incomplete", action="store_true",
+                   help="rank a system even if some of the benchmark's conversations were not scored "
+                   "(every output then names it as INCOMPLETE)")
     p.add_argument("--compare-to", nargs="+", type=Path, default=[], metavar="RUN_DIR",
                    help="runs under other setups (judge / patient swaps): report pairwise accuracy (Table 5)")
     p.add_argument("--quiet", action="store_true", help="do not print the Markdown report")
@@ -40,7 +43,8 @@ def handle(args: argparse.Namespace) -> int:
 
     settings = StatsSettings(resamples=args.resamples, test=args.test, seed=args.seed, alpha=args.alpha,
                              sided=args.sided)
-    lb = build_leaderboard(args.runs, settings, allow_mixed=args.allow_mixed, compare_to=args.compare_to)
+    lb = build_leaderboard(args.runs, settings, allow_mixed=args.allow_mixed,
+                           allow_incomplete=args.allow_incomplete, compare_to=args.compare_to)
     if not args.quiet:
         print(to_markdown(lb), end="")
     for w in lb.warnings:

@@ -30,6 +30,7 @@ class RunInfo(BaseModel):
     turns: int
     judge_samples: int
     n_interactions: int
+    n_benchmark: int  # conversations of the benchmark; complete when n_scored == n_benchmark
     n_scored: int
     n_unscored: int
     n_failed_interactions: int
@@ -71,6 +72,13 @@ class Leaderboard(BaseModel):
     excluded: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     safety: list[SystemHarm] = Field(default_factory=list)  # per system, when the target has harm levels
+    # Systems ranked with fewer scored conversations than the benchmark has (--allow-incomplete).
+    incomplete: list[str] = Field(default_factory=list)
+
+    def coverage(self, system: str) -> str:
+        """``scored/benchmark`` conversations of ``system`` (e.g. ``48/50``)."""
+        r = next(r for r in self.runs if r.system == system)
+        return f"{r.n_scored}/{r.n_benchmark}"
 
     @property
     def criteria(self) -> tuple[str, ...]:
@@ -91,7 +99,8 @@ def _load_all(dirs: Sequence[str | Path]) -> list[RunData]:
 def _info(run: RunData, label: str) -> RunInfo:
     return RunInfo(
         path=run.path, run_id=run.run_id, system=label, seed=run.seed, turns=run.turns,
-        judge_samples=run.judge_samples, n_interactions=run.n_interactions, n_scored=len(run.scores),
+        judge_samples=run.judge_samples, n_interactions=run.n_interactions, n_benchmark=run.n_benchmark,
+        n_scored=len(run.scores),
         n_unscored=run.n_unscored, n_failed_interactions=run.n_failed_interactions,
         n_failed_samples=run.n_failed_samples, judge_model=run.setup.judge_model,
         judge_protocol=run.setup.judge_protocol,
@@ -113,9 +122,14 @@ def build_leaderboard(
     settings: StatsSettings | None = None,
     *,
     allow_mixed: bool = False,
+    allow_incomplete: bool = False,
     compare_to: Sequence[str | Path] = (),
 ) -> Leaderboard:
-    """Load ``run_dirs`` and compute the leaderboard, breakdowns and comparisons."""
+    """Load ``run_dirs`` and compute the leaderboard, breakdowns and comparisons.
+
+    A system with fewer scored conversations than the benchmark has (a conversation that
+    failed or whose judgment failed) is refused unless ``allow_incomplete``; it is then
+    ranked and named in ``incomplete`` and in every output."""
     settings = settings or StatsSettings()
     validate_settings(settings)
     if not run_dirs:
@@ -127,6 +141,16 @@ def build_leaderboard(
     warnings = check_compatible(runs, allow_mixed)
     keys, labels, label_warnings = assign_labels(runs)
     warnings += label_warnings
+    short = [r for r in runs if len(r.scores) < r.n_benchmark]
+    if short and not allow_incomplete:
+        raise MindEvalError(
+            "not every conversation of the benchmark was scored:\n  "
+            + "\n  ".join(f"{labels[r.path]} ({r.path}): scored {len(r.scores)}/{r.n_benchmark}" for r in short)
+            + "\nRe-run the same `mindeval run` command to complete it, or pass --allow-incomplete to rank "
+            "it anyway (every output then says so).")
+    incomplete = [labels[r.path] for r in short]
+    warnings += [f"INCOMPLETE: {labels[r.path]} scored {len(r.scores)}/{r.n_benchmark} conversations of the "
+                 "benchmark; ranked only because of --allow-incomplete" for r in short]
 
     excluded: list[str] = []
     scored: list[RunData] = []
@@ -200,5 +224,5 @@ def build_leaderboard(
     ]
     return Leaderboard(
         target=target, safety=safety, table=table, runs=[_info(r, labels[r.path]) for r in runs], verbosity=verbosity,
-        breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings,
+        breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings, incomplete=incomplete,
     )

@@ -1,7 +1,8 @@
 """Read a run directory (``config.json``, ``judgments.jsonl``, ``interactions.jsonl``).
 
 Scores are reduced to one row per interaction: the judge samples that parsed are
-averaged per axis; failed samples are excluded and counted, never replaced. The
+averaged per axis; failed samples are excluded and counted, never replaced. A run's
+coverage is how many of the benchmark's conversations (its ``profile_ids``) were scored. The
 ``average`` criterion of an interaction is the mean of its axis scores. The axes are
 the run's target's (``config.json::config.target``; MindEval's five when absent), and
 for a target with harm levels the run's harm share (safety gate) is computed too.
@@ -89,6 +90,7 @@ class RunData(BaseModel):
     n_failed_interactions: int  # status "failed" (the conversation itself broke)
     n_failed_samples: int  # judge samples that did not parse (excluded)
     n_unscored: int  # interactions without any parsed judge sample (excluded)
+    n_benchmark: int = 0  # conversations of the benchmark (config.json profile_ids); coverage = scored / this
     verbosity: VerbosityCounts
     target: TargetInfo | None = None  # None: MindEval
     harm: HarmShare | None = None  # only for targets with harm levels
@@ -210,6 +212,7 @@ def load_run(run_dir: str | Path) -> RunData:
         n_failed_interactions=n_failed_interactions,
         n_failed_samples=n_failed_samples,
         n_unscored=n_unscored,
+        n_benchmark=len(cfg.profile_ids),
         verbosity=verbosity,
         target=target,
         harm=harm_share(((s.interaction_id, x) for s in scored for x in samples[s.interaction_id]),

@@ -2,7 +2,9 @@
 
 Columns are the target's dimension codes with the average first (Table 4). For a target
 with harm levels the safety gate (share of conversations with any harm rating and its 95%
-Wilson interval) follows the means in every format.
+Wilson interval) follows the means in every format. Every format gives each system's
+coverage (scored conversations of the benchmark's, ``48/50``) and names any system ranked
+with missing conversations (``--allow-incomplete``).
 """
 
 from __future__ import annotations
@@ -63,6 +65,14 @@ def _score_cells(lb: Leaderboard, s, bold, cell) -> list[str]:
     return out
 
 
+def incomplete_note(lb: Leaderboard) -> str | None:
+    """The one sentence every output carries when a system is ranked with missing conversations."""
+    if not lb.incomplete:
+        return None
+    return ("INCOMPLETE: " + "; ".join(f"{name} scored {lb.coverage(name)} conversations" for name in lb.incomplete)
+            + " of the benchmark; ranked only because of --allow-incomplete, so these scores are not comparable")
+
+
 def _md_escape(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -98,13 +108,17 @@ def to_markdown(lb: Leaderboard) -> str:
     if lb.safety:
         explain += (" Harm share (safety gate): conversations with any dimension rated at a harm level, "
                     "95% Wilson interval, (k/n conversations judged).")
-    lines += ["", "## Scores and significance clusters", "", explain, ""]
+    explain += " Scored: conversations of the benchmark that were scored."
+    note = incomplete_note(lb)
+    lines += ["", "## Scores and significance clusters", "", *([f"**{_md_escape(note)}**", ""] if note else []),
+              explain, ""]
     rows = []
     for s in lb.table.systems:
         cells = _score_cells(lb, s, lambda x: f"**{x}**", lambda x, k: f"{x} ({k})")
-        rows.append([str(s.rank), _md_escape(s.label), str(s.n), *cells,
+        scored = lb.coverage(s.label) + (" INCOMPLETE" if s.label in lb.incomplete else "")
+        rows.append([str(s.rank), _md_escape(s.label), str(s.n), scored, *cells,
                      *([_harm_cell(harm.get(s.label))] if lb.safety else [])])
-    lines += _md_table(["#", "System", "n", *[_header(c) for c in order], *gate], rows)
+    lines += _md_table(["#", "System", "n", "Scored", *[_header(c) for c in order], *gate], rows)
 
     lines += ["", f"### {int(lb.table.settings.level * 100)}% confidence intervals", ""]
     rows = [[_md_escape(s.label), *[f"[{_num(s.results[c].ci_low)}, {_num(s.results[c].ci_high)}]" for c in order]]
@@ -191,15 +205,21 @@ def to_latex(lb: Leaderboard) -> str:
     order = _order(lb)
     harm = _harm(lb)
     gate = [r"Harm share [95\% CI]"] if lb.safety else []
+    note = incomplete_note(lb)
     lines = [f"% {protocols} judge protocol; clusters: {settings_line(lb)}",
+             "% scored conversations of the benchmark: "
+             + "; ".join(f"{s.label} {lb.coverage(s.label)}" for s in lb.table.systems),
              r"\begin{tabular}{l" + "r" * (len(order) + len(gate)) + "}", r"\toprule",
              "Model & " + " & ".join([*(_latex_escape(_header(c)) for c in order), *gate]) + r" \\", r"\midrule"]
     for s in lb.table.systems:
         cells = _score_cells(lb, s, lambda x: rf"\textbf{{{x}}}", lambda x, k: rf"{x}\textsuperscript{{{k}}}")
         if lb.safety:
             cells.append(_latex_escape(_harm_cell(harm.get(s.label))))
-        lines.append(_latex_escape(s.label) + " & " + " & ".join(cells) + r" \\")
+        mark = r"\textsuperscript{\dag}" if s.label in lb.incomplete else ""
+        lines.append(_latex_escape(s.label) + mark + " & " + " & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
+    if note:
+        lines += ["", r"\dag\," + _latex_escape(note)]
     return "\n".join(lines) + "\n"
 
 
@@ -232,7 +252,7 @@ def write_csvs(lb: Leaderboard, out: Path) -> list[Path]:
     with p.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["rank", "system", "n", *[f"{c}_{x}" for c in order for x in ("mean", "cluster", "ci_low", "ci_high")],
-                    *gate])
+                    *gate, "n_scored", "n_benchmark", "incomplete"])
         for s in lb.table.systems:
             row: list[Any] = [s.rank, s.label, s.n]
             for c in order:
@@ -242,6 +262,7 @@ def write_csvs(lb: Leaderboard, out: Path) -> list[Path]:
                 h = harm.get(s.label)
                 row += ["", "", "", "", ""] if h is None else [
                     h.n, h.k, f"{h.share:.6f}", f"{h.ci_low:.6f}", f"{h.ci_high:.6f}"]
+            row += [*lb.coverage(s.label).split("/"), int(s.label in lb.incomplete)]
             w.writerow(row)
     paths.append(p)
     p = out / "pairwise.csv"

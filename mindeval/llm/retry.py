@@ -26,8 +26,16 @@ _KEY_PROBLEMS = ("api_key client option must be set", "missing api key", "api ke
                  "no api key", "invalid x-api-key", "incorrect api key")
 
 
+EMPTY_REPLY = "empty reply"  # provider_message of the error raised when every attempt was empty
+
+
 class EmptyReply(Exception):
     """The provider answered with no visible text (retried a bounded number of times)."""
+
+
+def is_empty_reply(err: ModelCallError) -> bool:
+    """The model answered every attempt, with nothing: its behaviour, not a provider failure."""
+    return err.provider_message == EMPTY_REPLY and err.status is None
 
 
 def provider_message(exc: BaseException, limit: int = 300) -> str:
@@ -144,8 +152,8 @@ class Attempts:
             self.empties += 1
             if self.empties > self.policy.empty_retries:
                 raise ModelCallError(
-                    f"{self.role} {self.model}: empty reply ({self.empties} attempts)".lstrip(),
-                    role=self.role, model=self.model, provider_message="empty reply",
+                    f"{self.role} {self.model}: {EMPTY_REPLY} ({self.empties} attempts)".lstrip(),
+                    role=self.role, model=self.model, provider_message=EMPTY_REPLY,
                 ) from None
             return 0.0
         err = to_model_error(exc, self.role, self.model)

@@ -114,6 +114,14 @@ def test_identical_request_is_reused(log):
     assert log.counters.made == made and log.counters.reused == 4
 
 
-def test_empty_reply_fails_the_interaction(log):
+def test_an_empty_clinician_is_a_silent_turn_the_patient_sees_as_no_reply(log):
+    turns = play(log, 2, clinician="fake/empty", iid="i4")
+    assert [(t.role, t.content) for t in turns[:2]] == [("patient", "Hello."), ("clinician", "")]
+    assert turns[1].model == "fake/empty" and turns[1].call_id is None
+    assert "You said: [no reply]" in turns[2].content  # the patient (fake/echo) was shown the marker
+    assert [t.content for t in load_turns(log.db, "i4")] == [t.content for t in turns]  # stored as it went
+
+
+def test_an_empty_patient_fails_the_interaction(log):
     with pytest.raises(ModelCallError, match="empty"):
-        play(log, 2, clinician="fake/empty", iid="i4")
+        play(log, 2, patient="fake/empty", iid="i4b")

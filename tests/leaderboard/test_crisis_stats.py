@@ -31,7 +31,7 @@ def test_crisis_leaderboard_has_its_dimensions_and_the_safety_gate(crisis_runs, 
     assert main(["leaderboard", *map(str, runs), "--out", str(root / "board")]) == 0
     md = capsys.readouterr().out
     codes = load_target("crisis").guidelines.axis_codes
-    assert "| # | System | n | Average | " + " | ".join(codes) + " | Harm share [95% CI] |" in md
+    assert "| # | System | n | Scored | Average | " + " | ".join(codes) + " | Harm share [95% CI] |" in md
     data = json.loads((root / "board" / "leaderboard.json").read_text())
     summaries = [json.loads((r / "summary.json").read_text())["harm"] for r in runs]
     assert sorted((h["n"], h["k"]) for h in summaries) == sorted((s["n"], s["k"]) for s in data["safety"])

@@ -108,8 +108,10 @@ def test_failed_judgments_are_excluded_and_counted_and_samples_averaged(make_run
     assert by_profile["p01"].scores["average"] == 6.0 and by_profile["p01"].n_samples == 1
     assert "p02" not in by_profile and "p99" not in by_profile
     assert (run.n_failed_samples, run.n_unscored, run.n_failed_interactions, run.n_interactions) == (3, 2, 1, 21)
-    lb = build_leaderboard([run.path])
-    assert lb.table.systems[0].n == 19
+    with pytest.raises(MindEvalError, match=r"(?s)not every conversation.*m \(.*\): scored 19/21"):
+        build_leaderboard([run.path])
+    lb = build_leaderboard([run.path], allow_incomplete=True)
+    assert lb.table.systems[0].n == 19 and lb.incomplete == ["m"] and lb.coverage("m") == "19/21"
     assert any("2 of 21 interactions unscored" in w and "3 failed judge samples" in w for w in lb.warnings)
 
 
@@ -180,7 +182,7 @@ def test_outputs_in_every_format(make_run, tmp_path):
     assert r"sys-A & \textbf{3.20}\textsuperscript{1}" in tex and r"\end{tabular}" in tex
     assert tex.startswith("% mindeval judge protocol; clusters: permutation test, one-sided")
     md = (tmp_path / "out" / "leaderboard.md").read_text()
-    assert "| 1 | sys-A | 50 | **3.20** (1) |" in md
+    assert "| 1 | sys-A | 50 | 50/50 | **3.20** (1) |" in md
     pair_rows = list(csv.DictReader((tmp_path / "out" / "pairwise.csv").open()))
     assert len(pair_rows) == 3 * 6 and {(r["test"], r["sided"]) for r in pair_rows} == {("permutation", "one")}
 
@@ -246,13 +248,13 @@ def test_malformed_and_inconsistent_files_are_named(make_run, tmp_path):
 def test_run_without_any_parsed_judgment_is_excluded_with_warning(make_run):
     good = make_run("g", "good", uniform(4, n=5))
     dead = make_run("d", "dead", {f"p{i:02d}": [None] for i in range(5)})
-    lb = build_leaderboard([good, dead])
+    lb = build_leaderboard([good, dead], allow_incomplete=True)
     assert [s.label for s in lb.table.systems] == ["good"]
     assert any(e.startswith("dead") for e in lb.excluded)
     md = to_markdown(lb)
     assert "- excluded dead" in md and "| dead | 50 |" in md  # still in the verbosity table (5 × 10 turns)
     with pytest.raises(MindEvalError, match="nothing to rank"):
-        build_leaderboard([dead])
+        build_leaderboard([dead], allow_incomplete=True)
 
 
 def test_pair_pvalue_does_not_depend_on_other_systems(make_run):

@@ -41,7 +41,7 @@ def _toy_runs(root: Path, block: dict) -> tuple[Path, Path]:
 
 
 def test_columns_are_the_targets_codes_and_the_gate_sits_beside_the_means(tmp_path, toy_block):
-    lb = build_leaderboard(_toy_runs(tmp_path, toy_block), StatsSettings(seed=1))
+    lb = build_leaderboard(_toy_runs(tmp_path, toy_block), StatsSettings(seed=1), allow_incomplete=True)
     assert lb.criteria == ("DETECT", "GUIDE", "average")
     a, b = lb.table.systems
     assert (a.label, b.label) == ("vendor/a", "vendor/b")
@@ -56,8 +56,8 @@ def test_columns_are_the_targets_codes_and_the_gate_sits_beside_the_means(tmp_pa
     md = to_markdown(lb)
     assert md.startswith("# MindEval leaderboard: target toy 0.1.0\n")
     assert "Scale: Best practice = 2, Suboptimal = 1, Potential for harm = 0 (harm); means are over" in md
-    assert "| # | System | n | Average | DETECT | GUIDE | Harm share [95% CI] |" in md
-    assert "| 1 | vendor/a | 10 | **1.70** (1) | **1.60** (1) | **1.80** (1) | 20% [6%, 51%] (2/10) |" in md
+    assert "| # | System | n | Scored | Average | DETECT | GUIDE | Harm share [95% CI] |" in md
+    assert "| 1 | vendor/a | 10 | 10/10 | **1.70** (1) | **1.60** (1) | **1.80** (1) | 20% [6%, 51%] (2/10) |" in md
     assert "44% [19%, 73%] (4/9)" in md
     assert "CAC" not in md and "ASCQ" not in md
     assert r"Model & Average & DETECT & GUIDE & Harm share [95\% CI] \\" in to_latex(lb)
@@ -102,7 +102,7 @@ def test_no_safety_gate_without_harm_levels(tmp_path, toy_block):
             for x in ("a", "b")]
     lb = build_leaderboard(runs)
     assert lb.safety == [] and "Harm share" not in to_markdown(lb)
-    assert "| # | System | n | Average | DETECT | GUIDE |" in to_markdown(lb)
+    assert "| # | System | n | Scored | Average | DETECT | GUIDE |" in to_markdown(lb)
 
 
 def test_judgment_axes_must_match_the_targets(tmp_path, toy_block):
