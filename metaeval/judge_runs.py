@@ -129,7 +129,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     """Judge every evaluation interaction ``repetitions`` times; write the run directory."""
     from mindeval.config import PAPER_JUDGE_PROMPT, judge_spec_for_protocol, spec_with_defaults
     from mindeval.judge import FewShotExample, judge_transcript
-    from mindeval.llm.gateway import ModelSpec, check_model_string
+    from mindeval.llm.gateway import ModelSpec, check_api_key, check_model_string
     from mindeval.prompts import load_template
     from mindeval.store import sqlite_url
     from mindeval.store.calls import calls_line, logged_run
@@ -151,6 +151,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     info = None if target.is_default else TargetInfo.model_validate(target.info())
     spec = judge_spec_for_protocol(spec_with_defaults("judge", ModelSpec(model=opts.judge, **opts.params)),
                                    opts.judge_protocol)
+    check_api_key(spec, "judge")  # before the first call
     tpl = load_template(PAPER_JUDGE_PROMPT if paper and opts.prompt in (None, "judge/default")
                         else opts.prompt or target.prompt_ref("judge"), kind="judge")
     mapping = load_mapping(opts.mapping)
@@ -223,7 +224,12 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
                                        retries=opts.retries, fewshot=fewshot, seed=opts.seed, round_=round_,
                                        protocol=opts.judge_protocol, guidelines=g, target=target.name)
             await store.arun(store.save_judgment(j, round_))
+            if j.parse_status != "ok":
+                failed.append(j.error or "judge reply could not be parsed")
 
+        # A permanent judge error (400/401/403/404) raises from judge_transcript and stops the run;
+        # the CLI prints it as one line with the provider's message.
+        failed: list[str] = []
         try:
             run_pool(todo, work, concurrency=opts.concurrency, desc="judgments", progress=echo is not None)
         finally:  # on an error or Ctrl-C: what was judged is committed; export it
@@ -232,6 +238,13 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
                               opts.judge_protocol, resumed, info)
     say(f"wrote {out / JUDGMENTS_FILE}: {summary['n_judged']} judgments, {summary['n_failed_judgments']} failed; "
         + calls_line(summary["calls_made"], summary["calls_reused"]))
+    if failed:  # as `mindeval run` prints them: one line per distinct error, with the provider's message
+        from mindeval.runner import format_failures
+
+        say("FAILED:")
+        for line in format_failures([{"what": "judgment", "role": "judge", "model": spec.model, "message": m}
+                                     for m in dict.fromkeys(failed)]):
+            say(line)
     return summary
 
 

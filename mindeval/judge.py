@@ -63,6 +63,7 @@ from .guidelines import (
     render_scale,
 )
 from .llm.gateway import ModelSpec
+from .llm.retry import is_context_overflow, stops_run
 from .prompts import PromptTemplate
 from .records import AXES, DEFAULT_TARGET, PROTOCOLS, TRANSCRIPT_FORMATS, Judgment, Profile
 from .resources import prompts_dir
@@ -795,7 +796,11 @@ async def judge_transcript(
                 tag=f"judge:{interaction_id}:{sample}:{again}{attempt}", cache_prefix=shared,
             )
         except ModelCallError as exc:
+            if stops_run(exc):
+                raise  # a bad key, no access, an unknown model, a malformed request: no attempt can succeed
             last_error = f"model call failed: {exc}"
+            if is_context_overflow(exc):
+                break  # the prompt does not fit the judge: recorded as a failed judgment, not retried
             continue
         last_raw = call.completion.text
         try:
@@ -813,5 +818,5 @@ async def judge_transcript(
             continue
         return Judgment(scores=scores, raw_text=last_raw, rationale=rationale, parse_status="ok",
                         attempts=attempt + 1, **done)
-    return Judgment(scores=None, raw_text=last_raw, parse_status="failed", attempts=max(1, retries),
+    return Judgment(scores=None, raw_text=last_raw, parse_status="failed", attempts=attempt + 1,
                     error=last_error, **done)

@@ -37,7 +37,8 @@ from .errors import MindEvalError, ModelCallError
 from .files import sha256_file
 from .guidelines import Guidelines
 from .judge import FewShotExample, judge_transcript, protocol_label
-from .llm.gateway import ModelSpec, check_model_string
+from .llm.gateway import ModelSpec, check_api_key, check_model_string
+from .llm.retry import stops_run
 from .profiles.official import resolve_profiles_arg
 from .prompts import PromptTemplate, load_template, render_clinician, render_patient
 from .records import (
@@ -339,7 +340,6 @@ class Failure(BaseModel):
     message: str
 
 
-ACCOUNT_ERRORS = (401, 403, 404)  # bad or missing key, no access, unknown model: every request would fail
 STOPS = ("budget", "stop")  # failures entries that stopped the run rather than failed an item
 
 
@@ -354,6 +354,14 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
     g = prep.guidelines
     progress = Progress(len(prep.profiles) * (config.turns + config.judge_samples), "run", opts.progress)
     stop = asyncio.Event()
+
+    def stop_on(exc: ModelCallError) -> None:
+        """A bad key, no access, an unknown model or a malformed request fails every request alike."""
+        if stops_run(exc) and not stop.is_set():
+            stop.set()
+            failures.append(Failure(what="stop", role="", model="", message=(
+                f"no new interaction started after a {exc.status} from {exc.model or 'the provider'}; "
+                "fix it and re-run the same command")))
 
     async def work(item: tuple[int, Profile]) -> None:
         position, profile = item
@@ -379,11 +387,7 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
                 failures.append(Failure(what="interaction", role=getattr(exc, "role", "") or "?",
                                         model=getattr(exc, "model", "") or "?", message=str(exc)))
                 await store.arun(store.set_status(iid, "failed", str(exc)))
-                if exc.status in ACCOUNT_ERRORS and not stop.is_set():
-                    stop.set()  # a bad key or an unknown model fails every request alike
-                    failures.append(Failure(what="stop", role="", model="", message=(
-                        f"no new interaction started after a {exc.status} from {exc.model or 'the provider'}; "
-                        "fix it and re-run the same command")))
+                stop_on(exc)
                 return
             await store.arun(store.set_status(iid, "complete"))
             step(left[0] - config.judge_samples)  # turns stored by an earlier invocation
@@ -393,13 +397,19 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
                 status, done_rounds = rounds.get((iid, config.judge.model, sample), ("", 0))
                 if status != "ok":
                     round_ = done_rounds + 1 if status == "failed" else 0
-                    j = await judge_transcript(
-                        log, config.judge, prep.templates["judge"], profile, messages, iid,
-                        sample=sample, retries=config.judge_retries, fewshot=prep.fewshot,
-                        seed=config.seed, guidelines=g, round_=round_, protocol=config.judge_protocol,
-                        transcript_format=config.transcript_format,
-                        target=prep.target_name,
-                    )
+                    try:
+                        j = await judge_transcript(
+                            log, config.judge, prep.templates["judge"], profile, messages, iid,
+                            sample=sample, retries=config.judge_retries, fewshot=prep.fewshot,
+                            seed=config.seed, guidelines=g, round_=round_, protocol=config.judge_protocol,
+                            transcript_format=config.transcript_format,
+                            target=prep.target_name,
+                        )
+                    except ModelCallError as exc:  # a permanent judge error: nothing stored, a re-run asks again
+                        failures.append(Failure(what="judgment", role="judge", model=config.judge.model,
+                                                message=str(exc)))
+                        stop_on(exc)
+                        return
                     await store.arun(store.save_judgment(j, round_))
                     if j.parse_status != "ok":
                         failures.append(Failure(what="judgment", role="judge", model=config.judge.model,
@@ -424,12 +434,15 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
     """Run (or resume) a benchmark and write the run directory; return the summary.
 
     ``summary["failures"]`` lists what failed (re-running retries exactly those);
-    ``summary["stopped"]`` is set when ``--max-cost`` or a bad key / unknown model (401, 403, 404)
-    stopped the run: no new interaction starts after one.
+    ``summary["stopped"]`` is set when ``--max-cost`` or a permanent error of any role (400, 401,
+    403, 404: bad key, no access, unknown model, malformed request) stopped the run: no new
+    interaction starts after one. Every role's API key is checked before the first call.
     """
     started = time.perf_counter()
     prep = prepare(opts)
     config = prep.config
+    for role in ("patient", "clinician", "judge"):  # every role's key before the first call
+        check_api_key(getattr(config, role), role)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     db = Database(opts.db_url or sqlite_url(out / "run.db"))
@@ -564,7 +577,8 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"MindEval run {summary['run_id']}{target}  clinician={summary['clinician']}  judge={summary['judge']} "
         f"({summary.get('judge_protocol', JUDGE_PROTOCOL)} judge protocol)"
         + ("  NOT HARDENED: " + summary["judge_protocol_label"] if summary.get("hardened") is False else ""),
-        f"means over {over} of {total} interactions" + ("" if over == total else "  (INCOMPLETE)"),
+        f"scored {over}/{total} conversations of the benchmark; means over them"
+        + ("" if over == total else "  (INCOMPLETE: re-run the same command to complete it)"),
         "  ".join(f"{c:>7}" for c in cols),
         "  ".join(f"{fmt(summary['means'][c]):>7}" for c in cols),
         f"interactions: {summary['n_interactions']} of {total} started ({summary['n_complete']} complete, "

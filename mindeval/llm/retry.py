@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     from ..config import RetryPolicy
 
 TRANSIENT_STATUS = {408, 409, 425, 429}
+# Malformed request, bad or missing key, no access, unknown model: every request of the role
+# would fail alike, so a run stops at the first one (whatever the role).
+PERMANENT_STATUS = (400, 401, 403, 404)
+_OVERFLOW = ("context length", "context window", "maximum context", "context_length_exceeded",
+             "does not fit", "too many tokens", "prompt is too long")
 _PREFIXES = re.compile(r"^(?:litellm\.\w+:\s*|\w+Error:\s*|\w+Exception\s*-\s*|Error code: \d+\s*-\s*)+")
 _KEY_PROBLEMS = ("api_key client option must be set", "missing api key", "api key not found",
                  "no api key", "invalid x-api-key", "incorrect api key")
@@ -36,6 +41,21 @@ class EmptyReply(Exception):
 def is_empty_reply(err: ModelCallError) -> bool:
     """The model answered every attempt, with nothing: its behaviour, not a provider failure."""
     return err.provider_message == EMPTY_REPLY and err.status is None
+
+
+def is_context_overflow(exc: BaseException) -> bool:
+    """The prompt is too long for the model's context: a property of one conversation, not of
+    the provider or the account (litellm's ``ContextWindowExceededError``, the embedded model's
+    "does not fit")."""
+    if type(exc).__name__ == "ContextWindowExceededError":
+        return True
+    text = (getattr(exc, "provider_message", "") or str(exc)).lower()
+    return any(p in text for p in _OVERFLOW)
+
+
+def stops_run(exc: ModelCallError) -> bool:
+    """A permanent error (:data:`PERMANENT_STATUS`) other than a context overflow."""
+    return exc.status in PERMANENT_STATUS and not is_context_overflow(exc)
 
 
 def provider_message(exc: BaseException, limit: int = 300) -> str:
