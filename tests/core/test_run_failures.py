@@ -21,7 +21,7 @@ def test_failed_judgment_is_reported_and_retried_with_new_calls(tmp_path, capsys
     args = [*ECHO, "--judge", judge, "--limit", "1", "--turns", "2", "--judge-retries", "2", "--out", str(out)]
     assert main(["run", *args]) == 1
     printed = capsys.readouterr().out
-    assert "means over 0 of 1 interactions" in printed
+    assert "scored 0/1 conversations of the benchmark" in printed
     assert f"1 judgment failed  judge {judge}: no scores found" in printed and "Re-run the same command" in printed
     assert summary(out)["n_failed_judgments"] == 1
     script("retry-judge", [GOOD])  # the provider answers properly now
@@ -29,7 +29,7 @@ def test_failed_judgment_is_reported_and_retried_with_new_calls(tmp_path, capsys
     s = summary(out)
     assert s["n_judged"] == 1 and s["n_failed_judgments"] == 0 and s["n_means_over"] == 1
     assert s["calls_made"] == 1  # the stored turns are kept, only the judge is asked anew
-    assert "means over 1 of 1 interactions" in capsys.readouterr().out
+    assert "scored 1/1 conversations of the benchmark; means over them\n" in capsys.readouterr().out
 
 
 def test_failed_interaction_exits_non_zero_and_resumes(tmp_path, capsys):
@@ -40,7 +40,7 @@ def test_failed_interaction_exits_non_zero_and_resumes(tmp_path, capsys):
     assert main(["run", *args]) == 1
     printed = capsys.readouterr().out
     assert f"2 interactions failed  clinician {clin}: " in printed and "script exhausted" in printed
-    assert "means over 0 of 2 interactions  (INCOMPLETE)" in printed
+    assert "scored 0/2 conversations of the benchmark; means over them  (INCOMPLETE" in printed
     s = summary(out)
     assert s["n_failed_interactions"] == 2 and s["failures"][0]["role"] == "clinician"
     script("retry-clin", ["C1", "C2"])

@@ -200,3 +200,30 @@ def test_a_missing_judge_key_is_reported_before_the_first_call(server, tmp_path,
     assert "judge anthropic/judge-model: missing API key: set ANTHROPIC_API_KEY" in err
     assert "Traceback" not in err
     assert server.count() == 0  # not one patient or clinician turn was paid for
+
+
+def test_a_judge_prompt_that_does_not_fit_is_a_failed_judgment_not_a_stop(server, tmp_path, capsys):
+    too_long = {"status": 400, "message": "This model's maximum context length is 8192 tokens. However, your "
+                "messages resulted in 9100 tokens. Please reduce the length of the messages."}
+    server.script([too_long], model="judge-model")
+    out = tmp_path / "D"
+    assert run(server, out, "--concurrency", "1", limit=2) == 1
+    s = summary(out)
+    assert not s["stopped"] and s["n_failed_judgments"] == 1 and s["n_means_over"] == 1
+    assert server.count(model="judge-model") == 2  # not retried: the same prompt cannot fit
+    assert "scored 1/2 conversations of the benchmark" in capsys.readouterr().out
+    assert main(["leaderboard", str(out), "--quiet"]) == 2  # the system's row is incomplete
+    assert main(["leaderboard", str(out), "--quiet", "--allow-incomplete"]) == 0
+
+
+def test_metaeval_judge_prints_the_providers_message_and_stops(server, tmp_path, capsys, shared_data):
+    from metaeval.cli import main as meta
+
+    server.script(["401"] * 10, model="judge-model")
+    out = tmp_path / "J"
+    rc = meta(["judge", "--annotations", str(shared_data / "human_annotations.jsonl"), "--limit", "4",
+               "--judge", "openai/judge-model", "--judge-api-base", server.url, "--out", str(out),
+               "--concurrency", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "judge openai/judge-model: 401 AuthenticationError: Incorrect API key provided" in err
+    assert server.count(model="judge-model") == 1 and "Traceback" not in err
