@@ -8,9 +8,9 @@ prompt. Every turn is committed together with its call as soon as the call retur
 so an interrupted interaction resumes at the exact turn where it stopped.
 
 The clinician is the system under test, so what it does is part of the conversation:
-a clinician that answers nothing after the retries of an empty reply gets an empty turn
-(stored with ``content=""``; every model is shown it as ``[no reply]``), and the
-conversation goes on and is judged. Turns reach models through
+a clinician that answers nothing after the retries of an empty reply, or whose provider's
+content filter refuses to answer, gets an empty turn (stored with ``content=""``; every
+model is shown it as ``[no reply]``), and the conversation goes on and is judged. Turns reach models through
 :func:`mindeval.textguard.guard_turn` (control sequences defanged, over-long turns cut).
 Provider failures (transport, 5xx, 429 after the retry budget, 4xx) and any failure of
 the patient simulator raise :class:`~mindeval.errors.ModelCallError`: the interaction
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from .config import OPENING_LINE
 from .errors import ModelCallError
 from .llm.gateway import Completion, ModelSpec
-from .llm.retry import is_empty_reply
+from .llm.retry import is_content_refusal, is_empty_reply
 from .records import Role, Turn
 from .store.calls import CallLog
 from .store.runs import RunStore, load_turns
@@ -97,7 +97,7 @@ async def run_interaction(
                 ref={"interaction": interaction_id, "turns": idx, "system_sha256": system_sha[role]},
             )
         except ModelCallError as exc:
-            if role != "clinician" or not is_empty_reply(exc):
+            if role != "clinician" or not (is_empty_reply(exc) or is_content_refusal(exc)):
                 raise
             silent = Turn(index=idx, role=role, content="", model=spec.model, author="model")
             await log.store.arun(RunStore.add_turn(interaction_id, silent))

@@ -53,9 +53,17 @@ def is_context_overflow(exc: BaseException) -> bool:
     return any(p in text for p in _OVERFLOW)
 
 
+def is_content_refusal(exc: BaseException) -> bool:
+    """The provider's content filter refused to answer (litellm's ``ContentPolicyViolationError``)."""
+    text = str(exc)
+    return "ContentPolicyViolationError" in text or type(exc).__name__ == "ContentPolicyViolationError" or any(
+        p in text.lower() for p in ("content_filter", "content management policy", "content_policy_violation"))
+
+
 def stops_run(exc: ModelCallError) -> bool:
-    """A permanent error (:data:`PERMANENT_STATUS`) other than a context overflow."""
-    return exc.status in PERMANENT_STATUS and not is_context_overflow(exc)
+    """A permanent error (:data:`PERMANENT_STATUS`) other than a context overflow or a content refusal
+    (both belong to one conversation, not to the provider or the account)."""
+    return exc.status in PERMANENT_STATUS and not is_context_overflow(exc) and not is_content_refusal(exc)
 
 
 def provider_message(exc: BaseException, limit: int = 300) -> str:

@@ -227,3 +227,15 @@ def test_metaeval_judge_prints_the_providers_message_and_stops(server, tmp_path,
     err = capsys.readouterr().err
     assert rc == 2 and "judge openai/judge-model: 401 AuthenticationError: Incorrect API key provided" in err
     assert server.count(model="judge-model") == 1 and "Traceback" not in err
+
+
+def test_a_content_filter_refusal_of_the_clinician_is_a_judged_no_reply_turn(server, tmp_path):
+    refusal = {"status": 400, "message": "The response was filtered due to the prompt triggering the content "
+               "management policy (content_filter)."}
+    server.script([refusal], model="clinician-model")
+    out = tmp_path / "D"
+    assert run(server, out, "--concurrency", "1", limit=2) == 0
+    s = summary(out)
+    assert not s["stopped"] and s["n_means_over"] == 2
+    judge = [r["body"]["messages"][0]["content"] for r in server.requests if r["model"] == "judge-model"]
+    assert sum(p.count("\n[no reply]\n") for p in judge) == 1
