@@ -93,7 +93,7 @@ def test_every_hostile_case_is_neutralised_in_every_model_view(profile):
             for m in msgs:
                 if _raw_leaks(m["content"]):
                     leaked.append((family, author, position, viewer, _raw_leaks(m["content"])))
-    assert tried == len(CASES) * 3 and tried >= 400
+    assert len(CASES) == 168 and tried == 504  # 28 attacks in 8 families x 2 authors x 3 positions; 3 viewers
     assert leaked == []
 
 

@@ -239,3 +239,17 @@ def test_a_content_filter_refusal_of_the_clinician_is_a_judged_no_reply_turn(ser
     assert not s["stopped"] and s["n_means_over"] == 2
     judge = [r["body"]["messages"][0]["content"] for r in server.requests if r["model"] == "judge-model"]
     assert sum(p.count("\n[no reply]\n") for p in judge) == 1
+
+
+def test_an_over_long_clinician_turn_is_judged_cut_with_a_marker_and_stored_whole(server, tmp_path):
+    from mindeval.config import MAX_TURN_CHARS
+
+    long = "I hear you. " * (MAX_TURN_CHARS // 12 + 100)
+    server.script([{"content": long}], model="clinician-model")
+    out = tmp_path / "D"
+    assert run(server, out) == 0
+    turns = json.loads((out / "interactions.jsonl").read_text().splitlines()[0])["turns"]
+    assert turns[1]["content"] == long.strip()  # stored whole
+    judge = next(r for r in server.requests if r["model"] == "judge-model")["body"]["messages"][0]["content"]
+    assert f"[cut: {len(long.strip()) - MAX_TURN_CHARS} more characters not shown]" in judge
+    assert long.strip() not in judge and summary(out)["n_means_over"] == 1
