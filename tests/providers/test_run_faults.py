@@ -253,3 +253,14 @@ def test_an_over_long_clinician_turn_is_judged_cut_with_a_marker_and_stored_whol
     judge = next(r for r in server.requests if r["model"] == "judge-model")["body"]["messages"][0]["content"]
     assert f"[cut: {len(long.strip()) - MAX_TURN_CHARS} more characters not shown]" in judge
     assert long.strip() not in judge and summary(out)["n_means_over"] == 1
+
+
+def test_metaeval_judge_checks_the_key_before_the_first_call(server, tmp_path, capsys, monkeypatch, shared_data):
+    from metaeval.cli import main as meta
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    rc = meta(["judge", "--annotations", str(shared_data / "human_annotations.jsonl"), "--limit", "2",
+               "--judge", "anthropic/judge-model", "--judge-api-base", server.base, "--out", str(tmp_path / "J")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "judge anthropic/judge-model: missing API key: set ANTHROPIC_API_KEY" in err
+    assert server.count() == 0
