@@ -626,10 +626,12 @@ def score_lines(scores: dict[str, float], g: Guidelines) -> str:
 
 def render_authors_transcript(messages: Sequence[dict[str, str]]) -> str:
     """The transcript as the authors' prompt expects it: each turn between ``<member>`` or
-    ``<therapist>`` tags, turn text verbatim. Forgeable: a turn can close its tag."""
+    ``<therapist>`` tags, turn text as :func:`mindeval.textguard.guard_turn` shows every model
+    (verbatim unless it holds chat-template control sequences or control characters, is empty
+    or over-long). Forgeable: a turn can close its tag."""
     tags = {"user": "member", "assistant": "therapist"}
-    return "\n".join(f"<{tags.get(m['role'], m['role'])}>\n{m['content']}\n</{tags.get(m['role'], m['role'])}>"
-                     for m in messages)
+    return "\n".join(f"<{tags.get(m['role'], m['role'])}>\n{guard_turn(m['content'])}\n"
+                     f"</{tags.get(m['role'], m['role'])}>" for m in messages)
 
 
 def render_fewshot(examples: Sequence[FewShotExample], protocol: str = "mindeval",
