@@ -72,7 +72,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.out is None:
         print("\n(nothing written: give --out DIR for the report files and heatmaps)")
         return 0
-    paths = write_outputs(args.out, result.matrices, result.verdicts, result.extra, plots=not args.no_plots)
+    from mindeval import extras
+
+    plots = not args.no_plots and extras.installed("plots")
+    if not args.no_plots and not plots:
+        print(f"note: heatmaps skipped; {extras.hint('plots', 'drawing heatmaps')}", file=sys.stderr)
+    paths = write_outputs(args.out, result.matrices, result.verdicts, result.extra, plots=plots)
     print(f"\nwrote {paths['markdown']}, {paths['csv'].name}, {paths['json'].name}"
           f" and {sum(1 for k in paths if k.startswith('heatmap_'))} heatmaps in {args.out}")
     return 0
@@ -94,6 +99,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
 
 def cmd_realism(args: argparse.Namespace) -> int:
+    from mindeval.extras import require
+
+    require("realism", "metaeval realism")
     from .realism import RealismOptions, run_realism
 
     opts = RealismOptions(

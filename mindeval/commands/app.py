@@ -145,6 +145,9 @@ def _print_code(name: str, code: str) -> None:
 def _launch(args: argparse.Namespace) -> int:
     if getattr(args, "app_command", None) == "admin":  # pragma: no cover - argparse routes admin
         return 2
+    from ..extras import require
+
+    require("app", "mindeval app")
     from annotation_app.services import DB_ENV, default_db_url
 
     url = args.db or default_db_url()

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import extras
 from ..errors import ModelCallError
 from ..records import ModelRecord, Usage
 from . import custom
@@ -144,6 +145,8 @@ def check_model_string(model: str) -> None:
             f"e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5 or {EMBEDDED_MODEL}"
         )
     provider = model.split("/", 1)[0]
+    if provider == "local" and not extras.installed("embedded"):
+        raise ModelCallError(extras.hint("embedded", model))
     if provider in CUSTOM_PROVIDERS:
         return
     if provider not in _known_providers():

