@@ -21,6 +21,7 @@ from mindeval.config import (
     REALISM_VARIANTS,
 )
 from mindeval.errors import MindEvalError
+from mindeval.profiles.official import release_arg
 
 
 def _self_systems(values: list[str]) -> dict[str, str]:
@@ -121,8 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compare", help="agreement of judges with human experts (Kendall τ, MIPSA, Krippendorff α; "
                        "Cohen's/Fleiss' κ on categorical scales)")
-    c.add_argument("--humans", nargs="+", metavar="SRC",
-                   help="human ratings: the authors' human_annotations.jsonl, an annotation database URL (with --study), "
+    c.add_argument("--humans", nargs="+", metavar="SRC", type=release_arg("human_annotations.jsonl"),
+                   help="human ratings: the authors' human_annotations.jsonl ('official': the downloaded one), "
+                   "an annotation database URL (with --study), "
                    "or a ratings file (.csv/.jsonl: interaction_id, profile_id, system, rater, subaxis_id, score)")
     c.add_argument("--target", metavar="NAME|PATH",
                    help="the target whose dimensions are compared (default: the judge runs' target, else the "
@@ -150,8 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_compare)
 
     j = sub.add_parser("judge", help="run a judge (N repetitions) over already-annotated interactions")
-    j.add_argument("--annotations", required=True,
-                   help="annotated interactions: the authors' human_annotations.jsonl or an annotation database URL")
+    j.add_argument("--annotations", required=True, type=release_arg("human_annotations.jsonl"),
+                   help="annotated interactions: the authors' human_annotations.jsonl ('official': the downloaded "
+                   "one) or an annotation database URL")
     j.add_argument("--study", help="rating study (name or id) when --annotations is a database URL")
     add_role_options(j, ("judge",), required=True, plain_aliases=True)
     add_target_option(j)
@@ -182,8 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     j.set_defaults(func=cmd_judge)
 
     r = sub.add_parser("realism", help="patient realism: human vs LLM patient turns (t-SNE, distances, style)")
-    r.add_argument("--human-turns", required=True,
-                   help="human patient turns: the authors' human_user_turns.jsonl or an annotation database URL (with --study)")
+    r.add_argument("--human-turns", required=True, type=release_arg("human_user_turns.jsonl"),
+                   help="human patient turns: the authors' human_user_turns.jsonl ('official': the downloaded one) "
+                   "or an annotation database URL (with --study)")
     r.add_argument("--study", help="role-play study when --human-turns is a database URL")
     add_role_options(r, ("patient",), plain_aliases=True)
     r.add_argument("--variants", nargs="+", default=list(REALISM_VARIANTS),

@@ -21,6 +21,7 @@ from ..config import (
     OPENING_LINE,
 )
 from ..errors import MindEvalError
+from ..profiles.official import release_arg
 from ..records import DEFAULT_TARGET, PROTOCOLS, ROLES, TRANSCRIPT_FORMATS
 
 MODEL_OPTIONS = ("temperature", "max-tokens", "reasoning-effort", "api-base")
@@ -162,8 +163,9 @@ def add_judge_options(p: argparse.ArgumentParser, *, fewshot_k: int = DEFAULT_FE
                    help="attempts for an unparseable judge reply before it is recorded as failed")
     p.add_argument("--judge-samples", type=at_least("--judge-samples"), default=DEFAULT_JUDGE_SAMPLES,
                    help="judge samples per interaction (30 in the paper's meta-evaluation)")
-    p.add_argument("--fewshot-file", default=None, metavar="FILE",
-                   help="annotated file (authors' human_annotations.jsonl schema) to draw few-shot examples from"
+    p.add_argument("--fewshot-file", default=None, metavar="FILE", type=release_arg("human_annotations.jsonl"),
+                   help="annotated file (authors' human_annotations.jsonl schema; 'official': the downloaded one) "
+                   "to draw few-shot examples from"
                    + fewshot_file_help)
     p.add_argument("--fewshot-k", type=at_least("--fewshot-k", 0), default=fewshot_k, metavar="K",
                    help="few-shot examples shown to the judge (annotators' mean scores)")

@@ -60,6 +60,23 @@ def official_dir(root: str | Path | None = None) -> Path:
     return cache_root(root) / "official" / COMMIT
 
 
+def mirror_url(base: str) -> str:
+    """The release's base URL: ``http(s)://…``, ``file:///dir`` or a local directory (as ``file://``)."""
+    base = base.rstrip("/")
+    if base.startswith(("http://", "https://")):
+        return base
+    if base.startswith("file://"):
+        directory = Path(urllib.request.url2pathname(base.removeprefix("file://")))
+    elif "://" not in base and base:
+        directory = Path(base).expanduser().resolve()
+    else:
+        raise MindEvalError(f"base URL must be http://, https://, file:// or a directory (got {base!r})",
+                            field="--base-url")
+    if not directory.is_dir():
+        raise MindEvalError(f"no such directory: {directory}", field="--base-url")
+    return directory.as_uri()
+
+
 def parse_sha_overrides(items: list[str] | None) -> dict[str, str]:
     """``["NAME=HEX", ...]`` → ``{NAME: hex}``; unknown names or bad hex are clear errors."""
     out: dict[str, str] = {}
@@ -104,7 +121,7 @@ def download_file(
         got = 0
         with os.fdopen(fd, "wb") as out:
             try:
-                resp = urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 (http/https only)
+                resp = urllib.request.urlopen(url, timeout=timeout)  # noqa: S310 (http, https, file)
             except urllib.error.HTTPError as exc:
                 raise MindEvalError(f"download failed: HTTP {exc.code} {exc.reason} for {url}",
                                     field=dest.name) from None
@@ -165,9 +182,7 @@ def download_release(
         if n not in UPSTREAM_SHA256:
             raise MindEvalError(f"unknown file {n!r} (one of {', '.join(FILES)})", field="file")
     expected = {**UPSTREAM_SHA256, **(sha256 or {})}
-    base = (base_url or DEFAULT_BASE_URL).rstrip("/")
-    if not base.startswith(("http://", "https://")):
-        raise MindEvalError(f"base URL must start with http:// or https:// (got {base!r})", field="--base-url")
+    base = mirror_url(base_url or DEFAULT_BASE_URL)
     target = official_dir(cache_dir)
     results: list[FileResult] = []
     for name in names:

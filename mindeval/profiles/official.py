@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import MindEvalError
@@ -10,6 +11,7 @@ from ..resources import data_dir
 from .download import FILES, UPSTREAM_SHA256, official_dir, read_manifest
 
 DEMO_FILE = "demo_profiles.jsonl"
+OFFICIAL = "official"  # the name of the downloaded release wherever one of its files is expected
 
 
 def official_file(name: str, *, cache_dir: str | Path | None = None) -> Path:
@@ -41,7 +43,7 @@ def official_file(name: str, *, cache_dir: str | Path | None = None) -> Path:
 
 def resolve_profiles_arg(value: str) -> Path:
     """``official`` → the cached 50 benchmark profiles; ``demo`` → the bundled demo; else a path."""
-    if value == "official":
+    if value == OFFICIAL:
         return official_file("profiles.jsonl")
     if value == "demo":
         path = data_dir() / DEMO_FILE
@@ -54,3 +56,19 @@ def resolve_profiles_arg(value: str) -> Path:
             "profiles file not found (give a profiles.jsonl path, 'official' or 'demo')", path=path
         )
     return path
+
+
+
+def resolve_release_arg(value: str, name: str) -> str:
+    """``official`` → the downloaded release file ``name`` (checked); any other value unchanged."""
+    return str(official_file(name)) if value == OFFICIAL else value
+
+
+def release_arg(name: str) -> Callable[[str], str]:
+    """An argparse ``type``: a path, a URL, or ``official`` for the downloaded release file ``name``."""
+
+    def parse(text: str) -> str:
+        return resolve_release_arg(text, name)
+
+    parse.__name__ = "path"
+    return parse
