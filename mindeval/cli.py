@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "mindeval.commands.leaderboard",
     "mindeval.commands.app",
     "mindeval.commands.targets",
+    "mindeval.commands.view",
 )
 
 

@@ -28,10 +28,10 @@ def app_script() -> Path:
     return Path(annotation_app.__file__).resolve().parent / "server.py"
 
 
-def streamlit_command(host: str, port: int) -> list[str]:
-    """The ``streamlit run`` command line of the app (also used by tests and benchmarks)."""
+def streamlit_command(host: str, port: int, script: Path | None = None) -> list[str]:
+    """The ``streamlit run`` command line of the app, or of another page ``script`` (the run viewer)."""
     cmd = [
-        sys.executable, "-m", "streamlit", "run", str(app_script()),
+        sys.executable, "-m", "streamlit", "run", str(script or app_script()),
         "--server.headless", "true", "--server.address", host, "--server.port", str(port),
         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
         "--server.runOnSave", "false", "--client.toolbarMode", "minimal",

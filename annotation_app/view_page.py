@@ -1,0 +1,106 @@
+"""``mindeval view``: the run viewer page (no sign-in; served on 127.0.0.1 only).
+
+Lists the conversations of the run directories in ``$MINDEVAL_VIEW_RUNS`` with filters
+(failed, score on a dimension, label, run); opening one shows its transcript, every judge
+sample's full reply and parsed scores, tokens and cost per role, and its errors. All model
+text is shown inert (:func:`annotation_app.ui.inert`) or as plain code text.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import streamlit as st
+
+from annotation_app.ui import inert
+from mindeval.viewer import Conversation, filter_conversations, load_conversations
+from mindeval.viewer.data import AVERAGE, SEVERITY
+
+RUNS_ENV = "MINDEVAL_VIEW_RUNS"
+SPEAKER = {"user": ("Patient", ":material/person:", "green"),
+           "assistant": ("Clinician", ":material/medical_services:", "blue")}
+
+st.set_page_config(page_title="MindEval runs", page_icon=":material/table_view:", layout="wide")
+
+
+@st.cache_data(show_spinner="Reading the runs…")
+def _load(paths: tuple[str, ...]) -> list[Conversation]:
+    return load_conversations(list(paths))
+
+
+def _money(v: float | None) -> str:
+    return "n/a" if v is None else f"${v:.4f}"
+
+
+def _detail(c: Conversation) -> None:
+    st.subheader(f"{inert(c.profile_name or c.profile_id)} · {inert(c.run)}")
+    st.caption(f"interaction {inert(c.interaction_id)} · clinician {inert(c.clinician)} · patient "
+               f"{inert(c.patient_model or 'n/a')} · judge {inert(c.judge_model or 'n/a')} · {c.label} · "
+               f"status {c.status}")
+    for err in c.errors:
+        st.error(inert(err), icon=":material/error:")
+    if c.usage:
+        st.markdown("**Tokens and cost**")
+        st.dataframe(pd.DataFrame([{"role": u.role, "calls": u.calls, "failed calls": u.failed_calls,
+                                    "input tokens": u.prompt_tokens, "output tokens": u.completion_tokens,
+                                    "cost": _money(u.cost_usd)} for u in c.usage]),
+                     hide_index=True, key="usage")
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown("**Transcript**")
+        for n, m in enumerate(c.messages, start=1):
+            who, icon, colour = SPEAKER.get(m.role, (m.role, ":material/notes:", "gray"))
+            with st.container(border=True, key=f"turn-{n}"):
+                st.markdown(f"{icon} **:{colour}[{who}]** · turn {n}  \n{inert(m.content)}")
+    with right:
+        st.markdown("**Judge**")
+        if not c.judgments:
+            st.info("not judged")
+        for j in c.judgments:
+            with st.container(border=True, key=f"judge-{j.sample}"):
+                st.markdown(f"sample {j.sample} · {j.parse_status} · {j.attempts} attempt(s)")
+                if j.scores:
+                    st.dataframe(pd.DataFrame([j.scores]), hide_index=True, key=f"scores-{j.sample}")
+                st.code(j.raw_text or "(empty reply)", language=None, wrap_lines=True)
+
+
+runs = tuple(p for p in os.environ.get(RUNS_ENV, "").split(os.pathsep) if p)
+if not runs:
+    st.error(f"No run directories: start the viewer with `mindeval view RUN_DIR...` (${RUNS_ENV} is empty).")
+    st.stop()
+conversations = _load(runs)
+axes = sorted({a for c in conversations for a in c.axes}, key=lambda a: (conversations[0].axes + (a,)).index(a))
+
+with st.sidebar:
+    st.header("Filters")
+    show = st.radio("Show", ["All", "Failed only", "Scored only"], key="show")
+    dimension = st.selectbox("Dimension", [AVERAGE, *axes], key="dimension")
+    low, high = st.slider("Score between", 0.0, 6.0, (0.0, 6.0), step=0.25, key="score")
+    labels = st.multiselect("Label", list(SEVERITY.values()), key="labels")
+    names = sorted({c.run for c in conversations})
+    chosen_runs = st.multiselect("Run", names, key="runs") if len(names) > 1 else []
+
+bounded = (low, high) != (0.0, 6.0)
+shown = filter_conversations(conversations, failed={"All": None, "Failed only": True, "Scored only": False}[show],
+                             dimension=dimension, low=low if bounded else None, high=high if bounded else None,
+                             labels=labels, runs=chosen_runs)
+st.title("MindEval runs")
+st.caption(f"{len(shown)} of {len(conversations)} conversations · {sum(c.failed for c in conversations)} with a "
+           f"failure · runs: {', '.join(inert(n) for n in sorted({c.run for c in conversations}))}")
+
+table = pd.DataFrame([{"run": c.run, "profile": c.profile_name or c.profile_id, "clinician": c.clinician,
+                       "label": c.label, "status": "failed" if c.failed else "ok",
+                       **{a: c.score(a) for a in (*axes, AVERAGE)}, "tokens": c.tokens, "cost": _money(c.cost_usd)}
+                      for c in shown])
+if not shown:
+    st.info("No conversation matches the filters.")
+    st.stop()
+st.dataframe(table, hide_index=True, key="list")
+by_key = {c.key: c for c in shown}
+opened = st.selectbox("Open a conversation", list(by_key), index=None, key="open",
+                      format_func=lambda k: f"{by_key[k].run} · {by_key[k].profile_name or by_key[k].profile_id} · "
+                      f"{'failed' if by_key[k].failed else 'ok'}",
+                      placeholder="Choose a conversation to read")
+if opened:
+    _detail(by_key[opened])
