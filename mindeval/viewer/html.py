@@ -39,7 +39,7 @@ def _anchor(c: Conversation) -> str:
 
 def _row(c: Conversation) -> str:
     cells = [f'<a href="#{_anchor(c)}">{_e(c.profile_name or c.profile_id)}</a>', _e(c.label),
-             f'<span class="failed">failed</span>' if c.failed else "ok",
+             '<span class="failed">failed</span>' if c.failed else "ok",
              *(_num(c.score(a)) for a in (*c.axes, AVERAGE)), str(c.tokens), _num(c.cost_usd, "${:.4f}")]
     return "<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>"
 

@@ -7,7 +7,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from viewkit import HOSTILE, make_runs
+from support.viewruns import HOSTILE, make_runs
 
 from mindeval.cli import main
 from mindeval.viewer import filter_conversations, load_conversations
