@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..cli import out_dir
+from ..errors import MindEvalError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,12 +36,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compare-to", nargs="+", type=Path, default=[], metavar="RUN_DIR",
                    help="runs under other setups (judge / patient swaps): report pairwise accuracy (Table 5)")
     p.add_argument("--quiet", action="store_true", help="do not print the Markdown report")
+    p.add_argument("--plots", action="store_true",
+                   help="also write figures into --out as PNG and SVG: the leaderboard with 95%% intervals and "
+                   "clusters, per-dimension bars, and the score by patient severity, by interaction length and "
+                   "by any other setting the runs differ in (needs the plots extra)")
     p.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     from ..leaderboard import StatsSettings, build_leaderboard, to_markdown, write_outputs
 
+    if args.plots:
+        from ..extras import require
+
+        if args.out is None:
+            raise MindEvalError("--plots writes figures into --out DIR; give --out", field="--plots")
+        require("plots", "mindeval leaderboard --plots")
     settings = StatsSettings(resamples=args.resamples, test=args.test, seed=args.seed, alpha=args.alpha,
                              sided=args.sided)
     lb = build_leaderboard(args.runs, settings, allow_mixed=args.allow_mixed,
@@ -52,4 +63,9 @@ def handle(args: argparse.Namespace) -> int:
     if args.out is not None:
         for path in write_outputs(lb, args.out):
             print(f"wrote {path}", file=sys.stderr)
+        if args.plots:
+            from ..leaderboard.plots import write_plots
+
+            for path in write_plots(lb, args.out):
+                print(f"wrote {path}", file=sys.stderr)
     return 0

@@ -215,6 +215,9 @@ def test_api_benchmark_leaderboard_and_compare_run_without_extras(tmp_path, shar
       "--judge", "fake/judge", "--dry-run", "--out", "x"], False,
      "error: local/smollm2 needs the embedded extra: pip install 'mindeval[embedded]'"),
     (["app", "--port", "8599"], False, "error: mindeval app needs the app extra: pip install 'mindeval[app]'"),
+    (["view", "runs/a", "--port", "8599"], False, "error: mindeval view needs the app extra: pip install 'mindeval[app]'"),
+    (["leaderboard", "runs/a", "--plots", "--out", "board"], False,
+     "error: mindeval leaderboard --plots needs the plots extra: pip install 'mindeval[plots]'"),
     (["realism", "--human-turns", "x.jsonl", "--patient", "fake/echo", "--out", "r"], True,
      "error: metaeval realism needs the realism extra: pip install 'mindeval[realism]'"),
 ])
