@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,16 +29,27 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
+# Placeholders by value type when an option names none: N whole number, X number, DIR, FILE, PATH.
+PLACEHOLDERS = {"int": "N", "float": "X", "directory": "DIR", "file": "FILE", "path": "FILE", "Path": "PATH"}
+
+
 class DefaultsFormatter(argparse.HelpFormatter):
-    """Help that shows every option's default (unset, empty and off defaults are left out)."""
+    """Help that shows every option's default once (unset, empty and off defaults are left out; a
+    help text that already says "(default ...)" keeps its own wording), and placeholders by type."""
 
     def _format_action(self, action: argparse.Action) -> str:
         d = action.default
         unset = d is None or d is False or d is argparse.SUPPRESS or d == "" or d == []
         shown = not unset and (action.option_strings or action.nargs in ("?", "*"))
-        if shown and "%(default)" not in (action.help or "") and action.help != argparse.SUPPRESS:
+        text = action.help or ""
+        said = "%(default)" in text or re.search(r"\(default\b", text)
+        if shown and not said and action.help != argparse.SUPPRESS:
             action.help = f"{action.help} (default: %(default)s)" if action.help else "default: %(default)s"
         return super()._format_action(action)
+
+    def _get_default_metavar_for_optional(self, action: argparse.Action) -> str:
+        kind = getattr(action.type, "__name__", None)
+        return PLACEHOLDERS.get(kind or "", action.dest.upper())
 
 
 class Parser(argparse.ArgumentParser):
@@ -66,12 +78,48 @@ def out_dir(option: str = "--out") -> Callable[[str], Path]:
 
     def parse(text: str) -> Path:
         path = Path(text)
-        if path.exists() and not path.is_dir():
-            raise MindEvalError(f"{path} is a file; give a directory", field=option)
+        check_writable_dir(path, option)
         return path
 
     parse.__name__ = "directory"
     return parse
+
+
+def out_file(option: str = "--out") -> Callable[[str], Path]:
+    """An argparse ``type``: an output file (its folder must be writable; a directory is an error)."""
+
+    def parse(text: str) -> Path:
+        path = Path(text)
+        if path.is_dir():
+            raise MindEvalError(f"{path} is a directory; give a file name", field=option)
+        check_writable_dir(path.parent, option)
+        return path
+
+    parse.__name__ = "file"
+    return parse
+
+
+def check_writable_dir(path: Path, option: str = "--out") -> None:
+    """One-line error unless ``path`` is, or can be created as, a directory we can write in.
+
+    Checked before any work: a file in the way (``FILE`` or ``FILE/sub``), a missing or
+    read-only parent (``/proc/x``). Nothing is created: the write test uses a temporary
+    directory inside the nearest existing ancestor and removes it.
+    """
+    import tempfile
+
+    existing = path
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        what = "is a file" if existing == path else f"cannot be created: {existing} is a file"
+        raise MindEvalError(f"{path} {what}; give a directory", field=option)
+    try:
+        tempfile.TemporaryDirectory(dir=existing).cleanup()
+    except OSError as exc:
+        raise MindEvalError(f"cannot write in {existing}: {exc.strerror or exc}", field=option) from None
 
 
 def build_parser() -> argparse.ArgumentParser:

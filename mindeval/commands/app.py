@@ -14,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..cli import out_file
 from .run import add_target_option
 
 ADMIN_CODE_ENV = "MINDEVAL_ADMIN_CODE"
@@ -109,7 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     e = cmds.add_parser("export", help="export ratings or role-play sessions")
     e.add_argument("study")
     e.add_argument("--format", required=True, choices=("csv", "jsonl", "authors", "interactions", "user-turns"))
-    e.add_argument("--out", type=Path, required=True)
+    e.add_argument("--out", type=out_file(), required=True, metavar="FILE")
     e.set_defaults(func=_export)
 
     ls = cmds.add_parser("list", help="list studies or people")

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..cli import at_least
+from ..cli import at_least, out_file
 from ..config import DEFAULT_MODEL
 
 
@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "Profile i depends only on (seed, i): the first 50 of --n 1000 equal --n 50.")
     s.add_argument("--n", type=int, required=True, help="number of profiles")
     s.add_argument("--seed", type=int, default=0, help="sampling seed (recorded in FILE's .meta.json)")
-    s.add_argument("-o", "--out", type=Path, required=True, metavar="FILE", help="output profiles.jsonl")
+    s.add_argument("-o", "--out", type=out_file(), required=True, metavar="FILE", help="output profiles.jsonl")
     s.add_argument("--pool", type=Path, default=None, metavar="DIR",
                    help="attribute pool directory (default: the bundled data/attribute_pool)")
     s.set_defaults(func=_sample)
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         description="Calls are stored in <out stem>.backstory.db (or --db); re-running the "
                         "same command reuses them. Invalid replies are retried with feedback.")
     g.add_argument("source", metavar="FILE", help="profiles.jsonl, 'official' or 'demo'")
-    g.add_argument("-o", "--out", type=Path, required=True, metavar="FILE", help="output profiles.jsonl")
+    g.add_argument("-o", "--out", type=out_file(), required=True, metavar="FILE", help="output profiles.jsonl")
     g.add_argument("--model", default=DEFAULT_MODEL, help="litellm model string")
     g.add_argument("--temperature", type=float, default=None, metavar="T")
     g.add_argument("--max-tokens", type=int, default=None, metavar="N")

@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from ..cli import out_file
 from ..errors import MindEvalError
 
 RUNS_ENV = "MINDEVAL_VIEW_RUNS"
@@ -24,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "parsed scores, tokens and cost, and its errors. Needs the app extra. With --html, write one "
                        "run as a static page instead (no extra needed).")
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run directories (mindeval run --out)")
-    p.add_argument("--html", type=Path, default=None, metavar="FILE",
+    p.add_argument("--html", type=out_file("--html"), default=None, metavar="FILE",
                    help="write RUN_DIR as one self-contained HTML file and exit")
     p.add_argument("--host", default="127.0.0.1", metavar="ADDR", help="address to listen on")
     p.add_argument("--port", type=int, default=8502, metavar="N", help="port to listen on")
@@ -45,8 +46,6 @@ def _view(args: argparse.Namespace) -> int:
     if args.html is not None:
         if len(args.runs) != 1:
             raise MindEvalError(f"--html exports one run; got {len(args.runs)}", field="--html")
-        if args.html.is_dir():
-            raise MindEvalError(f"{args.html} is a directory; give a file name", field="--html")
         from ..viewer.html import write_html
 
         _check_runs(args.runs)

@@ -238,7 +238,7 @@ async def acomplete(
     """
     check_model_string(spec.model)
     check_api_key(spec, role)
-    attempts = Attempts(policy or default_policy(), role, spec.model)
+    attempts = Attempts(policy or default_policy(), role, spec.model, spec.api_base)
     started = time.perf_counter()
     n = 0
     while True:

@@ -129,7 +129,33 @@ def retry_after_s(exc: BaseException) -> float | None:
         return None
 
 
-def to_model_error(exc: BaseException, role: str, model: str) -> ModelCallError:
+# The connection was never made (refused, unreachable): httpx, aiohttp and the socket layer's names.
+_CONNECT_ERRORS = ("ConnectError", "ClientConnectorError", "ConnectionRefusedError")
+
+
+def connect_failure(exc: BaseException, api_base: str | None = None) -> str | None:
+    """``cannot connect to URL`` when the attempt never reached the server (refused, unreachable)."""
+    url: str | None = None
+    found = False
+    cur: BaseException | None = exc
+    for _ in range(10):
+        if cur is None:
+            break
+        if type(cur).__name__ in _CONNECT_ERRORS or isinstance(cur, ConnectionRefusedError):
+            found = True
+        try:
+            url = url or (str(cur.request.url) if getattr(cur, "request", None) is not None else None)  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - an exception without a usable request
+            pass
+        if url is None and getattr(cur, "host", None) and getattr(cur, "port", None):
+            url = f"{cur.host}:{cur.port}"  # type: ignore[attr-defined]
+        cur = cur.__cause__ or cur.__context__
+    if not found:
+        return None
+    return f"cannot connect to {api_base or url or 'the server'}"
+
+
+def to_model_error(exc: BaseException, role: str, model: str, api_base: str | None = None) -> ModelCallError:
     """Turn any exception of one attempt into a one-line :class:`ModelCallError`."""
     own = _own_error(exc)
     if own is not None:  # raised by MindEval code (custom provider, fake model) under litellm
@@ -144,6 +170,11 @@ def to_model_error(exc: BaseException, role: str, model: str) -> ModelCallError:
         msg = provider_message(exc)
     if isinstance(exc, TimeoutError) and msg in ("", "TimeoutError"):
         msg = "no answer within the timeout"
+    refused = None if isinstance(exc, (ModelCallError, TimeoutError)) else connect_failure(exc, api_base)
+    if refused:
+        who = " ".join(x for x in (role, model) if x)
+        return ModelCallError(f"{who}: {refused}", role=role, model=model, status=None, transient=True,
+                              provider_message=refused)
     kind = type(exc).__name__ if not isinstance(exc, (ModelCallError, EmptyReply)) else ""
     head = " ".join(x for x in (str(status) if status else "", kind) if x)
     who = " ".join(x for x in (role, model) if x)
@@ -166,10 +197,11 @@ def _own_error(exc: BaseException) -> ModelCallError | None:
 class Attempts:
     """Retry bookkeeping of one call: decides after each failure whether and when to retry."""
 
-    def __init__(self, policy: RetryPolicy, role: str, model: str) -> None:
+    def __init__(self, policy: RetryPolicy, role: str, model: str, api_base: str | None = None) -> None:
         self.policy = policy
         self.role = role
         self.model = model
+        self.api_base = api_base
         self.started = time.monotonic()
         self.failures = 0  # transient failures so far
         self.empties = 0
@@ -184,7 +216,7 @@ class Attempts:
                     role=self.role, model=self.model, provider_message=EMPTY_REPLY,
                 ) from None
             return 0.0
-        err = to_model_error(exc, self.role, self.model)
+        err = to_model_error(exc, self.role, self.model, self.api_base)
         if not err.transient:
             raise err from None
         self.failures += 1

@@ -87,7 +87,8 @@ def test_html_export_shows_failures_and_scores(runs, tmp_path):
 @pytest.mark.parametrize(("argv", "message"), [
     (["view", "nope", "--html", "x.html"], "error: nope: run directory not found"),
     (["view", "RUN", "RUN", "--html", "x.html"], "error: --html: --html exports one run; got 2"),
-    (["view", "RUN", "--html", "/proc/x/y.html"], "error: --html: cannot write /proc/x/y.html"),
+    (["view", "RUN", "--html", "/proc/x/y.html"], "error: --html: cannot write in /proc"),
+    (["view", "RUN", "--html", "."], "error: --html: . is a directory; give a file name"),
 ])
 def test_view_errors_are_one_line(runs, tmp_path, monkeypatch, capsys, argv, message):
     monkeypatch.chdir(tmp_path)

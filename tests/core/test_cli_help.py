@@ -1,0 +1,89 @@
+"""Every subcommand's help, walked: one voice for options, defaults and placeholders."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+
+from metaeval.cli import build_parser as metaeval_parser
+from mindeval.cli import build_parser
+
+# Options whose default or meaning differs between commands on purpose, with the reason.
+DIFFERENT = {
+    "--fewshot-k": "metaeval judge draws its examples from the file it evaluates (--annotations) unless "
+                   "told otherwise, so it shows none by default; mindeval run only with --fewshot-file",
+    "--quiet": "run/profiles/data: no progress bar; leaderboard: no report on stdout",
+    "--out": "a directory for runs and reports, a file for profiles and exports",
+    "--kind": "different choices per command (study kind, import kind)",
+    "--k": "annotators per item (create-study) or per assignment (assign)",
+    "--seed": "create-study seeds the assignment (0); runs and judges the model calls (0)",
+    "--limit": "profiles (run) or interactions / turns (metaeval)",
+    "--target": "metaeval compare reads it from the runs when not given; elsewhere it defaults to mindeval",
+    "--db": "the run store (run, judge) or the annotation database (app)",
+    "--study": "a rating or role-play study",
+    "--host": "app (8501) and viewer (8502) listen on 127.0.0.1",
+    "--port": "app (8501) and viewer (8502) listen on 127.0.0.1",
+    "--prompt": "the backstory prompt (profiles generate) or the judge prompt (metaeval judge alias)",
+    "--model": "the backstory model",
+    "--concurrency": "profiles generate writes one backstory at a time unless told (1); runs and judges 4",
+    "--judge": "required on metaeval judge (the judge under evaluation); the embedded model by default on run",
+    "--zeros": "compare: unset means 'missing', or 'zero' with --paper-compatible; judge: the few-shot scores",
+}
+
+
+def _walk(parser: argparse.ArgumentParser, name: str):
+    yield name, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub, p in action.choices.items():
+                yield from _walk(p, f"{name} {sub}")
+
+
+PARSERS = [*_walk(build_parser(), "mindeval"), *_walk(metaeval_parser(), "metaeval")]
+
+
+def _visible(parser: argparse.ArgumentParser):
+    return [a for a in parser._actions if a.option_strings and a.help != argparse.SUPPRESS
+            and not isinstance(a, argparse._HelpAction)]
+
+
+def _placeholder(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    fmt = parser._get_formatter()
+    return fmt._metavar_formatter(action, fmt._get_default_metavar_for_optional(action))(1)[0]
+
+
+def test_every_subcommand_is_walked():
+    names = {n for n, _ in PARSERS}
+    assert {"mindeval run", "mindeval leaderboard", "mindeval view", "mindeval data download",
+            "mindeval app admin export", "metaeval compare", "metaeval judge", "metaeval realism"} <= names
+
+
+@pytest.mark.parametrize(("name", "parser"), PARSERS, ids=[n for n, _ in PARSERS])
+def test_help_shows_each_default_once_and_typed_placeholders(name, parser):
+    text = parser.format_help()
+    assert text.startswith("usage: ")
+    for action in _visible(parser):
+        fmt = parser._get_formatter()
+        fmt.add_argument(action)
+        rendered = re.sub(r"\s+", " ", fmt.format_help())
+        assert len(re.findall(r"\(default\b", rendered)) <= 1, f"{name} {action.option_strings}: {rendered}"
+        if action.nargs != 0:
+            ph = _placeholder(parser, action)
+            assert ph.startswith("{") or ph == ph.upper(), f"{name} {action.option_strings}: {ph}"
+            if action.metavar is None:  # named from the option: a type's placeholder, never OPTION_NAME
+                assert "_" not in ph, f"{name} {action.option_strings}: {ph}"
+
+
+def test_an_option_means_the_same_in_every_command():
+    seen: dict[str, dict[tuple, list[str]]] = {}
+    for name, parser in PARSERS:
+        for action in _visible(parser):
+            opt = max(action.option_strings, key=len)
+            if opt in DIFFERENT:
+                continue
+            placeholder = _placeholder(parser, action) if action.nargs != 0 else ""
+            seen.setdefault(opt, {}).setdefault((placeholder, repr(action.default)), []).append(name)
+    mixed = {opt: forms for opt, forms in seen.items() if len(forms) > 1}
+    assert mixed == {}
