@@ -95,7 +95,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     i = cmds.add_parser("import", help="import a run directory, interactions, profiles or the authors' ratings")
     i.add_argument("study")
-    i.add_argument("path", type=Path)
+    i.add_argument("path", type=Path,
+                   help="a run directory or file; 'official' with --kind authors or profiles: the downloaded release")
     i.add_argument("--kind", choices=("run", "interactions", "authors", "profiles"), default=None)
     i.add_argument("--map-annotator", action="append", default=[], metavar="FILE_ID=NAME",
                    help="give the ratings of annotator FILE_ID in an authors' file to the existing person NAME "
@@ -241,6 +242,15 @@ def _import(args: argparse.Namespace) -> int:
     from ..store.annotations.importers import parse_annotator_map
 
     mapped = parse_annotator_map(args.map_annotator)
+    if str(args.path) == "official":
+        from ..errors import MindEvalError
+        from ..profiles.official import official_file
+
+        release = {"authors": "human_annotations.jsonl", "profiles": "profiles.jsonl"}
+        if args.kind not in release:
+            raise MindEvalError("'official' needs --kind authors (human_annotations.jsonl) or --kind profiles",
+                                field="--kind")
+        args.path = official_file(release[args.kind])
     rep = _workspace(args).import_path(SYSTEM, args.study, args.path, args.kind, map_annotators=mapped)
     print(f"imported {rep.kind}: {rep.items_linked} items linked to the study ({rep.items_added} new, "
           f"{rep.items_reused} identical ones already in the workspace), "

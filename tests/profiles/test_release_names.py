@@ -107,3 +107,13 @@ def test_run_draws_fewshot_examples_from_official(downloaded, tmp_path):
     config = json.loads((out / "config.json").read_text())["config"]
     assert config["fewshot_source"] == str(downloaded / "human_annotations.jsonl")
     assert config["fewshot_k"] == 2
+
+
+def test_app_imports_the_official_annotations(downloaded, tmp_path, capsys):
+    db = f"sqlite:///{tmp_path / 'app.db'}"
+    assert main(["app", "admin", "--db", db, "create-study", "Authors"]) == 0
+    assert main(["app", "admin", "--db", db, "import", "Authors", "official"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "error: --kind: 'official' needs --kind authors (human_annotations.jsonl) or --kind profiles")
+    assert main(["app", "admin", "--db", db, "import", "Authors", "official", "--kind", "authors"]) == 0
+    assert "imported authors: 60 items linked" in capsys.readouterr().out
