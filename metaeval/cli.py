@@ -17,6 +17,8 @@ from mindeval.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_PROMPTS,
     DEFAULT_SEED,
+    METAEVAL_MARGIN,
+    METAEVAL_RESAMPLES,
     REALISM_OPENER,
     REALISM_VARIANTS,
 )
@@ -33,9 +35,19 @@ def _self_systems(values: list[str]) -> dict[str, str]:
     return out
 
 
+def _level(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
+    return v
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from .compare import CompareOptions, run_compare
-    from .report import main_layout, markdown_matrix, write_outputs
+    from .report import confidence_lines, main_layout, markdown_matrix, write_outputs
 
     paper = args.paper_compatible
     if paper and args.zeros == "missing":
@@ -46,6 +58,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         tau_variant=args.tau, mipsa_ties="taub" if paper and args.mipsa_ties is None else (args.mipsa_ties or "sign"),
         alpha=not args.no_alpha, exclude=args.exclude or [], exclude_authors_examples=paper, exact=not paper,
         reference=args.reference, self_systems=_self_systems(args.self_system or []), target=args.target,
+        resamples=args.resamples, ci=args.ci, seed=args.seed, alpha_level=args.alpha, margin=args.margin,
     )
     result = run_compare(opts)
     for w in result.warnings:
@@ -63,6 +76,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(markdown_matrix(m, main_layout(m)))
     for v in result.verdicts:
         print(v.line(any_m.options))
+    for line in confidence_lines(result, any_m.options):
+        print(line)
     for row in result.extra.get("table5", []):
         line = f"judge swap {row['judge']} vs {row['reference']}: pairwise accuracy {row['pairwise_accuracy']:.4f}"
         if row.get("self_system"):
@@ -135,6 +150,15 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--reference", help="reference judge for leaderboard accuracy and self-preference (default: first judge)")
     c.add_argument("--self-system", nargs="+", metavar="JUDGE=SYSTEM",
                    help="the clinician system that is a judge's own model (default: matched by model name)")
+    c.add_argument("--resamples", type=at_least("--resamples", 0), default=METAEVAL_RESAMPLES, metavar="N",
+                   help="bootstrap resamples for the intervals, judge-vs-judge tests and verdicts (0 = point values only)")
+    c.add_argument("--ci", type=_level, default=0.95, metavar="LEVEL", help="confidence level of the intervals")
+    c.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the bootstrap (recorded in the JSON)")
+    c.add_argument("--alpha", type=_level, default=0.05, metavar="LEVEL",
+                   help="significance level of the judge-vs-judge tests and their clusters")
+    c.add_argument("--margin", type=float, default=METAEVAL_MARGIN, metavar="DELTA",
+                   help="non-inferiority margin of the verdict: a judge is 'as good as humans' when its leave-one-out "
+                   "agreement is at most DELTA (τ; DELTA/2 for MIPSA) below the humans' with confidence")
     c.add_argument("--no-alpha", action="store_true", help="skip Krippendorff's α")
     c.add_argument("--no-plots", action="store_true", help="skip the heatmap PNGs")
     c.add_argument("--out", type=out_dir(), default=None, metavar="DIR",

@@ -21,6 +21,19 @@ from mindeval.authors import AUTHORS_FEWSHOT_IDS, load_mapping
 from mindeval.errors import MindEvalError
 
 from .agreement import AgreementWarning, TauVariant, TieRule
+from .confidence import (
+    DEFAULT_MARGIN,
+    DEFAULT_RESAMPLES,
+    Calibration,
+    ConfidentVerdict,
+    JudgeClusters,
+    JudgeDiff,
+    TieRow,
+    calibration,
+    confident_verdicts,
+    judge_pairs,
+    tie_table,
+)
 from .matrices import AVG_LABEL, Matrix, MetricOptions, Panel, Verdict, build_all, verdicts
 from .rollup import AVERAGE, MINDEVAL, Dimensions, RollupWarning
 from .selfpref import (
@@ -56,6 +69,11 @@ class CompareOptions(BaseModel):
     reference: str | None = None
     self_systems: dict[str, str] = Field(default_factory=dict)
     target: str | None = None  # NAME|PATH; default: the judge runs' or the study's target
+    resamples: int = DEFAULT_RESAMPLES  # bootstrap resamples for intervals and judge tests (0 = point values only)
+    ci: float = 0.95
+    seed: int = 0
+    alpha_level: float = 0.05  # significance level of judge-vs-judge tests and clusters
+    margin: float = DEFAULT_MARGIN  # non-inferiority margin of the verdict (τ units; half of it for MIPSA)
 
 
 class CompareResult(BaseModel):
@@ -65,6 +83,11 @@ class CompareResult(BaseModel):
     verdicts: list[Verdict]
     extra: dict[str, Any]
     warnings: list[str]
+    confident: list[ConfidentVerdict] = Field(default_factory=list)
+    judge_diffs: list[JudgeDiff] = Field(default_factory=list)
+    judge_clusters: list[JudgeClusters] = Field(default_factory=list)
+    calibration: list[Calibration] = Field(default_factory=list)
+    ties: list[TieRow] = Field(default_factory=list)
 
 
 def _is_db_url(src: str) -> bool:
@@ -195,11 +218,22 @@ def run_compare(opts: CompareOptions) -> CompareResult:
         if not panel.keys:
             raise MindEvalError("the sources share no interaction to compare")
         metric_opts = MetricOptions(tau_variant=opts.tau_variant, mipsa_ties=opts.mipsa_ties, alpha=opts.alpha,
-                                    exact=opts.exact)
+                                    exact=opts.exact, resamples=opts.resamples, ci=opts.ci, seed=opts.seed)
         matrices = build_all(panel, metric_opts, dims=dims)
         verdict_list = [v for m in matrices.values() if m.categorical for v in verdicts(m)]
         verdict_list += verdicts(matrices[AVERAGE])
         extra = _table5(panel, humans, judges, opts)
+        ordinal_axes = [ax for ax, m in matrices.items() if not m.categorical]
+        conf: dict[str, Any] = {}
+        if opts.resamples > 0 and judges:
+            conf["confident"] = confident_verdicts(panel, matrices[AVERAGE], opts.margin)
+            conf["judge_diffs"], conf["judge_clusters"] = judge_pairs(panel, metric_opts, ordinal_axes,
+                                                                      alpha=opts.alpha_level)
+            conf["calibration"] = calibration(panel, metric_opts, ordinal_axes)
+        if judges:
+            conf["ties"] = tie_table(panel, metric_opts, ordinal_axes)
+        for key, items in conf.items():
+            extra[key] = [x.model_dump() for x in items]
     notes = [
         f"{len(panel.keys)} interactions ({len({k[0] for k in panel.keys})} profiles, "
         f"{len({k[1] for k in panel.keys})} systems); {len(panel.excluded_keys)} excluded as judge few-shot "
@@ -218,7 +252,7 @@ def run_compare(opts: CompareOptions) -> CompareResult:
         "zeros": opts.zeros,
     }
     msgs = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
-    return CompareResult(matrices=matrices, verdicts=verdict_list, extra=extra, warnings=msgs)
+    return CompareResult(matrices=matrices, verdicts=verdict_list, extra=extra, warnings=msgs, **conf)
 
 
 def _table5(panel: Panel, humans: list[RaterScores], judges: list[RaterScores], opts: CompareOptions) -> dict[str, Any]:
