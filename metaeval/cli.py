@@ -93,6 +93,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_power(args: argparse.Namespace) -> int:
+    from .compare import CompareOptions
+    from .power import power_lines, run_power
+
+    opts = CompareOptions(humans=args.humans, judges=args.judges, study=args.study, mapping=args.mapping,
+                          zeros=args.zeros, tau_variant=args.tau, mipsa_ties=args.mipsa_ties or "sign",
+                          resamples=args.resamples, seed=args.seed, alpha_level=args.alpha, target=args.target)
+    pair = tuple(args.pair) if args.pair else None
+    rep = run_power(opts, delta=args.delta, power=args.power, axis=args.axis, metric=args.metric,
+                    judges=pair)  # type: ignore[arg-type]
+    for line in power_lines(rep):
+        print(line)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "power.json").write_text(rep.model_dump_json(indent=1), encoding="utf-8")
+        print(f"\nwrote {args.out / 'power.json'}")
+    return 0
+
+
 def cmd_judge(args: argparse.Namespace) -> int:
     from .judge_runs import JudgeRunOptions, run_judge
 
@@ -164,6 +183,28 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--out", type=out_dir(), default=None, metavar="DIR",
                    help="write agreement.md/.csv/.json and heatmaps here (default: print only)")
     c.set_defaults(func=cmd_compare)
+
+    w = sub.add_parser("power", help="from a pilot study: interactions (and raters) needed to tell two judges apart")
+    w.add_argument("--humans", nargs="+", metavar="SRC", required=True, help="the pilot's human ratings (as in compare)")
+    w.add_argument("--judges", nargs="+", metavar="[LABEL=]DIR", required=True,
+                   help="the pilot's judge runs (at least two)")
+    w.add_argument("--pair", nargs=2, metavar="LABEL", help="the two judges to compare (default: the first two)")
+    w.add_argument("--delta", type=float, default=0.1, help="the true difference in agreement to detect")
+    w.add_argument("--power", type=_level, default=0.8, help="the power wanted")
+    w.add_argument("--alpha", type=_level, default=0.05, metavar="LEVEL", help="significance level (two-sided)")
+    w.add_argument("--metric", choices=["tau", "mipsa"], default="tau", help="agreement metric")
+    w.add_argument("--axis", default="average", help="axis code or 'average'")
+    w.add_argument("--resamples", type=at_least("--resamples", 200), default=METAEVAL_RESAMPLES, metavar="N",
+                   help="bootstrap resamples of the pilot")
+    w.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the bootstrap")
+    w.add_argument("--study", help="annotation study when --humans is a database URL")
+    w.add_argument("--mapping", help="criterion → sub-axis mapping file")
+    w.add_argument("--zeros", choices=["missing", "zero"], default="missing", help="a 0 in human ratings")
+    w.add_argument("--tau", choices=["b", "c"], default="b", help="Kendall τ variant")
+    w.add_argument("--mipsa-ties", choices=["sign", "exclude", "taub"], default=None, help="MIPSA tie rule")
+    w.add_argument("--target", metavar="NAME|PATH", help="the target whose dimensions are compared")
+    w.add_argument("--out", type=out_dir(), default=None, metavar="DIR", help="write power.json here")
+    w.set_defaults(func=cmd_power)
 
     j = sub.add_parser("judge", help="run a judge (N repetitions) over already-annotated interactions")
     j.add_argument("--annotations", required=True,

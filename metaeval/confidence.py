@@ -48,7 +48,7 @@ OUTCOMES = ("as good as humans", "worse than humans", "inconclusive (n too small
 METRIC_NAMES = {"tau": "τ", "mipsa": "MIPSA"}
 
 
-class _Stat:
+class Draws:
     """Point value and resampled values of one agreement metric between raters on one axis."""
 
     def __init__(self, panel: Panel, opts: MetricOptions) -> None:
@@ -106,7 +106,7 @@ def judge_pairs(panel: Panel, opts: MetricOptions, axes: Sequence[str], alpha: f
     """Paired tests of every pair of judges and the clusters of tied judges, per axis, metric and reference."""
     if len(panel.judges) < 2:
         return [], []
-    st = _Stat(panel, opts)
+    st = Draws(panel, opts)
     diffs: list[JudgeDiff] = []
     clusters: list[JudgeClusters] = []
     for axis in axes:
@@ -199,7 +199,7 @@ def confident_verdicts(panel: Panel, matrix: Matrix, margin: float = DEFAULT_MAR
     sc = Scores(panel, matrix.axis, opts)
     if matrix.categorical or len(sc.human) < 2 or not sc.judge or opts.resamples < 1:
         return []
-    st = _Stat(panel, opts)
+    st = Draws(panel, opts)
     humans = list(sc.human)
     loos = {h: sc.loo(h) for h in humans}
     out: list[ConfidentVerdict] = []
