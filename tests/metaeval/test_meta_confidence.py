@@ -295,3 +295,48 @@ def test_power_from_a_pilot(shared_data, tmp_path, capsys):
     assert all(n > 0 for n in needed)
     assert needed[-1] < needed[0]  # a reference averaged over more raters is less noisy
     assert main(["power", "--humans", humans, "--judges", judges[0]]) == 2
+
+
+def test_app_results_page_summary_carries_metaevals_intervals():
+    """annotation_app.results uses metaeval's resampled statistics: the point values sit inside
+    their intervals, and the bounds are what metaeval.resampled gives on the same draw."""
+    from types import SimpleNamespace
+
+    from annotation_app.results import agreement_summary
+    from mindeval.guidelines import load_guidelines
+
+    g = load_guidelines()
+    rng = np.random.default_rng(5)
+    ratings = []
+    for i in range(30):
+        item = SimpleNamespace(external_id=f"t{i}", member_attributes={"name": f"p{i // 3}"})
+        base = int(rng.integers(2, 6))
+        for ann in ("ann1", "ann2", "ann3"):
+            values = {s.id: int(np.clip(base + rng.integers(-1, 2), 1, 6)) for s in g.human_subaxes}
+            ratings.append({"item": item, "annotator": ann, "values": values})
+    summary, note = agreement_summary(ratings, g)
+    assert summary is not None and "95% bootstrap intervals" in note
+    for name in ("mean_pairwise_kendall_tau", "mean_pairwise_mipsa", "krippendorff_alpha_interval"):
+        assert summary[f"{name}_95_low"] <= summary[name] <= summary[f"{name}_95_high"], name
+    assert summary["transcripts"] == 30 and summary["annotators"] == 3
+
+
+def test_python_api_returns_frames(tiny_authors, tmp_path):
+    from metaeval_builders import write_judgments
+
+    import metaeval
+    from metaeval.sources import load_authors_annotations
+
+    src = load_authors_annotations(tiny_authors)
+    rows = [{"interaction_id": iid, "profile_id": it.profile_id, "model": it.system, "judge_model": f"x/{label}",
+             "sample": 0, "scores": {ax: 1 + (n * k) % 6 for ax in ("CAC", "EPC", "AR", "TRA", "ASCQ")}}
+            for label, k in (("A", 1), ("B", 5)) for n, (iid, it) in enumerate(src.interactions.items())]
+    a = write_judgments(tmp_path / "A", [r for r in rows if r["judge_model"] == "x/A"])
+    b = write_judgments(tmp_path / "B", [r for r in rows if r["judge_model"] == "x/B"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frames = metaeval.compare(humans=[str(tiny_authors)], judges=[f"A={a}", f"B={b}"], resamples=100)
+    assert {"ci_low", "ci_high", "n_interactions", "n_raters"} <= set(frames.agreement.columns)
+    assert set(frames.judge_pairs["metric"]) == {"tau", "mipsa"}
+    assert set(frames.verdicts["overall"]) <= set(OUTCOMES) and len(frames.verdicts) == 4
+    assert set(frames.clusters["judge"]) == {"A", "B"} and len(frames.calibration) == 12 and len(frames.ties) == 12
