@@ -80,6 +80,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(line)
     for row in result.extra.get("table5", []):
         line = f"judge swap {row['judge']} vs {row['reference']}: pairwise accuracy {row['pairwise_accuracy']:.4f}"
+        if row.get("pairwise_accuracy_ci"):
+            low, high = row["pairwise_accuracy_ci"]
+            line += f" [{low:.4f}, {high:.4f}]"
         if row.get("self_system"):
             line += (f"; self-preference for {row['self_system']}: avg. rank Δ {row['avg_rank_delta']:.2f}, "
                      f"{row['pct_rank_improvements']:.0f}% of {row['n_profiles']} profiles ranked higher")

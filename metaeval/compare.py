@@ -8,6 +8,8 @@ humans) and Krippendorff's α (nominal); the average score keeps τ, MIPSA and �
 
 from __future__ import annotations
 
+import sys
+import types
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +22,7 @@ from pydantic import BaseModel, Field
 from mindeval.authors import AUTHORS_FEWSHOT_IDS, load_mapping
 from mindeval.errors import MindEvalError
 
+from . import resampled
 from .agreement import AgreementWarning, TauVariant, TieRule
 from .confidence import (
     DEFAULT_MARGIN,
@@ -275,6 +278,8 @@ def _table5(panel: Panel, humans: list[RaterScores], judges: list[RaterScores], 
             raise MindEvalError(f"--reference {ref!r} is not a judge label ({', '.join(means)})", field="--reference")
         systems = sorted({k[1] for k in panel.keys})
         ref_board = pd.Series(boards[ref])
+        boot = panel.resampler(MetricOptions(resamples=opts.resamples, ci=opts.ci, seed=opts.seed))
+        system_codes = np.array([systems.index(k[1]) for k in panel.keys])
         for j in judges:
             if j.label == ref:
                 continue
@@ -282,6 +287,9 @@ def _table5(panel: Panel, humans: list[RaterScores], judges: list[RaterScores], 
                 "judge": j.label, "reference": ref,
                 "pairwise_accuracy": leaderboard_accuracy(pd.Series(boards[j.label]), ref_board),
             }
+            if boot is not None:
+                draws = resampled.leaderboard_accuracy(means[j.label], means[ref], system_codes, boot.profile_items)
+                row["pairwise_accuracy_ci"] = list(boot.interval(draws))
             own = opts.self_systems.get(j.label) or find_self_system(str(j.meta.get("judge_model", "")), systems)
             if own:
                 sp = self_preference(panel, means[j.label], means[ref], own, judge_label=j.label, reference_label=ref)
@@ -292,3 +300,15 @@ def _table5(panel: Panel, humans: list[RaterScores], judges: list[RaterScores], 
         if unknown:
             raise MindEvalError(f"--self-system names unknown judge(s) {', '.join(unknown)}", field="--self-system")
     return {"leaderboards": boards, "table5": rows}
+
+
+class _CallableModule(types.ModuleType):
+    """``metaeval.compare`` is this module once imported; calling it is :func:`metaeval.api.compare`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from .api import compare
+
+        return compare(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -184,7 +184,8 @@ def markdown_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], ex
         parts.append("|---|---|---|---|---|---|---|")
         for row in table5:
             parts.append(
-                f"| {row['judge']} | {row['reference']} | {fmt_values([row['pairwise_accuracy']])} | "
+                f"| {row['judge']} | {row['reference']} | "
+                f"{fmt_cell([row['pairwise_accuracy']], row.get('pairwise_accuracy_ci'))} | "
                 f"{row.get('self_system') or '—'} | {fmt_values([row['avg_rank_delta']]) if row.get('self_system') else '—'} | "
                 f"{fmt_values([row['pct_rank_improvements']]) if row.get('self_system') else '—'} | "
                 f"{row.get('n_profiles', '—')} |"

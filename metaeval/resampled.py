@@ -20,6 +20,7 @@ draw, so differences between two judges are paired.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Sequence
 
@@ -177,3 +178,31 @@ def median_over_runs(per_run: Sequence[np.ndarray]) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmedian(stack, axis=0)
+
+
+def leaderboard_accuracy(a: np.ndarray, b: np.ndarray, system: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """System-level pairwise accuracy (sign rule) of two raters' leaderboards on every resample.
+
+    ``a``, ``b``: per-interaction scores; ``system[i]``: the system code of interaction ``i``;
+    ``counts``: interaction counts of the draw (whole profiles for Table 5). A leaderboard is each
+    system's count-weighted mean; a pair agrees when both leaderboards give it the same sign
+    (differences within 1e-12 are ties).
+    """
+    codes = np.asarray(system, dtype=np.int64)
+    k = int(codes.max()) + 1
+    member = (codes[:, None] == np.arange(k)[None, :]).astype(float)
+
+    def board(x: np.ndarray) -> np.ndarray:
+        ok = np.isfinite(x)
+        return _ratio(counts @ (member * np.where(ok, x, 0.0)[:, None]), counts @ (member * ok[:, None]))
+
+    ba, bb = board(a), board(b)
+    agree, total = np.zeros(counts.shape[0]), np.zeros(counts.shape[0])
+    for s, t in itertools.combinations(range(k), 2):
+        da, db = ba[:, s] - ba[:, t], bb[:, s] - bb[:, t]
+        ok = np.isfinite(da) & np.isfinite(db)
+        sa = np.where(np.abs(da) <= 1e-12, 0.0, np.sign(da))
+        sb = np.where(np.abs(db) <= 1e-12, 0.0, np.sign(db))
+        agree += ok & (sa == sb)
+        total += ok
+    return _ratio(agree, total)

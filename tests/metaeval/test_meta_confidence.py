@@ -340,3 +340,32 @@ def test_python_api_returns_frames(tiny_authors, tmp_path):
     assert set(frames.judge_pairs["metric"]) == {"tau", "mipsa"}
     assert set(frames.verdicts["overall"]) <= set(OUTCOMES) and len(frames.verdicts) == 4
     assert set(frames.clusters["judge"]) == {"A", "B"} and len(frames.calibration) == 12 and len(frames.ties) == 12
+    import metaeval.compare  # the submodule takes the name: calling it is still the API
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        again = metaeval.compare(humans=[str(tiny_authors)], judges=[f"A={a}", f"B={b}"], resamples=100)
+    pd.testing.assert_frame_equal(again.judge_pairs, frames.judge_pairs)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_resampled_leaderboard_accuracy_is_table5s_on_the_drawn_profiles(seed):
+    from metaeval.agreement import pairwise_accuracy
+
+    rng = np.random.default_rng(seed)
+    n_prof, n_sys = 6, 4
+    system = np.tile(np.arange(n_sys), n_prof)
+    a = rng.integers(1, 7, n_prof * n_sys).astype(float)
+    b = np.where(rng.random(len(a)) < 0.5, a, rng.integers(1, 7, len(a))).astype(float)
+
+    def boards(rows):
+        return ([a[rows][system[rows] == s].mean() for s in range(n_sys)],
+                [b[rows][system[rows] == s].mean() for s in range(n_sys)])
+
+    every = np.arange(len(a))
+    ones = np.ones((1, len(a)))
+    assert resampled.leaderboard_accuracy(a, b, system, ones)[0] == pytest.approx(pairwise_accuracy(*boards(every)))
+    chosen = rng.integers(0, n_prof, n_prof)
+    rows = np.concatenate([np.arange(p * n_sys, (p + 1) * n_sys) for p in chosen])
+    counts = np.bincount(rows, minlength=len(a))[None, :].astype(float)
+    assert resampled.leaderboard_accuracy(a, b, system, counts)[0] == pytest.approx(pairwise_accuracy(*boards(rows)))
