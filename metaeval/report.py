@@ -332,8 +332,11 @@ def heatmap(m: Matrix, layout: str, path: Path) -> list[Path]:
     for metric in (lower, upper):
         cmap, vmin, vmax, _ = SCALES[metric]
         shown[metric] = ax.imshow(np.ma.masked_invalid(tri[metric]), cmap=cmap, vmin=vmin, vmax=vmax)
-    for metric in metrics:
-        bar = fig.colorbar(shown[metric], ax=ax, fraction=0.04, pad=0.02)
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+    divider = make_axes_locatable(ax)
+    for pos, metric in enumerate(metrics):
+        bar = fig.colorbar(shown[metric], cax=divider.append_axes("right", size="3%", pad=0.15 if pos == 0 else 0.75))
         bar.set_label(SCALES[metric][3] + (" (below the diagonal)" if len(metrics) == 2 and metric == lower else
                                            " (above the diagonal)" if len(metrics) == 2 else ""), fontsize=8)
     for i in range(n):
