@@ -369,3 +369,17 @@ def test_resampled_leaderboard_accuracy_is_table5s_on_the_drawn_profiles(seed):
     rows = np.concatenate([np.arange(p * n_sys, (p + 1) * n_sys) for p in chosen])
     counts = np.bincount(rows, minlength=len(a))[None, :].astype(float)
     assert resampled.leaderboard_accuracy(a, b, system, counts)[0] == pytest.approx(pairwise_accuracy(*boards(rows)))
+
+
+def test_every_figure_carries_its_n_and_warns_below_the_minimum(tiny_authors):
+    from metaeval.agreement import MIN_ITEMS
+    from metaeval.compare import CompareOptions, run_compare
+
+    res = run_compare(CompareOptions(humans=[str(tiny_authors)], resamples=50))
+    assert any(f"agreement figures on 12 shared interactions, below the minimum of {MIN_ITEMS}" in w
+               for w in res.warnings)
+    assert any("all-humans Krippendorff α (average) on 12 interactions × 3 raters" in w for w in res.warnings)
+    m = res.matrices["average"]
+    assert m.group_n == {"interactions": 12, "raters": 3}
+    assert {c.n_raters for c in m.cells if AVG_LABEL in (c.row, c.col)} == {3}
+    assert all(c.n_items == [12] for c in m.cells)
