@@ -85,12 +85,44 @@ def agreement_summary(ratings: list[dict[str, Any]], g: Guidelines) -> tuple[dic
         xs = [x for x in xs if not math.isnan(x)]
         return sum(xs) / len(xs) if xs else None
 
-    summary = {
+    summary: dict[str, float | None] = {
         "annotators": float(len(names)), "transcripts": float(len(items)),
         "mean_pairwise_kendall_tau": clean(taus), "mean_pairwise_mipsa": clean(mipsas),
         "krippendorff_alpha_interval": clean([alpha]),
     }
-    return summary, "Average-score agreement between annotators, computed with metaeval (paper §3.2)."
+    summary.update(_intervals(m, profiles))
+    return summary, ("Average-score agreement between annotators, computed with metaeval (paper §3.2); "
+                     f"95% bootstrap intervals over {RESULTS_RESAMPLES} resamples of the transcripts "
+                     "(of whole profiles for MIPSA), as `metaeval compare` computes them.")
+
+
+RESULTS_RESAMPLES = 1000
+
+
+def _intervals(m: Any, profiles: list[str]) -> dict[str, float | None]:
+    """95% intervals of the three summary figures, from metaeval's resampled statistics (seed 0)."""
+    import numpy as np
+
+    from metaeval.agreement import PairIndex
+    from metaeval.resampled import Resampler, kendall_tau, krippendorff_alpha, mipsa
+    from mindeval.stats.seeding import rng_for
+
+    pairs = PairIndex(profiles)
+    boot = Resampler(pairs, pairs.item_profile, RESULTS_RESAMPLES, rng_for(0, "metaeval", "bootstrap"))
+    raters = range(m.shape[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        taus = np.nanmean([kendall_tau(m[a], m[b], boot.items) for a in raters for b in raters if a < b], axis=0)
+        mipsas = np.nanmean([mipsa(m[a], m[b], pairs, boot.profiles, "taub") for a in raters for b in raters if a < b],
+                            axis=0)
+        alpha = krippendorff_alpha(m, "interval", boot.items)
+    out: dict[str, float | None] = {}
+    for name, draws in (("mean_pairwise_kendall_tau", taus), ("mean_pairwise_mipsa", mipsas),
+                        ("krippendorff_alpha_interval", alpha)):
+        low, high = boot.interval(draws)
+        out[f"{name}_95_low"] = low if math.isfinite(low) else None
+        out[f"{name}_95_high"] = high if math.isfinite(high) else None
+    return out
 
 
 def study_results(db: Database, g: Guidelines, study_ref: int | str) -> StudyResults:

@@ -3,7 +3,7 @@
 Target: under 5 s on 2 cores. Data: the authors' human_annotations.jsonl when it is
 beside the checkout (60 interactions × 4 psychologists), otherwise synthetic humans of
 the same shape; the 30 judge runs are synthetic (seeded), noisy copies of the humans'
-mean. Usage: ``.venv/bin/python benchmarks/bench_metaeval.py [--repeat 3] [--no-alpha]``.
+mean. Usage: ``.venv/bin/python benchmarks/bench_metaeval.py [--repeat 3] [--no-alpha] [--resamples 1000]``.
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--no-alpha", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--resamples", type=int, default=0,
+                    help="bootstrap resamples for the intervals (metaeval compare's default is 1000)")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     warnings.simplefilter("ignore")
@@ -69,7 +71,7 @@ def main() -> None:
         humans = synthetic_humans(rng)
         source = "synthetic humans"
     judge = synthetic_judge(humans, args.runs, rng)
-    opts = MetricOptions(alpha=not args.no_alpha)
+    opts = MetricOptions(alpha=not args.no_alpha, resamples=args.resamples)
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
@@ -89,7 +91,7 @@ def main() -> None:
     print(f"data: {source}; {len(humans)} humans × {args.runs} judge runs × {len(ALL_AXES)} axes "
           f"(5 + average) on {len(panel.keys)} interactions")
     print(f"metrics: Kendall τ-b, MIPSA, Krippendorff α ordinal+interval = {'no' if args.no_alpha else 'yes'}; "
-          f"{n_cells} cells, {n_values} metric values")
+          f"{n_cells} cells, {n_values} metric values; intervals: {args.resamples or 'no'} resamples")
     print(f"all matrices: median {statistics.median(times):.2f} s over {args.repeat} repeats "
           f"(min {min(times):.2f} s, max {max(times):.2f} s); target < 5 s")
     print(f"writing Markdown/CSV/JSON: {t_files:.2f} s; with the 12 heatmap PNGs: {t_plots:.2f} s")

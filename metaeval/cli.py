@@ -17,6 +17,8 @@ from mindeval.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_PROMPTS,
     DEFAULT_SEED,
+    METAEVAL_MARGIN,
+    METAEVAL_RESAMPLES,
     REALISM_OPENER,
     REALISM_VARIANTS,
 )
@@ -34,9 +36,19 @@ def _self_systems(values: list[str]) -> dict[str, str]:
     return out
 
 
+def _level(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}")
+    return v
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from .compare import CompareOptions, run_compare
-    from .report import main_layout, markdown_matrix, write_outputs
+    from .report import confidence_lines, main_layout, markdown_matrix, write_outputs
 
     paper = args.paper_compatible
     if paper and args.zeros == "missing":
@@ -47,6 +59,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         tau_variant=args.tau, mipsa_ties="taub" if paper and args.mipsa_ties is None else (args.mipsa_ties or "sign"),
         alpha=not args.no_alpha, exclude=args.exclude or [], exclude_authors_examples=paper, exact=not paper,
         reference=args.reference, self_systems=_self_systems(args.self_system or []), target=args.target,
+        resamples=args.resamples, ci=args.ci, seed=args.seed, alpha_level=args.alpha, margin=args.margin,
     )
     result = run_compare(opts)
     for w in result.warnings:
@@ -64,8 +77,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(markdown_matrix(m, main_layout(m)))
     for v in result.verdicts:
         print(v.line(any_m.options))
+    for line in confidence_lines(result, any_m.options):
+        print(line)
     for row in result.extra.get("table5", []):
         line = f"judge swap {row['judge']} vs {row['reference']}: pairwise accuracy {row['pairwise_accuracy']:.4f}"
+        if row.get("pairwise_accuracy_ci"):
+            low, high = row["pairwise_accuracy_ci"]
+            line += f" [{low:.4f}, {high:.4f}]"
         if row.get("self_system"):
             line += (f"; self-preference for {row['self_system']}: avg. rank Δ {row['avg_rank_delta']:.2f}, "
                      f"{row['pct_rank_improvements']:.0f}% of {row['n_profiles']} profiles ranked higher")
@@ -81,6 +99,25 @@ def cmd_compare(args: argparse.Namespace) -> int:
     paths = write_outputs(args.out, result.matrices, result.verdicts, result.extra, plots=plots)
     print(f"\nwrote {paths['markdown']}, {paths['csv'].name}, {paths['json'].name}"
           f" and {sum(1 for k in paths if k.startswith('heatmap_'))} heatmaps in {args.out}")
+    return 0
+
+
+def cmd_power(args: argparse.Namespace) -> int:
+    from .compare import CompareOptions
+    from .power import power_lines, run_power
+
+    opts = CompareOptions(humans=args.humans, judges=args.judges, study=args.study, mapping=args.mapping,
+                          zeros=args.zeros, tau_variant=args.tau, mipsa_ties=args.mipsa_ties or "sign",
+                          resamples=args.resamples, seed=args.seed, alpha_level=args.alpha, target=args.target)
+    pair = tuple(args.pair) if args.pair else None
+    rep = run_power(opts, delta=args.delta, power=args.power, axis=args.axis, metric=args.metric,
+                    judges=pair)  # type: ignore[arg-type]
+    for line in power_lines(rep):
+        print(line)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "power.json").write_text(rep.model_dump_json(indent=1), encoding="utf-8")
+        print(f"\nwrote {args.out / 'power.json'}")
     return 0
 
 
@@ -145,11 +182,42 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--reference", help="reference judge for leaderboard accuracy and self-preference (default: first judge)")
     c.add_argument("--self-system", nargs="+", metavar="JUDGE=SYSTEM",
                    help="the clinician system that is a judge's own model (default: matched by model name)")
+    c.add_argument("--resamples", type=at_least("--resamples", 0), default=METAEVAL_RESAMPLES, metavar="N",
+                   help="bootstrap resamples for the intervals, judge-vs-judge tests and verdicts (0 = point values only)")
+    c.add_argument("--ci", type=_level, default=0.95, metavar="LEVEL", help="confidence level of the intervals")
+    c.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the bootstrap (recorded in the JSON)")
+    c.add_argument("--alpha", type=_level, default=0.05, metavar="LEVEL",
+                   help="significance level of the judge-vs-judge tests and their clusters")
+    c.add_argument("--margin", type=float, default=METAEVAL_MARGIN, metavar="DELTA",
+                   help="non-inferiority margin of the verdict: a judge is 'as good as humans' when its leave-one-out "
+                   "agreement is at most DELTA (τ; DELTA/2 for MIPSA) below the humans' with confidence")
     c.add_argument("--no-alpha", action="store_true", help="skip Krippendorff's α")
     c.add_argument("--no-plots", action="store_true", help="skip the heatmap PNGs")
     c.add_argument("--out", type=out_dir(), default=None, metavar="DIR",
                    help="write agreement.md/.csv/.json and heatmaps here (default: print only)")
     c.set_defaults(func=cmd_compare)
+
+    w = sub.add_parser("power", help="from a pilot study: interactions (and raters) needed to tell two judges apart")
+    w.add_argument("--humans", nargs="+", metavar="SRC", required=True, help="the pilot's human ratings (as in compare)")
+    w.add_argument("--judges", nargs="+", metavar="[LABEL=]DIR", required=True,
+                   help="the pilot's judge runs (at least two)")
+    w.add_argument("--pair", nargs=2, metavar="LABEL", help="the two judges to compare (default: the first two)")
+    w.add_argument("--delta", type=float, default=0.1, help="the true difference in agreement to detect")
+    w.add_argument("--power", type=_level, default=0.8, help="the power wanted")
+    w.add_argument("--alpha", type=_level, default=0.05, metavar="LEVEL", help="significance level (two-sided)")
+    w.add_argument("--metric", choices=["tau", "mipsa"], default="tau", help="agreement metric")
+    w.add_argument("--axis", default="average", help="axis code or 'average'")
+    w.add_argument("--resamples", type=at_least("--resamples", 200), default=METAEVAL_RESAMPLES, metavar="N",
+                   help="bootstrap resamples of the pilot")
+    w.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the bootstrap")
+    w.add_argument("--study", help="annotation study when --humans is a database URL")
+    w.add_argument("--mapping", help="criterion → sub-axis mapping file")
+    w.add_argument("--zeros", choices=["missing", "zero"], default="missing", help="a 0 in human ratings")
+    w.add_argument("--tau", choices=["b", "c"], default="b", help="Kendall τ variant")
+    w.add_argument("--mipsa-ties", choices=["sign", "exclude", "taub"], default=None, help="MIPSA tie rule")
+    w.add_argument("--target", metavar="NAME|PATH", help="the target whose dimensions are compared")
+    w.add_argument("--out", type=out_dir(), default=None, metavar="DIR", help="write power.json here")
+    w.set_defaults(func=cmd_power)
 
     j = sub.add_parser("judge", help="run a judge (N repetitions) over already-annotated interactions")
     j.add_argument("--annotations", required=True, type=release_arg("human_annotations.jsonl"),

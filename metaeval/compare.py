@@ -8,6 +8,8 @@ humans) and Krippendorff's α (nominal); the average score keeps τ, MIPSA and �
 
 from __future__ import annotations
 
+import sys
+import types
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +22,21 @@ from pydantic import BaseModel, Field
 from mindeval.authors import AUTHORS_FEWSHOT_IDS, load_mapping
 from mindeval.errors import MindEvalError
 
+from . import resampled
 from .agreement import AgreementWarning, TauVariant, TieRule
+from .confidence import (
+    DEFAULT_MARGIN,
+    DEFAULT_RESAMPLES,
+    Calibration,
+    ConfidentVerdict,
+    JudgeClusters,
+    JudgeDiff,
+    TieRow,
+    calibration,
+    confident_verdicts,
+    judge_pairs,
+    tie_table,
+)
 from .matrices import AVG_LABEL, Matrix, MetricOptions, Panel, Verdict, build_all, verdicts
 from .rollup import AVERAGE, MINDEVAL, Dimensions, RollupWarning
 from .selfpref import (
@@ -56,6 +72,11 @@ class CompareOptions(BaseModel):
     reference: str | None = None
     self_systems: dict[str, str] = Field(default_factory=dict)
     target: str | None = None  # NAME|PATH; default: the judge runs' or the study's target
+    resamples: int = DEFAULT_RESAMPLES  # bootstrap resamples for intervals and judge tests (0 = point values only)
+    ci: float = 0.95
+    seed: int = 0
+    alpha_level: float = 0.05  # significance level of judge-vs-judge tests and clusters
+    margin: float = DEFAULT_MARGIN  # non-inferiority margin of the verdict (τ units; half of it for MIPSA)
 
 
 class CompareResult(BaseModel):
@@ -65,6 +86,11 @@ class CompareResult(BaseModel):
     verdicts: list[Verdict]
     extra: dict[str, Any]
     warnings: list[str]
+    confident: list[ConfidentVerdict] = Field(default_factory=list)
+    judge_diffs: list[JudgeDiff] = Field(default_factory=list)
+    judge_clusters: list[JudgeClusters] = Field(default_factory=list)
+    calibration: list[Calibration] = Field(default_factory=list)
+    ties: list[TieRow] = Field(default_factory=list)
 
 
 def _is_db_url(src: str) -> bool:
@@ -195,11 +221,22 @@ def run_compare(opts: CompareOptions) -> CompareResult:
         if not panel.keys:
             raise MindEvalError("the sources share no interaction to compare")
         metric_opts = MetricOptions(tau_variant=opts.tau_variant, mipsa_ties=opts.mipsa_ties, alpha=opts.alpha,
-                                    exact=opts.exact)
+                                    exact=opts.exact, resamples=opts.resamples, ci=opts.ci, seed=opts.seed)
         matrices = build_all(panel, metric_opts, dims=dims)
         verdict_list = [v for m in matrices.values() if m.categorical for v in verdicts(m)]
         verdict_list += verdicts(matrices[AVERAGE])
         extra = _table5(panel, humans, judges, opts)
+        ordinal_axes = [ax for ax, m in matrices.items() if not m.categorical]
+        conf: dict[str, Any] = {}
+        if opts.resamples > 0 and judges:
+            conf["confident"] = confident_verdicts(panel, matrices[AVERAGE], opts.margin)
+            conf["judge_diffs"], conf["judge_clusters"] = judge_pairs(panel, metric_opts, ordinal_axes,
+                                                                      alpha=opts.alpha_level)
+            conf["calibration"] = calibration(panel, metric_opts, ordinal_axes)
+        if judges:
+            conf["ties"] = tie_table(panel, metric_opts, ordinal_axes)
+        for key, items in conf.items():
+            extra[key] = [x.model_dump() for x in items]
     notes = [
         f"{len(panel.keys)} interactions ({len({k[0] for k in panel.keys})} profiles, "
         f"{len({k[1] for k in panel.keys})} systems); {len(panel.excluded_keys)} excluded as judge few-shot "
@@ -218,7 +255,7 @@ def run_compare(opts: CompareOptions) -> CompareResult:
         "zeros": opts.zeros,
     }
     msgs = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
-    return CompareResult(matrices=matrices, verdicts=verdict_list, extra=extra, warnings=msgs)
+    return CompareResult(matrices=matrices, verdicts=verdict_list, extra=extra, warnings=msgs, **conf)
 
 
 def _table5(panel: Panel, humans: list[RaterScores], judges: list[RaterScores], opts: CompareOptions) -> dict[str, Any]:
@@ -241,6 +278,8 @@ def _table5(panel: Panel, humans: list[RaterScores], judges: list[RaterScores], 
             raise MindEvalError(f"--reference {ref!r} is not a judge label ({', '.join(means)})", field="--reference")
         systems = sorted({k[1] for k in panel.keys})
         ref_board = pd.Series(boards[ref])
+        boot = panel.resampler(MetricOptions(resamples=opts.resamples, ci=opts.ci, seed=opts.seed))
+        system_codes = np.array([systems.index(k[1]) for k in panel.keys])
         for j in judges:
             if j.label == ref:
                 continue
@@ -248,6 +287,9 @@ def _table5(panel: Panel, humans: list[RaterScores], judges: list[RaterScores], 
                 "judge": j.label, "reference": ref,
                 "pairwise_accuracy": leaderboard_accuracy(pd.Series(boards[j.label]), ref_board),
             }
+            if boot is not None:
+                draws = resampled.leaderboard_accuracy(means[j.label], means[ref], system_codes, boot.profile_items)
+                row["pairwise_accuracy_ci"] = list(boot.interval(draws))
             own = opts.self_systems.get(j.label) or find_self_system(str(j.meta.get("judge_model", "")), systems)
             if own:
                 sp = self_preference(panel, means[j.label], means[ref], own, judge_label=j.label, reference_label=ref)
@@ -258,3 +300,15 @@ def _table5(panel: Panel, humans: list[RaterScores], judges: list[RaterScores], 
         if unknown:
             raise MindEvalError(f"--self-system names unknown judge(s) {', '.join(unknown)}", field="--self-system")
     return {"leaderboards": boards, "table5": rows}
+
+
+class _CallableModule(types.ModuleType):
+    """``metaeval.compare`` is this module once imported; calling it is :func:`metaeval.api.compare`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from .api import compare
+
+        return compare(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -23,7 +23,9 @@ from pydantic import BaseModel, Field
 
 from mindeval.stats.exact import exact_mean, snap
 
+from . import resampled
 from .agreement import (
+    MIN_ITEMS,
     AgreementWarning,
     PairIndex,
     TauVariant,
@@ -54,6 +56,11 @@ class MetricOptions(BaseModel):
     # τ do not depend on the order raters are averaged in. False = plain float means in rater
     # order, the arithmetic of the published tables (--paper-compatible).
     exact: bool = True
+    # Bootstrap intervals: 0 resamples = point values only. Interactions are resampled for τ,
+    # α and κ, whole profiles for MIPSA; one seeded draw for every cell (metaeval.resampled).
+    resamples: int = 0
+    ci: float = 0.95
+    seed: int = 0
 
 
 class Cell(BaseModel):
@@ -64,6 +71,8 @@ class Cell(BaseModel):
     values: dict[str, list[float]]
     n_items: list[int]
     notes: list[str] = Field(default_factory=list)
+    ci: dict[str, list[float]] = Field(default_factory=dict)  # metric -> [low, high] of the point value
+    n_raters: int = 2  # raters behind the cell (Avg. P counts the humans it averages)
 
     def summary(self, metric: str) -> list[float]:
         """The single value, or ``[q1, median, q3]`` over runs."""
@@ -89,6 +98,8 @@ class Matrix(BaseModel):
     options: MetricOptions
     cells: list[Cell]
     group_alpha: dict[str, float] = Field(default_factory=dict)  # categorical: also "fleiss_kappa"
+    group_ci: dict[str, list[float]] = Field(default_factory=dict)
+    group_n: dict[str, int] = Field(default_factory=dict)  # "interactions" and "raters" behind group_alpha
     categorical: bool = Field(default=False, exclude=True)  # the dimension's scale (JSON: "scale")
     title: str = Field(default="", exclude=True)  # the dimension's name, for reports
 
@@ -126,6 +137,19 @@ class Panel:
             out.update(zip(f.loc[hit, "profile_id"], f.loc[hit, "system"], strict=True))
         return out
 
+    def resampler(self, opts: MetricOptions) -> resampled.Resampler | None:
+        """The panel's one bootstrap draw for ``opts`` (``None`` without resamples); cached."""
+        if opts.resamples < 1:
+            return None
+        key = (opts.resamples, opts.ci, opts.seed)
+        cache = self.__dict__.setdefault("_resamplers", {})
+        if key not in cache:
+            from mindeval.stats.seeding import rng_for
+
+            cache[key] = resampled.Resampler(self.pairs, self.pairs.item_profile, opts.resamples,
+                                             rng_for(opts.seed, "metaeval", "bootstrap"), level=opts.ci)
+        return cache[key]
+
     def matrix_of(self, rater: RaterScores, axis: str) -> np.ndarray:
         """``runs × interactions`` scores (NaN where the rater has none)."""
         f = rater.frame[rater.frame["axis"] == axis]
@@ -150,6 +174,7 @@ class _Scorer:
         self.panel = panel
         self.opts = opts
         self.categorical = categorical
+        self.boot = panel.resampler(opts)
 
     def pair(self, x: np.ndarray, y: np.ndarray) -> tuple[dict[str, float], int, list[str]]:
         with warnings.catch_warnings(record=True) as caught:
@@ -170,7 +195,19 @@ class _Scorer:
         n = int(np.sum(~(np.isnan(x) | np.isnan(y))))
         return vals, n, sorted({str(w.message) for w in caught if issubclass(w.category, AgreementWarning)})
 
-    def cell(self, row: str, col: str, pairs: list[tuple[np.ndarray, np.ndarray]]) -> Cell:
+    def resampled_pair(self, x: np.ndarray, y: np.ndarray, metric: str) -> np.ndarray:
+        """One metric of ``x`` and ``y`` on every resample of the panel's draw."""
+        b = self.boot
+        assert b is not None
+        if metric == "tau":
+            return resampled.kendall_tau(x, y, b.items, self.opts.tau_variant)
+        if metric == "mipsa":
+            return resampled.mipsa(x, y, self.panel.pairs, b.profiles, self.opts.mipsa_ties)
+        if metric == "kappa":
+            return resampled.cohen_kappa(x, y, b.items)
+        return resampled.krippendorff_alpha(np.vstack([x, y]), metric.removeprefix("alpha_"), b.items)
+
+    def cell(self, row: str, col: str, pairs: list[tuple[np.ndarray, np.ndarray]], n_raters: int = 2) -> Cell:
         values: dict[str, list[float]] = {}
         counts: list[int] = []
         notes: set[str] = set()
@@ -180,7 +217,40 @@ class _Scorer:
                 values.setdefault(m, []).append(v)
             counts.append(n)
             notes.update(msgs)
-        return Cell(row=row, col=col, values=values, n_items=counts, notes=sorted(notes))
+        ci: dict[str, list[float]] = {}
+        if self.boot is not None:
+            for m in values:
+                draws = resampled.median_over_runs([self.resampled_pair(x, y, m) for x, y in pairs])
+                ci[m] = list(self.boot.interval(draws))
+        n_cell = int(np.median(counts)) if counts else 0
+        if n_cell < MIN_ITEMS:
+            msg = (f"agreement figures on {n_cell} shared interactions, below the minimum of {MIN_ITEMS} "
+                   "(docs/metaeval.md): unreliable")
+            warnings.warn(msg, AgreementWarning, stacklevel=2)
+            notes.add(msg)
+        return Cell(row=row, col=col, values=values, n_items=counts, notes=sorted(notes), ci=ci, n_raters=n_raters)
+
+
+class Scores:
+    """Every rater's scores on one axis, as the matrices use them (exact or paper arithmetic).
+
+    ``human[label]``: one score per interaction; ``judge[label]``: runs × interactions;
+    ``avg_all``: the average annotator over all humans (``None`` with fewer than two humans or
+    on a categorical dimension); :meth:`loo` the average of the humans without one.
+    """
+
+    def __init__(self, panel: Panel, axis: str, opts: MetricOptions, categorical: bool = False) -> None:
+        fix = snap if opts.exact else (lambda m: m)
+        self.mean = exact_mean if opts.exact else _nanmean
+        self.human = {r.label: fix(panel.matrix_of(r, axis)[0]) for r in panel.humans}
+        self.judge = {r.label: fix(panel.matrix_of(r, axis)) for r in panel.judges}
+        self.all_h = np.vstack(list(self.human.values())) if self.human else np.empty((0, len(panel.keys)))
+        with_avg = len(self.human) >= 2 and not categorical
+        self.avg_all = self.mean(self.all_h) if with_avg else None
+
+    def loo(self, label: str) -> np.ndarray:
+        """The average annotator without human ``label``."""
+        return self.mean(np.delete(self.all_h, list(self.human).index(label), axis=0))
 
 
 def _run_pairs(a: np.ndarray, b: np.ndarray, note: Callable[[str], None]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -199,16 +269,11 @@ def build_matrix(
     """The agreement matrix of every rater pair on ``axis`` (``categorical``: a dimension rated in categories)."""
     opts = opts or MetricOptions()
     scorer = _Scorer(panel, opts, categorical)
-    fix = snap if opts.exact else (lambda m: m)
-    mean = exact_mean if opts.exact else _nanmean
-    human = {r.label: fix(panel.matrix_of(r, axis)[0]) for r in panel.humans}
-    judge = {r.label: fix(panel.matrix_of(r, axis)) for r in panel.judges}
+    sc = Scores(panel, axis, opts, categorical)
+    human, judge, all_h, avg_all, mean = sc.human, sc.judge, sc.all_h, sc.avg_all, sc.mean
     labels = [*human, *judge]
-    with_avg = len(human) >= 2 and not categorical
-    if with_avg:
+    if avg_all is not None:
         labels.append(AVG_LABEL)
-    all_h = np.vstack(list(human.values())) if human else np.empty((0, len(panel.keys)))
-    avg_all = mean(all_h) if with_avg else None
     cells: list[Cell] = []
     hl = list(human)
     for i, a in enumerate(hl):
@@ -228,10 +293,12 @@ def build_matrix(
     if avg_all is not None:
         for idx, h in enumerate(hl):
             loo = mean(np.delete(all_h, idx, axis=0))
-            cells.append(scorer.cell(AVG_LABEL, h, [(loo, human[h])]))
+            cells.append(scorer.cell(AVG_LABEL, h, [(loo, human[h])], n_raters=len(hl)))
         for j in jl:
-            cells.append(scorer.cell(j, AVG_LABEL, [(x, avg_all) for x in judge[j]]))
+            cells.append(scorer.cell(j, AVG_LABEL, [(x, avg_all) for x in judge[j]], n_raters=len(hl) + 1))
     group: dict[str, float] = {}
+    group_ci: dict[str, list[float]] = {}
+    group_n: dict[str, int] = {}
     if len(human) >= 2 and (opts.alpha or categorical):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AgreementWarning)
@@ -241,6 +308,19 @@ def build_matrix(
                     group["nominal"] = krippendorff_alpha(all_h, "nominal")
             else:
                 group = {lvl: krippendorff_alpha(all_h, lvl) for lvl in ("ordinal", "interval")}
+        group_n = {"interactions": int(((~np.isnan(all_h)).sum(axis=0) >= 2).sum()), "raters": len(hl)}
+        if categorical:
+            group_n["fleiss_interactions"] = int((~np.isnan(all_h).any(axis=0)).sum())
+        if scorer.boot is not None:
+            for key in group:
+                draws = (resampled.fleiss_kappa(all_h, scorer.boot.items) if key == "fleiss_kappa"
+                         else resampled.krippendorff_alpha(all_h, key, scorer.boot.items))
+                group_ci[key] = list(scorer.boot.interval(draws))
+        n_fleiss = group_n.get("fleiss_interactions", group_n["interactions"])
+        if n_fleiss < MIN_ITEMS:
+            what = "Fleiss' κ" if categorical else "all-humans Krippendorff α"
+            warnings.warn(f"{what} ({axis}) on {n_fleiss} interactions × {len(hl)} raters, below the minimum of "
+                          f"{MIN_ITEMS} interactions (docs/metaeval.md): unreliable", AgreementWarning, stacklevel=2)
     kinds = {**{h: "human" for h in hl}, **{j: "judge" for j in jl}}
     if avg_all is not None:
         kinds[AVG_LABEL] = "average"
@@ -249,7 +329,8 @@ def build_matrix(
         runs[AVG_LABEL] = 1
     return Matrix(
         axis=axis, labels=labels, kinds=kinds, runs=runs, n_interactions=len(panel.keys),
-        options=opts, cells=cells, group_alpha=group, categorical=categorical, title=title,
+        options=opts, cells=cells, group_alpha=group, group_ci=group_ci, group_n=group_n, categorical=categorical,
+        title=title,
     )
 
 
@@ -336,7 +417,9 @@ def long_table(matrices: dict[str, Matrix]) -> pd.DataFrame:
                     "axis": ax, "rater_a": c.row, "rater_b": c.col, "metric": metric,
                     "variant": _variant(metric, m.options), "n_runs": len(vals),
                     "q1": q[0], "median": q[1], "q3": q[2],
+                    "ci_low": c.ci.get(metric, [np.nan, np.nan])[0], "ci_high": c.ci.get(metric, [np.nan, np.nan])[1],
                     "n_interactions": int(np.median(c.n_items)) if c.n_items else 0,
+                    "n_raters": c.n_raters,
                 })
     return pd.DataFrame(rows)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .matrices import Matrix, MetricOptions, Verdict, long_table
 from .rollup import AVERAGE
@@ -50,13 +51,27 @@ def fmt_values(vals: list[float]) -> str:
     return "[" + ", ".join(one(v) for v in vals) + "]"
 
 
+def fmt_cell(vals: list[float], ci: list[float] | None = None, n: int | None = None) -> str:
+    """:func:`fmt_values`, then the interval (``0.3800 [0.2100, 0.5300]``; ``ci [..]`` after a
+    judge's ``[q1, median, q3]``) and ``n=K`` when the cell used fewer interactions than the matrix."""
+    text = fmt_values(vals)
+    if ci and not all(v is None or math.isnan(v) for v in vals):
+        text += (" ci " if len(vals) > 1 else " ") + "[" + ", ".join(fmt_values([v]) for v in ci) + "]"
+    if n is not None:
+        text += f" n={n}"
+    return text
+
+
 def layout_caption(layout: str, opts: MetricOptions) -> str:
+    runs = "[q1, median, q3] over judge runs"
+    if opts.resamples:
+        runs += (f"; [low, high] = {opts.ci:.0%} bootstrap interval ({opts.resamples} resamples of the interactions, "
+                 "of whole profiles for MIPSA; of the median for judges)")
     if layout == "tau_mipsa":
-        return (f"Kendall τ-{opts.tau_variant} below the diagonal, MIPSA (ties={opts.mipsa_ties}) above; "
-                "[q1, median, q3] over judge runs")
+        return f"Kendall τ-{opts.tau_variant} below the diagonal, MIPSA (ties={opts.mipsa_ties}) above; {runs}"
     if layout == "kappa":
-        return "Cohen's κ below the diagonal, Krippendorff α (nominal) above; [q1, median, q3] over judge runs"
-    return "Krippendorff α: ordinal below the diagonal, interval above; [q1, median, q3] over judge runs"
+        return f"Cohen's κ below the diagonal, Krippendorff α (nominal) above; {runs}"
+    return f"Krippendorff α: ordinal below the diagonal, interval above; {runs}"
 
 
 def grid(m: Matrix, layout: str) -> list[list[str]]:
@@ -71,7 +86,11 @@ def grid(m: Matrix, layout: str) -> list[list[str]]:
                 continue
             cell = m.cell(a, b)
             metric = lower if i > j else upper
-            row.append(fmt_values(cell.summary(metric)) if metric in cell.values else "")
+            if metric not in cell.values:
+                row.append("")
+                continue
+            n = int(np.median(cell.n_items)) if cell.n_items else 0
+            row.append(fmt_cell(cell.summary(metric), cell.ci.get(metric), n if n != m.n_interactions else None))
         rows.append(row)
     return rows
 
@@ -79,7 +98,8 @@ def grid(m: Matrix, layout: str) -> list[list[str]]:
 def markdown_matrix(m: Matrix, layout: str) -> str:
     title = title_of(m)
     head = f"### {title} — {layout_caption(layout, m.options)}\n\n"
-    head += f"{m.n_interactions} interactions.\n\n"
+    head += (f"{m.n_interactions} interactions; each cell is on the interactions both raters scored "
+             "(n=K shown where fewer).\n\n" if m.options.resamples else f"{m.n_interactions} interactions.\n\n")
     lines = ["| Annotator | " + " | ".join(m.labels) + " |", "|---" * (len(m.labels) + 1) + "|"]
     for label, row in zip(m.labels, grid(m, layout), strict=True):
         lines.append(f"| {label} | " + " | ".join(row) + " |")
@@ -91,9 +111,12 @@ def _group_table(matrices: dict[str, Matrix], intro: str, head: tuple[str, ...],
     group = {ax: m for ax, m in matrices.items() if m.group_alpha}
     if not group:
         return []
+    head = (*head, "interactions × raters")
     out = [intro, "| " + " | ".join(head) + " |\n" + "|---" * len(head) + "|"]
     for m in group.values():
-        cells = [fmt_values([m.group_alpha[k]]) if k in m.group_alpha else "—" for k in keys]
+        cells = [fmt_cell([m.group_alpha[k]], m.group_ci.get(k)) if k in m.group_alpha else "—" for k in keys]
+        n = m.group_n
+        cells.append(f"{n.get('fleiss_interactions', n.get('interactions', 0))} × {n.get('raters', 0)}")
         out.append(f"| {title_of(m)} | " + " | ".join(cells) + " |")
     return [*out, ""]
 
@@ -112,6 +135,24 @@ def markdown_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], ex
                      else "## Verdicts (average score)\n")
         parts += [f"- {v.line(any_m.options)}" for v in verdict_list]
         parts.append("")
+    confident = extra.get("confident") or []
+    if confident:
+        from .confidence import ConfidentVerdict
+
+        parts.append("## Verdicts with confidence (average score)\n")
+        parts += [f"- {ConfidentVerdict(**v).line(any_m.options)}" for v in confident]
+        parts.append("")
+    if extra.get("judge_diffs"):
+        parts.append("## Judge vs judge\n")
+        for ax in matrices:
+            parts += judge_pair_lines(extra, ax)
+    if extra.get("ties"):
+        parts.append("## Ties\n")
+        for ax in matrices:
+            parts += tie_lines(extra, ax)
+    if extra.get("calibration"):
+        parts.append("## Calibration and distribution match\n")
+        parts += calibration_lines(extra)
     categorical = {ax: m for ax, m in matrices.items() if m.categorical}
     ordinal = {ax: m for ax, m in matrices.items() if not m.categorical}
     if categorical:
@@ -143,13 +184,77 @@ def markdown_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], ex
         parts.append("|---|---|---|---|---|---|---|")
         for row in table5:
             parts.append(
-                f"| {row['judge']} | {row['reference']} | {fmt_values([row['pairwise_accuracy']])} | "
+                f"| {row['judge']} | {row['reference']} | "
+                f"{fmt_cell([row['pairwise_accuracy']], row.get('pairwise_accuracy_ci'))} | "
                 f"{row.get('self_system') or '—'} | {fmt_values([row['avg_rank_delta']]) if row.get('self_system') else '—'} | "
                 f"{fmt_values([row['pct_rank_improvements']]) if row.get('self_system') else '—'} | "
                 f"{row.get('n_profiles', '—')} |"
             )
         parts.append("")
     return "\n".join(parts)
+
+
+def _ci(v: list[float] | tuple[float, float]) -> str:
+    return "[" + ", ".join(fmt_values([x]) for x in v) + "]"
+
+
+def judge_pair_lines(extra: dict[str, Any], axis: str = AVERAGE, reference: str = "Avg. P") -> list[str]:
+    """Markdown table of the judge-vs-judge tests on ``axis`` against ``reference``, then the clusters."""
+    rows = [d for d in extra.get("judge_diffs", []) if d["axis"] == axis and d["reference"] == reference]
+    if not rows:
+        return []
+    out = [f"Judge vs judge ({axis}, agreement with {reference}; paired bootstrap over the same interactions, "
+           "profiles for MIPSA; two-sided p):", "",
+           "| Metric | Judge A | Judge B | A | B | Δ = A − B | interval of Δ | p |", "|---|---|---|---|---|---|---|---|"]
+    for d in rows:
+        out.append(f"| {d['metric']} | {d['judge_a']} | {d['judge_b']} | {fmt_values([d['a']])} | {fmt_values([d['b']])} "
+                   f"| {d['diff']:+.4f} | {_ci([d['ci_low'], d['ci_high']])} | {d['p_value']:.4f} |")
+    for c in extra.get("judge_clusters", []):
+        if c["axis"] == axis and c["reference"] == reference:
+            ranked = sorted(c["clusters"], key=lambda j: (c["clusters"][j], -c["values"][j], j))
+            out.append(f"clusters by {c['metric']} (1 = best; same number = statistically tied): "
+                       + ", ".join(f"{j} {c['clusters'][j]} ({c['values'][j]:.4f})" for j in ranked))
+    return [*out, ""]
+
+
+def tie_lines(extra: dict[str, Any], axis: str = AVERAGE) -> list[str]:
+    rows = [t for t in extra.get("ties", []) if t["axis"] == axis]
+    if not rows:
+        return []
+    out = [f"Ties ({axis}, against Avg. P): item-level pairwise accuracy, exact ties vs tie-calibrated "
+           "(Deutsch et al. 2023), beside MIPSA under its three tie rules:", "",
+           "| Judge | accuracy (ε = 0) | accuracy (calibrated) | ε | pairs | MIPSA sign | MIPSA exclude | MIPSA taub |",
+           "|---|---|---|---|---|---|---|---|"]
+    for t in rows:
+        m = t["mipsa"]
+        out.append(f"| {t['judge']} | {fmt_values([t['accuracy_exact_ties']])} | {fmt_values([t['accuracy_calibrated']])} "
+                   f"| {fmt_values([t['epsilon']])} | {t['n_pairs']} | {fmt_values([m['sign']])} | "
+                   f"{fmt_values([m['exclude']])} | {fmt_values([m['taub']])} |")
+    return [*out, ""]
+
+
+def calibration_lines(extra: dict[str, Any]) -> list[str]:
+    rows = extra.get("calibration", [])
+    if not rows:
+        return []
+    out = ["Calibration against Avg. P (bias = judge − Avg. P, mean over interactions; Wasserstein distance of the "
+           "judge's scores to the humans'):", "", "| Judge | Axis | bias | interval | Wasserstein | interactions |",
+           "|---|---|---|---|---|---|"]
+    for c in rows:
+        out.append(f"| {c['judge']} | {c['axis']} | {c['bias']:+.4f} | {_ci(c['bias_ci'])} | "
+                   f"{fmt_values([c['wasserstein']])} | {c['n_interactions']} |")
+    return [*out, ""]
+
+
+def confidence_lines(result: Any, opts: MetricOptions) -> list[str]:
+    """What ``metaeval compare`` prints after the matrices: verdicts with confidence, judge vs judge, ties."""
+    extra = result.extra
+    out = [v.line(opts) for v in result.confident]
+    if out:
+        out.append("")
+    out += judge_pair_lines(extra)
+    out += tie_lines(extra)
+    return out
 
 
 def _clean(obj: Any) -> Any:
@@ -186,42 +291,116 @@ def json_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], extra:
     return _clean(out)
 
 
-def heatmap(m: Matrix, layout: str, path: Path) -> None:
-    """A PNG of one matrix; colour = agreement (τ, or 2·MIPSA−1 on the τ scale; α as is)."""
+# Colour scales: each metric its own map and range, each with a colour bar.
+SCALES: dict[str, tuple[str, float, float, str]] = {
+    "tau": ("RdBu", -1.0, 1.0, "Kendall τ"),
+    "mipsa": ("Greens", 0.0, 1.0, "MIPSA"),
+    "alpha_ordinal": ("PuOr", -1.0, 1.0, "Krippendorff α"),
+    "alpha_interval": ("PuOr", -1.0, 1.0, "Krippendorff α"),
+    "kappa": ("RdBu", -1.0, 1.0, "Cohen's κ"),
+    "alpha_nominal": ("PuOr", -1.0, 1.0, "Krippendorff α (nominal)"),
+}
+
+
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def heatmap(m: Matrix, layout: str, path: Path) -> list[Path]:
+    """PNG and SVG of one matrix: lower and upper triangle each in its metric's colour scale, with
+    colour bars; the cells show the value, its interval and n where the matrix has them."""
+    plt = _pyplot()
     lower, upper = LAYOUTS[layout]
     n = len(m.labels)
-    colour = np.full((n, n), np.nan)
+    tri = {lower: np.full((n, n), np.nan), upper: np.full((n, n), np.nan)}
     text = grid(m, layout)
     for i, a in enumerate(m.labels):
         for j, b in enumerate(m.labels):
-            if i == j:
-                continue
             metric = lower if i > j else upper
-            cell = m.cell(a, b)
-            if metric not in cell.values:
+            if i == j or metric not in m.cell(a, b).values:
                 continue
-            v = cell.point(metric)
-            colour[i, j] = 2 * v - 1 if metric == "mipsa" else v
-    size = 1.4 + 1.25 * n
-    fig, ax = plt.subplots(figsize=(size, size * 0.8))
-    ax.imshow(np.ma.masked_invalid(colour), cmap="Blues", vmin=0.0, vmax=1.0)
+            tri[metric][i, j] = m.cell(a, b).point(metric)
+    size = 2.4 + 1.5 * n
+    fig, ax = plt.subplots(figsize=(size + 1.6, size * 0.8))
+    metrics = [lower] if SCALES[lower][0] == SCALES[upper][0] and SCALES[lower][3] == SCALES[upper][3] else [lower, upper]
+    shown = {}
+    for metric in (lower, upper):
+        cmap, vmin, vmax, _ = SCALES[metric]
+        shown[metric] = ax.imshow(np.ma.masked_invalid(tri[metric]), cmap=cmap, vmin=vmin, vmax=vmax)
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+    divider = make_axes_locatable(ax)
+    for pos, metric in enumerate(metrics):
+        bar = fig.colorbar(shown[metric], cax=divider.append_axes("right", size="3%", pad=0.15 if pos == 0 else 0.75))
+        bar.set_label(SCALES[metric][3] + (" (below the diagonal)" if len(metrics) == 2 and metric == lower else
+                                           " (above the diagonal)" if len(metrics) == 2 else ""), fontsize=8)
     for i in range(n):
         for j in range(n):
-            label = text[i][j].replace(", ", ",\n") if text[i][j].startswith("[") else text[i][j]
-            if label:
-                dark = not np.isnan(colour[i, j]) and colour[i, j] > 0.6
-                ax.text(j, i, label, ha="center", va="center", fontsize=7, color="white" if dark else "black")
+            label = text[i][j]
+            if not label:
+                continue
+            label = label.replace(" ci [", "\n[").replace(" [", "\n[").replace(" n=", "\nn=")
+            metric = lower if i > j else upper
+            v = tri[metric][i, j]
+            cmap, vmin, vmax, _ = SCALES[metric]
+            strong = np.isfinite(v) and abs((v - vmin) / (vmax - vmin) - (0.5 if vmin < 0 else 0.0)) > (
+                0.3 if vmin < 0 else 0.6)
+            ax.text(j, i, label, ha="center", va="center", fontsize=6, color="white" if strong else "black")
     ax.set_xticks(range(n), m.labels, rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(n), m.labels, fontsize=8)
-    ax.set_title(f"{title_of(m)}\n{layout_caption(layout, m.options)}", fontsize=8)
+    ax.set_title(f"{title_of(m)}\n{layout_caption(layout, m.options)}", fontsize=7, wrap=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    paths = [path.with_suffix(".png"), path.with_suffix(".svg")]
+    for p in paths:
+        fig.savefig(p, dpi=120)
     plt.close(fig)
+    return paths
+
+
+def calibration_plots(extra: dict[str, Any], out: Path) -> list[Path]:
+    """Per judge: bias against Avg. P per axis with its interval, and the confusion matrix of the
+    average score (PNG and SVG, colour bar)."""
+    rows = extra.get("calibration") or []
+    paths: list[Path] = []
+    if not rows:
+        return paths
+    plt = _pyplot()
+    for judge in dict.fromkeys(r["judge"] for r in rows):
+        mine = [r for r in rows if r["judge"] == judge]
+        fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+        axes = [r["axis"] for r in mine]
+        bias = np.array([r["bias"] for r in mine])
+        ci = np.array([[np.nan if v is None else v for v in r["bias_ci"]] for r in mine], dtype=float)
+        err = np.abs(np.vstack([bias - ci[:, 0], ci[:, 1] - bias]))
+        left.bar(axes, bias, yerr=np.nan_to_num(err), capsize=4, color="tab:blue")
+        left.axhline(0.0, color="black", linewidth=0.8)
+        left.set_ylabel("judge − Avg. P (mean, with interval)")
+        left.set_title(f"{judge}: bias per axis; Wasserstein to humans: "
+                       + ", ".join(f"{r['axis']} {r['wasserstein']:.2f}" for r in mine), fontsize=7)
+        avg = next((r for r in mine if r["axis"] == AVERAGE), mine[-1])
+        conf = np.array(avg["confusion"], dtype=float)
+        im = right.imshow(conf, cmap="Oranges", origin="lower")
+        for (i, j), v in np.ndenumerate(conf):
+            right.text(j, i, f"{int(v)}", ha="center", va="center", fontsize=7)
+        right.set_xticks(range(len(avg["levels"])), avg["levels"])
+        right.set_yticks(range(len(avg["levels"])), avg["levels"])
+        right.set_xlabel("Avg. P (rounded)")
+        right.set_ylabel(f"{judge} (rounded, every run)")
+        right.set_title(f"confusion, {avg['axis']}", fontsize=8)
+        fig.colorbar(im, ax=right, label="judgments")
+        fig.tight_layout()
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in judge)
+        for suffix in (".png", ".svg"):
+            p = out / f"calibration_{safe}{suffix}"
+            fig.savefig(p, dpi=120)
+            paths.append(p)
+        plt.close(fig)
+    return paths
 
 
 def write_outputs(out: Path, matrices: dict[str, Matrix], verdict_list: list[Verdict],
@@ -240,4 +419,13 @@ def write_outputs(out: Path, matrices: dict[str, Matrix], verdict_list: list[Ver
                 p = out / f"heatmap_{ax}_{layout}.png"
                 heatmap(m, layout, p)
                 paths[f"heatmap_{ax}_{layout}"] = p
+        for p in calibration_plots(extra, out):
+            paths[f"calibration_{p.name}"] = p
+    if extra.get("judge_diffs"):
+        paths["judge_pairs"] = out / "judge_pairs.csv"
+        pd.DataFrame(extra["judge_diffs"]).to_csv(paths["judge_pairs"], index=False)
+    if extra.get("calibration"):
+        paths["calibration"] = out / "calibration.csv"
+        pd.DataFrame([{k: v for k, v in r.items() if k not in ("confusion", "levels")} for r in extra["calibration"]]
+                     ).to_csv(paths["calibration"], index=False)
     return paths

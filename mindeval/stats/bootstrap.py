@@ -53,11 +53,35 @@ def bootstrap_mean_ci(
     return x.mean(axis=0), low, high
 
 
+def cluster_counts(clusters: np.ndarray, resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap counts that resample whole clusters (e.g. a profile with all its systems).
+
+    ``clusters[i]`` is the cluster code (0..k-1) of item ``i``. Returns ``(per_cluster, per_item)``:
+    the ``(resamples, k)`` cluster counts and the ``(resamples, n_items)`` counts of each item
+    (an item is picked as often as its cluster).
+    """
+    codes = np.asarray(clusters, dtype=np.int64)
+    k = int(codes.max()) + 1 if codes.size else 0
+    per_cluster = resample_counts(k, resamples, rng)
+    return per_cluster, per_cluster[:, codes]
+
+
 def percentile_interval(resampled: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Equal-tailed percentile interval per column of ``(resamples, k)`` resampled statistics."""
+    """Equal-tailed percentile interval per column of ``(resamples, k)`` resampled statistics.
+
+    Resamples on which a statistic is undefined (NaN) are left out of its column; a column
+    with no finite resample gives NaN.
+    """
     if not 0 < level < 1:
         raise ValueError("level must be between 0 and 1")
     tail = (1.0 - level) / 2.0 * 100.0
     rows = np.ascontiguousarray(np.asarray(resampled, dtype=np.float64).T)  # sort along contiguous rows
+    if rows.ndim == 1:
+        rows = rows[None, :]
+    if np.isnan(rows).any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low, high = np.nanpercentile(rows, [tail, 100.0 - tail], axis=1)
+        return low, high
     low, high = np.percentile(rows, [tail, 100.0 - tail], axis=1)
     return low, high

@@ -15,6 +15,8 @@ either system is declared better is reported (nominal ``alpha`` too).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pydantic import BaseModel
 
@@ -57,3 +59,29 @@ def rejection_rate(test: TestName, sided: Sided, n: int, *, delta: float = 0.0, 
         if p < alpha and (sided == "two" or d.sum() > 0):
             hits += 1
     return RejectionRate(test=test, sided=sided, n=n, delta=delta, alpha=alpha, sims=sims, rate=hits / sims)
+
+
+def _z(p: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(p))
+
+
+def power_at(n: int, se_pilot: float, n_pilot: int, delta: float, alpha: float = 0.05) -> float:
+    """Power of a two-sided test at level ``alpha`` to detect a true difference ``delta`` with ``n`` items.
+
+    Normal approximation: the standard error of the difference, measured on a pilot of
+    ``n_pilot`` items (e.g. the bootstrap SD of Δτ), shrinks as ``1 / sqrt(n)``.
+    """
+    from scipy.stats import norm
+
+    se = se_pilot * math.sqrt(n_pilot / n)
+    z = _z(1 - alpha / 2)
+    return float(norm.cdf(abs(delta) / se - z) + norm.cdf(-abs(delta) / se - z))
+
+
+def required_n(se_pilot: float, n_pilot: int, delta: float, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Items needed for ``power`` at level ``alpha`` (two-sided) to detect ``delta`` (see :func:`power_at`)."""
+    if not (se_pilot > 0 and delta != 0):
+        raise ValueError("need a positive pilot standard error and a non-zero difference")
+    return math.ceil(n_pilot * (se_pilot * (_z(1 - alpha / 2) + _z(power)) / abs(delta)) ** 2)

@@ -80,6 +80,29 @@ def _sign_bits(n: int, resamples: int, rng: np.random.Generator) -> tuple[np.nda
     return bits.reshape(resamples, n).astype(np.float64), False
 
 
+def bootstrap_pvalue(resampled: np.ndarray, observed: np.ndarray, sided: Sided = "two") -> np.ndarray:
+    """Paired-bootstrap p-value per column from resampled differences ``δ*`` (resamples × k).
+
+    Any statistic works (a mean difference, a difference of two Kendall τ on the same
+    resampled items): one-sided ``p = (1 + #{δ* on the other side of 0 than the observed
+    δ, or 0}) / (R + 1)``, two-sided ``min(1, 2 ×`` the smaller tail ``)``. Resamples on
+    which ``δ*`` is undefined (NaN) are left out of ``R``.
+    """
+    d = np.asarray(resampled, dtype=np.float64)
+    if d.ndim == 1:
+        d = d[:, None]
+    total = np.asarray(observed, dtype=np.float64).reshape(-1)
+    r = np.isfinite(d).sum(axis=0).astype(np.float64)
+    not_above = (d <= TIE_TOL).sum(axis=0)
+    not_below = (d >= -TIE_TOL).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if sided == "two":
+            p = np.minimum(2.0 * (1.0 + np.minimum(not_above, not_below)) / (r + 1.0), 1.0)
+        else:
+            p = (1.0 + np.where(total < 0, not_below, not_above)) / (r + 1.0)
+    return np.where(r > 0, p, np.nan)
+
+
 class PairedTest:
     """One draw of sign vectors (permutation) or resample counts (bootstrap) over ``n`` items.
 
@@ -128,12 +151,7 @@ class PairedTest:
                 return hits / self.weights.shape[0]
             return (1.0 + hits) / (self.resamples + 1.0)
         # bootstrap: weighted = n * δ*, same sign as δ*
-        not_above = (weighted <= TIE_TOL).sum(axis=0)
-        not_below = (weighted >= -TIE_TOL).sum(axis=0)
-        if self.sided == "two":
-            return np.minimum(2.0 * (1.0 + np.minimum(not_above, not_below)) / (self.resamples + 1.0), 1.0)
-        losses = np.where(total < 0, not_below, not_above)
-        return (1.0 + losses) / (self.resamples + 1.0)
+        return bootstrap_pvalue(weighted, total, self.sided)
 
     def pvalue(self, diffs: np.ndarray) -> np.ndarray:
         """p-values for the paired differences ``a - b`` (items × criteria)."""

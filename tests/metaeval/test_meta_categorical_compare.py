@@ -127,7 +127,10 @@ def test_per_dimension_kappas_and_alpha_match_hand_computation(tmp_path, capsys)
             "[0.4286, 0.8095]") in md
     assert "## Categorical dimensions: Cohen's κ and Krippendorff α (nominal)" in md
     assert "### Detects distress — Cohen's κ below the diagonal" in md
-    assert "| Guides to help | 0.6667 |" in md
+    # Fleiss' κ carries its interval and the interactions × raters it used (issue 18, item 7)
+    (guide_row,) = [line for line in md.splitlines() if line.startswith("| Guides to help | 0.6667 [")]
+    assert guide_row.endswith("| 7 × 3 |")
+    assert guide["group_n"] == {"interactions": 8, "raters": 3, "fleiss_interactions": 7}
     rows = list(csv.DictReader((out / "agreement.csv").open()))
     assert {r["variant"] for r in rows if r["axis"] == "GUIDE"} == {"cohen kappa", "krippendorff alpha nominal"}
 

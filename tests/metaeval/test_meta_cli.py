@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 
@@ -73,8 +74,8 @@ def test_matrix_layout_tau_below_mipsa_above(tiny_authors, tmp_path):
     p2_row = [c.strip() for c in table[2].strip("|").split("|")]  # row P2
     assert p2_row[0] == "P2"
     # below the diagonal (row P2, column P1): τ ; above (row P2, column P3): MIPSA
-    assert p2_row[header.index("P1")] == fmt_values(summary["P1|P2"]["tau"])
-    assert p2_row[header.index("P3")] == fmt_values(summary["P2|P3"]["mipsa"])
+    assert p2_row[header.index("P1")].partition(" [")[0] == fmt_values(summary["P1|P2"]["tau"])
+    assert p2_row[header.index("P3")].partition(" [")[0] == fmt_values(summary["P2|P3"]["mipsa"])
     judge = "sys/alpha"
     j_row = next(r for r in table if r.startswith(f"| {judge} |"))
     assert j_row.count("[") >= 3  # quartile brackets for a repeated judge
@@ -148,9 +149,28 @@ def test_paper_compatible_humans_reproduce_table3(shared_data, tmp_path, capsys)
                  "--out", str(out), "--no-plots"]) == 0
     printed = capsys.readouterr().out
     avg = printed.split("### Average score")[1]
-    assert "| P1 |  | 0.5693 | 0.7623 | 0.6706 | 0.6842 |" in avg
-    assert "| P2 | 0.1556 |  | 0.5303 | 0.5833 | 0.5868 |" in avg
-    assert "| Avg. P | 0.3987 | 0.1550 | 0.3618 | 0.3292 |  |" in avg
+    # every cell gains its 95% interval; the point values are the published ones, digit for digit
+    rows = {line.split(" | ")[0]: line.strip("| ").split(" | ")[1:] for line in avg.splitlines()
+            if line.startswith("| P") or line.startswith("| Avg. P")}
+    cell = re.compile(r"^(-?\d\.\d{4}) \[(-?\d\.\d{4}), (-?\d\.\d{4})\]$")
+    points = {}
+    for label, cells in rows.items():
+        for c in cells:
+            if c.strip():
+                m = cell.match(c.strip())
+                assert m, c
+                assert float(m[2]) <= float(m[1]) <= float(m[3]), c
+                points.setdefault(label, []).append(m[1])
+    assert points["| P1"] == ["0.5693", "0.7623", "0.6706", "0.6842"]
+    assert points["| P2"] == ["0.1556", "0.5303", "0.5833", "0.5868"]
+    assert points["| Avg. P"] == ["0.3987", "0.1550", "0.3618", "0.3292"]
+    # without resamples the printed matrix is the one printed before intervals existed
+    assert main(["compare", "--humans", str(shared_data / "human_annotations.jsonl"), "--paper-compatible",
+                 "--resamples", "0"]) == 0
+    plain = capsys.readouterr().out.split("### Average score")[1]
+    assert "| P1 |  | 0.5693 | 0.7623 | 0.6706 | 0.6842 |" in plain
+    assert "| P2 | 0.1556 |  | 0.5303 | 0.5833 | 0.5868 |" in plain
+    assert "| Avg. P | 0.3987 | 0.1550 | 0.3618 | 0.3292 |  |" in plain
 
 
 @pytest.mark.parametrize("args", [["--tau", "d"], ["--mipsa-ties", "half"]])
