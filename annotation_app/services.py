@@ -24,6 +24,7 @@ from mindeval.store.annotations.common import (
     RatingIncomplete,
     ReplyFailed,
     SignedOut,
+    Stale,
     TimeUp,
 )
 from mindeval.store.annotations.importers import parse_annotator_map
@@ -151,18 +152,32 @@ class Workspace:
     def item(self, v: Viewer, assignment_id: int) -> ItemView:
         return ratings.item_view(self.db, self._rating_guidelines(v, assignment_id), v.id, assignment_id)
 
-    def save_value(self, v: Viewer, assignment_id: int, subaxis: str, value: int | None) -> None:
+    def save_value(self, v: Viewer, assignment_id: int, subaxis: str, value: int | None, *,
+                   version: int | None = None) -> int:
+        """Autosave one score; ``version``: the rating version the page shows (an older one than
+        stored raises :class:`Stale`). Returns the new version."""
         self._live(v)
-        ratings.save_value(self.db, self._rating_guidelines(v, assignment_id), v.id, assignment_id, subaxis, value)
+        return ratings.save_value(self.db, self._rating_guidelines(v, assignment_id), v.id, assignment_id, subaxis,
+                                  value, version=version)
 
     def save_text(self, v: Viewer, assignment_id: int, *, justification: str | None = None,
-                  safety_note: str | None = None) -> None:
+                  safety_note: str | None = None, version: int | None = None) -> int:
         self._live(v)
-        ratings.save_text(self.db, v.id, assignment_id, justification=justification, safety_note=safety_note)
+        return ratings.save_text(self.db, v.id, assignment_id, justification=justification, safety_note=safety_note,
+                                 version=version)
 
-    def submit(self, v: Viewer, assignment_id: int) -> int:
+    def submit(self, v: Viewer, assignment_id: int, *, version: int | None = None) -> int:
         self._live(v)
-        return ratings.submit(self.db, self._rating_guidelines(v, assignment_id), v.id, assignment_id)
+        return ratings.submit(self.db, self._rating_guidelines(v, assignment_id), v.id, assignment_id, version=version)
+
+    def set_flag(self, v: Viewer, assignment_id: int, flag: str | None, reason: str = "") -> None:
+        """Skip an item or flag a problem with it, with a reason (``None`` clears it)."""
+        self._live(v)
+        ratings.set_flag(self.db, v.id, assignment_id, flag, reason)
+
+    def add_active_time(self, v: Viewer, assignment_id: int, seconds: float) -> None:
+        self._live(v)
+        ratings.add_active_time(self.db, v.id, assignment_id, seconds)
 
     def revise(self, v: Viewer, assignment_id: int) -> None:
         self._live(v)
@@ -253,6 +268,6 @@ class Workspace:
 
 __all__ = [
     "DB_ENV", "SYSTEM", "AccessDenied", "Conflict", "MindEvalError", "NotFound", "RatingIncomplete",
-    "ReplyFailed", "SignInThrottled", "SignedOut", "TimeUp", "Workspace", "default_db_url",
+    "ReplyFailed", "SignInThrottled", "SignedOut", "Stale", "TimeUp", "Workspace", "default_db_url",
     "parse_annotator_map",
 ]

@@ -193,13 +193,44 @@ def compact_page() -> None:
     st.html(f"<style>{(ASSETS / 'compact.css').read_text(encoding='utf-8')}</style>")
 
 
-def save_status(saved: list[str], text: str) -> None:
-    """What the database holds, as the labels the form shows ("" when unset), for the page to
-    compare with what it shows (assets/rate_keys.js says "Not saved yet" while a shown score
-    differs from the stored one)."""
+def save_status(saved: list[str], text: str, *, texts: dict[str, str] | None = None, assignment: int = 0,
+                version: int = 0) -> None:
+    """What the database holds, as the labels the form shows ("" when unset), and its texts, for
+    the page to compare with what it shows (assets/rate_keys.js says "Not saved yet" while a
+    shown score or text differs from the stored one, and keeps such changes in the browser)."""
     values = html.escape(json.dumps(saved))
+    stored = html.escape(json.dumps(texts or {}))
+    run = st.session_state["_rate_run"] = st.session_state.get("_rate_run", 0) + 1  # a new render, seen by the page
     st.html(f'<p style="font-size:0.85rem;opacity:0.75;margin:0" data-mindeval-saved="{values}" '
+            f'data-mindeval-run="{run}" '
+            f'data-mindeval-texts="{stored}" data-mindeval-assignment="{int(assignment)}" '
+            f'data-mindeval-version="{int(version)}" '
             f'data-mindeval-text="{html.escape(text)}">{html.escape(text)}</p>')
+
+
+URL_STUDY, URL_ITEM = "study", "item"
+
+
+def restore_from_url(studies) -> None:
+    """On a tab's first run of the rating page, take the study and transcript from the URL
+    (``?study=ID&item=ID``, see :func:`remember_in_url`), so a reload comes back to them."""
+    if st.session_state.get("_rate_url_read"):
+        return
+    st.session_state["_rate_url_read"] = True
+    try:
+        study = int(st.query_params.get(URL_STUDY, ""))
+        item = int(st.query_params.get(URL_ITEM, ""))
+    except ValueError:
+        return
+    if study in [p.study_id for p in studies]:
+        st.session_state["rate_study"] = study
+        st.session_state["assignment_id"] = item  # checked against the study's queue by the page
+
+
+def remember_in_url(study_id: int, assignment_id: int) -> None:
+    """Keep the study and transcript on screen in the URL (no rerun)."""
+    if st.query_params.get(URL_STUDY) != str(study_id) or st.query_params.get(URL_ITEM) != str(assignment_id):
+        st.query_params.update({URL_STUDY: str(study_id), URL_ITEM: str(assignment_id)})
 
 
 def rating_keys(item_key: str, levels: list[str] | None = None) -> None:

@@ -1,21 +1,100 @@
-// Keyboard rating on the rating page: 1..n pick the n-th choice of the highlighted sub-axis
-// (the scores 1-6, or a categorical scale's levels in order) and move to the next (after
-// the last one, into the justification box), N marks N/A where offered, Up/Down (or J/K)
-// move, Ctrl+Enter submits. A key works by clicking the matching radio option, exactly as
-// a mouse click would, so the page's one save path stores it. The save line says "Not saved yet" while any score shown differs
-// from what the server last confirmed as stored. Installed once per tab; inert elsewhere.
+// Rating page helpers, installed once per tab (inert on other pages).
+//
+// Keyboard rating: 1..n pick the n-th choice of the highlighted sub-axis (the scores 1-6, or a
+// categorical scale's levels in order) and move to the next (after the last one, into the
+// justification box), N marks N/A where offered, Up/Down (or J/K) move, Ctrl+Enter submits.
+// None of these act while focus is in a text field; Escape leaves a text field and returns to
+// the scale. A key works by clicking the matching radio option, exactly as a mouse click would,
+// so the page's one save path stores it.
+//
+// Nothing the annotator changed is lost: every score click and every keystroke in a text box is
+// kept in localStorage until the page shows it stored (the server renders what the database
+// holds into [data-mindeval-saved] / [data-mindeval-texts] on each run). After a reload the
+// changes still waiting are put back on the form, in the order they were made, and so sent
+// again; closing or leaving the tab while any are waiting asks for confirmation. The save line
+// says "Not saved yet" while anything shown differs from what is stored.
 (() => {
   if (window.__mindevalRateKeys) return;
   window.__mindevalRateKeys = true;
   const PANE = ".st-key-rating-pane";
+  const STORE = "mindeval-rate-pending";
+  const FIELDS = ["justification", "safety_note"];
   let focus = -1;
   let item = null;
+  let seen = { el: null, sig: "", at: 0 };  // the last stored-state marker and when it changed
+  const restored = new Set();
   const groups = () => [...document.querySelectorAll(`${PANE} [data-testid="stRadio"]`)];
+  const marker = () => document.querySelector("[data-mindeval-saved]");
+  const idle = () => !document.querySelector('[data-testid="stStatusWidget"] button');
+  const labelOf = (g) => { const i = g.querySelector("input:checked"); return i ? i.closest("label").innerText.trim() : ""; };
+  const box = (field) => document.querySelector(`${PANE} [class*="_${field}"] textarea`);
+  const load = () => { try { return JSON.parse(localStorage.getItem(STORE) || "{}"); } catch (e) { return {}; } };
+  const save = (p) => {
+    for (const a of Object.keys(p)) {
+      if (!Object.keys(p[a].scores || {}).length && !Object.keys(p[a].texts || {}).length) delete p[a];
+    }
+    localStorage.setItem(STORE, JSON.stringify(p));
+  };
+  const current = () => { const m = marker(); return m ? m.getAttribute("data-mindeval-assignment") : null; };
+
+  function remember(kind, key, value) {  // a change the annotator made, kept until stored
+    const a = current();
+    if (!a) return;
+    const p = load();
+    p[a] = p[a] || { scores: {}, texts: {} };
+    p[a][kind][key] = { value, t: Date.now() };
+    save(p);
+  }
+
+  function notice() {  // when the server last rendered what is stored (each run renders a new marker)
+    const m = marker();
+    if (!m) return m;
+    const sig = m.getAttribute("data-mindeval-run") + m.getAttribute("data-mindeval-saved") + m.getAttribute("data-mindeval-texts");
+    if (m !== seen.el || sig !== seen.sig) seen = { el: m, sig, at: Date.now() };
+    return m;
+  }
+  new MutationObserver(notice).observe(document.body, { subtree: true, childList: true, attributes: true,
+    attributeFilter: ["data-mindeval-run"] });
+
+  function reconcile() {  // drop what is stored; put back (once per load) what is not
+    const m = notice();
+    if (!m) return;
+    const a = m.getAttribute("data-mindeval-assignment");
+    const p = load();
+    const mine = p[a];
+    if (!mine || !idle()) return;
+    const stored = JSON.parse(m.getAttribute("data-mindeval-saved"));
+    const texts = JSON.parse(m.getAttribute("data-mindeval-texts"));
+    const gs = groups();
+    const putBack = !restored.has(a);
+    restored.add(a);
+    for (const [k, e] of Object.entries(mine.scores)) {
+      if (stored[Number(k)] === e.value) { if (seen.at > e.t) delete mine.scores[k]; continue; }
+      if (putBack && gs[Number(k)] && labelOf(gs[Number(k)]) !== e.value) {
+        const label = [...gs[Number(k)].querySelectorAll('[role="radiogroup"] label')].find((l) => l.innerText.trim() === e.value);
+        const input = label && label.querySelector("input");
+        if (input && !input.disabled) label.click();
+      }
+    }
+    for (const [f, e] of Object.entries(mine.texts)) {
+      if ((texts[f] || "") === e.value) { if (seen.at > e.t) delete mine.texts[f]; continue; }
+      const b = box(f);
+      if (putBack && b && !b.disabled && b.value !== e.value) {
+        const set = Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, "value").set;
+        b.focus();
+        set.call(b, e.value);
+        b.dispatchEvent(new Event("input", { bubbles: true }));
+        b.blur();  // Streamlit commits a text box when it loses focus
+      }
+    }
+    save(p);
+  }
+
   function mark() {
     const gs = groups();
-    const marker = document.querySelector("[data-mindeval-item]");
-    const now = marker ? marker.getAttribute("data-mindeval-item") : null;
+    const now = current();
     if (now !== item) { item = now; focus = -1; }
+    reconcile();
     if (!gs.length) return gs;
     status(gs);
     if (focus < 0 || focus >= gs.length) {
@@ -26,17 +105,18 @@
     return gs;
   }
   function status(gs) {
-    const el = document.querySelector("[data-mindeval-saved]");
+    const el = marker();
     if (!el) return;
     const saved = JSON.parse(el.getAttribute("data-mindeval-saved"));
-    const shown = gs.map((g) => {
-      const i = g.querySelector("input:checked");
-      return i ? i.closest("label").innerText.trim() : "";
-    });
+    const texts = JSON.parse(el.getAttribute("data-mindeval-texts") || "{}");
+    const shown = gs.map(labelOf);
     const same = shown.length === saved.length && shown.every((x, k) => x === saved[k]);
-    const text = same ? el.getAttribute("data-mindeval-text") : "… Not saved yet: saving your latest choices";
+    const typed = FIELDS.some((f) => { const b = box(f); return b && b.value !== (texts[f] || ""); });
+    const text = !same ? "… Not saved yet: saving your latest choices"
+      : typed ? "… Text not saved yet: it is saved when you leave the box (kept in this browser meanwhile)"
+      : el.getAttribute("data-mindeval-text");
     if (el.textContent !== text) el.textContent = text;
-    el.setAttribute("data-mindeval-state", same ? "saved" : "saving");
+    el.setAttribute("data-mindeval-state", same && !typed ? "saved" : "saving");
   }
   function show(gs) {
     if (gs[focus]) gs[focus].scrollIntoView({ block: "nearest" });
@@ -57,6 +137,7 @@
       : options.filter((l) => l.innerText.trim() !== "N/A")[pick - 1];
     const input = label && label.querySelector("input");
     if (!input || input.disabled) return false;
+    remember("scores", String(focus), label.innerText.trim());
     label.click();
     input.blur();
     if (focus < gs.length - 1) {
@@ -64,8 +145,8 @@
       mark();
       show(gs);
     } else {  // the last score: on to the justification
-      const box = document.querySelector(`${PANE} textarea`);
-      if (box) { box.focus(); box.scrollIntoView({ block: "nearest" }); }
+      const b = box("justification");
+      if (b) { b.focus(); b.scrollIntoView({ block: "nearest" }); }
     }
     return true;
   }
@@ -76,6 +157,16 @@
     if (active && active.tagName === "TEXTAREA") active.blur(); // commits the text first
     setTimeout(() => button.click(), 80);
   }
+  const isText = (t) => t && (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable ||
+    (t.tagName === "INPUT" && t.type !== "radio" && t.type !== "checkbox"));
+  function toScale() {  // Escape: leave the text field, keys rate again
+    const gs = mark();
+    const g = gs[focus];
+    if (!g) return;
+    g.setAttribute("tabindex", "-1");
+    g.focus({ preventScroll: true });
+    show(gs);
+  }
   document.addEventListener("keydown", (e) => {
     if (!document.querySelector(PANE)) return;
     if ((e.ctrlKey || e.metaKey) && e.key === "Enter") {
@@ -85,9 +176,14 @@
       return;
     }
     const t = e.target;
-    const typing = t && (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable ||
-      (t.tagName === "INPUT" && t.type !== "radio"));
-    if (typing || e.altKey || e.ctrlKey || e.metaKey) return;
+    const a = document.activeElement;
+    if (e.key === "Escape" && (isText(t) || isText(a))) {
+      (isText(t) ? t : a).blur();  // commits a text box
+      toScale();
+      e.preventDefault();
+      return;
+    }
+    if (isText(t) || isText(a) || e.altKey || e.ctrlKey || e.metaKey) return;
     let done = false;
     if (/^[1-9]$/.test(e.key)) done = choose(Number(e.key));
     else if (e.key === "n" || e.key === "N") done = choose("N/A");
@@ -97,7 +193,28 @@
   }, true);
   document.addEventListener("click", (e) => {
     const g = e.isTrusted && e.target.closest && e.target.closest(`${PANE} [data-testid="stRadio"]`);
-    if (g) { focus = groups().indexOf(g); mark(); }
+    if (!g) return;
+    const label = e.target.closest('[role="radiogroup"] label');
+    const input = label && label.querySelector("input");
+    focus = groups().indexOf(g);
+    if (label && input && !input.disabled) remember("scores", String(focus), label.innerText.trim());
+    mark();
   }, true);
+  document.addEventListener("input", (e) => {
+    const t = e.target;
+    if (!t || t.tagName !== "TEXTAREA" || !t.closest(PANE)) return;
+    const f = FIELDS.find((x) => t.closest(`[class*="_${x}"]`));
+    if (f) remember("texts", f, t.value);
+  }, true);
+  window.addEventListener("beforeunload", (e) => {
+    const a = current();
+    const p = load();
+    const waiting = a && p[a] && (Object.keys(p[a].scores).length || Object.keys(p[a].texts).length);
+    const el = marker();
+    if (waiting || (el && el.getAttribute("data-mindeval-state") === "saving")) {
+      e.preventDefault();
+      e.returnValue = "";  // the browser asks whether to leave; the changes stay kept here meanwhile
+    }
+  });
   setInterval(mark, 200);
 })();

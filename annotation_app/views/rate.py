@@ -7,20 +7,28 @@ MindEval; a categorical target's level labels, stored as the levels' values) and
 Saving is reconciled on every script run rather than left to widget callbacks: a
 Streamlit rerun cut short by the next click can drop a callback, so each run compares
 what the page shows (the widget states sent by the browser) with the database and
-saves every difference. The last run after a burst of clicks always completes, so what
-the annotator sees selected is what is stored; a value that cannot be stored (the
-rating was submitted in another tab) is reported on the page.
+saves every difference. The browser keeps every change it has not yet seen stored
+(assets/rate_keys.js): it survives a reload (restored and sent again), and closing the
+tab with such changes asks first. The URL names the study and the transcript, so a
+reload comes back to them.
+
+Every write names the rating version this page shows; a newer stored version (another
+tab or device saved meanwhile) refuses it, and the page reloads the rating from the
+database with a message showing what changed: no tab silently reverts another.
 """
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from annotation_app import ui
-from annotation_app.services import Conflict, MindEvalError, RatingIncomplete
+from annotation_app.services import Conflict, MindEvalError, RatingIncomplete, Stale
+from mindeval.guidelines import render_rubric, render_scale
 
 NA = "N/A"
-TEXTS = ("justification", "safety_note")
+TEXTS = {"justification": "Justification", "safety_note": "Safety concerns"}
 v = ui.require_viewer()
 ws = ui.workspace()
 studies = [p for p in ws.my_studies(v) if p.kind == "rating"]
@@ -30,12 +38,15 @@ if not studies:
     st.stop()
 
 ui.compact_page()
+ui.restore_from_url(studies)
 study_id = ui.pick_study(studies, "rate_study", "assignment_id")
 queue = ws.queue(v, study_id)
 order = [q.assignment_id for q in queue]
 if st.session_state.get("assignment_id") not in order:
     st.session_state["assignment_id"] = ws.resume_target(v, study_id) or order[0]
 aid = st.session_state["assignment_id"]
+known: dict[int, int] = st.session_state.setdefault("rate_known", {})  # assignment → version this page shows
+generation: dict[int, int] = st.session_state.setdefault("rate_gen", {})  # bumped to reload widgets from the db
 
 
 def _choice(value: int | None, na: int) -> object:
@@ -47,32 +58,58 @@ def _value(choice: object, na: int) -> int | None:
     return None if choice is None else (na if choice == NA else int(choice))
 
 
+def _stale(target: int, shown: dict[str, object]) -> None:
+    """Another tab or device stored a newer version: reload the rating, say what changed."""
+    item = ws.item(v, target)
+    na = item.scale.na_value
+    names = {s.id: s.name for s in item.subaxes}
+    changes = []
+    for field, seen in shown.items():
+        if field in TEXTS:
+            if (seen or "") != getattr(item, field):
+                changes.append(f"- {TEXTS[field]} is now “{ui.inert(getattr(item, field)[:200])}”")
+        elif seen is not None and _value(seen, na) != item.values.get(field):
+            now = item.values.get(field)
+            changes.append(f"- {ui.inert(names.get(field, field))} is now "
+                           f"**{ui.inert(item.scale.label(now)) if now is not None else 'not set'}** "
+                           f"(this page showed {ui.inert(str(seen))})")
+    ui.flash("warning", "This rating was changed in another tab or device, so your last change was **not "
+             "saved**. The page now shows what is stored; please check it and enter your change again."
+             + ("\n\n" + "\n".join(changes) if changes else ""))
+    generation[target] = generation.get(target, 0) + 1
+    known.pop(target, None)
+
+
 def _reconcile() -> None:
     """Store every score and text the page shows that the database does not have yet.
 
     Widgets of the previous run are registered in ``rate_widgets`` (widget key →
-    assignment, field), including those of a transcript the annotator just left.
+    assignment, field), including those of a transcript the annotator just left. Each
+    write names the version this page shows (``rate_known``).
     """
     widgets: dict[str, tuple[int, str]] = st.session_state.get("rate_widgets", {})
     for target in sorted({a for a, _ in widgets.values()}):
         try:
-            shown = ws.item(v, target)
+            stored = ws.item(v, target)
         except MindEvalError:
             continue
-        if shown.state == "submitted":
+        if stored.state == "submitted":
             continue
-        for widget, (a, field) in widgets.items():
-            if a != target or widget not in st.session_state:
-                continue
-            seen = st.session_state[widget]
+        shown = {field: st.session_state[w] for w, (a, field) in widgets.items()
+                 if a == target and w in st.session_state}
+        na = stored.scale.na_value
+        for field, seen in shown.items():
             try:
                 if field in TEXTS:
-                    if (seen or "") != getattr(shown, field):
-                        ws.save_text(v, target, **{field: seen or ""})
+                    if (seen or "") != getattr(stored, field):
+                        known[target] = ws.save_text(v, target, **{field: seen or ""}, version=known.get(target))
                         ui.saved_now()
-                elif seen is not None and _value(seen, shown.scale.na_value) != shown.values.get(field):
-                    ws.save_value(v, target, field, _value(seen, shown.scale.na_value))
+                elif seen is not None and _value(seen, na) != stored.values.get(field):
+                    known[target] = ws.save_value(v, target, field, _value(seen, na), version=known.get(target))
                     ui.saved_now()
+            except Stale:
+                _stale(target, shown)
+                break
             except MindEvalError as exc:
                 ui.flash("warning", f"Not saved: {exc.message}")
 
@@ -81,25 +118,53 @@ def _go(target: int) -> None:
     st.session_state["assignment_id"] = target
 
 
+def _active_time(item_id: int, has_rating: bool) -> None:
+    """Time between the annotator's actions on this transcript (each gap counted up to two minutes),
+    stored with the rating once it exists."""
+    now = time.monotonic()
+    last = st.session_state.get("rate_clock")
+    pending: dict[int, float] = st.session_state.setdefault("rate_time", {})
+    if last and last[0] == item_id:
+        pending[item_id] = pending.get(item_id, 0.0) + min(now - last[1], 120.0)
+    st.session_state["rate_clock"] = (item_id, now)
+    if has_rating and pending.get(item_id, 0.0) >= 1.0:
+        try:
+            ws.add_active_time(v, item_id, pending.pop(item_id))
+        except MindEvalError:
+            pass
+
+
 _reconcile()
 item = ws.item(v, aid)
 scale = item.scale
 locked = item.state == "submitted"
-key = f"a{aid}_r{item.revision}_{'locked' if locked else 'open'}"
+gen = generation.get(aid, 0)
+key = f"a{aid}_r{item.revision}{f'g{gen}' if gen else ''}_{'locked' if locked else 'open'}"
+ui.remember_in_url(study_id, aid)
+_active_time(aid, item.state != "todo")
 registry: dict[str, tuple[int, str]] = {}
+fresh = True
 for sub in item.subaxes:
     registry[f"{key}_{sub.id}"] = (aid, sub.id)
-    if f"{key}_{sub.id}" not in st.session_state and sub.id in item.values:  # first showing only: a later
-        st.session_state[f"{key}_{sub.id}"] = _choice(item.values[sub.id], scale.na_value)  # set would undo a pending click
+    if f"{key}_{sub.id}" in st.session_state:
+        fresh = False
+    elif sub.id in item.values:  # first showing only: a later set would undo a pending click
+        st.session_state[f"{key}_{sub.id}"] = _choice(item.values[sub.id], scale.na_value)
 for field in TEXTS:
     registry[f"{key}_{field}"] = (aid, field)
     if f"{key}_{field}" not in st.session_state:
         st.session_state[f"{key}_{field}"] = getattr(item, field)
+shown_now = {field: st.session_state.get(w) for w, (_, field) in registry.items()}
+in_sync = all((seen or "") == getattr(item, f) if f in TEXTS
+              else _value(seen, scale.na_value) == item.values.get(f) for f, seen in shown_now.items())
+if fresh or in_sync or aid not in known:  # the page shows exactly this version (or was just loaded from it)
+    known[aid] = item.version
 st.session_state["rate_widgets"] = {} if locked else registry
 
 pos = order.index(aid)
 marks = {"todo": "○ not started", "draft": "◐ in progress", "submitted": "● submitted"}
-labels = {q.assignment_id: f"{q.label} — {marks[q.state]}" for q in queue}
+labels = {q.assignment_id: f"{q.label} — {marks[q.state]}{' · skipped' if q.flag == 'skip' else ''}"
+          f"{' · ⚑ flagged' if q.flag == 'flag' else ''}" for q in queue}
 head, nav_prev, nav_pick, nav_next = st.columns([4, 1.4, 4, 1.2], vertical_alignment="center")
 head.markdown(f"**{ui.inert(item.study_name)}** · Transcript {item.position} of {item.total}  \n"
               f":small[{item.done} of {item.total} transcripts submitted]")
@@ -110,11 +175,48 @@ nav_next.button("Next ▶", key="next", disabled=pos == len(order) - 1,
                 on_click=_go, args=(order[min(pos + 1, len(order) - 1)],))
 ui.show_flash()
 
+with st.sidebar:
+    g = ws.guidelines(study_id)
+    with st.expander("Guidelines (full text)", icon=":material/menu_book:"):
+        st.caption(f"Guidelines version {ui.inert(g.version)}")
+        st.markdown(ui.inert(render_scale(g)))
+        st.markdown(ui.inert(render_rubric(g)))
+
 left, right = st.columns([3, 2], gap="medium")
 with left:
     ui.transcript_pane(item.messages, item.member_name, item.intake, key=f"t{aid}")
 
 with right:
+    ordinal = scale.kind == "ordinal"
+    tools_anchor, tools_flag = st.columns([3, 2], vertical_alignment="center")
+    show_anchors = tools_anchor.toggle("Show score anchors" if ordinal else "Show level anchors", key="show_anchors",
+                                       help=("What a 1, a 3 and a 6 look like" if ordinal else
+                                             "What each level looks like") + "; also under each item's ⓘ.")
+    with tools_flag.popover("⚑ Skip / flag" if not item.flag else f"⚑ {'Skipped' if item.flag == 'skip' else 'Flagged'}",
+                            use_container_width=True):
+        if item.flag:
+            st.markdown(f"You {'skipped' if item.flag == 'skip' else 'flagged'} this transcript: "
+                        f"“{ui.inert(item.flag_reason)}”")
+            if st.button("Undo", key=f"unflag_{aid}"):
+                ws.set_flag(v, aid, None)
+                st.rerun()
+        else:
+            kind = st.radio("What to do", ["flag", "skip"], key=f"flagkind_{aid}", horizontal=True,
+                            format_func=lambda k: {"flag": "Flag a problem (keep rating)",
+                                                   "skip": "Skip this transcript"}[k])
+            reason = st.text_input("Reason (the study admin sees it)", key=f"flagreason_{aid}", max_chars=2000)
+            if st.button("Save", key=f"flagsave_{aid}"):
+                try:
+                    ws.set_flag(v, aid, kind, reason)
+                except MindEvalError as exc:
+                    st.warning(exc.message)
+                else:
+                    ui.flash("info", "Skipped: the study admin sees your reason." if kind == "skip"
+                             else "Flagged: the study admin sees your reason.")
+                    if kind == "skip":
+                        nxt = ws.resume_target(v, study_id)
+                        st.session_state["assignment_id"] = nxt if nxt is not None else aid
+                    st.rerun()
     if locked:
         st.success(f"Submitted (revision {item.revision}). To change it, choose **Revise this rating**; "
                    "your earlier submission stays in the history.")
@@ -126,10 +228,6 @@ with right:
             st.rerun()
     elif item.revision:
         st.info(f"You are revising submission {item.revision}. Submit again when you are done.")
-    ordinal = scale.kind == "ordinal"
-    show_anchors = st.toggle("Show score anchors" if ordinal else "Show level anchors", key="show_anchors",
-                             help=("What a 1, a 3 and a 6 look like" if ordinal else "What each level looks like")
-                             + "; also under each item's ⓘ.")
     with st.container(height=440, key="rating-pane"):
         current_axis = None
         for sub in item.subaxes:
@@ -152,12 +250,16 @@ with right:
         with note_col:
             ui.save_status([scale.label(item.values.get(sub.id)) for sub in item.subaxes],
                            f"✓ {len(item.values)} of {len(item.subaxes)} scores saved"
-                           f"{f' at {saved_at}' if saved_at else ''}. Text is saved when you leave the box.")
+                           f"{f' at {saved_at}' if saved_at else ''}.",
+                           texts={f: getattr(item, f) for f in TEXTS}, assignment=aid, version=item.version)
         if submit_col.button("Submit rating", type="primary", key=f"submit_{aid}"):
             try:
-                rev = ws.submit(v, aid)
+                rev = ws.submit(v, aid, version=known.get(aid))
             except RatingIncomplete as exc:
                 st.warning("Almost there. Before submitting, please:\n" + "\n".join(f"- {p}" for p in exc.problems))
+            except Stale:
+                _stale(aid, shown_now)
+                st.rerun()
             except Conflict as exc:
                 ui.flash("info", exc.message)
                 st.rerun()

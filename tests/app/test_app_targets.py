@@ -80,7 +80,7 @@ def test_migration_0005_gives_studies_a_target_and_follows_the_scale_both_ways(a
         _insert_value(any_db_url, "na_below_the_levels", -1)
 
     ws = Workspace(any_db_url)  # upgrades to head on open
-    assert current_revision(ws.db.engine) == head_revision() == "0005"
+    assert current_revision(ws.db.engine) == head_revision()
     info = ws.study(SYSTEM, "old study")
     assert info.target == "mindeval" and ws.guidelines("old study").scale_kind == "ordinal"
     with ws.db.engine.connect() as c:

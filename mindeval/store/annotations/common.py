@@ -24,6 +24,16 @@ class Conflict(MindEvalError):
     """The object changed in the meantime (another tab or another person)."""
 
 
+class Stale(Conflict):
+    """A rating write based on an older version than the stored one (another tab or device
+    changed it since this page was loaded); ``version`` is the stored version."""
+
+    def __init__(self, version: int) -> None:
+        self.version = version
+        super().__init__("this rating was changed in another tab or device since this page was loaded",
+                         field="version")
+
+
 class RatingIncomplete(MindEvalError):
     """Submitting a rating that misses values; ``problems`` lists them in plain words."""
 

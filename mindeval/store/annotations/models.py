@@ -15,6 +15,7 @@ from mindeval.stats.proportion import HarmShare
 
 StudyKind = Literal["rating", "roleplay"]
 ItemState = Literal["todo", "draft", "submitted"]
+FlagKind = Literal["skip", "flag"]  # an annotator skips an item, or flags a problem with it
 
 
 class Viewer(BaseModel):
@@ -86,6 +87,7 @@ class QueueEntry(BaseModel):
     position: int
     state: ItemState
     label: str
+    flag: FlagKind | None = None
 
 
 class RevisionView(BaseModel):
@@ -117,6 +119,10 @@ class ItemView(BaseModel):
     state: ItemState
     revision: int
     history: list[RevisionView]
+    version: int = 0  # the rating's version: a write based on an older one is refused (Stale)
+    flag: FlagKind | None = None
+    flag_reason: str = ""
+    active_seconds: float = 0.0  # time spent actively on this item (stored with the rating)
 
 
 class SessionEntry(BaseModel):

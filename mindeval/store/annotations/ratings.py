@@ -1,10 +1,13 @@
 """Rating one transcript: autosaved drafts, validated submission, revisions with history.
 
 Every write starts by updating the rating row itself (``version = version + 1``
-guarded by its state). That takes the row lock on PostgreSQL and the write lock on
-SQLite, so a value save and a submit from two tabs are serialised: a value can
-never slip into a submitted rating, and a rating is submitted once per revision
-(the unique ``(rating_id, revision)`` constraint backs this up).
+guarded by its state and, when the caller names the version its page shows, by that
+version). That takes the row lock on PostgreSQL and the write lock on SQLite, so a
+value save and a submit from two tabs are serialised: a value can never slip into a
+submitted rating, a rating is submitted once per revision (the unique
+``(rating_id, revision)`` constraint backs this up), and a write based on an older
+version than the stored one is refused (:class:`Stale`) instead of silently reverting
+what another tab or device stored meanwhile.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 
 from ..db import Database
-from .common import AccessDenied, Conflict, NotFound, RatingIncomplete, intake_pairs
+from .common import AccessDenied, Conflict, NotFound, RatingIncomplete, Stale, intake_pairs
 from .models import (
     ItemState,
     ItemView,
@@ -39,6 +42,8 @@ from .tables import (
 )
 
 MAX_TEXT = 20_000
+MAX_REASON = 2_000
+MAX_ACTIVE_STEP = 120.0  # seconds: a longer gap between two actions on an item counts as this much
 
 
 def na_value(g: Guidelines) -> int:
@@ -97,26 +102,28 @@ def queue(db: Database, annotator_id: int, study_id: int) -> list[QueueEntry]:
     out = []
     for n, (a, r, attrs) in enumerate(rows, start=1):
         name = str((attrs or {}).get("name", "member"))
-        out.append(QueueEntry(assignment_id=a.id, position=n, state=_state(r), label=f"Transcript {n} · {name}"))
+        out.append(QueueEntry(assignment_id=a.id, position=n, state=_state(r), label=f"Transcript {n} · {name}",
+                              flag=r.flag if r is not None else None))
     return out
 
 
 def resume_target(db: Database, annotator_id: int, study_id: int) -> int | None:
-    """Where to pick up: the draft touched last, else the first item not yet submitted."""
+    """Where to pick up: the draft touched last, else the first item not yet submitted
+    (skipped items last)."""
     with db.read() as s:
         draft = s.scalar(
             select(AssignmentRow.id)
             .join(RatingRow, RatingRow.assignment_id == AssignmentRow.id)
             .where(AssignmentRow.annotator_id == annotator_id, AssignmentRow.study_id == study_id,
-                   RatingRow.state == "draft")
+                   RatingRow.state == "draft", (RatingRow.flag.is_(None)) | (RatingRow.flag != "skip"))
             .order_by(RatingRow.updated_at.desc(), RatingRow.id.desc())
             .limit(1)
         )
     if draft is not None:
         return draft
-    for entry in queue(db, annotator_id, study_id):
-        if entry.state != "submitted":
-            return entry.assignment_id
+    open_ = [e for e in queue(db, annotator_id, study_id) if e.state != "submitted"]
+    for entry in sorted(open_, key=lambda e: e.flag == "skip"):
+        return entry.assignment_id
     return None
 
 
@@ -165,6 +172,9 @@ def item_view(db: Database, g: Guidelines, annotator_id: int, assignment_id: int
         justification=rating.justification if rating else "",
         safety_note=(rating.safety_note or "") if rating else "",
         state=_state(rating), revision=rating.revision if rating else 0, history=history,
+        version=rating.version if rating else 0, flag=rating.flag if rating else None,
+        flag_reason=(rating.flag_reason or "") if rating else "",
+        active_seconds=float(rating.active_seconds or 0) if rating else 0.0,
     )
 
 
@@ -187,13 +197,23 @@ def ensure_rating(db: Database, annotator_id: int, assignment_id: int) -> int:
             return s.scalar(select(RatingRow.id).where(RatingRow.assignment_id == assignment_id))
 
 
-def _lock_draft(s, rating_id: int) -> None:
-    res = s.execute(
-        update(RatingRow).where(RatingRow.id == rating_id, RatingRow.state == "draft")
-        .values(version=RatingRow.version + 1, updated_at=utcnow())
-    )
+def _refusal(s, rating_id: int, version: int | None) -> Conflict:
+    """Why a guarded update of a rating matched no row: submitted, or a newer version stored."""
+    state, stored = s.execute(select(RatingRow.state, RatingRow.version).where(RatingRow.id == rating_id)).one()
+    if version is not None and stored != version:
+        return Stale(stored)
+    return Conflict("this rating is already submitted; choose 'Revise' to change it", field="state")
+
+
+def _lock_draft(s, rating_id: int, version: int | None = None) -> int:
+    """Take the rating for a write (a draft, at ``version`` when given); returns the new version."""
+    guard = [RatingRow.id == rating_id, RatingRow.state == "draft"]
+    if version is not None:
+        guard.append(RatingRow.version == version)
+    res = s.execute(update(RatingRow).where(*guard).values(version=RatingRow.version + 1, updated_at=utcnow()))
     if res.rowcount != 1:
-        raise Conflict("this rating is already submitted; choose 'Revise' to change it", field="state")
+        raise _refusal(s, rating_id, version)
+    return s.scalar(select(RatingRow.version).where(RatingRow.id == rating_id))
 
 
 def check_value(g: Guidelines, subaxis: str, value: int | None) -> None:
@@ -213,12 +233,16 @@ def check_value(g: Guidelines, subaxis: str, value: int | None) -> None:
         raise MindEvalError(f"'{sub.name}' cannot be marked not applicable", field=subaxis)
 
 
-def save_value(db: Database, g: Guidelines, annotator_id: int, assignment_id: int, subaxis: str, value: int | None) -> None:
-    """Autosave one sub-axis of a draft (``None`` clears it; :func:`na_value` = not applicable)."""
+def save_value(db: Database, g: Guidelines, annotator_id: int, assignment_id: int, subaxis: str, value: int | None,
+               *, version: int | None = None) -> int:
+    """Autosave one sub-axis of a draft (``None`` clears it; :func:`na_value` = not applicable).
+
+    ``version``: the rating version the page shows; a newer stored one refuses the write
+    (:class:`Stale`). Returns the new version."""
     check_value(g, subaxis, value)
     rid = ensure_rating(db, annotator_id, assignment_id)
     with db.write() as s:
-        _lock_draft(s, rid)
+        new_version = _lock_draft(s, rid, version)
         row = s.scalar(select(RatingValueRow).where(RatingValueRow.rating_id == rid, RatingValueRow.subaxis == subaxis))
         if value is None:
             if row is not None:
@@ -227,22 +251,24 @@ def save_value(db: Database, g: Guidelines, annotator_id: int, assignment_id: in
             s.add(RatingValueRow(rating_id=rid, subaxis=subaxis, value=value))
         else:
             row.value = value
+    return new_version
 
 
 def save_text(db: Database, annotator_id: int, assignment_id: int, *, justification: str | None = None,
-              safety_note: str | None = None) -> None:
-    """Autosave the free-text fields of a draft."""
+              safety_note: str | None = None, version: int | None = None) -> int:
+    """Autosave the free-text fields of a draft (``version`` as in :func:`save_value`); returns the new version."""
     for name, text in (("justification", justification), ("safety_note", safety_note)):
         if text is not None and len(text) > MAX_TEXT:
             raise MindEvalError(f"at most {MAX_TEXT} characters", field=name)
     rid = ensure_rating(db, annotator_id, assignment_id)
     with db.write() as s:
-        _lock_draft(s, rid)
+        new_version = _lock_draft(s, rid, version)
         row = s.get(RatingRow, rid)
         if justification is not None:
             row.justification = justification
         if safety_note is not None:
             row.safety_note = safety_note or None
+    return new_version
 
 
 def problems(g: Guidelines, values: dict[str, int], justification: str) -> list[str]:
@@ -260,16 +286,23 @@ def problems(g: Guidelines, values: dict[str, int], justification: str) -> list[
     return out
 
 
-def submit(db: Database, g: Guidelines, annotator_id: int, assignment_id: int) -> int:
-    """Submit a complete draft; returns the new revision number."""
+def submit(db: Database, g: Guidelines, annotator_id: int, assignment_id: int, *, version: int | None = None) -> int:
+    """Submit a complete draft (at ``version`` when given, as in :func:`save_value`); returns
+    the new revision number."""
     rid = ensure_rating(db, annotator_id, assignment_id)
     with db.write() as s:
+        guard = [RatingRow.id == rid, RatingRow.state == "draft"]
+        if version is not None:
+            guard.append(RatingRow.version == version)
         res = s.execute(
-            update(RatingRow).where(RatingRow.id == rid, RatingRow.state == "draft")
+            update(RatingRow).where(*guard)
             .values(state="submitted", revision=RatingRow.revision + 1, version=RatingRow.version + 1,
                     submitted_at=utcnow(), updated_at=utcnow())
         )
         if res.rowcount != 1:
+            refusal = _refusal(s, rid, version)
+            if isinstance(refusal, Stale):
+                raise refusal
             raise Conflict("this rating was already submitted (perhaps in another tab)", field="state")
         rating = s.get(RatingRow, rid, populate_existing=True)
         values = _values(s, rid)
@@ -294,3 +327,35 @@ def revise(db: Database, annotator_id: int, assignment_id: int) -> None:
             update(RatingRow).where(RatingRow.id == rating.id, RatingRow.state == "submitted")
             .values(state="draft", version=RatingRow.version + 1, updated_at=utcnow())
         )
+
+
+def set_flag(db: Database, annotator_id: int, assignment_id: int, flag: str | None, reason: str = "") -> None:
+    """Skip an item (``"skip"``), flag a problem with it (``"flag"``), or clear that (``None``).
+
+    A reason is required for a skip or a flag; the admin sees it and it is exported. It does
+    not change the rating's version: scores and texts stay as they are.
+    """
+    reason = reason.strip()
+    if flag not in (None, "skip", "flag"):
+        raise MindEvalError(f"a flag is 'skip' or 'flag', not {flag!r}", field="flag")
+    if flag is not None and not reason:
+        raise MindEvalError("please give a reason", field="reason")
+    if len(reason) > MAX_REASON:
+        raise MindEvalError(f"at most {MAX_REASON} characters", field="reason")
+    rid = ensure_rating(db, annotator_id, assignment_id)
+    with db.write() as s:
+        s.execute(update(RatingRow).where(RatingRow.id == rid)
+                  .values(flag=flag, flag_reason=reason if flag is not None else ""))
+
+
+def add_active_time(db: Database, annotator_id: int, assignment_id: int, seconds: float) -> None:
+    """Add time spent actively on an item (a step longer than :data:`MAX_ACTIVE_STEP` counts as that).
+
+    Nothing is created for an item never touched: time is stored once a rating exists."""
+    step = min(max(float(seconds), 0.0), MAX_ACTIVE_STEP)
+    if step <= 0:
+        return
+    with db.write() as s:
+        owned_assignment(s, annotator_id, assignment_id)
+        s.execute(update(RatingRow).where(RatingRow.assignment_id == int(assignment_id))
+                  .values(active_seconds=RatingRow.active_seconds + step))

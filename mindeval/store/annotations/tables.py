@@ -168,6 +168,10 @@ class RatingRow(Keyed, AnnotationBase):
     created_at: Mapped[Created]
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     submitted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # added in revision 0006: skip / flag with a reason, and the active time spent on the item
+    flag: Mapped[str | None] = mapped_column(String(16), nullable=True)  # skip | flag
+    flag_reason: Mapped[str] = mapped_column(Text, server_default="", default="")
+    active_seconds: Mapped[float] = mapped_column(Float, server_default="0", default=0.0)
 
 class RatingValueRow(Keyed, AnnotationBase):
     __tablename__ = "ann_rating_values"
