@@ -8,7 +8,7 @@
 // so the page's one save path stores it.
 //
 // Nothing the annotator changed is lost: every score click and every keystroke in a text box is
-// kept in localStorage until the page shows it stored (the server renders what the database
+// kept in this tab's sessionStorage (which a reload keeps, and other tabs do not share) until the page shows it stored (the server renders what the database
 // holds into [data-mindeval-saved] / [data-mindeval-texts] on each run). After a reload the
 // changes still waiting are put back on the form, in the order they were made, and so sent
 // again; closing or leaving the tab while any are waiting asks for confirmation. The save line
@@ -28,12 +28,12 @@
   const idle = () => !document.querySelector('[data-testid="stStatusWidget"] button');
   const labelOf = (g) => { const i = g.querySelector("input:checked"); return i ? i.closest("label").innerText.trim() : ""; };
   const box = (field) => document.querySelector(`${PANE} [class*="_${field}"] textarea`);
-  const load = () => { try { return JSON.parse(localStorage.getItem(STORE) || "{}"); } catch (e) { return {}; } };
+  const load = () => { try { return JSON.parse(sessionStorage.getItem(STORE) || "{}"); } catch (e) { return {}; } };
   const save = (p) => {
     for (const a of Object.keys(p)) {
       if (!Object.keys(p[a].scores || {}).length && !Object.keys(p[a].texts || {}).length) delete p[a];
     }
-    localStorage.setItem(STORE, JSON.stringify(p));
+    sessionStorage.setItem(STORE, JSON.stringify(p));
   };
   const current = () => { const m = marker(); return m ? m.getAttribute("data-mindeval-assignment") : null; };
 

@@ -83,3 +83,26 @@ def saved(page) -> None:
         "() => document.querySelector('[data-mindeval-saved]')?.getAttribute('data-mindeval-state') === 'saved'",
         timeout=60_000)
     settle(page)
+
+
+def stored(page, expected: list, timeout: int = 60_000) -> None:
+    """Wait until the rating page shows ``expected`` as chosen (labels, None = unset) and has
+    rendered the same values as stored in the database, with nothing left to save."""
+    want = ["" if x is None else x for x in expected]
+    page.wait_for_function(
+        """(want) => {
+          const m = document.querySelector('[data-mindeval-saved]');
+          if (!m || m.getAttribute('data-mindeval-state') !== 'saved') return false;
+          const gs = [...document.querySelectorAll('.st-key-rating-pane [data-testid="stRadio"]')];
+          const shown = gs.map(g => { const i = g.querySelector('input:checked');
+                                      return i ? i.closest('label').innerText.trim() : ''; });
+          return JSON.stringify(JSON.parse(m.getAttribute('data-mindeval-saved'))) === JSON.stringify(want)
+            && JSON.stringify(shown) === JSON.stringify(want);
+        }""", arg=want, timeout=timeout)
+
+
+def pane_ready(page, n: int) -> None:
+    """Wait until the rating pane shows exactly ``n`` sub-axes (not the old and new form mid-rerun)."""
+    page.wait_for_function(
+        "(n) => document.querySelectorAll('.st-key-rating-pane [data-testid=\"stRadio\"]').length === n"
+        " && !!document.querySelector('[data-mindeval-saved]')", arg=n, timeout=60_000)

@@ -1,5 +1,6 @@
-"""The rating page in a real browser: rapid clicks are never lost, keyboard rating (1-6 and a
-categorical form's levels), layout."""
+"""The rating page in a real browser: rapid clicks are never lost (not even by a reload right
+after them), two tabs never silently revert each other, mouse-only and keyboard rating (1-6 and
+a categorical form's levels), text boxes that can be used, layout at 1280x720."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from appkit import (
     viewer,
     wait_healthy,
 )
-from browserkit import SHOWN_SCORES_JS, open_browser, saved, settle, sign_in
+from browserkit import SHOWN_SCORES_JS, open_browser, pane_ready, saved, settle, sign_in, stored
 
 from annotation_app.services import Workspace
 
@@ -73,19 +74,131 @@ def test_rapid_clicks_are_all_saved(app, page):
     mismatches = []
     for n in range(20):
         if n and n % 4 == 0:  # also on fresh transcripts (their first save creates the rating)
+            before = page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment")
             page.get_by_role("button", name="Next ▶").click()
-            settle(page)
-        groups = page.locator('[data-testid="stRadio"]')
-        groups.nth(8).wait_for()
-        assert groups.count() == 9
+            page.wait_for_function("(a) => document.querySelector('[data-mindeval-saved]')"
+                                   "?.getAttribute('data-mindeval-assignment') !== a", arg=before)
+        pane_ready(page, 9)  # waits out a rerun that still shows the old form beside the new one
+        groups = page.locator('.st-key-rating-pane [data-testid="stRadio"]')
+        want = []
         for i in range(9):
-            groups.nth(i).locator("label").filter(has_text=re.compile(rf"^{rng.randint(1, 6)}$")).click()
-            page.wait_for_timeout(rng.randint(60, 100))
-        saved(page)
+            score = str(rng.randint(1, 6))
+            want.append(score)
+            groups.nth(i).locator("label").filter(has_text=re.compile(rf"^{score}$")).click()
+            page.wait_for_timeout(rng.randint(60, 100))  # a person's pace between clicks
+        stored(page, want)
         shown, db = shown_vs_saved(page, ws)
         if shown != db:
             mismatches.append((n, shown, db))
     assert mismatches == [], f"{len(mismatches)} of 20 passes lost a click: {mismatches}"
+
+
+def test_a_reload_right_after_fast_clicks_loses_no_score(app, page):
+    """20 passes of 9 fast clicks, then a reload ~100 ms after the last: every score is stored
+    (unsent ones are kept in the browser and sent again), and the reload comes back to the
+    same transcript; leaving with unsent changes asks first."""
+    base, ws = app
+    open_rating(page, base)
+    asked = []
+    page.on("dialog", lambda d: (asked.append(d.type), d.accept()))
+    rng = random.Random(7)
+    v = viewer(ws, "demo", DEMO_CODE)
+    lost, url = [], None
+    for _pass in range(20):
+        pane_ready(page, 9)
+        url = url or page.url
+        assert page.url == url  # the same study and transcript after every reload
+        aid = int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+        shown = page.evaluate(SHOWN_SCORES_JS)
+        groups = page.locator('.st-key-rating-pane [data-testid="stRadio"]')
+        want = []
+        for i in range(9):
+            score = rng.choice([s for s in "123456" if s != shown[i]])  # every click changes a score
+            want.append(score)
+            groups.nth(i).locator("label").filter(has_text=re.compile(rf"^{score}$")).click()
+        page.wait_for_timeout(100)  # the scenario: reload ~100 ms after the last click
+        page.reload()
+        pane_ready(page, 9)
+        stored(page, want)
+        db = ws.item(v, aid).values
+        got = [str(db.get(s.id)) if s.id in db else None for s in ws.subaxes()]
+        lost.append(sum(a != b for a, b in zip(got, want)))
+    assert sum(lost) == 0, f"scores lost per pass: {lost}"
+    assert "beforeunload" in asked  # leaving with unsent changes asked for confirmation
+
+
+def test_two_tabs_never_silently_revert_each_other(app, tmp_path):
+    """Tab 1 sets a sub-axis 3 -> 5; tab 2, still showing 3, saves another sub-axis: refused,
+    tab 2 is reloaded with a visible message showing the newer value, nothing reverted."""
+    base, ws = app
+    subs = [s.id for s in ws.subaxes()]
+    coh, other = subs.index("coherence_style"), subs.index("evidence_based_intervention")
+    gen = open_browser(tmp_path, 1280, 720)
+    tab1 = next(gen)
+    try:
+        open_rating(tab1, base)
+        radio = lambda p, i, s: p.locator('.st-key-rating-pane [data-testid="stRadio"]').nth(i).locator(  # noqa: E731
+            "label").filter(has_text=re.compile(rf"^{s}$")).click()
+        radio(tab1, coh, "3")
+        want = [None] * 9
+        want[coh] = "3"
+        stored(tab1, want)
+        tab2 = tab1.context.new_page()
+        tab2.goto(tab1.url)  # the same transcript, showing 3
+        pane_ready(tab2, 9)
+        stored(tab2, want)
+        radio(tab1, coh, "5")
+        want[coh] = "5"
+        stored(tab1, want)
+        radio(tab2, other, "4")  # tab 2 still shows 3 for coherence
+        tab2.get_by_text("changed in another tab or device").wait_for()
+        stored(tab2, want)  # refreshed: shows the newer 5, and its refused change is not stored
+        body = tab2.inner_text("body")
+        assert "is now 5" in body and "showed 3" in body
+        v = viewer(ws, "demo", DEMO_CODE)
+        aid = int(tab2.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+        assert ws.item(v, aid).values == {"coherence_style": 5}
+    finally:
+        gen.close()
+
+
+def test_mouse_only_rating_with_a_justification(app, page):
+    """Every score and the justification by mouse at 1280x720; digits typed into the box stay
+    text (they never re-score); Escape leaves the box and keys rate again."""
+    base, ws = app
+    open_rating(page, base)
+    clicks = 0
+    groups = page.locator('.st-key-rating-pane [data-testid="stRadio"]')
+    want = [str(1 + i % 6) for i in range(9)]
+    for i, score in enumerate(want):
+        groups.nth(i).locator("label").filter(has_text=re.compile(rf"^{score}$")).click()
+        clicks += 1
+    stored(page, want)
+    for label in ("Justification", "Safety concerns (optional)"):
+        box = page.get_by_label(label)
+        assert box.bounding_box()["height"] > 30
+        size = page.evaluate("(l) => document.querySelector(`textarea[aria-label=\"${l}\"]`)"
+                             ".closest('[data-testid=stElementContainer]').getBoundingClientRect().height", label)
+        assert size > 30, f"{label}: its container is {size} px high"
+    page.get_by_label("Justification").click()
+    clicks += 1
+    text = "Scores 2 and 6; N/A nowhere. Up, down: 5 turns."
+    page.keyboard.type(text)
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Escape")  # leaves the box (and stores it); the keys rate again
+    page.wait_for_function("() => document.activeElement?.tagName !== 'TEXTAREA'")
+    v = viewer(ws, "demo", DEMO_CODE)
+    aid = int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+    page.wait_for_function("(t) => JSON.parse(document.querySelector('[data-mindeval-saved]')"
+                           ".getAttribute('data-mindeval-texts')).justification === t", arg=text)
+    assert [str(ws.item(v, aid).values[s.id]) for s in ws.subaxes()] == want  # no digit re-scored anything
+    page.get_by_role("button", name="Submit rating").click()
+    clicks += 1
+    page.get_by_text("Rating submitted").wait_for()
+    item = ws.item(v, aid)
+    assert item.state == "submitted" and item.justification == text
+    assert [str(item.values[s.id]) for s in ws.subaxes()] == want
+    assert clicks == 11
 
 
 def test_keyboard_rating_lands_in_the_database(app, page):
@@ -112,7 +225,7 @@ def test_keyboard_rating_lands_in_the_database(app, page):
     assert [item.values[s.id] for s in ws.subaxes()] == [0 if k == "n" else int(k) for k in keys]
 
 
-def test_three_subaxes_fit_at_1280x720_and_turns_can_be_found(app, page):
+def test_five_subaxes_and_submit_fit_at_1280x720_and_turns_can_be_found(app, page):
     base, ws = app
     open_rating(page, base)
     visible = page.evaluate("""() => {
@@ -121,9 +234,12 @@ def test_three_subaxes_fit_at_1280x720_and_turns_can_be_found(app, page):
         .map(g => g.getBoundingClientRect())
         .filter(r => r.top >= Math.max(0, pane.top) && r.bottom <= Math.min(window.innerHeight, pane.bottom)).length;
     }""")
+    submit = page.get_by_role("button", name="Submit rating").bounding_box()
+    scrolled = page.evaluate("() => document.scrollingElement.scrollTop")
     Path("test-artifacts").mkdir(exist_ok=True)
     page.screenshot(path="test-artifacts/rate-1280x720.png")
-    assert visible >= 3, f"only {visible} sub-axes visible without scrolling"
+    assert visible >= 5, f"only {visible} sub-axes visible without scrolling"
+    assert scrolled == 0 and submit["y"] >= 0 and submit["y"] + submit["height"] <= 720, submit
 
     n_turns = page.locator('[class*="st-key-turn-"]').count()
     page.get_by_placeholder(re.compile("Jump to turn")).click()

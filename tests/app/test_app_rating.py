@@ -119,3 +119,112 @@ def test_a_submitted_rating_cannot_change_without_revise(demo_ws):
     with pytest.raises(MindEvalError, match="already submitted"):
         demo_ws.submit(v, aid)
     assert demo_ws.item(v, aid).values["coherence_style"] == 3
+
+
+# ------------------------------------------------------------ versions, skip / flag, active time
+
+
+def test_a_write_based_on_an_older_version_is_refused(any_db_url):
+    """Two tabs of one annotator: the one that loaded before the other saved cannot revert it."""
+    from appkit import make_workspace
+
+    from annotation_app.services import Stale
+
+    ws = make_workspace(any_db_url)
+    try:
+        v = viewer(ws, "demo", DEMO_CODE)
+        aid = ws.queue(v, 1)[0].assignment_id
+        base = ws.item(v, aid).version
+        first = ws.save_value(v, aid, "coherence_style", 3, version=base)
+        tab1 = tab2 = first  # both tabs show 3
+        tab1 = ws.save_value(v, aid, "coherence_style", 5, version=tab1)
+        with pytest.raises(Stale) as refused:  # tab 2 still shows 3 and saves another sub-axis
+            ws.save_value(v, aid, "respect_inclusion", 4, version=tab2)
+        assert refused.value.version == tab1
+        with pytest.raises(Stale):
+            ws.save_text(v, aid, justification="from the stale tab", version=tab2)
+        item = ws.item(v, aid)
+        assert item.values == {"coherence_style": 5} and item.version == tab1 and item.justification == ""
+        for sub in ws.subaxes():
+            tab1 = ws.save_value(v, aid, sub.id, 2, version=tab1)
+        tab1 = ws.save_text(v, aid, justification="fine", version=tab1)
+        with pytest.raises(Stale):  # Submit checks the version too
+            ws.submit(v, aid, version=tab2)
+        assert ws.item(v, aid).state == "draft"
+        assert ws.submit(v, aid, version=tab1) == 1
+    finally:
+        ws.close()
+
+
+def test_skip_and_flag_need_a_reason_and_are_kept_apart_from_the_scores(any_db_url):
+    from appkit import make_workspace
+
+    ws = make_workspace(any_db_url)
+    try:
+        v = viewer(ws, "demo", DEMO_CODE)
+        q = ws.queue(v, 1)
+        first, second = q[0].assignment_id, q[1].assignment_id
+        with pytest.raises(MindEvalError, match="reason"):
+            ws.set_flag(v, first, "skip", "  ")
+        with pytest.raises(MindEvalError, match="'skip' or 'flag'"):
+            ws.set_flag(v, first, "later", "x")
+        before = ws.item(v, first).version
+        ws.set_flag(v, first, "skip", "I know this member's real story")
+        ws.set_flag(v, second, "flag", "turn 4 is cut off")
+        item = ws.item(v, first)
+        assert (item.flag, item.flag_reason, item.version) == ("skip", "I know this member's real story", before)
+        assert [e.flag for e in ws.queue(v, 1)][:2] == ["skip", "flag"]
+        assert ws.resume_target(v, 1) == second  # a skipped item is offered last
+        ws.set_flag(v, first, None)
+        assert ws.item(v, first).flag is None and ws.item(v, first).flag_reason == ""
+    finally:
+        ws.close()
+
+
+def test_active_time_is_added_per_item_and_each_gap_is_capped(any_db_url):
+    from appkit import make_workspace
+
+    from mindeval.store.annotations.ratings import MAX_ACTIVE_STEP
+
+    ws = make_workspace(any_db_url)
+    try:
+        v = viewer(ws, "demo", DEMO_CODE)
+        aid = ws.queue(v, 1)[0].assignment_id
+        ws.save_value(v, aid, "coherence_style", 4)
+        ws.add_active_time(v, aid, 12.5)
+        ws.add_active_time(v, aid, 3600)  # the tab left open over lunch counts as one capped step
+        ws.add_active_time(v, aid, -5)
+        assert ws.item(v, aid).active_seconds == pytest.approx(12.5 + MAX_ACTIVE_STEP)
+    finally:
+        ws.close()
+
+
+def test_the_rating_page_reloads_a_stale_rating_and_says_what_changed(demo_ws):
+    at = open_rating(sign_in("demo", DEMO_CODE))
+    aid = at.session_state["assignment_id"]
+    radios(at)["coherence_style"].set_value(3).run()
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    other = demo_ws.item(v, aid).version
+    demo_ws.save_value(v, aid, "coherence_style", 5, version=other)  # another tab
+    radios(at)["respect_inclusion"].set_value(4).run()  # this tab still shows 3
+    assert not at.exception, at.exception
+    warning = " ".join(w.value for w in at.warning)
+    assert "changed in another tab or device" in warning and "not saved" in warning
+    assert "Coherence" in warning and "now **5**" in warning and "showed 3" in warning
+    assert demo_ws.item(v, aid).values == {"coherence_style": 5}  # not reverted, and the refused change not stored
+    assert radios(at)["coherence_style"].value == 5 and radios(at)["respect_inclusion"].value is None
+    radios(at)["respect_inclusion"].set_value(4).run()  # entered again, now on the newer version
+    assert demo_ws.item(v, aid).values == {"coherence_style": 5, "respect_inclusion": 4}
+
+
+def test_skip_with_a_reason_from_the_page_moves_on(demo_ws):
+    at = open_rating(sign_in("demo", DEMO_CODE))
+    aid = at.session_state["assignment_id"]
+    at.radio(key=f"flagkind_{aid}").set_value("skip").run()
+    at.text_input(key=f"flagreason_{aid}").input("conflict of interest").run()
+    at.button(key=f"flagsave_{aid}").click().run()
+    assert not at.exception, at.exception
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    assert demo_ws.item(v, aid).flag == "skip"
+    assert at.session_state["assignment_id"] != aid
+    assert "Guidelines (full text)" in all_text(at)
