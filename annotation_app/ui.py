@@ -194,17 +194,18 @@ def compact_page() -> None:
 
 
 def save_status(saved: list[str], text: str, *, texts: dict[str, str] | None = None, assignment: int = 0,
-                version: int = 0) -> None:
+                version: int = 0, refused: int = 0) -> None:
     """What the database holds, as the labels the form shows ("" when unset), and its texts, for
     the page to compare with what it shows (assets/rate_keys.js says "Not saved yet" while a
-    shown score or text differs from the stored one, and keeps such changes in the browser)."""
+    shown score or text differs from the stored one, and keeps such changes in the browser);
+    ``refused`` counts this tab's writes refused as stale (the browser then forgets them)."""
     values = html.escape(json.dumps(saved))
     stored = html.escape(json.dumps(texts or {}))
     run = st.session_state["_rate_run"] = st.session_state.get("_rate_run", 0) + 1  # a new render, seen by the page
     st.html(f'<p style="font-size:0.85rem;opacity:0.75;margin:0" data-mindeval-saved="{values}" '
             f'data-mindeval-run="{run}" '
             f'data-mindeval-texts="{stored}" data-mindeval-assignment="{int(assignment)}" '
-            f'data-mindeval-version="{int(version)}" '
+            f'data-mindeval-version="{int(version)}" data-mindeval-refused="{int(refused)}" '
             f'data-mindeval-text="{html.escape(text)}">{html.escape(text)}</p>')
 
 

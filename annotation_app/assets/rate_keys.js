@@ -22,7 +22,9 @@
   let focus = -1;
   let item = null;
   let seen = { el: null, sig: "", at: 0 };  // the last stored-state marker and when it changed
-  const restored = new Set();
+  const restored = new Map();  // assignment → times changes kept from before this page load were put back
+  const LOADED = Date.now();
+  const refusals = {};  // assignment → the server's count of refused stale writes, as last seen
   const groups = () => [...document.querySelectorAll(`${PANE} [data-testid="stRadio"]`)];
   const marker = () => document.querySelector("[data-mindeval-saved]");
   const idle = () => !document.querySelector('[data-testid="stStatusWidget"] button');
@@ -61,25 +63,32 @@
     if (!m) return;
     const a = m.getAttribute("data-mindeval-assignment");
     const p = load();
+    const r = m.getAttribute("data-mindeval-refused");
+    if (a in refusals && refusals[a] !== r && p[a]) {  // the server refused a stale write and said so
+      delete p[a];
+      save(p);
+    }
+    refusals[a] = r;
     const mine = p[a];
     if (!mine || !idle()) return;
     const stored = JSON.parse(m.getAttribute("data-mindeval-saved"));
     const texts = JSON.parse(m.getAttribute("data-mindeval-texts"));
     const gs = groups();
-    const putBack = !restored.has(a);
-    restored.add(a);
+    const tries = restored.get(a) || 0;  // changes from before this page load go back on the form
+    const putBack = tries < 20;
     for (const [k, e] of Object.entries(mine.scores)) {
       if (stored[Number(k)] === e.value) { if (seen.at > e.t) delete mine.scores[k]; continue; }
-      if (putBack && gs[Number(k)] && labelOf(gs[Number(k)]) !== e.value) {
+      if (putBack && e.t < LOADED && gs[Number(k)] && labelOf(gs[Number(k)]) !== e.value) {
         const label = [...gs[Number(k)].querySelectorAll('[role="radiogroup"] label')].find((l) => l.innerText.trim() === e.value);
         const input = label && label.querySelector("input");
-        if (input && !input.disabled) label.click();
+        if (input && !input.disabled) { label.click(); restored.set(a, tries + 1); }
       }
     }
     for (const [f, e] of Object.entries(mine.texts)) {
       if ((texts[f] || "") === e.value) { if (seen.at > e.t) delete mine.texts[f]; continue; }
       const b = box(f);
-      if (putBack && b && !b.disabled && b.value !== e.value) {
+      if (putBack && e.t < LOADED && b && !b.disabled && b.value !== e.value) {
+        restored.set(a, tries + 1);
         const set = Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, "value").set;
         b.focus();
         set.call(b, e.value);

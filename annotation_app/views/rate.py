@@ -47,6 +47,7 @@ if st.session_state.get("assignment_id") not in order:
 aid = st.session_state["assignment_id"]
 known: dict[int, int] = st.session_state.setdefault("rate_known", {})  # assignment → version this page shows
 generation: dict[int, int] = st.session_state.setdefault("rate_gen", {})  # bumped to reload widgets from the db
+refused: dict[int, int] = st.session_state.setdefault("rate_refused", {})  # stale writes refused, per assignment
 
 
 def _choice(value: int | None, na: int) -> object:
@@ -77,6 +78,7 @@ def _stale(target: int, shown: dict[str, object]) -> None:
              "saved**. The page now shows what is stored; please check it and enter your change again."
              + ("\n\n" + "\n".join(changes) if changes else ""))
     generation[target] = generation.get(target, 0) + 1
+    refused[target] = refused.get(target, 0) + 1  # the browser drops its copies of the refused changes
     known.pop(target, None)
 
 
@@ -251,7 +253,8 @@ with right:
             ui.save_status([scale.label(item.values.get(sub.id)) for sub in item.subaxes],
                            f"✓ {len(item.values)} of {len(item.subaxes)} scores saved"
                            f"{f' at {saved_at}' if saved_at else ''}.",
-                           texts={f: getattr(item, f) for f in TEXTS}, assignment=aid, version=item.version)
+                           texts={f: getattr(item, f) for f in TEXTS}, assignment=aid, version=item.version,
+                           refused=refused.get(aid, 0))
         if submit_col.button("Submit rating", type="primary", key=f"submit_{aid}"):
             try:
                 rev = ws.submit(v, aid, version=known.get(aid))

@@ -158,6 +158,11 @@ def test_two_tabs_never_silently_revert_each_other(app, tmp_path):
         v = viewer(ws, "demo", DEMO_CODE)
         aid = int(tab2.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
         assert ws.item(v, aid).values == {"coherence_style": 5}
+        tab2.on("dialog", lambda d: d.accept())
+        tab2.reload()  # the refused change is not kept to be sent again
+        pane_ready(tab2, 9)
+        stored(tab2, want)
+        assert ws.item(v, aid).values == {"coherence_style": 5}
     finally:
         gen.close()
 
