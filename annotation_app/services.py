@@ -32,6 +32,7 @@ from mindeval.store.annotations.migrations import upgrade
 from mindeval.store.annotations.models import (
     AnnotatorInfo,
     AssignReport,
+    FlagView,
     ImportReport,
     ItemView,
     QueueEntry,
@@ -250,6 +251,11 @@ class Workspace:
     def assign(self, v: Viewer, study: int | str, *, annotators: list[str] | None = None, k: int | None = None) -> AssignReport:
         self._admin(v)
         return studies.assign(self.db, study, annotators=annotators, k=k)
+
+    def flags(self, v: Viewer, study: int | str) -> list[FlagView]:
+        """Items annotators skipped or flagged, with their reasons (admins)."""
+        self._admin(v)
+        return ratings.flagged(self.db, studies.study_info(self.db, study).id)
 
     def results(self, v: Viewer, study: int | str) -> StudyResults:
         self._admin(v)

@@ -10,7 +10,8 @@ from annotation_app.services import MindEvalError
 v, ws, studies, chosen = ui.admin_study_page("Export", "export_study")
 study = next(s for s in studies if s.name == chosen)
 if study.kind == "rating":
-    formats = {"csv": "Ratings, CSV (one row per rating)", "jsonl": "Ratings, JSONL"}
+    formats = {"csv": "Ratings, CSV (one row per rating)", "jsonl": "Ratings, JSONL",
+               "flags": "Skipped and flagged items, JSONL (with reasons)"}
     if study.target == "mindeval":  # the authors' schema holds MindEval's form only
         formats["authors"] = "Authors' human_annotations.jsonl"
 else:

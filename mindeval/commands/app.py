@@ -110,7 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     e = cmds.add_parser("export", help="export ratings or role-play sessions")
     e.add_argument("study")
-    e.add_argument("--format", required=True, choices=("csv", "jsonl", "authors", "interactions", "user-turns"))
+    e.add_argument("--format", required=True, choices=("csv", "jsonl", "authors", "interactions", "user-turns", "flags"))
     e.add_argument("--out", type=out_file(), required=True, metavar="FILE")
     e.set_defaults(func=_export)
 

@@ -228,3 +228,29 @@ def test_skip_with_a_reason_from_the_page_moves_on(demo_ws):
     assert demo_ws.item(v, aid).flag == "skip"
     assert at.session_state["assignment_id"] != aid
     assert "Guidelines (full text)" in all_text(at)
+
+
+def test_flags_and_active_time_reach_the_admin_and_the_exports(demo_ws):
+    import json
+
+    from appkit import SYSTEM
+
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    q = demo_ws.queue(v, 1)
+    demo_ws.set_flag(v, q[1].assignment_id, "flag", "=HYPERLINK turn 4 is cut off")
+    aid = q[0].assignment_id
+    for sub in demo_ws.subaxes():
+        demo_ws.save_value(v, aid, sub.id, 4)
+    demo_ws.save_text(v, aid, justification="ok")
+    demo_ws.add_active_time(v, aid, 42.0)
+    demo_ws.submit(v, aid)
+    with pytest.raises(MindEvalError, match="only an admin"):
+        demo_ws.flags(v, 1)
+    flags = demo_ws.flags(SYSTEM, 1)
+    assert [(f.annotator, f.flag, f.reason, f.state) for f in flags] == [
+        ("demo", "flag", "=HYPERLINK turn 4 is cut off", "draft")]
+    rows = [json.loads(x) for x in demo_ws.export_text(SYSTEM, 1, "flags").splitlines()]
+    assert rows == [f.model_dump() for f in flags]
+    rating = json.loads(demo_ws.export_text(SYSTEM, 1, "jsonl").splitlines()[0])
+    assert rating["active_seconds"] == 42.0
+    assert demo_ws.export_text(SYSTEM, 1, "csv").splitlines()[0].endswith(",active_seconds")

@@ -330,7 +330,8 @@ def test_the_admin_pages_follow_the_target(demo_ws):
     at.switch_page("views/admin_export.py").run()
     at.selectbox(key="export_study").set_value(TARGET_STUDY).run()
     assert not at.exception, at.exception
-    assert at.radio(key="export_fmt").options == ["Ratings, CSV (one row per rating)", "Ratings, JSONL"]
+    assert at.radio(key="export_fmt").options == ["Ratings, CSV (one row per rating)", "Ratings, JSONL",
+                                                  "Skipped and flagged items, JSONL (with reasons)"]
 
 
 def test_a_run_of_the_target_is_imported_with_its_judge_scores_and_rated_on_its_form(tmp_path):

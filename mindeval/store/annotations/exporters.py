@@ -1,5 +1,8 @@
 """Exports of a study: ratings (CSV, JSONL, the authors' schema) and role-play sessions.
 
+``flags`` lists the items annotators skipped or flagged, with their reasons. Ratings
+carry the active time their annotator spent on the item (``active_seconds``).
+
 Ratings are exported as last submitted (a rating being revised keeps its previous
 submission until the revision is submitted). Columns follow the study's target: one
 per sub-axis of its form holding the stored value, and for a categorical scale the
@@ -26,7 +29,7 @@ from mindeval.targets import DEFAULT_TARGET
 from ..db import Database
 from ..runs import load_turns
 from ..tables import InteractionRow
-from .ratings import scale_view
+from .ratings import flagged, scale_view
 from .studies import get_study
 from .tables import (
     AnnotatorRow,
@@ -40,7 +43,7 @@ from .tables import (
     StudyRow,
 )
 
-FORMATS = ("csv", "jsonl", "authors", "interactions", "user-turns")
+FORMATS = ("csv", "jsonl", "authors", "interactions", "user-turns", "flags")
 
 
 def submitted_ratings(db: Database, study_id: int) -> list[dict[str, Any]]:
@@ -69,6 +72,7 @@ def submitted_ratings(db: Database, study_id: int) -> list[dict[str, Any]]:
             "values": dict(rev.values_json), "justification": rev.justification,
             "safety_note": rev.safety_note, "revision": rating.revision, "state": rating.state,
             "submitted_at": rev.created_at, "extra": rating.extra or {}, "n_revisions": rating.revision,
+            "active_seconds": round(float(rating.active_seconds or 0), 1),
         })
     return out
 
@@ -106,7 +110,7 @@ def ratings_csv(db: Database, g: Guidelines, study_id: int) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["item", "annotator", "revision", "submitted_at", *heads, "justification", "safety_note",
-                "clinician_model", "source"])
+                "clinician_model", "source", "active_seconds"])
     for r in submitted_ratings(db, study_id):
         scores: list[Any] = []
         for x in subs:
@@ -117,7 +121,8 @@ def ratings_csv(db: Database, g: Guidelines, study_id: int) -> str:
         w.writerow([safe_cell(v) for v in (
             r["item"].external_id, r["annotator"], r["revision"],
             r["submitted_at"].isoformat() if r["submitted_at"] else "", *scores,
-            r["justification"], r["safety_note"] or "", r["item"].clinician_model or "", r["item"].source)])
+            r["justification"], r["safety_note"] or "", r["item"].clinician_model or "", r["item"].source,
+            r["active_seconds"])])
     return buf.getvalue()
 
 
@@ -139,6 +144,7 @@ def ratings_jsonl(db: Database, g: Guidelines, study_id: int, target: str = DEFA
             "axes": {s.id: s.axis for s in g.human_subaxes},
             "justification": r["justification"], "safety_note": r["safety_note"],
             "clinician_model": r["item"].clinician_model, "source": r["item"].source,
+            "active_seconds": r["active_seconds"],
         }, ensure_ascii=False))
     return "".join(line + "\n" for line in lines)
 
@@ -260,12 +266,14 @@ def export_text(db: Database, g: Guidelines, study_ref: int | str, fmt: str, tar
         raise MindEvalError(f"unknown export format '{fmt}' (one of {', '.join(FORMATS)})", field="format")
     if fmt in ("interactions", "user-turns") and kind != "roleplay":
         raise MindEvalError(f"'{fmt}' exports role-play sessions, but '{name}' is a rating study", field="format")
-    if fmt in ("csv", "jsonl", "authors") and kind != "rating":
+    if fmt in ("csv", "jsonl", "authors", "flags") and kind != "rating":
         raise MindEvalError(f"'{fmt}' exports ratings, but '{name}' is a role-play study", field="format")
     if fmt == "csv":
         return ratings_csv(db, g, study_id)
     if fmt == "jsonl":
         return ratings_jsonl(db, g, study_id, target)
+    if fmt == "flags":
+        return "".join(json.dumps(f.model_dump(), ensure_ascii=False) + "\n" for f in flagged(db, study_id))
     if fmt == "authors" and target != DEFAULT_TARGET:
         raise MindEvalError(f"the authors' schema holds MindEval's form, but '{name}' rates target '{target}': "
                             "export csv or jsonl", field="format")

@@ -125,6 +125,17 @@ class ItemView(BaseModel):
     active_seconds: float = 0.0  # time spent actively on this item (stored with the rating)
 
 
+class FlagView(BaseModel):
+    """An item an annotator skipped or flagged, for the admin (and the ``flags`` export)."""
+
+    item: str
+    annotator: str
+    flag: FlagKind
+    reason: str
+    state: ItemState
+    active_seconds: float
+
+
 class SessionEntry(BaseModel):
     session_id: int
     position: int

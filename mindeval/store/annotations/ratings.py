@@ -21,6 +21,7 @@ from mindeval.guidelines import Guidelines
 from ..db import Database
 from .common import AccessDenied, Conflict, NotFound, RatingIncomplete, Stale, intake_pairs
 from .models import (
+    FlagView,
     ItemState,
     ItemView,
     LevelView,
@@ -359,3 +360,20 @@ def add_active_time(db: Database, annotator_id: int, assignment_id: int, seconds
         owned_assignment(s, annotator_id, assignment_id)
         s.execute(update(RatingRow).where(RatingRow.assignment_id == int(assignment_id))
                   .values(active_seconds=RatingRow.active_seconds + step))
+
+
+def flagged(db: Database, study_id: int) -> list[FlagView]:
+    """Every skipped or flagged item of a study, with who and why (for the admin and the export)."""
+    from .tables import AnnotatorRow
+
+    with db.read() as s:
+        rows = s.execute(
+            select(RatingRow, AnnotatorRow.name, ItemRow.external_id)
+            .join(AssignmentRow, AssignmentRow.id == RatingRow.assignment_id)
+            .join(AnnotatorRow, AnnotatorRow.id == AssignmentRow.annotator_id)
+            .join(ItemRow, ItemRow.id == AssignmentRow.item_id)
+            .where(AssignmentRow.study_id == study_id, RatingRow.flag.is_not(None))
+            .order_by(AssignmentRow.id)
+        ).all()
+    return [FlagView(item=ext, annotator=name, flag=r.flag, reason=r.flag_reason or "", state=_state(r),
+                     active_seconds=round(float(r.active_seconds or 0), 1)) for r, name, ext in rows]
