@@ -9,6 +9,9 @@ rating one transcript with the keyboard (clicks, keys, seconds), rapid clicking
 (9 scores 60-100 ms apart per pass, then the scores shown compared with the database)
 and the time from a click until the page confirms the score is stored. ``--target NAME|PATH``
 instead rates one transcript of a study of that target (e.g. the categorical crisis form) with the keyboard.
+``--robustness`` gives the rating page's figures of issue 17 in Chromium at 1280×720: sub-axes
+and Submit visible without scrolling, one transcript rated by mouse only (clicks, keys, seconds),
+scores lost over reloads ~100 ms after 9 fast clicks, and two tabs editing the same item.
 """
 
 from __future__ import annotations
@@ -37,7 +40,15 @@ from appkit import (  # noqa: E402
     viewer,
     wait_healthy,
 )
-from browserkit import CHROMIUM, SHOWN_SCORES_JS, chromium_context, saved, sign_in  # noqa: E402
+from browserkit import (  # noqa: E402
+    CHROMIUM,
+    SHOWN_SCORES_JS,
+    chromium_context,
+    pane_ready,
+    saved,
+    sign_in,
+    stored,
+)
 
 from annotation_app.services import DB_ENV, SYSTEM  # noqa: E402
 
@@ -263,6 +274,116 @@ def browser_rating(tmp: Path, passes: int) -> dict[str, object] | None:
     return out
 
 
+VISIBLE_JS = """() => {
+  const pane = document.querySelector('.st-key-rating-pane').getBoundingClientRect();
+  const subs = [...document.querySelectorAll('.st-key-rating-pane [data-testid="stRadio"]')]
+    .map(g => g.getBoundingClientRect())
+    .filter(r => r.top >= Math.max(0, pane.top) && r.bottom <= Math.min(window.innerHeight, pane.bottom)).length;
+  const b = [...document.querySelectorAll('button')].find(x => x.innerText.trim() === 'Submit rating')
+    .getBoundingClientRect();
+  return [subs, b.top >= 0 && b.bottom <= window.innerHeight, document.scrollingElement.scrollTop];
+}"""
+
+
+def _click(page, group: int, label: str) -> None:
+    import re
+
+    page.locator('.st-key-rating-pane [data-testid="stRadio"]').nth(group).locator("label").filter(
+        has_text=re.compile(rf"^{re.escape(label)}$")).click()
+
+
+def robustness(tmp: Path, passes: int, shots: Path | None) -> dict[str, object] | None:
+    """Issue 17's figures of the rating page in Chromium at 1280×720 (see the module docstring)."""
+    if not Path(CHROMIUM).is_file():
+        return None
+    import random
+
+    from annotation_app.services import Workspace
+
+    url = f"sqlite:///{tmp / 'robust.db'}"
+    make_workspace(url).close()
+    ws = Workspace(url)
+    v = viewer(ws, "demo", DEMO_CODE)
+    subs = ws.subaxes()
+    out: dict[str, object] = {}
+    try:
+        with rating_page(url, tmp, "robust", len(subs)) as page:
+            out["visible"] = page.evaluate(VISIBLE_JS)
+            if shots:
+                shots.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(shots / "rate-1280x720.png"))
+            # 1. one transcript by mouse: a click per score, a click into the box, typing, a click on Submit
+            want = [str(1 + n % 6) for n in range(len(subs))]
+            started = time.perf_counter()
+            for i, score in enumerate(want):
+                _click(page, i, score)
+            page.get_by_label("Justification").click()
+            page.keyboard.type(TEXT)
+            page.get_by_role("button", name="Submit rating").click()
+            page.get_by_text("Rating submitted").wait_for()
+            out["mouse seconds"] = time.perf_counter() - started
+            out["mouse clicks"], out["mouse keys"] = len(subs) + 2, len(TEXT)
+            item = ws.item(v, ws.queue(v, 1)[0].assignment_id)
+            out["mouse stored"] = (item.state == "submitted" and item.justification == TEXT
+                                   and [str(item.values[s.id]) for s in subs] == want)
+            # 2. keyboard on the next transcript: a key per score, typing, Ctrl+Enter
+            page.reload()  # the next transcript, without the first one's "Rating submitted" message
+            pane_ready(page, len(subs))
+            saved(page)
+            aid = int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+            out["keyboard seconds"] = keyboard_rating(page, [str(1 + n % 6) for n in range(len(subs))], TEXT)
+            out["keyboard keys"] = len(subs) + len(TEXT) + 1
+            item = ws.item(v, aid)
+            out["keyboard stored"] = (item.state == "submitted" and item.justification == TEXT
+                                      and item.values == {s.id: 1 + n % 6 for n, s in enumerate(subs)})
+            # 3. reloads ~100 ms after 9 fast clicks
+            asked: list[str] = []
+            page.on("dialog", lambda d: (asked.append(d.type), d.accept()))
+            rng = random.Random(3)
+            lost = []
+            for _ in range(passes):
+                pane_ready(page, len(subs))
+                aid = int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+                shown = page.evaluate(SHOWN_SCORES_JS)
+                want = [rng.choice([x for x in "123456" if x != shown[i]]) for i in range(len(subs))]
+                for i, score in enumerate(want):
+                    _click(page, i, score)
+                page.wait_for_timeout(100)  # the scenario, not a wait for the app
+                page.reload()
+                pane_ready(page, len(subs))
+                try:
+                    stored(page, want, timeout=30_000)
+                except Exception:  # counted below from the database
+                    pass
+                db = ws.item(v, aid).values
+                lost.append(sum(str(db.get(s.id)) != w for s, w in zip(subs, want)))
+            out["reload lost"], out["reload passes"], out["reload asked"] = lost, passes, asked.count("beforeunload")
+            # 4. two tabs of the same annotator on the same item
+            coh, other = [s.id for s in subs].index("coherence_style"), 0
+            tab2 = page.context.new_page()
+            base = [None] * len(subs)
+            _click(page, coh, "3")
+            base = page.evaluate(SHOWN_SCORES_JS)
+            stored(page, base)
+            tab2.goto(page.url)
+            pane_ready(tab2, len(subs))
+            stored(tab2, base)
+            _click(page, coh, "5" if base[coh] != "5" else "6")
+            newer = page.evaluate(SHOWN_SCORES_JS)
+            stored(page, newer)
+            _click(tab2, other, "1" if base[other] != "1" else "2")
+            tab2.get_by_text("changed in another tab or device").wait_for()
+            stored(tab2, newer)
+            db = ws.item(v, aid).values
+            out["two tabs"] = {"stale write refused": str(db.get(subs[other].id)) == newer[other],
+                               "newer value kept": str(db.get("coherence_style")) == newer[coh],
+                               "stale tab shows newer value": tab2.evaluate(SHOWN_SCORES_JS) == newer,
+                               "message shown": True}
+    finally:
+        ws.close()
+    return out
+
+
 def fmt(xs: list[float]) -> str:
     ms = sorted(x * 1000 for x in xs)
     p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
@@ -276,6 +397,8 @@ def main() -> None:
     ap.add_argument("--db", default=None, help="database for the service-layer figures (default: SQLite)")
     ap.add_argument("--passes", type=int, default=20, help="rapid-click passes in the browser")
     ap.add_argument("--browser-only", action="store_true", help="only the Chromium rating figures")
+    ap.add_argument("--robustness", action="store_true", help="only the rating page's figures of issue 17")
+    ap.add_argument("--shots", type=Path, default=None, help="with --robustness: save a 1280×720 screenshot here")
     ap.add_argument("--target", default=None, metavar="NAME|PATH",
                     help="only rate one transcript on this target's form with the keyboard (e.g. crisis)")
     args = ap.parse_args()
@@ -287,6 +410,21 @@ def main() -> None:
                 print(f"rating one transcript on the {args.target} form with the keyboard in Chromium (1280×720): "
                       f"{got['seconds']:.1f} s, 0 clicks, {got['keys']} keys for {got['sub-axes']} sub-axes; "
                       f"every value stored: {got['stored']}")
+            return
+        if args.robustness:
+            got = robustness(tmp, args.passes, args.shots)
+            if got is not None:
+                subs, submit, scrolled = got["visible"]
+                print(f"at 1280×720: {subs} of 9 sub-axes and the Submit button "
+                      f"{'visible' if submit else 'NOT visible'} without scrolling (page scrolled {scrolled} px)")
+                print(f"one transcript by mouse (1280×720): {got['mouse seconds']:.1f} s, {got['mouse clicks']} clicks, "
+                      f"{got['mouse keys']} keys (the justification); stored: {got['mouse stored']}")
+                print(f"one transcript by keyboard (1280×720): {got['keyboard seconds']:.1f} s, 0 clicks, "
+                      f"{got['keyboard keys']} keys; stored: {got['keyboard stored']}")
+                print(f"reload ~100 ms after 9 fast clicks: {sum(got['reload lost'])} of "
+                      f"{9 * got['reload passes']} scores lost over {got['reload passes']} passes "
+                      f"(per pass {got['reload lost']}); leaving asked for confirmation {got['reload asked']} times")
+                print(f"two tabs on one item: {got['two tabs']}")
             return
         rating = browser_rating(tmp, args.passes)
         if rating is not None:
