@@ -122,7 +122,7 @@
     const same = shown.length === saved.length && shown.every((x, k) => x === saved[k]);
     const typed = FIELDS.some((f) => { const b = box(f); return b && b.value !== (texts[f] || ""); });
     const text = !same ? "… Not saved yet: saving your latest choices"
-      : typed ? "… Text not saved yet: it is saved when you leave the box (kept in this browser meanwhile)"
+      : typed ? "… Text not saved yet: saved when you leave the box"
       : el.getAttribute("data-mindeval-text");
     if (el.textContent !== text) el.textContent = text;
     el.setAttribute("data-mindeval-state", same && !typed ? "saved" : "saving");
