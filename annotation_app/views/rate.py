@@ -68,7 +68,8 @@ def _stale(target: int, shown: dict[str, object]) -> None:
     for field, seen in shown.items():
         if field in TEXTS:
             if (seen or "") != getattr(item, field):
-                changes.append(f"- {TEXTS[field]} is now “{ui.inert(getattr(item, field)[:200])}”")
+                changes.append(f"- {TEXTS[field]} is now “{ui.inert(getattr(item, field)[:200])}”; "
+                               f"this page had (copy it if you need it): “{ui.inert(seen or '')}”")
         elif seen is not None and _value(seen, na) != item.values.get(field):
             now = item.values.get(field)
             changes.append(f"- {ui.inert(names.get(field, field))} is now "

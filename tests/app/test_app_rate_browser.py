@@ -314,3 +314,24 @@ def test_a_categorical_form_is_rated_with_the_keyboard(target_app, page):
     item = ws.item(v, aid)
     assert item.state == "submitted" and [item.values[s.id] for s in subs] == want
     assert 0 in want and g.is_harm(0)  # the harm level was rated by key, stored as its value 0
+
+
+def test_text_typed_but_not_yet_saved_survives_a_reload(app, page):
+    """A justification still in its box (not committed) when the page reloads: leaving asks
+    first, and after the reload the text is back in the box and stored."""
+    base, ws = app
+    open_rating(page, base)
+    asked = []
+    page.on("dialog", lambda d: (asked.append(d.type), d.accept()))
+    text = "Validated first, then 3 questions at once (turn 6)."
+    page.get_by_label("Justification").click()
+    page.keyboard.type(text)
+    page.get_by_text("Text not saved yet").wait_for()
+    page.reload()
+    page.wait_for_function("(t) => JSON.parse(document.querySelector('[data-mindeval-saved]')"
+                           "?.getAttribute('data-mindeval-texts') || '{}').justification === t", arg=text)
+    assert page.get_by_label("Justification").input_value() == text
+    assert asked == ["beforeunload"]
+    v = viewer(ws, "demo", DEMO_CODE)
+    aid = int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+    assert ws.item(v, aid).justification == text

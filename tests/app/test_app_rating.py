@@ -254,3 +254,32 @@ def test_flags_and_active_time_reach_the_admin_and_the_exports(demo_ws):
     rating = json.loads(demo_ws.export_text(SYSTEM, 1, "jsonl").splitlines()[0])
     assert rating["active_seconds"] == 42.0
     assert demo_ws.export_text(SYSTEM, 1, "csv").splitlines()[0].endswith(",active_seconds")
+
+
+def test_the_address_brings_a_reload_back_to_the_same_transcript(demo_ws):
+    at = open_rating(sign_in("demo", DEMO_CODE))
+    at.button(key="next").click().run()
+    at.button(key="next").click().run()
+    third = at.session_state["assignment_id"]
+    assert at.query_params["item"] == str(third) and at.query_params["study"] == "1"
+
+    again = sign_in("demo", DEMO_CODE)  # a reload: a new session with the same address
+    again.query_params["study"], again.query_params["item"] = "1", str(third)
+    again.switch_page("views/rate.py").run()
+    assert not again.exception, again.exception
+    assert again.session_state["assignment_id"] == third
+    other = sign_in("demo", DEMO_CODE)  # an item that is not this annotator's falls back to the queue
+    other.query_params["study"], other.query_params["item"] = "1", "99999"
+    other.switch_page("views/rate.py").run()
+    assert other.session_state["assignment_id"] != 99999
+
+
+def test_a_stale_tab_keeps_the_text_it_could_not_save_on_screen(demo_ws):
+    at = open_rating(sign_in("demo", DEMO_CODE))
+    aid = at.session_state["assignment_id"]
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    demo_ws.save_text(v, aid, justification="from the other tab", version=demo_ws.item(v, aid).version)
+    at.text_area(key=f"a{aid}_r0_open_justification").input("my long careful text").run()
+    warning = " ".join(w.value for w in at.warning)
+    assert "from the other tab" in warning and "my long careful text" in warning
+    assert demo_ws.item(v, aid).justification == "from the other tab"
