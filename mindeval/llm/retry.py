@@ -9,6 +9,7 @@ Either way the user gets one line naming the role, the model and the provider's 
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 import time
@@ -64,6 +65,14 @@ def stops_run(exc: ModelCallError) -> bool:
     """A permanent error (:data:`PERMANENT_STATUS`) other than a context overflow or a content refusal
     (both belong to one conversation, not to the provider or the account)."""
     return exc.status in PERMANENT_STATUS and not is_context_overflow(exc) and not is_content_refusal(exc)
+
+
+def attempt_seed(seed: int | None, empties: int) -> int | None:
+    """The seed sent after ``empties`` empty replies: the caller's seed first, then a new one
+    derived from it per retry, so a retry is a new draw rather than the same one again."""
+    if empties == 0:
+        return seed
+    return int(hashlib.sha256(f"{seed}:empty:{empties}".encode()).hexdigest()[:8], 16)
 
 
 def provider_message(exc: BaseException, limit: int = 300) -> str:
