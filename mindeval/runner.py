@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from .config import (
     PromptRef,
     RunConfig,
     judge_spec_for_protocol,
+    simulation_view,
     spec_with_defaults,
 )
 from .errors import MindEvalError, ModelCallError
@@ -317,11 +319,44 @@ def format_estimate(est: dict[str, dict[str, Any]], n_profiles: int, turns: int)
     return "\n".join(lines)
 
 
-def open_run(db: Database, config: RunConfig, new_run: bool) -> tuple[str, bool]:
-    """Return ``(run_id, resumed)``: resume the latest benchmark run or start one."""
-    return runs.open_run(db, "benchmark", "run", config.model_dump(mode="json"), config.hash(),
-                         config.hashed_view(), new_run=new_run,
-                         ignore=("package_version", "profiles_source", "fewshot_source"))
+class OpenedRun(BaseModel):
+    """The run an invocation works on: its id, the run that holds its conversations (itself,
+    or an earlier run of the same simulation with another judge), and whether it resumed."""
+
+    run_id: str
+    conversations: str
+    resumed: bool
+
+
+def open_run(db: Database, config: RunConfig, new_run: bool) -> OpenedRun:
+    """Resume the run with this configuration, or start one.
+
+    A stored run that differs only in the judge (:func:`mindeval.config.simulation_view`)
+    lends its conversations: the new run judges them and simulates nothing. Any other
+    stored configuration is refused with a diff unless ``new_run``.
+    """
+    stored = runs.stored_runs(db, "benchmark")
+    full = config.hash()
+    if not new_run:
+        for rid, chash, _ in reversed(stored):
+            if chash == full:
+                return OpenedRun(run_id=rid, conversations=_owner(stored, rid), resumed=True)
+    sim = simulation_view(config.model_dump(mode="json"))
+    owner = next((rid for rid, _, cfg in stored if simulation_view(cfg) == sim), None)
+    if owner is None:
+        run_id, resumed = runs.open_run(db, "benchmark", "run", config.model_dump(mode="json"), full,
+                                        config.hashed_view(), new_run=new_run,
+                                        ignore=("package_version", "profiles_source", "fewshot_source"))
+        return OpenedRun(run_id=run_id, conversations=run_id, resumed=resumed)
+    run_id = f"run-{full[:8]}-{uuid.uuid4().hex[:6]}"
+    runs.ensure_run(db, run_id, config.model_dump(mode="json"), "benchmark", full)
+    return OpenedRun(run_id=run_id, conversations=_owner(stored, owner), resumed=False)
+
+
+def _owner(stored: list[tuple[str, str, dict[str, Any]]], run_id: str) -> str:
+    """The first stored run with ``run_id``'s simulation: the one whose conversations it judges."""
+    sim = simulation_view(next(cfg for rid, _, cfg in stored if rid == run_id))
+    return next(rid for rid, _, cfg in stored if simulation_view(cfg) == sim)
 
 
 # ---------------------------------------------------------------------------- the run
@@ -343,12 +378,18 @@ class Failure(BaseModel):
 STOPS = ("budget", "stop")  # failures entries that stopped the run rather than failed an item
 
 
-async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, budget: Budget | None,
-                   failures: list[Failure]) -> CallLog:
-    """Simulate and judge every profile on one event loop; return the call log (its counters)."""
+async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: OpenedRun, budget: Budget | None,
+                   failures: list[Failure]) -> list[CallLog]:
+    """Simulate and judge every profile on one event loop; return the call logs (their counters).
+
+    Conversations (and their calls) belong to ``opened.conversations``; judgments and judge
+    calls to ``opened.run_id`` (the same run unless only the judge changed).
+    """
     config = prep.config
     writer = Writer(db)
-    log = CallLog(db, run_id, writer, guard=budget)
+    log = CallLog(db, opened.run_id, writer, guard=budget)
+    sim_log = log if opened.conversations == opened.run_id else CallLog(db, opened.conversations, writer,
+                                                                        guard=budget)
     store = log.store
     rounds = store.judgment_rounds()
     g = prep.guidelines
@@ -365,7 +406,7 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
 
     async def work(item: tuple[int, Profile]) -> None:
         position, profile = item
-        iid = interaction_id(run_id, position, profile)
+        iid = interaction_id(opened.conversations, position, profile)
         left = [config.turns + config.judge_samples]  # progress steps of this interaction not yet shown
 
         def step(n: int = 1) -> None:
@@ -373,11 +414,11 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
             progress.advance(n)
 
         try:
-            await store.arun(store.ensure_interaction(iid, position, profile, config.clinician.model,
-                                                      config.patient.model))
+            await store.arun(sim_log.store.ensure_interaction(iid, position, profile, config.clinician.model,
+                                                              config.patient.model))
             try:
                 turns = await run_interaction(
-                    log, iid, patient_spec=config.patient, clinician_spec=config.clinician,
+                    sim_log, iid, patient_spec=config.patient, clinician_spec=config.clinician,
                     patient_prompt=render_patient(prep.templates["patient"], profile),
                     clinician_prompt=render_clinician(prep.templates["clinician"], profile),
                     turns=config.turns, opening_line=config.opening_line, seed=config.seed,
@@ -427,7 +468,7 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
     finally:
         progress.close()
         await asyncio.to_thread(writer.close)
-    return log
+    return [log] if sim_log is log else [sim_log, log]
 
 
 def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
@@ -447,7 +488,8 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
     out.mkdir(parents=True, exist_ok=True)
     db = Database(opts.db_url or sqlite_url(out / "run.db"))
     try:
-        run_id, resumed = open_run(db, config, opts.new_run)
+        opened = open_run(db, config, opts.new_run)
+        run_id, resumed = opened.run_id, opened.resumed
         budget = None
         if opts.max_cost is not None:
             budget = Budget(opts.max_cost, RunStore(db, run_id).spent_usd())
@@ -457,12 +499,15 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
         if echo:
             verb = "resuming" if resumed else "starting"
             echo(f"{verb} run {run_id}: {len(prep.profiles)} profiles x {config.turns} turns, "
-                 f"clinician={config.clinician.model} patient={config.patient.model} judge={config.judge.model}")
+                 f"clinician={config.clinician.model} patient={config.patient.model} judge={config.judge.model}"
+                 + ("" if opened.conversations == run_id else
+                    f"; judging the conversations of run {opened.conversations} (nothing is simulated again)"))
         failures: list[Failure] = []
-        log = run_async(lambda: _run_all(opts, prep, db, run_id, budget, failures), opts.concurrency)
-        summary = export_run(db, run_id, out, config, prep.guidelines)
+        logs = run_async(lambda: _run_all(opts, prep, db, opened, budget, failures), opts.concurrency)
+        summary = export_run(db, run_id, out, config, prep.guidelines, conversations=opened.conversations)
         summary.update(
-            calls_made=log.counters.made, calls_reused=log.counters.reused, calls_failed=log.counters.failed,
+            calls_made=sum(g.counters.made for g in logs), calls_reused=sum(g.counters.reused for g in logs),
+            calls_failed=sum(g.counters.failed for g in logs),
             elapsed_s=round(time.perf_counter() - started, 2), resumed=resumed,
             failures=[f.model_dump() for f in failures if f.what not in STOPS],
             stopped=next((f.message for f in failures if f.what in STOPS), None),
@@ -479,13 +524,15 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
 
 
 def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
-               guidelines: Guidelines | None = None) -> dict[str, Any]:
+               guidelines: Guidelines | None = None, conversations: str | None = None) -> dict[str, Any]:
     """Write interactions.jsonl and judgments.jsonl; return the summary (without call counts).
 
-    Means are per axis code of the target; a target with harm levels adds ``harm``.
+    ``conversations``: the run holding the conversations when it is not ``run_id`` (a run that
+    re-judges them). Means are per axis code of the target; a target with harm levels adds ``harm``.
     """
     store = RunStore(db, run_id)
-    interactions = store.interactions()
+    sim = store if conversations in (None, run_id) else RunStore(db, conversations)
+    interactions = sim.interactions()
     target = config.target
     judgments = store.judgments(config.judge_protocol, target.name if target else DEFAULT_TARGET)
     by_id = {i.id: i for i in interactions}
@@ -530,7 +577,9 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         "n_judged": sum(j.parse_status == "ok" for j in judgments),
         "n_failed_judgments": sum(j.parse_status == "failed" for j in judgments),
         "n_means_over": len({j.interaction_id for j in judgments if j.parse_status == "ok"}),
-        "tokens": store.usage_by_role(),
+        "tokens": store.usage_by_role() if sim is store else dict(sorted({
+            **{r: v for r, v in sim.usage_by_role().items() if r != "judge"},
+            **{r: v for r, v in store.usage_by_role().items() if r == "judge"}}.items())),
         "package_version": __version__,
     }
 

@@ -122,3 +122,29 @@ def test_run_on_any_sqlalchemy_url(tmp_path, db, request):
     s = json.loads((out / "summary.json").read_text())
     assert s["n_judged"] == 1
     assert "password" not in (out / "config.json").read_text().lower() or "***" in (out / "config.json").read_text()
+
+
+def test_changing_only_the_judge_reuses_every_conversation(tmp_path, capsys):
+    from mindeval.llm.fake import CALLS
+
+    out = tmp_path / "D"
+    base = ["--patient", "fake/echo", "--clinician", "fake/echo:a", "--quiet", "--profiles", "demo",
+            "--limit", "2", "--turns", "4", "--out", str(out)]
+    assert run([*base, "--judge", "fake/judge"]) == 0
+    first = [json.loads(x) for x in (out / "interactions.jsonl").read_text().splitlines()]
+    CALLS.clear()
+    assert run([*base, "--judge", "fake/judge:b", "--judge-samples", "2"]) == 0
+    assert dict(CALLS) == {"judge:b": 4}  # no patient or clinician call
+    s = json.loads((out / "summary.json").read_text())
+    assert s["judge"] == "fake/judge:b" and s["calls_made"] == 4 and s["n_judged"] == 4
+    assert [json.loads(x) for x in (out / "interactions.jsonl").read_text().splitlines()] == first
+    judg = [json.loads(x) for x in (out / "judgments.jsonl").read_text().splitlines()]
+    assert {j["judge_model"] for j in judg} == {"fake/judge:b"}
+    # Back to the first judge: that run resumes, nothing is called.
+    CALLS.clear()
+    assert run([*base, "--judge", "fake/judge"]) == 0
+    assert not CALLS and json.loads((out / "summary.json").read_text())["judge"] == "fake/judge"
+    # Anything else that changes the conversations is still refused.
+    capsys.readouterr()
+    assert run([*base[:-2], "--turns", "2", "--out", str(out), "--judge", "fake/judge"]) == 2
+    assert "turns: 4 -> 2" in capsys.readouterr().err
