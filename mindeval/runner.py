@@ -479,6 +479,27 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
     403, 404: bad key, no access, unknown model, malformed request) stopped the run: no new
     interaction starts after one. Every role's API key is checked before the first call.
     """
+    return run_async(lambda: arun_benchmark(opts, echo=echo), opts.concurrency)
+
+
+def run_sweep(runs_: list[RunOptions], *, echo: Callable[[str], None] | None = print) -> list[dict[str, Any]]:
+    """Several runs (e.g. one per clinician), each its own run directory, on one event loop: they
+    share the process's rate limits and adaptive concurrency per role and model. Every run is
+    prepared (validated) before any model is called; each resumes as a single run does."""
+    for o in runs_:
+        prepare(o)
+    outs = [Path(o.out).resolve() for o in runs_]
+    if len(set(outs)) < len(outs):
+        raise MindEvalError("two runs of the sweep write the same directory", field="--out")
+
+    async def main() -> list[dict[str, Any]]:
+        return list(await asyncio.gather(*(arun_benchmark(o, echo=echo) for o in runs_)))
+
+    return run_async(main, sum(o.concurrency for o in runs_))
+
+
+async def arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
+    """:func:`run_benchmark` on the running event loop."""
     started = time.perf_counter()
     prep = prepare(opts)
     config = prep.config
@@ -503,7 +524,7 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
                  + ("" if opened.conversations == run_id else
                     f"; judging the conversations of run {opened.conversations} (nothing is simulated again)"))
         failures: list[Failure] = []
-        logs = run_async(lambda: _run_all(opts, prep, db, opened, budget, failures), opts.concurrency)
+        logs = await _run_all(opts, prep, db, opened, budget, failures)
         summary = export_run(db, run_id, out, config, prep.guidelines, conversations=opened.conversations)
         summary.update(
             calls_made=sum(g.counters.made for g in logs), calls_reused=sum(g.counters.reused for g in logs),

@@ -1,0 +1,146 @@
+"""Run files: ``mindeval run --config FILE`` (YAML or JSON) and the replay of a run's ``config.json``.
+
+A run file holds :class:`~mindeval.runner.RunOptions` by their field names (a role's model as
+a string or as a mapping of its settings), plus the retry policy (``max_retries``,
+``retry_budget_s``). A list of clinicians (and/or judges) makes a sweep: one run directory
+per combination under ``out`` (``out/<clinician>[__<judge>]``), all run together.
+
+A run's ``config.json`` is a run file too: it gives the options that rebuild the same
+configuration (the replay is refused, with a diff, if the files it names changed since).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .config import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BUDGET_S, RetryPolicy
+from .errors import MindEvalError
+from .llm.gateway import ModelSpec
+from .records import CONFIG_FILE, RunConfigRecord, validate_row
+from .runner import RunOptions
+
+
+def _spec(value: Any) -> Any:
+    return {"model": value} if isinstance(value, str) else value
+
+
+class RunFile(BaseModel):
+    """What a run file may set: every option of ``mindeval run``; lists for a sweep."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    options: dict[str, Any] = Field(default_factory=dict)  # RunOptions fields other than the swept roles
+    clinicians: list[ModelSpec]
+    judges: list[ModelSpec]
+    max_retries: int = Field(DEFAULT_MAX_RETRIES, ge=0)
+    retry_budget_s: float = Field(DEFAULT_RETRY_BUDGET_S, gt=0)
+    replay_of: str | None = None  # the config hash a replayed config.json must reproduce
+
+    @field_validator("clinicians", "judges", mode="before")
+    @classmethod
+    def _models(cls, v: Any) -> Any:
+        return [_spec(x) for x in (v if isinstance(v, list) else [v])]
+
+    @property
+    def sweep(self) -> bool:
+        return len(self.clinicians) * len(self.judges) > 1
+
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy(max_retries=self.max_retries, budget_s=self.retry_budget_s)
+
+    def runs(self) -> list[RunOptions]:
+        """One :class:`RunOptions` per clinician x judge (one run directory each)."""
+        out = Path(self.options.get("out") or ".")
+        runs = []
+        for c in self.clinicians:
+            for j in self.judges:
+                where = out / "__".join(slug(m.model) for m, many in ((c, len(self.clinicians) > 1),
+                                                                       (j, len(self.judges) > 1)) if many) \
+                    if self.sweep else out
+                runs.append(_options({**self.options, "clinician": c, "judge": j, "out": where}))
+        return runs
+
+
+def slug(model: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+
+
+def _options(data: dict[str, Any], path: str | Path = "<config>") -> RunOptions:
+    return validate_row(RunOptions, data, path=path)
+
+
+def read_run_file(path: str | Path) -> RunFile:
+    """A YAML/JSON run file or a run's ``config.json``; errors name the file and field."""
+    p = Path(path)
+    if not p.is_file():
+        raise MindEvalError("file not found", path=p)
+    text = p.read_text(encoding="utf-8")
+    try:
+        if p.suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except (ValueError, Exception) as exc:  # json / yaml syntax errors
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise MindEvalError(f"not valid {'JSON' if p.suffix == '.json' else 'YAML'} ({exc.__class__.__name__})",
+                            path=p, line=None if line is None else line + 1) from None
+    if not isinstance(data, dict):
+        raise MindEvalError("expected a mapping of options", path=p, line=1)
+    if "config_hash" in data and "config" in data:
+        return _replay(RunConfigRecord.read(p), p)
+    data = dict(data)
+    retry = {k: data.pop(k) for k in ("max_retries", "retry_budget_s") if k in data}
+    clinicians = data.pop("clinicians", data.pop("clinician", "local/smollm2"))
+    judges = data.pop("judges", data.pop("judge", "local/smollm2"))
+    for role in ("patient",):
+        if role in data:
+            data[role] = _spec(data[role])
+    known = set(RunOptions.model_fields)
+    for key in data:
+        if key not in known:
+            raise MindEvalError(f"unknown option (known: {', '.join(sorted(known | {'max_retries', 'retry_budget_s'}))})",
+                                path=p, field=key)
+    try:
+        rf = RunFile(options=data, clinicians=clinicians, judges=judges, **retry)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise MindEvalError(err["msg"], path=p, field=".".join(str(x) for x in err["loc"])) from None
+    for opts in rf.runs():  # every combination valid before anything runs
+        _options(opts.model_dump(), p)
+    return rf
+
+
+def _replay(rec: RunConfigRecord, path: Path) -> RunFile:
+    """The options that rebuild the configuration recorded in ``config.json``."""
+    if rec.kind != "benchmark":
+        raise MindEvalError(f"only `mindeval run` configurations replay (this one is kind {rec.kind!r})",
+                            path=path, field="kind")
+    c = rec.config
+    try:
+        prompts = {role: str(c["prompts"][role]["ref"]).split("@")[0] for role in ("patient", "clinician", "judge")}
+        options = {
+            "patient": c["patient"], "target": (c.get("target") or {}).get("name") or "mindeval",
+            "patient_prompt": prompts["patient"], "clinician_prompt": prompts["clinician"],
+            "judge_prompt": prompts["judge"], "profiles": c["profiles_source"], "limit": len(c["profile_ids"]),
+            "turns": c["turns"], "seed": c.get("seed") or 0, "judge_retries": c.get("judge_retries", 3),
+            "judge_samples": c.get("judge_samples", 1), "fewshot": c.get("fewshot_source"),
+            "fewshot_k": c.get("fewshot_k", 0), "judge_protocol": c.get("judge_protocol", "mindeval"),
+            "out": str(path.parent),
+        }
+    except (KeyError, TypeError) as exc:
+        raise MindEvalError("missing required field", path=path, field=f"config.{exc}") from None
+    return RunFile(options=options, clinicians=[c["clinician"]], judges=[c["judge"]], replay_of=rec.config_hash)
+
+
+def check_replay(rf: RunFile, config_hash: str, path: str | Path = CONFIG_FILE) -> None:
+    """A replayed ``config.json`` must give back its own configuration hash."""
+    if rf.replay_of and rf.replay_of != config_hash:
+        raise MindEvalError("replaying this configuration gives another one (a profile, prompt or few-shot "
+                            "file it names has changed or moved)", path=path, field="config_hash")
