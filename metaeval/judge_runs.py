@@ -127,10 +127,9 @@ def draw_fewshot(source: HumanSource, k: int, seed: int) -> list[str]:
 
 def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
     """Judge every evaluation interaction ``repetitions`` times; write the run directory."""
-    from mindeval.config import PAPER_JUDGE_PROMPT, judge_spec_for_protocol, spec_with_defaults
     from mindeval.judge import FewShotExample, judge_transcript
     from mindeval.llm.gateway import ModelSpec, check_api_key, check_model_string
-    from mindeval.prompts import load_template
+    from mindeval.runner import judge_setup
     from mindeval.store import sqlite_url
     from mindeval.store.calls import calls_line, logged_run
     from mindeval.targets import load_target
@@ -144,16 +143,11 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     check_model_string(opts.judge)
     paper = opts.judge_protocol == "paper"
     target = load_target(opts.target)
-    if paper and not target.is_default:
-        raise MindEvalError(f"--judge-protocol paper is MindEval's own judge; target {target.name} needs "
-                            "--judge-protocol mindeval", field="--judge-protocol")
     g = target.guidelines
     info = None if target.is_default else TargetInfo.model_validate(target.info())
-    spec = judge_spec_for_protocol(spec_with_defaults("judge", ModelSpec(model=opts.judge, **opts.params)),
-                                   opts.judge_protocol)
+    setup = judge_setup(target, ModelSpec(model=opts.judge, **opts.params), opts.prompt, opts.judge_protocol)
+    spec, tpl = setup.spec, setup.template
     check_api_key(spec, "judge")  # before the first call
-    tpl = load_template(PAPER_JUDGE_PROMPT if paper and opts.prompt in (None, "judge/default")
-                        else opts.prompt or target.prompt_ref("judge"), kind="judge")
     mapping = load_mapping(opts.mapping)
     data = load_annotated(opts.annotations, mapping, opts.zeros, opts.study)
     shot_src = data

@@ -144,3 +144,63 @@ def check_replay(rf: RunFile, config_hash: str, path: str | Path = CONFIG_FILE) 
     if rf.replay_of and rf.replay_of != config_hash:
         raise MindEvalError("replaying this configuration gives another one (a profile, prompt or few-shot "
                             "file it names has changed or moved)", path=path, field="config_hash")
+
+
+# ------------------------------------------------------------------------------ re-judging
+
+JUDGE_OPTIONS = ("judge", "judge_prompt", "judge_retries", "judge_samples", "fewshot", "fewshot_k", "judge_protocol")
+
+
+def rejudge_options(source: str | Path, out: str | Path, judge: dict[str, Any], *,
+                    db_url: str | None = None, concurrency: int | None = None, progress: bool = True) -> RunOptions:
+    """The run that scores the conversations of run directory ``source`` with another judge.
+
+    ``judge``: the :data:`JUDGE_OPTIONS` to change (``judge`` a model string or its settings).
+    The run is written to ``out``; its store is a copy of ``source``'s SQLite store (or
+    ``source``'s own database when it is not SQLite), so the conversations are found by
+    their configuration and nothing is simulated again.
+    """
+    src = Path(source)
+    if src.is_file() and src.name in ("interactions.jsonl", "judgments.jsonl", CONFIG_FILE, "summary.json"):
+        src = src.parent
+    cfg_path = src / CONFIG_FILE
+    if not cfg_path.is_file():
+        raise MindEvalError(f"not a run directory ({CONFIG_FILE} not found)", path=src)
+    rf = read_run_file(cfg_path)
+    rec = RunConfigRecord.read(cfg_path)
+    options = {**rf.options, "clinician": rf.clinicians[0], "judge": rf.judges[0], "out": Path(out)}
+    unknown = set(judge) - set(JUDGE_OPTIONS)
+    if unknown:
+        raise ValueError(f"not judge options: {sorted(unknown)}")
+    options.update({k: _spec(v) if k == "judge" else v for k, v in judge.items()})
+    if concurrency is not None:
+        options["concurrency"] = concurrency
+    options["progress"] = progress
+    stored = str(rec.model_extra.get("database") or "") if rec.model_extra else ""
+    if db_url is not None:
+        options["db_url"] = db_url
+    elif stored and not stored.startswith("sqlite"):
+        if "***" in stored:
+            raise MindEvalError("the run's database URL is recorded without its password: give it with --db",
+                                path=cfg_path, field="database")
+        options["db_url"] = stored
+    else:
+        copy_sqlite_store(src / "run.db", Path(out) / "run.db")
+    return _options(options, cfg_path)
+
+
+def copy_sqlite_store(src: Path, dst: Path) -> None:
+    """A consistent copy of a run's SQLite store (once: an existing copy is resumed, not replaced)."""
+    import sqlite3
+
+    if dst.exists():
+        return
+    if not src.is_file():
+        raise MindEvalError("file not found (a run directory's store)", path=src)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    part = dst.with_name(dst.name + ".part")
+    with sqlite3.connect(src) as a, sqlite3.connect(part) as b:
+        a.backup(b)
+    a.close()
+    b.close()
+    part.replace(dst)

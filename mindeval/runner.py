@@ -136,25 +136,39 @@ def _profiles_path(opts: RunOptions, target: Target) -> Path:
     return target.profiles_path or resolve_profiles("demo")
 
 
-def _judge_prompt(opts: RunOptions, target: Target) -> str:
-    if opts.transcript_format == "authors":
-        if opts.judge_protocol != "paper" or not target.is_default:
+class JudgeSetup(BaseModel):
+    """The judge of a run: its settings (role defaults and the protocol's filled in) and template."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    spec: ModelSpec
+    template: PromptTemplate
+
+
+def judge_setup(target: Target, judge: ModelSpec, prompt: str | None, protocol: str,
+                transcript_format: str = "mindeval") -> JudgeSetup:
+    """The one judge set-up of every run kind (``mindeval run``/``judge``, ``metaeval judge``):
+    ``prompt`` None is the target's judge prompt; the ``paper`` protocol (MindEval's own judge only)
+    uses the authors' prompt and sampling settings; the ``authors`` transcript format the user's
+    copy of the authors' template."""
+    if transcript_format == "authors":
+        if protocol != "paper" or not target.is_default:
             raise MindEvalError("--transcript-format authors reproduces the authors' judge: it needs "
                                 "--judge-protocol paper and the mindeval target", field="--transcript-format")
-        if not opts.judge_prompt or not Path(opts.judge_prompt).is_file():
+        if not prompt or not Path(prompt).is_file():
             raise MindEvalError("--transcript-format authors needs --judge-prompt FILE: your copy of the authors' "
                                 "judge template (with MindEval front matter)", field="--judge-prompt")
-        return opts.judge_prompt
-    if opts.transcript_format != "mindeval":
-        raise MindEvalError(f"unknown transcript format {opts.transcript_format!r} (mindeval or authors)",
+    elif transcript_format != "mindeval":
+        raise MindEvalError(f"unknown transcript format {transcript_format!r} (mindeval or authors)",
                             field="--transcript-format")
-    if opts.judge_protocol == "paper":
+    elif protocol == "paper":
         if not target.is_default:
             raise MindEvalError(f"--judge-protocol paper is MindEval's own judge; target {target.name} "
                                 "needs --judge-protocol mindeval", field="--judge-protocol")
-        if opts.judge_prompt in (None, DEFAULT_PROMPTS["judge"]):
-            return PAPER_JUDGE_PROMPT
-    return opts.judge_prompt or target.prompt_ref("judge")
+        if prompt in (None, DEFAULT_PROMPTS["judge"]):
+            prompt = PAPER_JUDGE_PROMPT
+    spec = judge_spec_for_protocol(spec_with_defaults("judge", judge), protocol)
+    return JudgeSetup(spec=spec, template=load_template(prompt or target.prompt_ref("judge"), kind="judge"))
 
 
 def _answer_prompt(protocol: str) -> PromptRecord:
@@ -188,10 +202,11 @@ def prepare(opts: RunOptions) -> Prepared:
         if opts.limit < 1:
             raise MindEvalError("--limit must be at least 1")
         profiles = profiles[: opts.limit]
+    judge = judge_setup(target, opts.judge, opts.judge_prompt, opts.judge_protocol, opts.transcript_format)
     templates = {
         "patient": load_template(opts.patient_prompt or target.prompt_ref("patient"), kind="patient"),
         "clinician": load_template(opts.clinician_prompt or target.prompt_ref("clinician"), kind="clinician"),
-        "judge": load_template(_judge_prompt(opts, target), kind="judge"),
+        "judge": judge.template,
     }
     # Render once per profile now: a missing field is an error before any call is made.
     for p in profiles:
@@ -209,7 +224,7 @@ def prepare(opts: RunOptions) -> Prepared:
     config = RunConfig(
         patient=spec_with_defaults("patient", opts.patient),
         clinician=spec_with_defaults("clinician", opts.clinician),
-        judge=judge_spec_for_protocol(spec_with_defaults("judge", opts.judge), opts.judge_protocol),
+        judge=judge.spec,
         prompts={k: _prompt_ref(t) for k, t in templates.items()},
         guidelines_version=g.version,
         profiles_source=str(path),
