@@ -284,13 +284,14 @@ async def _attempt(
             if uses_breakpoints(spec.model) else messages)
     estimate = estimate_tokens(messages, spec.max_tokens)
     limiter = limiter_for(role, spec.model, spec.api_base, spec.rpm, spec.tpm)
-    async with limiter.slot(estimate) as adaptive:
+    async with limiter.slot(estimate, shared_prefix=cache_prefix is not None) as adaptive:
         try:
             resp = await asyncio.wait_for(
                 litellm.acompletion(model=spec.model, messages=sent, **kwargs), timeout + 5)
         except Exception as exc:
             if to_model_error(exc, role, spec.model).status == 429:
                 adaptive.throttled(retry_after_s(exc))
+                limiter.seen_429 = True
             raise
         adaptive.success()
     message = _get(resp.choices[0], "message")

@@ -1,7 +1,7 @@
 """Which provider errors are worth retrying, and when to retry them.
 
-Transient: 429, 408, 409, 5xx, connection errors and timeouts — retried with exponential
-backoff and full jitter, never sooner than the provider's ``Retry-After``, bounded by the
+Transient: 429, 408, 409, 5xx, connection errors and timeouts — retried after the
+provider's ``Retry-After`` when it names one, else with exponential backoff and full jitter, bounded by the
 number of attempts and by the total time of the call (:class:`~mindeval.config.RetryPolicy`).
 Permanent: 400, 401, 403, 404, 422, a missing API key, an unknown model — raised at once.
 Either way the user gets one line naming the role, the model and the provider's message.
@@ -230,11 +230,12 @@ class Attempts:
             raise err from None
         self.failures += 1
         elapsed = time.monotonic() - self.started
-        wait = self.policy.base_delay_s * 2 ** (self.failures - 1)
-        wait = random.uniform(0, min(self.policy.max_delay_s, wait))  # full jitter
         asked = retry_after_s(exc)
-        if asked is not None:
-            wait = max(wait, asked + random.uniform(0, 0.1 * asked + 0.05))
+        if asked is not None:  # the provider named its wait: that wait, spread a little
+            wait = asked + random.uniform(0, 0.1 * asked + 0.05)
+        else:
+            wait = self.policy.base_delay_s * 2 ** (self.failures - 1)
+            wait = random.uniform(0, min(self.policy.max_delay_s, wait))  # full jitter
         if self.failures > self.policy.max_retries or elapsed + wait > self.policy.budget_s:
             raise ModelCallError(
                 f"{err} (gave up after {self.failures} attempt{'s' if self.failures > 1 else ''} "
