@@ -148,3 +148,28 @@ def test_changing_only_the_judge_reuses_every_conversation(tmp_path, capsys):
     capsys.readouterr()
     assert run([*base[:-2], "--turns", "2", "--out", str(out), "--judge", "fake/judge"]) == 2
     assert "turns: 4 -> 2" in capsys.readouterr().err
+
+
+def test_config_file_errors_name_file_and_field(tmp_path, capsys):
+    bad = tmp_path / "run.yaml"
+    bad.write_text("clinician: fake/echo\nturnz: 4\nout: D\n")
+    assert main(["run", "--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}" in err and "turnz" in err and "unknown option" in err and "Traceback" not in err
+    bad.write_text("clinician: fake/echo\nturns: many\nout: D\n")
+    assert main(["run", "--config", str(bad)]) == 2
+    assert "turns" in capsys.readouterr().err
+
+
+def test_replayed_config_json_is_refused_when_a_named_file_changed(tmp_path, capsys):
+    profiles = tmp_path / "p.jsonl"
+    profiles.write_text((Path(__file__).parents[2] / "data" / "demo_profiles.jsonl").read_text())
+    out = tmp_path / "D"
+    assert run([*FAKE, "--profiles", str(profiles), "--limit", "1", "--turns", "2", "--out", str(out)]) == 0
+    assert main(["run", "--config", str(out / "config.json"), "--quiet"]) == 0  # the same run: resumed
+    assert json.loads((out / "summary.json").read_text())["calls_made"] == 0
+    lines = profiles.read_text().splitlines()
+    profiles.write_text("\n".join([lines[0].replace("Marisol", "Marisela"), *lines[1:]]) + "\n")
+    capsys.readouterr()
+    assert main(["run", "--config", str(out / "config.json"), "--quiet"]) == 2
+    assert "config.json" in capsys.readouterr().err
