@@ -176,6 +176,7 @@ def rejudge_options(source: str | Path, out: str | Path, judge: dict[str, Any], 
     if concurrency is not None:
         options["concurrency"] = concurrency
     options["progress"] = progress
+    options["judge_only"] = True
     stored = str(rec.model_extra.get("database") or "") if rec.model_extra else ""
     if db_url is not None:
         options["db_url"] = db_url

@@ -101,6 +101,7 @@ class RunOptions(BaseModel):
     new_run: bool = False
     progress: bool = True
     max_cost: float | None = None
+    judge_only: bool = False  # `mindeval judge`: judge the stored complete conversations, simulate nothing
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -407,6 +408,7 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: Opene
                                                                         guard=budget)
     store = log.store
     rounds = store.judgment_rounds()
+    complete = {i.id for i in sim_log.store.interactions() if i.status == "complete"} if opts.judge_only else None
     g = prep.guidelines
     progress = Progress(len(prep.profiles) * (config.turns + config.judge_samples), "run", opts.progress)
     stop = asyncio.Event()
@@ -429,6 +431,8 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: Opene
             progress.advance(n)
 
         try:
+            if complete is not None and iid not in complete:
+                return  # nothing stored to judge (re-judging never simulates)
             await store.arun(sim_log.store.ensure_interaction(iid, position, profile, config.clinician.model,
                                                               config.patient.model))
             try:

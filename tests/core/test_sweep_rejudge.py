@@ -68,3 +68,14 @@ def test_sweep_from_one_file_then_rejudge_and_compare(tmp_path, capsys):
     comparison = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())["comparisons"]
     assert len(comparison) == 1 and "fake/judge:b" in comparison[0]["setup"]
     assert all(v["n_pairs"] == 3 for v in comparison[0]["accuracy"].values())
+
+
+def test_rejudging_never_simulates_what_is_missing(tmp_path):
+    src = tmp_path / "src"
+    assert main(["run", "--patient", "fake/echo", "--clinician", "fake/empty", "--judge", "fake/judge",
+                 "--limit", "2", "--turns", "2", "--out", str(src), "--quiet"]) == 1  # every interaction failed
+    CALLS.clear()
+    assert main(["judge", str(src), "--judge", "fake/judge:b", "--out", str(tmp_path / "rj"), "--quiet"]) == 1
+    assert not CALLS
+    s = json.loads((tmp_path / "rj" / "summary.json").read_text())
+    assert s["n_judged"] == 0 and s["n_failed_interactions"] == 2 and s["calls_made"] == 0
