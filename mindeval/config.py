@@ -154,7 +154,7 @@ class RunConfig(BenchmarkConfig):
 # What only the judge reads: a run whose configuration differs from another's in these alone
 # shares its conversations (``simulation_view``).
 JUDGE_KEYS = ("judge", "judge_retries", "judge_samples", "fewshot_sha256", "fewshot_k", "fewshot_source",
-              "judge_protocol", "guidelines_version")
+              "judge_protocol", "guidelines_version", "transcript_format", "answer_prompt")
 
 
 def simulation_view(config: dict[str, Any]) -> dict[str, Any]:

@@ -132,6 +132,7 @@ def _replay(rec: RunConfigRecord, path: Path) -> RunFile:
             "turns": c["turns"], "seed": c.get("seed") or 0, "judge_retries": c.get("judge_retries", 3),
             "judge_samples": c.get("judge_samples", 1), "fewshot": c.get("fewshot_source"),
             "fewshot_k": c.get("fewshot_k", 0), "judge_protocol": c.get("judge_protocol", "mindeval"),
+            "transcript_format": c.get("transcript_format", "mindeval"),
             "out": str(path.parent),
         }
     except (KeyError, TypeError) as exc:

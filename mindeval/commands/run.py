@@ -247,7 +247,8 @@ def options_of(args: argparse.Namespace):
         profiles=args.profiles, limit=args.limit, turns=args.turns, out=args.out or Path("."), db_url=args.db,
         concurrency=args.concurrency, seed=args.seed, judge_retries=args.judge_retries,
         judge_samples=args.judge_samples, fewshot=args.fewshot_file, fewshot_k=args.fewshot_k,
-        judge_protocol=args.judge_protocol, transcript_format=args.transcript_format, new_run=args.new_run, progress=not args.quiet, max_cost=args.max_cost,
+        judge_protocol=args.judge_protocol, transcript_format=args.transcript_format, new_run=args.new_run,
+        progress=not args.quiet, max_cost=args.max_cost,
     )
 
 
