@@ -40,6 +40,7 @@ class RunFile(BaseModel):
     max_retries: int = Field(DEFAULT_MAX_RETRIES, ge=0)
     retry_budget_s: float = Field(DEFAULT_RETRY_BUDGET_S, gt=0)
     replay_of: str | None = None  # the config hash a replayed config.json must reproduce
+    replay_config: dict[str, Any] = Field(default_factory=dict)  # and the configuration it records
 
     @field_validator("clinicians", "judges", mode="before")
     @classmethod
@@ -137,14 +138,21 @@ def _replay(rec: RunConfigRecord, path: Path) -> RunFile:
         }
     except (KeyError, TypeError) as exc:
         raise MindEvalError("missing required field", path=path, field=f"config.{exc}") from None
-    return RunFile(options=options, clinicians=[c["clinician"]], judges=[c["judge"]], replay_of=rec.config_hash)
+    return RunFile(options=options, clinicians=[c["clinician"]], judges=[c["judge"]], replay_of=rec.config_hash,
+                   replay_config=c)
 
 
-def check_replay(rf: RunFile, config_hash: str, path: str | Path = CONFIG_FILE) -> None:
-    """A replayed ``config.json`` must give back its own configuration hash."""
-    if rf.replay_of and rf.replay_of != config_hash:
-        raise MindEvalError("replaying this configuration gives another one (a profile, prompt or few-shot "
-                            "file it names has changed or moved)", path=path, field="config_hash")
+def check_replay(rf: RunFile, config: Any, path: str | Path = CONFIG_FILE) -> None:
+    """A replayed ``config.json`` must give back its own configuration (``config``: the rebuilt
+    :class:`~mindeval.config.RunConfig`); otherwise the differences are the error."""
+    if not rf.replay_of or rf.replay_of == config.hash():
+        return
+    from .config import config_diff, hashed_view
+
+    diff = config_diff(hashed_view(rf.replay_config), config.hashed_view()) \
+        or ["  (a file it names has changed or moved)"]
+    raise MindEvalError("replaying this configuration gives another one:\n" + "\n".join(diff),
+                        path=path, field="config_hash")
 
 
 # ------------------------------------------------------------------------------ re-judging

@@ -228,7 +228,7 @@ def handle(args: argparse.Namespace) -> int:
     if replay is not None:
         from ..runfile import check_replay
 
-        check_replay(replay, prepare(runs[0]).config.hash(), args.config)
+        check_replay(replay, prepare(runs[0]).config, args.config)
     if len(runs) == 1:
         return 0 if is_complete(run_benchmark(runs[0])) else 1
     summaries = run_sweep(runs)
