@@ -140,3 +140,19 @@ def test_mindeval_judge_on_rated_interactions_is_metaeval_judge(tiny_authors, tm
     assert not fake.CALLS  # resumed: the same configuration
     assert json.loads((out / "config.json").read_text())["config_hash"] == first["config_hash"]
     assert (out / "judgments.jsonl").read_text() == rows
+
+
+def test_metaeval_judge_on_a_run_directory_rejudges_it(tmp_path):
+    """`metaeval judge --annotations RUN_DIR` is `mindeval judge RUN_DIR`: judge calls only."""
+    from metaeval.cli import main as metaeval_main
+    from mindeval.cli import main as mindeval_main
+
+    src = tmp_path / "src"
+    assert mindeval_main(["run", "--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge",
+                          "--limit", "2", "--turns", "2", "--out", str(src), "--quiet"]) == 0
+    fake.CALLS.clear()
+    assert metaeval_main(["judge", "--annotations", str(src), "--judge", "fake/judge:b",
+                          "--out", str(tmp_path / "rj")]) == 0
+    assert dict(fake.CALLS) == {"judge:b": 2}
+    rows = [json.loads(x) for x in (tmp_path / "rj" / "judgments.jsonl").read_text().splitlines()]
+    assert {r["judge_model"] for r in rows} == {"fake/judge:b"} and len(rows) == 2
