@@ -72,7 +72,7 @@ def test_sweep_from_one_file_then_rejudge_and_compare(tmp_path, capsys):
 
 def test_rejudging_never_simulates_what_is_missing(tmp_path):
     src = tmp_path / "src"
-    assert main(["run", "--patient", "fake/echo", "--clinician", "fake/empty", "--judge", "fake/judge",
+    assert main(["run", "--patient", "fake/empty", "--clinician", "fake/echo", "--judge", "fake/judge",
                  "--limit", "2", "--turns", "2", "--out", str(src), "--quiet"]) == 1  # every interaction failed
     CALLS.clear()
     assert main(["judge", str(src), "--judge", "fake/judge:b", "--out", str(tmp_path / "rj"), "--quiet"]) == 1
