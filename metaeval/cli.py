@@ -15,7 +15,9 @@ from mindeval.cli import Parser, at_least, out_dir, run_cli
 from mindeval.commands.run import add_judge_options, add_role_options, add_target_option, role_spec
 from mindeval.config import (
     DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_RETRIES,
     DEFAULT_PROMPTS,
+    DEFAULT_RETRY_BUDGET_S,
     DEFAULT_SEED,
     METAEVAL_MARGIN,
     METAEVAL_RESAMPLES,
@@ -122,8 +124,18 @@ def cmd_power(args: argparse.Namespace) -> int:
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
+    """`mindeval judge` under metaeval's option names: a run directory is re-judged (no simulation
+    call); rated interactions (the authors' file or a study) give the judge run over them."""
+    from pathlib import Path
+
     from .judge_runs import JudgeRunOptions, run_judge
 
+    if Path(args.annotations).is_dir():
+        from mindeval.commands import judge as mindeval_judge
+
+        args.sources, args.quiet, args.max_retries, args.retry_budget_s = [args.annotations], False, \
+            DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BUDGET_S
+        return mindeval_judge.handle(args)
     opts = JudgeRunOptions(
         annotations=args.annotations, judge=args.judge, target=args.target, prompt=args.judge_prompt,
         fewshot_k=args.fewshot_k,
@@ -222,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
     j = sub.add_parser("judge", help="run a judge (N repetitions) over already-annotated interactions")
     j.add_argument("--annotations", required=True, type=release_arg("human_annotations.jsonl"),
                    help="annotated interactions: the authors' human_annotations.jsonl ('official': the downloaded "
-                   "one) or an annotation database URL")
+                   "one) or an annotation database URL; or a `mindeval run` directory (re-judged as "
+                   "`mindeval judge RUN_DIR` does)")
     j.add_argument("--study", help="rating study (name or id) when --annotations is a database URL")
     add_role_options(j, ("judge",), required=True, plain_aliases=True)
     add_target_option(j)

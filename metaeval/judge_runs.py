@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 from mindeval import __version__
 from mindeval.authors import load_mapping
@@ -45,6 +45,37 @@ from mindeval.workers import check_concurrency, run_pool
 from .sources import AnnotatedInteraction, HumanSource, load_annotation_db, load_authors_annotations
 
 KIND = "metaeval-judge"
+
+
+class JudgeRunConfig(BaseModel):
+    """The configuration of a judge run over rated interactions (``config.json``'s ``config``, and
+    its hash): the judge set-up (:func:`mindeval.runner.judge_setup`), its few-shot draw and the
+    interactions judged. ``target`` is left out for MindEval (its hash is unchanged)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: dict[str, Any]
+    prompt: dict[str, str]
+    annotations_sha256: str
+    fewshot_sha256: str | None
+    fewshot_k: int
+    judge_protocol: str
+    fewshot_interaction_ids: list[str]
+    fewshot_scores: dict[str, dict[str, float]]
+    zeros: str
+    mapping_version: str
+    repetitions: int
+    retries: int
+    seed: int
+    interaction_ids: list[str]
+    target: TargetInfo | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("target") is None:
+            data.pop("target", None)
+        return data
 
 
 class JudgeRunOptions(BaseModel):
@@ -127,10 +158,9 @@ def draw_fewshot(source: HumanSource, k: int, seed: int) -> list[str]:
 
 def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
     """Judge every evaluation interaction ``repetitions`` times; write the run directory."""
-    from mindeval.config import PAPER_JUDGE_PROMPT, judge_spec_for_protocol, spec_with_defaults
     from mindeval.judge import FewShotExample, judge_transcript
     from mindeval.llm.gateway import ModelSpec, check_api_key, check_model_string
-    from mindeval.prompts import load_template
+    from mindeval.runner import judge_setup
     from mindeval.store import sqlite_url
     from mindeval.store.calls import calls_line, logged_run
     from mindeval.targets import load_target
@@ -144,16 +174,11 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     check_model_string(opts.judge)
     paper = opts.judge_protocol == "paper"
     target = load_target(opts.target)
-    if paper and not target.is_default:
-        raise MindEvalError(f"--judge-protocol paper is MindEval's own judge; target {target.name} needs "
-                            "--judge-protocol mindeval", field="--judge-protocol")
     g = target.guidelines
     info = None if target.is_default else TargetInfo.model_validate(target.info())
-    spec = judge_spec_for_protocol(spec_with_defaults("judge", ModelSpec(model=opts.judge, **opts.params)),
-                                   opts.judge_protocol)
+    setup = judge_setup(target, ModelSpec(model=opts.judge, **opts.params), opts.prompt, opts.judge_protocol)
+    spec, tpl = setup.spec, setup.template
     check_api_key(spec, "judge")  # before the first call
-    tpl = load_template(PAPER_JUDGE_PROMPT if paper and opts.prompt in (None, "judge/default")
-                        else opts.prompt or target.prompt_ref("judge"), kind="judge")
     mapping = load_mapping(opts.mapping)
     data = load_annotated(opts.annotations, mapping, opts.zeros, opts.study)
     shot_src = data
@@ -177,25 +202,17 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     evaluate: list[AnnotatedInteraction] = [it for iid, it in data.interactions.items() if iid not in set(shot_ids)]
     if opts.limit is not None:
         evaluate = evaluate[: max(0, opts.limit)]
-    config = {
-        "judge": spec.model_dump(mode="json"),
-        "prompt": {"ref": tpl.ref, "sha256": tpl.sha256},
-        "annotations_sha256": _content_hash(data) if _is_url(opts.annotations) else sha256_file(opts.annotations),
-        "fewshot_sha256": (None if not opts.fewshot_source else _content_hash(shot_src)
-                           if _is_url(opts.fewshot_source) else sha256_file(opts.fewshot_source)),
-        "fewshot_k": len(shot_ids),
-        "judge_protocol": opts.judge_protocol,
-        "fewshot_interaction_ids": shot_ids,
-        "fewshot_scores": {i: ex.scores for i, ex in zip(shot_ids, fewshot, strict=True)},
-        "zeros": opts.zeros,
-        "mapping_version": mapping.version,
-        "repetitions": opts.repetitions,
-        "retries": opts.retries,
-        "seed": opts.seed,
-        "interaction_ids": [it.interaction_id for it in evaluate],
-    }
-    if info is not None:  # absent for MindEval (its config hash is unchanged)
-        config["target"] = info.model_dump(mode="json")
+    config = JudgeRunConfig(
+        judge=spec.model_dump(mode="json"),
+        prompt={"ref": tpl.ref, "sha256": tpl.sha256},
+        annotations_sha256=_content_hash(data) if _is_url(opts.annotations) else sha256_file(opts.annotations),
+        fewshot_sha256=(None if not opts.fewshot_source else _content_hash(shot_src)
+                        if _is_url(opts.fewshot_source) else sha256_file(opts.fewshot_source)),
+        fewshot_k=len(shot_ids), judge_protocol=opts.judge_protocol, fewshot_interaction_ids=shot_ids,
+        fewshot_scores={i: ex.scores for i, ex in zip(shot_ids, fewshot, strict=True)}, zeros=opts.zeros,
+        mapping_version=mapping.version, repetitions=opts.repetitions, retries=opts.retries, seed=opts.seed,
+        interaction_ids=[it.interaction_id for it in evaluate], target=info,
+    ).model_dump(mode="json")
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     label = opts.label or spec.model

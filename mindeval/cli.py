@@ -20,6 +20,7 @@ from .errors import MindEvalError
 # (subcommand module, import path). A module that is missing is simply not offered.
 COMMANDS: tuple[str, ...] = (
     "mindeval.commands.run",
+    "mindeval.commands.judge",
     "mindeval.commands.profiles",
     "mindeval.commands.data",
     "mindeval.commands.leaderboard",

@@ -137,14 +137,41 @@ class RunConfig(BenchmarkConfig):
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def hashed_view(self) -> dict[str, Any]:
-        data = self.model_dump(mode="json")
-        data.pop("package_version", None)
-        data.pop("profiles_source", None)  # the content hash identifies the profiles
-        data.pop("fewshot_source", None)
-        for role in ROLES:
-            for key in CALL_SETTINGS:
-                data[role].pop(key, None)
-        return data
+        return hashed_view(self.model_dump(mode="json"))
+
+    def simulation_hash(self) -> str:
+        """The identity of the run's conversations: the config hash without the judge's part."""
+        return hash_config(simulation_view(self.model_dump(mode="json")))
+
+
+def hashed_view(config: dict[str, Any]) -> dict[str, Any]:
+    """What of a benchmark configuration (as JSON, any version) its hash covers."""
+    data = dict(config)
+    data.pop("package_version", None)
+    data.pop("profiles_source", None)  # the content hash identifies the profiles
+    data.pop("fewshot_source", None)
+    for role in ROLES:
+        if isinstance(data.get(role), dict):
+            data[role] = {k: v for k, v in data[role].items() if k not in CALL_SETTINGS}
+    return data
+
+
+# What only the judge reads: a run whose configuration differs from another's in these alone
+# shares its conversations (``simulation_view``).
+JUDGE_KEYS = ("judge", "judge_retries", "judge_samples", "fewshot_sha256", "fewshot_k", "fewshot_source",
+              "judge_protocol", "guidelines_version", "transcript_format", "answer_prompt")
+
+
+def simulation_view(config: dict[str, Any]) -> dict[str, Any]:
+    """The part of a stored benchmark configuration (``RunConfig`` as JSON, any version) that
+    decides its conversations: everything hashed except the judge's settings and prompt."""
+    data = {k: v for k, v in config.items()
+            if k not in JUDGE_KEYS and k not in ("package_version", "profiles_source")}
+    data["prompts"] = {k: v for k, v in (config.get("prompts") or {}).items() if k != "judge"}
+    for role in ("patient", "clinician"):
+        if isinstance(data.get(role), dict):
+            data[role] = {k: v for k, v in data[role].items() if k not in CALL_SETTINGS}
+    return data
 
 
 def hash_config(config: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from .config import (
     PromptRef,
     RunConfig,
     judge_spec_for_protocol,
+    simulation_view,
     spec_with_defaults,
 )
 from .errors import MindEvalError, ModelCallError
@@ -99,6 +101,7 @@ class RunOptions(BaseModel):
     new_run: bool = False
     progress: bool = True
     max_cost: float | None = None
+    judge_only: bool = False  # `mindeval judge`: judge the stored complete conversations, simulate nothing
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -134,25 +137,39 @@ def _profiles_path(opts: RunOptions, target: Target) -> Path:
     return target.profiles_path or resolve_profiles("demo")
 
 
-def _judge_prompt(opts: RunOptions, target: Target) -> str:
-    if opts.transcript_format == "authors":
-        if opts.judge_protocol != "paper" or not target.is_default:
+class JudgeSetup(BaseModel):
+    """The judge of a run: its settings (role defaults and the protocol's filled in) and template."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    spec: ModelSpec
+    template: PromptTemplate
+
+
+def judge_setup(target: Target, judge: ModelSpec, prompt: str | None, protocol: str,
+                transcript_format: str = "mindeval") -> JudgeSetup:
+    """The one judge set-up of every run kind (``mindeval run``/``judge``, ``metaeval judge``):
+    ``prompt`` None is the target's judge prompt; the ``paper`` protocol (MindEval's own judge only)
+    uses the authors' prompt and sampling settings; the ``authors`` transcript format the user's
+    copy of the authors' template."""
+    if transcript_format == "authors":
+        if protocol != "paper" or not target.is_default:
             raise MindEvalError("--transcript-format authors reproduces the authors' judge: it needs "
                                 "--judge-protocol paper and the mindeval target", field="--transcript-format")
-        if not opts.judge_prompt or not Path(opts.judge_prompt).is_file():
+        if not prompt or not Path(prompt).is_file():
             raise MindEvalError("--transcript-format authors needs --judge-prompt FILE: your copy of the authors' "
                                 "judge template (with MindEval front matter)", field="--judge-prompt")
-        return opts.judge_prompt
-    if opts.transcript_format != "mindeval":
-        raise MindEvalError(f"unknown transcript format {opts.transcript_format!r} (mindeval or authors)",
+    elif transcript_format != "mindeval":
+        raise MindEvalError(f"unknown transcript format {transcript_format!r} (mindeval or authors)",
                             field="--transcript-format")
-    if opts.judge_protocol == "paper":
+    elif protocol == "paper":
         if not target.is_default:
             raise MindEvalError(f"--judge-protocol paper is MindEval's own judge; target {target.name} "
                                 "needs --judge-protocol mindeval", field="--judge-protocol")
-        if opts.judge_prompt in (None, DEFAULT_PROMPTS["judge"]):
-            return PAPER_JUDGE_PROMPT
-    return opts.judge_prompt or target.prompt_ref("judge")
+        if prompt in (None, DEFAULT_PROMPTS["judge"]):
+            prompt = PAPER_JUDGE_PROMPT
+    spec = judge_spec_for_protocol(spec_with_defaults("judge", judge), protocol)
+    return JudgeSetup(spec=spec, template=load_template(prompt or target.prompt_ref("judge"), kind="judge"))
 
 
 def _answer_prompt(protocol: str) -> PromptRecord:
@@ -186,10 +203,11 @@ def prepare(opts: RunOptions) -> Prepared:
         if opts.limit < 1:
             raise MindEvalError("--limit must be at least 1")
         profiles = profiles[: opts.limit]
+    judge = judge_setup(target, opts.judge, opts.judge_prompt, opts.judge_protocol, opts.transcript_format)
     templates = {
         "patient": load_template(opts.patient_prompt or target.prompt_ref("patient"), kind="patient"),
         "clinician": load_template(opts.clinician_prompt or target.prompt_ref("clinician"), kind="clinician"),
-        "judge": load_template(_judge_prompt(opts, target), kind="judge"),
+        "judge": judge.template,
     }
     # Render once per profile now: a missing field is an error before any call is made.
     for p in profiles:
@@ -207,7 +225,7 @@ def prepare(opts: RunOptions) -> Prepared:
     config = RunConfig(
         patient=spec_with_defaults("patient", opts.patient),
         clinician=spec_with_defaults("clinician", opts.clinician),
-        judge=judge_spec_for_protocol(spec_with_defaults("judge", opts.judge), opts.judge_protocol),
+        judge=judge.spec,
         prompts={k: _prompt_ref(t) for k, t in templates.items()},
         guidelines_version=g.version,
         profiles_source=str(path),
@@ -317,11 +335,44 @@ def format_estimate(est: dict[str, dict[str, Any]], n_profiles: int, turns: int)
     return "\n".join(lines)
 
 
-def open_run(db: Database, config: RunConfig, new_run: bool) -> tuple[str, bool]:
-    """Return ``(run_id, resumed)``: resume the latest benchmark run or start one."""
-    return runs.open_run(db, "benchmark", "run", config.model_dump(mode="json"), config.hash(),
-                         config.hashed_view(), new_run=new_run,
-                         ignore=("package_version", "profiles_source", "fewshot_source"))
+class OpenedRun(BaseModel):
+    """The run an invocation works on: its id, the run that holds its conversations (itself,
+    or an earlier run of the same simulation with another judge), and whether it resumed."""
+
+    run_id: str
+    conversations: str
+    resumed: bool
+
+
+def open_run(db: Database, config: RunConfig, new_run: bool) -> OpenedRun:
+    """Resume the run with this configuration, or start one.
+
+    A stored run that differs only in the judge (:func:`mindeval.config.simulation_view`)
+    lends its conversations: the new run judges them and simulates nothing. Any other
+    stored configuration is refused with a diff unless ``new_run``.
+    """
+    stored = runs.stored_runs(db, "benchmark")
+    full = config.hash()
+    if not new_run:
+        for rid, chash, _ in reversed(stored):
+            if chash == full:
+                return OpenedRun(run_id=rid, conversations=_owner(stored, rid), resumed=True)
+    sim = simulation_view(config.model_dump(mode="json"))
+    owner = next((rid for rid, _, cfg in stored if simulation_view(cfg) == sim), None)
+    if owner is None:
+        run_id, resumed = runs.open_run(db, "benchmark", "run", config.model_dump(mode="json"), full,
+                                        config.hashed_view(), new_run=new_run,
+                                        ignore=("package_version", "profiles_source", "fewshot_source"))
+        return OpenedRun(run_id=run_id, conversations=run_id, resumed=resumed)
+    run_id = f"run-{full[:8]}-{uuid.uuid4().hex[:6]}"
+    runs.ensure_run(db, run_id, config.model_dump(mode="json"), "benchmark", full)
+    return OpenedRun(run_id=run_id, conversations=_owner(stored, owner), resumed=False)
+
+
+def _owner(stored: list[tuple[str, str, dict[str, Any]]], run_id: str) -> str:
+    """The first stored run with ``run_id``'s simulation: the one whose conversations it judges."""
+    sim = simulation_view(next(cfg for rid, _, cfg in stored if rid == run_id))
+    return next(rid for rid, _, cfg in stored if simulation_view(cfg) == sim)
 
 
 # ---------------------------------------------------------------------------- the run
@@ -343,14 +394,21 @@ class Failure(BaseModel):
 STOPS = ("budget", "stop")  # failures entries that stopped the run rather than failed an item
 
 
-async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, budget: Budget | None,
-                   failures: list[Failure]) -> CallLog:
-    """Simulate and judge every profile on one event loop; return the call log (its counters)."""
+async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: OpenedRun, budget: Budget | None,
+                   failures: list[Failure]) -> list[CallLog]:
+    """Simulate and judge every profile on one event loop; return the call logs (their counters).
+
+    Conversations (and their calls) belong to ``opened.conversations``; judgments and judge
+    calls to ``opened.run_id`` (the same run unless only the judge changed).
+    """
     config = prep.config
     writer = Writer(db)
-    log = CallLog(db, run_id, writer, guard=budget)
+    log = CallLog(db, opened.run_id, writer, guard=budget)
+    sim_log = log if opened.conversations == opened.run_id else CallLog(db, opened.conversations, writer,
+                                                                        guard=budget)
     store = log.store
     rounds = store.judgment_rounds()
+    complete = {i.id for i in sim_log.store.interactions() if i.status == "complete"} if opts.judge_only else None
     g = prep.guidelines
     progress = Progress(len(prep.profiles) * (config.turns + config.judge_samples), "run", opts.progress)
     stop = asyncio.Event()
@@ -365,7 +423,7 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
 
     async def work(item: tuple[int, Profile]) -> None:
         position, profile = item
-        iid = interaction_id(run_id, position, profile)
+        iid = interaction_id(opened.conversations, position, profile)
         left = [config.turns + config.judge_samples]  # progress steps of this interaction not yet shown
 
         def step(n: int = 1) -> None:
@@ -373,11 +431,13 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
             progress.advance(n)
 
         try:
-            await store.arun(store.ensure_interaction(iid, position, profile, config.clinician.model,
-                                                      config.patient.model))
+            if complete is not None and iid not in complete:
+                return  # nothing stored to judge (re-judging never simulates)
+            await store.arun(sim_log.store.ensure_interaction(iid, position, profile, config.clinician.model,
+                                                              config.patient.model))
             try:
                 turns = await run_interaction(
-                    log, iid, patient_spec=config.patient, clinician_spec=config.clinician,
+                    sim_log, iid, patient_spec=config.patient, clinician_spec=config.clinician,
                     patient_prompt=render_patient(prep.templates["patient"], profile),
                     clinician_prompt=render_clinician(prep.templates["clinician"], profile),
                     turns=config.turns, opening_line=config.opening_line, seed=config.seed,
@@ -427,7 +487,7 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
     finally:
         progress.close()
         await asyncio.to_thread(writer.close)
-    return log
+    return [log] if sim_log is log else [sim_log, log]
 
 
 def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
@@ -438,6 +498,27 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
     403, 404: bad key, no access, unknown model, malformed request) stopped the run: no new
     interaction starts after one. Every role's API key is checked before the first call.
     """
+    return run_async(lambda: arun_benchmark(opts, echo=echo), opts.concurrency)
+
+
+def run_sweep(runs_: list[RunOptions], *, echo: Callable[[str], None] | None = print) -> list[dict[str, Any]]:
+    """Several runs (e.g. one per clinician), each its own run directory, on one event loop: they
+    share the process's rate limits and adaptive concurrency per role and model. Every run is
+    prepared (validated) before any model is called; each resumes as a single run does."""
+    for o in runs_:
+        prepare(o)
+    outs = [Path(o.out).resolve() for o in runs_]
+    if len(set(outs)) < len(outs):
+        raise MindEvalError("two runs of the sweep write the same directory", field="--out")
+
+    async def main() -> list[dict[str, Any]]:
+        return list(await asyncio.gather(*(arun_benchmark(o, echo=echo) for o in runs_)))
+
+    return run_async(main, sum(o.concurrency for o in runs_))
+
+
+async def arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
+    """:func:`run_benchmark` on the running event loop."""
     started = time.perf_counter()
     prep = prepare(opts)
     config = prep.config
@@ -447,7 +528,8 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
     out.mkdir(parents=True, exist_ok=True)
     db = Database(opts.db_url or sqlite_url(out / "run.db"))
     try:
-        run_id, resumed = open_run(db, config, opts.new_run)
+        opened = open_run(db, config, opts.new_run)
+        run_id, resumed = opened.run_id, opened.resumed
         budget = None
         if opts.max_cost is not None:
             budget = Budget(opts.max_cost, RunStore(db, run_id).spent_usd())
@@ -457,12 +539,15 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
         if echo:
             verb = "resuming" if resumed else "starting"
             echo(f"{verb} run {run_id}: {len(prep.profiles)} profiles x {config.turns} turns, "
-                 f"clinician={config.clinician.model} patient={config.patient.model} judge={config.judge.model}")
+                 f"clinician={config.clinician.model} patient={config.patient.model} judge={config.judge.model}"
+                 + ("" if opened.conversations == run_id else
+                    f"; judging the conversations of run {opened.conversations} (nothing is simulated again)"))
         failures: list[Failure] = []
-        log = run_async(lambda: _run_all(opts, prep, db, run_id, budget, failures), opts.concurrency)
-        summary = export_run(db, run_id, out, config, prep.guidelines)
+        logs = await _run_all(opts, prep, db, opened, budget, failures)
+        summary = export_run(db, run_id, out, config, prep.guidelines, conversations=opened.conversations)
         summary.update(
-            calls_made=log.counters.made, calls_reused=log.counters.reused, calls_failed=log.counters.failed,
+            calls_made=sum(g.counters.made for g in logs), calls_reused=sum(g.counters.reused for g in logs),
+            calls_failed=sum(g.counters.failed for g in logs),
             elapsed_s=round(time.perf_counter() - started, 2), resumed=resumed,
             failures=[f.model_dump() for f in failures if f.what not in STOPS],
             stopped=next((f.message for f in failures if f.what in STOPS), None),
@@ -479,13 +564,15 @@ def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = prin
 
 
 def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
-               guidelines: Guidelines | None = None) -> dict[str, Any]:
+               guidelines: Guidelines | None = None, conversations: str | None = None) -> dict[str, Any]:
     """Write interactions.jsonl and judgments.jsonl; return the summary (without call counts).
 
-    Means are per axis code of the target; a target with harm levels adds ``harm``.
+    ``conversations``: the run holding the conversations when it is not ``run_id`` (a run that
+    re-judges them). Means are per axis code of the target; a target with harm levels adds ``harm``.
     """
     store = RunStore(db, run_id)
-    interactions = store.interactions()
+    sim = store if conversations in (None, run_id) else RunStore(db, conversations)
+    interactions = sim.interactions()
     target = config.target
     judgments = store.judgments(config.judge_protocol, target.name if target else DEFAULT_TARGET)
     by_id = {i.id: i for i in interactions}
@@ -530,7 +617,9 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         "n_judged": sum(j.parse_status == "ok" for j in judgments),
         "n_failed_judgments": sum(j.parse_status == "failed" for j in judgments),
         "n_means_over": len({j.interaction_id for j in judgments if j.parse_status == "ok"}),
-        "tokens": store.usage_by_role(),
+        "tokens": store.usage_by_role() if sim is store else dict(sorted({
+            **{r: v for r, v in sim.usage_by_role().items() if r != "judge"},
+            **{r: v for r, v in store.usage_by_role().items() if r == "judge"}}.items())),
         "package_version": __version__,
     }
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 from ..cli import at_least, out_dir
 from ..config import (
@@ -111,7 +113,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--turns", type=int, default=None,
                    help=f"patient + clinician turns after the opening line (default: the target's; for mindeval "
                    f"{DEFAULT_TURNS} after {OPENING_LINE!r})")
-    p.add_argument("--out", type=out_dir(), required=True, help="run directory (holds run.db and outputs)")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="a run file (YAML or JSON: every option by its name; lists of clinicians / judges make a "
+                   "sweep) or a run's config.json (replays that run); options given here override it")
+    p.add_argument("--out", type=out_dir(), default=None,
+                   help="run directory (holds run.db and outputs); for a sweep the parent of one directory per run")
     p.add_argument("--db", default=None, metavar="URL", help="SQLAlchemy URL instead of DIR/run.db")
     p.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY, help="interactions in parallel")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of every model call and of the few-shot draw")
@@ -139,7 +145,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="for --dry-run: the reply length of ROLE in tokens (default patient 80, clinician 150, "
                    "judge 120; repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=handle)
+    p.set_defaults(func=handle, _parser=p)
 
 
 def role_tokens(text: str) -> tuple[str, int]:
@@ -183,29 +189,91 @@ def handle(args: argparse.Namespace) -> int:
     --max-cost stopped the run (re-running continues it)."""
     from ..llm.gateway import set_default_policy
     from ..runner import (
-        RunOptions,
         estimate_run,
         format_estimate,
         is_complete,
         prepare,
         run_benchmark,
+        run_sweep,
     )
 
     set_default_policy(retry_policy(args))
+    opts = options_of(args)
+    runs = [opts]
+    replay = None
+    if args.config:
+        from ..runfile import read_run_file
 
-    opts = RunOptions(
+        rf = read_run_file(args.config)
+        explicit = _explicit(args, opts)
+        if "max_retries" not in explicit and "retry_budget_s" not in explicit:
+            set_default_policy(rf.policy())
+        if "clinician" in explicit:
+            rf.clinicians = [opts.clinician]
+        if "judge" in explicit:
+            rf.judges = [opts.judge]
+        rf.options.update({k: v for k, v in opts.model_dump().items() if k in explicit})
+        runs = rf.runs()
+        replay = rf if rf.replay_of else None
+        if rf.sweep:
+            runs = [o.model_copy(update={"progress": False}) for o in runs]
+    elif args.out is None:
+        raise MindEvalError("give --out DIR (or --config FILE)", field="--out")
+    if args.dry_run:
+        for o in runs:
+            prep = prepare(o)
+            est = estimate_run(prep, dict(args.assume_reply_tokens))
+            print(format_estimate(est, len(prep.profiles), prep.config.turns))
+        return 0
+    if replay is not None:
+        from ..runfile import check_replay
+
+        check_replay(replay, prepare(runs[0]).config, args.config)
+    if len(runs) == 1:
+        return 0 if is_complete(run_benchmark(runs[0])) else 1
+    summaries = run_sweep(runs)
+    _sweep_leaderboards(runs, Path(args.out) if args.out is not None else Path(runs[0].out).parent)
+    return 0 if all(is_complete(s) for s in summaries) else 1
+
+
+def options_of(args: argparse.Namespace):
+    """The :class:`~mindeval.runner.RunOptions` of the command line."""
+    from ..runner import RunOptions
+
+    return RunOptions(
         patient=role_spec(args, "patient"), clinician=role_spec(args, "clinician"),
         judge=role_spec(args, "judge"), target=args.target, patient_prompt=args.patient_prompt,
         clinician_prompt=args.clinician_prompt, judge_prompt=args.judge_prompt,
-        profiles=args.profiles, limit=args.limit, turns=args.turns, out=args.out, db_url=args.db,
+        profiles=args.profiles, limit=args.limit, turns=args.turns, out=args.out or Path("."), db_url=args.db,
         concurrency=args.concurrency, seed=args.seed, judge_retries=args.judge_retries,
         judge_samples=args.judge_samples, fewshot=args.fewshot_file, fewshot_k=args.fewshot_k,
-        judge_protocol=args.judge_protocol, transcript_format=args.transcript_format, new_run=args.new_run, progress=not args.quiet, max_cost=args.max_cost,
+        judge_protocol=args.judge_protocol, transcript_format=args.transcript_format, new_run=args.new_run,
+        progress=not args.quiet, max_cost=args.max_cost,
     )
-    if args.dry_run:
-        prep = prepare(opts)
-        est = estimate_run(prep, dict(args.assume_reply_tokens))
-        print(format_estimate(est, len(prep.profiles), prep.config.turns))
-        return 0
-    summary = run_benchmark(opts)
-    return 0 if is_complete(summary) else 1
+
+
+def _explicit(args: argparse.Namespace, opts) -> set[str]:
+    """The options given on the command line (they differ from the parser's defaults)."""
+    defaults = args._parser.parse_args(["--out", "."])
+    base = options_of(defaults).model_dump()
+    out = {k for k, v in opts.model_dump().items() if v != base[k]}
+    if args.out is None:
+        out.discard("out")
+    out |= {k for k in ("max_retries", "retry_budget_s") if getattr(args, k) != getattr(defaults, k)}
+    return out
+
+
+def _sweep_leaderboards(runs: list, out: Path) -> None:
+    """The sweep's leaderboard over its run directories, written beside them (one per judge,
+    in ``leaderboard_<judge>/``, when several judges were swept)."""
+    from ..leaderboard import StatsSettings, build_leaderboard, to_markdown, write_outputs
+    from ..runfile import slug
+
+    by_judge: dict[str, list[Path]] = {}
+    for o in runs:
+        by_judge.setdefault(o.judge.model, []).append(Path(o.out))
+    for judge, dirs in by_judge.items():
+        lb = build_leaderboard(dirs, StatsSettings())
+        print(to_markdown(lb), end="")
+        for path in write_outputs(lb, out if len(by_judge) == 1 else out / f"leaderboard_{slug(judge)}"):
+            print(f"wrote {path}", file=sys.stderr)

@@ -15,6 +15,14 @@ A caller may watch a reply being written with :func:`streaming`.
 Message text is data (:func:`prompt_tokens`): only the chat template's own role headers
 are special tokens; every message's content is tokenised with ``special=False``, so a
 turn that contains ``<|im_start|>system`` is read as those characters, never as a turn.
+
+A reply depends only on its request, so a fresh run and a resumed one write the same
+transcript: it samples with the request's seed (0 when none is given), and every call
+evaluates its prompt the same way whatever ran before: the system message alone from an
+empty context (or that very state, kept from an earlier call with the same system message:
+a turn's long profile prompt is evaluated once per conversation), then the rest. Setting
+``MINDEVAL_EMBEDDED_CACHE_MB`` turns on llama.cpp's own prompt-prefix cache instead: faster
+on long histories, but a reply may then differ with what the process evaluated before.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import json
 import os
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -35,9 +44,12 @@ from ..errors import ModelCallError
 from ..resources import smollm2_gguf_path
 
 N_CTX = int(os.environ.get("MINDEVAL_EMBEDDED_CTX", "8192"))
-# Prompt-prefix cache: the patient, clinician and judge prompts of consecutive turns share
-# long prefixes, so reusing llama.cpp's KV state makes a turn ~3-5x cheaper on 2 cores.
-CACHE_BYTES = int(os.environ.get("MINDEVAL_EMBEDDED_CACHE_MB", "768")) << 20
+# Opt-in prompt-prefix cache (MB): consecutive turns share long prefixes, so reusing llama.cpp's
+# KV state makes a turn cheaper, but prompt tokens evaluated in other batches can change the
+# draw, so replies are no longer a function of the request alone. Off by default.
+CACHE_BYTES = int(os.environ.get("MINDEVAL_EMBEDDED_CACHE_MB", "0")) << 20
+DEFAULT_SEED = 0  # a request without a seed samples with this one (never the process's RNG state)
+SYSTEM_STATES = int(os.environ.get("MINDEVAL_EMBEDDED_SYSTEM_STATES", "6"))  # kept system-message states (~20 MB each)
 DEFAULT_MAX_TOKENS = 256
 EMPTY_REDRAWS = 3  # new draws when a free-text reply is nothing but debris or repeats
 # Decoding of free-text replies; a request's own parameters override these.
@@ -58,6 +70,7 @@ _sinks_lock = threading.Lock()
 
 _lock = threading.Lock()
 _model: Any = None
+_system_states: OrderedDict[tuple[int, ...], Any] = OrderedDict()  # system-message tokens -> llama.cpp state
 
 
 def _load() -> Any:
@@ -65,18 +78,43 @@ def _load() -> Any:
     if _model is None:
         from llama_cpp import Llama, LlamaRAMCache
 
-        model = Llama(
-            model_path=str(smollm2_gguf_path()),
-            n_ctx=N_CTX,
-            n_threads=max(1, os.cpu_count() or 1),
-            verbose=False,
-            seed=0,
-        )
+        with _plain_weights():
+            model = Llama(
+                model_path=str(smollm2_gguf_path()),
+                n_ctx=N_CTX,
+                n_threads=max(1, os.cpu_count() or 1),
+                verbose=False,
+                seed=0,
+            )
         if CACHE_BYTES > 0:
             model.set_cache(LlamaRAMCache(capacity_bytes=CACHE_BYTES))
         _model = model
         atexit.register(_close)
     return _model
+
+
+@contextlib.contextmanager
+def _plain_weights() -> Iterator[None]:
+    """Load the weights without llama.cpp's extra buffer types (AMX / repacked layouts): on CPUs
+    that advertise AMX inside some virtual machines the first decode crashes the process.
+    ``MINDEVAL_EMBEDDED_EXTRA_BUFTS=1`` keeps them."""
+    from llama_cpp import llama_cpp as lib  # the bindings module llama_cpp.Llama reads them from
+
+    if os.environ.get("MINDEVAL_EMBEDDED_EXTRA_BUFTS") == "1":
+        yield
+        return
+    default = lib.llama_model_default_params
+
+    def params() -> Any:
+        p = default()
+        p.use_extra_bufts = False
+        return p
+
+    lib.llama_model_default_params = params
+    try:
+        yield
+    finally:
+        lib.llama_model_default_params = default
 
 
 def _close() -> None:
@@ -186,8 +224,7 @@ class EmbeddedProvider(CustomLLM):
             "max_tokens": int(params.get("max_tokens") or DEFAULT_MAX_TOKENS),
             "temperature": float(params["temperature"]) if params.get("temperature") is not None else 0.7,
         }
-        if params.get("seed") is not None:
-            gen["seed"] = int(params["seed"])
+        gen["seed"] = int(params["seed"]) if params.get("seed") is not None else DEFAULT_SEED
         rf = _llama_response_format(params.get("response_format"))
         if rf:
             gen["response_format"] = rf
@@ -208,6 +245,7 @@ class EmbeddedProvider(CustomLLM):
             gen["max_tokens"] = min(gen["max_tokens"], room)
             try:
                 if rf:
+                    _fresh(llm, messages, tokens)
                     out = _chat_completion(llm, messages, tokens, **gen)
                     text = out["choices"][0]["message"].get("content") or ""
                     finish = out["choices"][0].get("finish_reason") or "stop"
@@ -219,8 +257,7 @@ class EmbeddedProvider(CustomLLM):
                         if text:
                             break
                         gen["temperature"] += 0.3
-                        if "seed" in gen:
-                            gen["seed"] += 1
+                        gen["seed"] += 1
                         text, finish, usage = _chat(llm, messages, tokens, gen, max_sentences)
                         spent += usage["completion_tokens"]
                     usage = {**usage, "completion_tokens": spent, "total_tokens": n_prompt + spent}
@@ -249,6 +286,7 @@ def _chat(llm: Any, messages: list, tokens: list[int], gen: dict[str, Any],
     earlier = [str(m.get("content") or "") for m in messages if m.get("role") == "assistant"]
     raw, shown, finish, n_out = "", "", "stop", 0
     n_prompt = len(tokens)
+    _fresh(llm, messages, tokens)
     for chunk in _chat_completion(llm, messages, tokens, stream=True, **gen):
         choice = chunk["choices"][0]
         piece = (choice.get("delta") or {}).get("content") or ""
@@ -354,6 +392,37 @@ class _Tokenized:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._llm, name)
+
+
+def _fresh(llm: Any, messages: list[dict[str, Any]], tokens: list[int]) -> None:
+    """Put llama.cpp in the state every call with this system message starts from: the system
+    message's tokens (the start of ``tokens`` that :func:`prompt_tokens` gives it alone)
+    evaluated from an empty context, restored when kept from an earlier call. llama.cpp then
+    evaluates the rest of the prompt after it. Both steps depend on the request only, so the
+    reply does not depend on what the process evaluated before. (With the opt-in prefix
+    cache, llama.cpp reuses whatever it holds instead.)"""
+    if llm.cache is not None:
+        return
+    llm.reset()
+    first = messages[0] if messages else {}
+    if first.get("role") != "system" or SYSTEM_STATES <= 0:
+        return
+    alone = prompt_tokens(llm, [first])
+    n = 0
+    while n < min(len(alone), len(tokens) - 1) and alone[n] == tokens[n]:
+        n += 1
+    key = tuple(tokens[:n])
+    if not key:
+        return
+    state = _system_states.get(key)
+    if state is not None:
+        _system_states.move_to_end(key)
+        llm.load_state(state)
+        return
+    llm.eval(list(key))
+    _system_states[key] = llm.save_state()
+    while len(_system_states) > SYSTEM_STATES:
+        _system_states.popitem(last=False)
 
 
 def _chat_completion(llm: Any, messages: list, tokens: list[int], **gen: Any) -> Any:

@@ -8,6 +8,8 @@
   A judge request's answer code (``Answer code: …``) is carried as ``"answer_code"``.
 * ``fake/script:NAME`` — replies popped from a script registered with :func:`script`;
   ``<NONCE>`` in a reply becomes the request's answer code.
+* ``fake/echo:NAME``, ``fake/judge:NAME`` — as ``echo`` / ``judge``, another model: replies
+  differ by ``NAME`` (sweeps over several clinicians, a second judge).
 * ``fake/slow`` — like ``echo`` but takes 0.3 s (for kill-and-resume tests).
 * ``fake/empty`` — always an empty reply; ``fake/error`` — always raises.
 
@@ -78,6 +80,9 @@ def _cut(text: str) -> str:
 
 
 def _reply(name: str, messages: list[dict[str, Any]]) -> str:
+    base, _, variant = name.partition(":")
+    if variant and base in ("echo", "judge"):  # another model of the same kind
+        return _reply(base, [{"role": "system", "content": f"model {variant}"}, *messages])
     if name == "slow":
         time.sleep(0.3)
         name = "echo"

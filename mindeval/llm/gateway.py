@@ -36,7 +36,7 @@ from .cost import cost_usd
 from .fastpath import patch_sdk
 from .limits import limiter_for
 from .reasoning import split_reasoning
-from .retry import Attempts, EmptyReply, retry_after_s, to_model_error
+from .retry import Attempts, EmptyReply, attempt_seed, retry_after_s, to_model_error
 
 if TYPE_CHECKING:
     from ..config import RetryPolicy
@@ -96,6 +96,7 @@ class Completion(BaseModel):
     model: str
     cost_usd: float | None = None  # litellm's bundled price map; None when the model has no price
     attempts: int = 1  # requests sent for this reply (retries included)
+    seed: int | None = None  # the seed of the request that gave this reply (a new one after an empty reply)
 
 
 def litellm_module() -> Any:
@@ -231,7 +232,8 @@ async def acomplete(
 
     Transient errors are retried within ``policy`` (default: :func:`default_policy`); an
     empty visible reply is asked again ``policy.empty_retries`` times, then is an error —
-    never replaced by filler text. ``cache_prefix``: a byte-stable start of the first user
+    never replaced by filler text, and with a new seed each time (:func:`.retry.attempt_seed`;
+    the reply's ``seed`` says which). ``cache_prefix``: a byte-stable start of the first user
     message shared by many one-off requests (the judge's instructions, rubric and
     examples); providers with explicit cache breakpoints cache it as its own block
     (:mod:`.caching`). It does not change the text sent.
@@ -243,13 +245,15 @@ async def acomplete(
     n = 0
     while True:
         n += 1
+        sent_seed = attempt_seed(seed, attempts.empties)
         try:
-            out = await _attempt(spec, messages, response_format, seed, role, attempts, cache_prefix)
+            out = await _attempt(spec, messages, response_format, sent_seed, role, attempts, cache_prefix)
         except Exception as exc:  # every failure is judged by Attempts: retry or raise
             await asyncio.sleep(attempts.next_delay(exc))
             continue
         out.latency_s = time.perf_counter() - started
         out.attempts = n
+        out.seed = sent_seed
         return out
 
 
@@ -280,13 +284,14 @@ async def _attempt(
             if uses_breakpoints(spec.model) else messages)
     estimate = estimate_tokens(messages, spec.max_tokens)
     limiter = limiter_for(role, spec.model, spec.api_base, spec.rpm, spec.tpm)
-    async with limiter.slot(estimate) as adaptive:
+    async with limiter.slot(estimate, shared_prefix=cache_prefix is not None) as adaptive:
         try:
             resp = await asyncio.wait_for(
                 litellm.acompletion(model=spec.model, messages=sent, **kwargs), timeout + 5)
         except Exception as exc:
             if to_model_error(exc, role, spec.model).status == 429:
                 adaptive.throttled(retry_after_s(exc))
+                limiter.seen_429 = True
             raise
         adaptive.success()
     message = _get(resp.choices[0], "message")

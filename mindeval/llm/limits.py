@@ -3,13 +3,16 @@
 * ``rpm`` / ``tpm``: token buckets (requests and tokens per minute, refilled at 97% of
   the limit). A request reserves its share at once and waits until the bucket could pay
   it, so workers are served in order and requests are evenly spaced instead of bursting.
-* The first request of a role and model goes alone (it pays litellm's one-time client
-  set-up, which would otherwise bunch the paced requests behind it, and a bad key fails
-  once instead of once per worker).
-* Adaptive concurrency (AIMD): a 429 halves the number of requests in flight for that
-  role and model (at most once per second) and pauses new requests for the provider's
-  ``Retry-After``; each success adds back ``1/limit``, so the limit regrows by about one
-  per round trip.
+* With a limit configured (or once the role and model has answered 429, or for requests
+  with a shared cached prefix, which the first must write before the others can read it),
+  the first request goes alone: it also pays litellm's one-time client set-up, which would
+  otherwise bunch the paced requests behind it. Without one, every worker sends at once (the critical path of
+  a run is its longest conversation; holding the first request back added two round trips).
+* A 429 that names its wait (``Retry-After``) costs that request that wait (:mod:`.retry`)
+  and nothing else: random 429s must not throttle the requests that get through.
+* A 429 without a named wait is overload: adaptive concurrency (AIMD) halves the number of
+  requests in flight for that role and model (at most once per second); each success adds
+  back ``1/limit``, so the limit regrows by about one per round trip.
 """
 
 from __future__ import annotations
@@ -57,11 +60,10 @@ class TokenBucket:
 class AdaptiveLimit:
     """A semaphore whose size shrinks on 429s and regrows on successes (one event loop)."""
 
-    def __init__(self) -> None:
-        self.limit = 1.0  # until the first request has been answered
-        self.opened = False
+    def __init__(self, probe: bool = False) -> None:
+        self.limit = 1.0 if probe else float(CEILING)  # probe: one request until the first is answered
+        self.opened = not probe
         self.in_flight = 0
-        self.pause_until = 0.0
         self.throttles = 0
         self._last_cut = 0.0
         self._waiters: deque[asyncio.Future[None]] = deque()
@@ -100,10 +102,11 @@ class AdaptiveLimit:
             self._wake()
 
     def throttled(self, retry_after_s: float | None) -> None:
+        """A 429: with a named wait only counted (the request waits it); without, a cut."""
         now = time.monotonic()
         self.throttles += 1
-        if retry_after_s:
-            self.pause_until = max(self.pause_until, now + retry_after_s)
+        if retry_after_s is not None:
+            return
         if now - self._last_cut >= CUT_EVERY_S:
             self._last_cut = now
             self.limit = max(1.0, min(self.limit, float(self.in_flight)) / 2)
@@ -115,23 +118,26 @@ class Limiter:
     def __init__(self, rpm: int | None, tpm: int | None) -> None:
         self.requests = TokenBucket(rpm, 1) if rpm else None
         self.tokens = TokenBucket(tpm, tpm) if tpm else None
+        self.seen_429 = False
         self._adaptive: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AdaptiveLimit] = (
             weakref.WeakKeyDictionary())
 
-    def adaptive(self) -> AdaptiveLimit:
+    def adaptive(self, shared_prefix: bool = False) -> AdaptiveLimit:
         loop = asyncio.get_running_loop()
         ad = self._adaptive.get(loop)
         if ad is None:
-            ad = self._adaptive[loop] = AdaptiveLimit()
+            ad = self._adaptive[loop] = AdaptiveLimit(
+                probe=self.requests is not None or self.tokens is not None or self.seen_429 or shared_prefix)
         return ad
 
     @asynccontextmanager
-    async def slot(self, tokens: int) -> AsyncIterator[AdaptiveLimit]:
-        """Hold one request slot: within concurrency, after any pause, at the bucket's pace."""
-        ad = self.adaptive()
+    async def slot(self, tokens: int, shared_prefix: bool = False) -> AsyncIterator[AdaptiveLimit]:
+        """Hold one request slot: within concurrency, at the buckets' pace. ``shared_prefix``: the
+        request starts with a prefix other requests share (the first one goes alone)."""
+        ad = self.adaptive(shared_prefix)
         await ad.acquire()
         try:
-            delay = max(0.0, ad.pause_until - time.monotonic())
+            delay = 0.0
             if self.requests is not None:
                 delay = max(delay, self.requests.reserve(1))
             if self.tokens is not None:

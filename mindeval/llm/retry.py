@@ -1,7 +1,7 @@
 """Which provider errors are worth retrying, and when to retry them.
 
-Transient: 429, 408, 409, 5xx, connection errors and timeouts — retried with exponential
-backoff and full jitter, never sooner than the provider's ``Retry-After``, bounded by the
+Transient: 429, 408, 409, 5xx, connection errors and timeouts — retried after the
+provider's ``Retry-After`` when it names one, else with exponential backoff and full jitter, bounded by the
 number of attempts and by the total time of the call (:class:`~mindeval.config.RetryPolicy`).
 Permanent: 400, 401, 403, 404, 422, a missing API key, an unknown model — raised at once.
 Either way the user gets one line naming the role, the model and the provider's message.
@@ -9,6 +9,7 @@ Either way the user gets one line naming the role, the model and the provider's 
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 import time
@@ -64,6 +65,14 @@ def stops_run(exc: ModelCallError) -> bool:
     """A permanent error (:data:`PERMANENT_STATUS`) other than a context overflow or a content refusal
     (both belong to one conversation, not to the provider or the account)."""
     return exc.status in PERMANENT_STATUS and not is_context_overflow(exc) and not is_content_refusal(exc)
+
+
+def attempt_seed(seed: int | None, empties: int) -> int | None:
+    """The seed sent after ``empties`` empty replies: the caller's seed first, then a new one
+    derived from it per retry, so a retry is a new draw rather than the same one again."""
+    if empties == 0:
+        return seed
+    return int(hashlib.sha256(f"{seed}:empty:{empties}".encode()).hexdigest()[:8], 16)
 
 
 def provider_message(exc: BaseException, limit: int = 300) -> str:
@@ -221,11 +230,12 @@ class Attempts:
             raise err from None
         self.failures += 1
         elapsed = time.monotonic() - self.started
-        wait = self.policy.base_delay_s * 2 ** (self.failures - 1)
-        wait = random.uniform(0, min(self.policy.max_delay_s, wait))  # full jitter
         asked = retry_after_s(exc)
-        if asked is not None:
-            wait = max(wait, asked + random.uniform(0, 0.1 * asked + 0.05))
+        if asked is not None:  # the provider named its wait: that wait, spread a little
+            wait = asked + random.uniform(0, 0.1 * asked + 0.05)
+        else:
+            wait = self.policy.base_delay_s * 2 ** (self.failures - 1)
+            wait = random.uniform(0, min(self.policy.max_delay_s, wait))  # full jitter
         if self.failures > self.policy.max_retries or elapsed + wait > self.policy.budget_s:
             raise ModelCallError(
                 f"{err} (gave up after {self.failures} attempt{'s' if self.failures > 1 else ''} "

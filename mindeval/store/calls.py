@@ -169,6 +169,8 @@ class CallLog:
                    response_format: dict[str, Any] | None, seed: int | None, ref: dict[str, Any] | None,
                    comp: Completion, after: AfterCall | None):
         request: dict[str, Any] = {"params": spec.params(), "response_format": response_format, "seed": seed}
+        if comp.seed != seed:  # retried after an empty reply: the draw that answered
+            request["seed_used"] = comp.seed
         if ref is not None:
             request["ref"] = ref
         else:

@@ -334,6 +334,14 @@ def open_run(db: Database, kind: str, prefix: str, config_json: dict[str, Any], 
     return run_id, False
 
 
+def stored_runs(db: Database, kind: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(run_id, config_hash, config)`` of every run of ``kind`` in ``db``, oldest first."""
+    with db.read() as s:
+        rows = s.execute(select(RunRow.id, RunRow.config_hash, RunRow.config_json).where(RunRow.kind == kind)
+                         .order_by(RunRow.created_at, RunRow.id)).all()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
 def _as_viewed(old: dict[str, Any], full: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
     """``old`` without the keys the hashed view leaves out of ``full`` (e.g. call settings)."""
     out: dict[str, Any] = {}

@@ -62,6 +62,9 @@ SKIPS: list[tuple[str, str]] = [
     (r"metaeval compare --humans sqlite:///mindeval-app\.db --study \"Crisis pilot\"",
      "uses runs/crisis, the slow embedded run above"),
     (r"mindeval app --db postgresql", "serves the app on a PostgreSQL server"),
+    (r"mindeval judge .*--judge openai/", NETWORK),
+    (r"mindeval leaderboard runs/sweep/", "reads the runs of the hosted-model sweep before it "
+                                          "(tests/core/test_sweep_rejudge.py runs it with fake models)"),
 ]
 # Files a document's commands expect from an earlier step the reader did, made here with fake models.
 PREPARE: dict[str, list[str]] = {

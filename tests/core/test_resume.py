@@ -66,3 +66,33 @@ def test_sigkill_then_resume(tmp_path):
     assert summary["n_judged"] == 3
     # The second invocation paid only for calls that were not stored before the kill.
     assert summary["calls_made"] == total_calls - calls_before
+
+
+def test_sweep_sigkill_then_resume(tmp_path):
+    """A sweep killed mid-run resumes every run directory; no stored call is made again."""
+    import yaml
+
+    cfg = tmp_path / "sweep.yaml"
+    out = tmp_path / "S"
+    cfg.write_text(yaml.safe_dump({"patient": "fake/slow", "clinicians": ["fake/slow", "fake/echo:b"],
+                                   "judge": "fake/judge", "profiles": "demo", "limit": 2, "turns": 4,
+                                   "concurrency": 1, "out": str(out)}))
+    cmd = [sys.executable, "-m", "mindeval", "run", "--config", str(cfg), "--quiet"]
+    dbs = [out / "fake_slow" / "run.db", out / "fake_echo_b" / "run.db"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while sum(count_turns(db) for db in dbs if db.exists()) < 6 and time.time() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert sum(count_turns(db) for db in dbs) < 2 * 2 * 5, "the kill must land mid-sweep"
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    for db in dbs:
+        con = sqlite3.connect(db)
+        dup = con.execute("select request_hash, count(*) from calls where status='ok' "
+                          "group by request_hash having count(*) > 1").fetchall()
+        n = con.execute("select count(*) from calls where status='ok'").fetchone()[0]
+        con.close()
+        assert dup == [] and n == 2 * 4 + 2
+    assert (out / "leaderboard.md").is_file()

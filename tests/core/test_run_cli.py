@@ -122,3 +122,54 @@ def test_run_on_any_sqlalchemy_url(tmp_path, db, request):
     s = json.loads((out / "summary.json").read_text())
     assert s["n_judged"] == 1
     assert "password" not in (out / "config.json").read_text().lower() or "***" in (out / "config.json").read_text()
+
+
+def test_changing_only_the_judge_reuses_every_conversation(tmp_path, capsys):
+    from mindeval.llm.fake import CALLS
+
+    out = tmp_path / "D"
+    base = ["--patient", "fake/echo", "--clinician", "fake/echo:a", "--quiet", "--profiles", "demo",
+            "--limit", "2", "--turns", "4", "--out", str(out)]
+    assert run([*base, "--judge", "fake/judge"]) == 0
+    first = [json.loads(x) for x in (out / "interactions.jsonl").read_text().splitlines()]
+    CALLS.clear()
+    assert run([*base, "--judge", "fake/judge:b", "--judge-samples", "2"]) == 0
+    assert dict(CALLS) == {"judge:b": 4}  # no patient or clinician call
+    s = json.loads((out / "summary.json").read_text())
+    assert s["judge"] == "fake/judge:b" and s["calls_made"] == 4 and s["n_judged"] == 4
+    assert [json.loads(x) for x in (out / "interactions.jsonl").read_text().splitlines()] == first
+    judg = [json.loads(x) for x in (out / "judgments.jsonl").read_text().splitlines()]
+    assert {j["judge_model"] for j in judg} == {"fake/judge:b"}
+    # Back to the first judge: that run resumes, nothing is called.
+    CALLS.clear()
+    assert run([*base, "--judge", "fake/judge"]) == 0
+    assert not CALLS and json.loads((out / "summary.json").read_text())["judge"] == "fake/judge"
+    # Anything else that changes the conversations is still refused.
+    capsys.readouterr()
+    assert run([*base[:-2], "--turns", "2", "--out", str(out), "--judge", "fake/judge"]) == 2
+    assert "turns: 4 -> 2" in capsys.readouterr().err
+
+
+def test_config_file_errors_name_file_and_field(tmp_path, capsys):
+    bad = tmp_path / "run.yaml"
+    bad.write_text("clinician: fake/echo\nturnz: 4\nout: D\n")
+    assert main(["run", "--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bad}" in err and "turnz" in err and "unknown option" in err and "Traceback" not in err
+    bad.write_text("clinician: fake/echo\nturns: many\nout: D\n")
+    assert main(["run", "--config", str(bad)]) == 2
+    assert "turns" in capsys.readouterr().err
+
+
+def test_replayed_config_json_is_refused_when_a_named_file_changed(tmp_path, capsys):
+    profiles = tmp_path / "p.jsonl"
+    profiles.write_text((Path(__file__).parents[2] / "data" / "demo_profiles.jsonl").read_text())
+    out = tmp_path / "D"
+    assert run([*FAKE, "--profiles", str(profiles), "--limit", "1", "--turns", "2", "--out", str(out)]) == 0
+    assert main(["run", "--config", str(out / "config.json"), "--quiet"]) == 0  # the same run: resumed
+    assert json.loads((out / "summary.json").read_text())["calls_made"] == 0
+    lines = profiles.read_text().splitlines()
+    profiles.write_text("\n".join([lines[0].replace("Marisol", "Marisela"), *lines[1:]]) + "\n")
+    capsys.readouterr()
+    assert main(["run", "--config", str(out / "config.json"), "--quiet"]) == 2
+    assert "config.json" in capsys.readouterr().err

@@ -121,3 +121,38 @@ def test_judge_run_with_another_target(tiny_authors, tmp_path):
     assert all(v in (0, 1, 2) for j in run.judgments for v in j.scores.values())
     with pytest.raises(MindEvalError, match="paper is MindEval's own judge"):
         run_judge(opts(tiny_authors, tmp_path / "p", target=str(toy), judge_protocol="paper"), echo=None)
+
+
+def test_mindeval_judge_on_rated_interactions_is_metaeval_judge(tiny_authors, tmp_path):
+    """`mindeval judge FILE` and `metaeval judge --annotations FILE` are one judge run: the same
+    configuration (hash) and judgments, so each resumes the other's directory without a call."""
+    from metaeval.cli import main as metaeval_main
+    from mindeval.cli import main as mindeval_main
+
+    out = tmp_path / "jr"
+    assert mindeval_main(["judge", str(tiny_authors), "--judge", "fake/judge", "--fewshot-k", "0",
+                          "--out", str(out), "--quiet"]) == 0
+    first = json.loads((out / "config.json").read_text())
+    rows = (out / "judgments.jsonl").read_text()
+    fake.CALLS.clear()
+    assert metaeval_main(["judge", "--annotations", str(tiny_authors), "--judge", "fake/judge",
+                          "--out", str(out)]) == 0
+    assert not fake.CALLS  # resumed: the same configuration
+    assert json.loads((out / "config.json").read_text())["config_hash"] == first["config_hash"]
+    assert (out / "judgments.jsonl").read_text() == rows
+
+
+def test_metaeval_judge_on_a_run_directory_rejudges_it(tmp_path):
+    """`metaeval judge --annotations RUN_DIR` is `mindeval judge RUN_DIR`: judge calls only."""
+    from metaeval.cli import main as metaeval_main
+    from mindeval.cli import main as mindeval_main
+
+    src = tmp_path / "src"
+    assert mindeval_main(["run", "--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge",
+                          "--limit", "2", "--turns", "2", "--out", str(src), "--quiet"]) == 0
+    fake.CALLS.clear()
+    assert metaeval_main(["judge", "--annotations", str(src), "--judge", "fake/judge:b",
+                          "--out", str(tmp_path / "rj")]) == 0
+    assert dict(fake.CALLS) == {"judge:b": 2}
+    rows = [json.loads(x) for x in (tmp_path / "rj" / "judgments.jsonl").read_text().splitlines()]
+    assert {r["judge_model"] for r in rows} == {"fake/judge:b"} and len(rows) == 2

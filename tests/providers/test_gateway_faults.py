@@ -171,8 +171,8 @@ def test_rpm_bucket_keeps_a_rate_limited_server_nearly_free_of_429s(server):
     assert server.count(outcome="429-limit") <= 3
 
 
-def test_sustained_429s_halve_concurrency_and_pause_for_retry_after(server):
-    from mindeval.llm.limits import limiter_for
+def test_sustained_429s_cost_their_named_wait_not_concurrency(server):
+    from mindeval.llm.limits import CEILING, limiter_for
 
     server.configure(rate_limit=(5, 1.0))
 
@@ -185,11 +185,27 @@ def test_sustained_429s_halve_concurrency_and_pause_for_retry_after(server):
         ])
         return out, limiter_for("patient", s.model, s.api_base, None, None).adaptive()
 
+    started = time.monotonic()
     results, adaptive = asyncio.run(many())
     assert len(results) == 30 and server.count(outcome="ok") == 30
-    assert adaptive.throttles >= 1 and adaptive.limit < 30  # concurrency came down from unlimited
-    # Without a client-side limit, 30 requests over 5/s cost 429s, but far fewer than a retry storm.
-    assert server.count(outcome="429-limit") < 60
+    assert time.monotonic() - started >= 4.0  # each rejected request waited what the server named
+    # Retry-After names the wait: the request waits it, concurrency is not cut.
+    assert adaptive.throttles >= 1 and adaptive.limit == CEILING
+    assert server.count(outcome="429-limit") < 100  # 25 + 20 + 15 + 10 + 5 when the waits are kept
+
+
+def test_first_request_goes_alone_only_when_held_back_for_a_reason():
+    from mindeval.llm.limits import CEILING, Limiter
+
+    async def first_limit(limiter, shared_prefix=False):
+        return limiter.adaptive(shared_prefix).limit
+
+    assert asyncio.run(first_limit(Limiter(None, None))) == CEILING  # no limit: all workers at once
+    assert asyncio.run(first_limit(Limiter(60, None))) == 1  # a configured limit: one, then open
+    assert asyncio.run(first_limit(Limiter(None, None), shared_prefix=True)) == 1  # a cache to write first
+    seen = Limiter(None, None)
+    seen.seen_429 = True
+    assert asyncio.run(first_limit(seen)) == 1
 
 
 def test_litellm_callbacks_still_receive_each_call_when_registered(server, monkeypatch):

@@ -111,6 +111,7 @@ class FaultServer:
         cache_min_tokens: int = 1024,
         reply_words: int = 30,
         hang_s: float = 600.0,
+        retry_after_s: float = 1.0,
         seed: int = 0,
         port: int = 0,
     ) -> None:
@@ -121,6 +122,7 @@ class FaultServer:
         self.cache_min_tokens = cache_min_tokens
         self.reply_words = reply_words
         self.hang_s = hang_s
+        self.retry_after_s = retry_after_s  # the Retry-After of a 429 that does not name its own
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -452,7 +454,7 @@ class _Handler(BaseHTTPRequestHandler):
         message = str(action.get("message") or default)
         headers = {}
         if status == 429:
-            retry_after = float(action.get("retry_after", 1.0))
+            retry_after = float(action.get("retry_after", self.server_obj.retry_after_s))
             headers["Retry-After"] = f"{retry_after:.3f}"
             headers["retry-after-ms"] = str(int(retry_after * 1000))
         if api == "anthropic":

@@ -1,0 +1,94 @@
+"""``mindeval judge``: score saved conversations with another judge (no simulation call)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..cli import at_least, out_dir
+from ..config import DEFAULT_CONCURRENCY, DEFAULT_PROMPTS
+from ..errors import MindEvalError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from .run import add_judge_options, add_retry_options, add_role_options
+
+    p = sub.add_parser(
+        "judge", help="score saved conversations with another judge (0 simulation calls)",
+        description="Judge the conversations of `mindeval run` directories (or the authors' rated interactions: "
+        "'official' after `mindeval data download`, or a human_annotations.jsonl file) with another judge. "
+        "The output is a run directory that `mindeval leaderboard`, `read_run` and `metaeval compare` read; "
+        "re-running the same command resumes it.",
+    )
+    p.add_argument("sources", nargs="+", metavar="SOURCE",
+                   help="a run directory (or its interactions.jsonl), 'official', or an annotations file")
+    add_role_options(p, ("judge",), required=True)
+    p.add_argument("--judge-prompt", default=None, metavar="REF",
+                   help=f"judge prompt (kind/name or a template file) (default: the target's; for mindeval "
+                   f"{DEFAULT_PROMPTS['judge']})")
+    add_judge_options(p)
+    add_retry_options(p)
+    p.add_argument("--out", type=out_dir(), required=True, metavar="DIR",
+                   help="output run directory (one sub-directory per source when several are given)")
+    p.add_argument("--db", default=None, metavar="URL",
+                   help="SQLAlchemy URL of the store (default: a copy of the source's run.db in DIR)")
+    p.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY,
+                   help="judgments in parallel")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=handle)
+
+
+def _judge_options(args: argparse.Namespace) -> dict:
+    from .run import role_spec
+
+    return {"judge": role_spec(args, "judge").model_dump(), "judge_prompt": args.judge_prompt,
+            "judge_retries": args.judge_retries, "judge_samples": args.judge_samples,
+            "fewshot": args.fewshot_file, "fewshot_k": args.fewshot_k, "judge_protocol": args.judge_protocol}
+
+
+def _is_annotations(source: str) -> bool:
+    return source == "official" or (Path(source).is_file() and Path(source).name != "interactions.jsonl"
+                                    and source.endswith(".jsonl"))
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Exit 0 when every conversation was judged; 1 when a judgment failed."""
+    from ..llm.gateway import set_default_policy
+    from ..runfile import rejudge_options, slug
+    from ..runner import is_complete, run_benchmark, run_sweep
+    from .run import retry_policy
+
+    set_default_policy(retry_policy(args))
+    sources = list(args.sources)
+    annotated = [s for s in sources if _is_annotations(s)]
+    if annotated:
+        if len(sources) > 1:
+            raise MindEvalError("judge the authors' rated interactions on their own (one SOURCE)", field="SOURCE")
+        return _judge_annotations(annotated[0], args)
+    many = len(sources) > 1
+    runs = []
+    for src in sources:
+        name = Path(src).parent.name if Path(src).is_file() else Path(src).name
+        runs.append(rejudge_options(src, args.out / slug(name) if many else args.out, _judge_options(args),
+                                    db_url=args.db, concurrency=args.concurrency,
+                                    progress=not args.quiet and not many))
+    summaries = run_sweep(runs) if many else [run_benchmark(runs[0])]
+    return 0 if all(is_complete(s) for s in summaries) else 1
+
+
+def _judge_annotations(source: str, args: argparse.Namespace) -> int:
+    """The authors' rated interactions: the judge run of `metaeval judge` (same judge set-up)."""
+    from metaeval.judge_runs import JudgeRunOptions, run_judge
+
+    from ..profiles.official import official_file
+    from .run import role_spec
+
+    path = str(official_file("human_annotations.jsonl")) if source == "official" else source
+    opts = JudgeRunOptions(
+        annotations=path, judge=args.judge, prompt=args.judge_prompt, fewshot_k=args.fewshot_k,
+        fewshot_source=args.fewshot_file, repetitions=args.judge_samples, out=str(args.out), db_url=args.db,
+        params=role_spec(args, "judge").model_dump(exclude={"model"}), retries=args.judge_retries,
+        concurrency=args.concurrency, judge_protocol=args.judge_protocol,
+    )
+    summary = run_judge(opts, echo=print if not args.quiet else None)
+    return 0 if summary["n_failed_judgments"] == 0 else 1
