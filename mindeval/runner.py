@@ -541,11 +541,25 @@ def axis_means(judgments: list[Judgment], axes: tuple[str, ...] = AXES) -> dict[
     for j in judgments:
         if j.parse_status == "ok" and j.scores:
             per.setdefault(j.interaction_id, []).append(j.scores)
-    rows = [{ax: sum(s[ax] for s in ss) / len(ss) for ax in axes} for ss in per.values()]
+    out: dict[str, float | None] = {}
+    if all(s[ax] is not None for ss in per.values() for s in ss for ax in axes):
+        rows = [{ax: sum(s[ax] for s in ss) / len(ss) for ax in axes} for ss in per.values()]
+        for ax in axes:
+            out[ax] = round(sum(r[ax] for r in rows) / len(rows), 4) if rows else None
+        out["average"] = round(sum(out[ax] for ax in axes) / len(axes), 4) if rows else None
+        return out
+    return relevant_means(per, axes)
+
+
+def relevant_means(per: dict[str, list[dict[str, Any]]], axes: tuple[str, ...]) -> dict[str, float | None]:
+    """Per-axis means over the conversations where the axis is relevant (``None`` values, "not
+    relevant", leave its denominator); ``average`` is the mean of the axis means."""
     out: dict[str, float | None] = {}
     for ax in axes:
-        out[ax] = round(sum(r[ax] for r in rows) / len(rows), 4) if rows else None
-    out["average"] = round(sum(out[ax] for ax in axes) / len(axes), 4) if rows else None
+        conv = [vals for ss in per.values() if (vals := [s[ax] for s in ss if s[ax] is not None])]
+        out[ax] = round(sum(sum(v) / len(v) for v in conv) / len(conv), 4) if conv else None
+    known = [out[ax] for ax in axes if out[ax] is not None]
+    out["average"] = round(sum(known) / len(known), 4) if known else None
     return out
 
 

@@ -157,7 +157,7 @@ class Target:
         """The ``target`` block of a run's ``config.json``: what readers need of the target."""
         g = self.guidelines
         return {"name": self.name, "version": self.manifest.version, "sha256": self.sha256,
-                "axes": list(g.axis_codes), "scale": g.scale_info()}
+                "axes": list(g.axis_codes), "scale": g.scale_info(), **g.items_info()}
 
 
 # ----------------------------------------------------------------------- loading
