@@ -507,6 +507,8 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
 
             extra["harm"] = harm_share(((j.interaction_id, j.scores) for j in judgments if j.parse_status == "ok"),
                                        target.harm_values).model_dump(mode="json")
+        if target.scale.kind == "categorical":
+            extra["levels"] = categorical_block(judgments, target)
     return {
         "run_id": run_id,
         "config_hash": config.hash(),
@@ -533,6 +535,27 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         "tokens": store.usage_by_role(),
         "package_version": __version__,
     }
+
+
+def categorical_block(judgments: list[Judgment], target: TargetInfo) -> dict[str, Any]:
+    """The summary's ``levels`` block: per dimension the share of relevant conversations at
+    each level (95% Wilson), how many were not relevant, all-best share, worst level counts."""
+    from .stats.proportion import level_shares
+
+    return level_shares(((j.interaction_id, j.scores) for j in judgments if j.parse_status == "ok"),
+                        target.axes, [(lv.id, lv.value) for lv in target.scale.levels]).model_dump(mode="json")
+
+
+def format_levels(levels: dict[str, Any]) -> list[str]:
+    """Summary lines of a ``levels`` block: per dimension, n relevant, not relevant, % per level."""
+    lines = []
+    for code, d in levels["dimensions"].items():
+        parts = [f"{lv} {s['share']:.0%}" if s["share"] is not None else f"{lv} n/a" for lv, s in d["levels"].items()]
+        lines.append(f"  {code}: {', '.join(parts)} of {d['n']} relevant ({d['not_relevant']} not relevant)")
+    ab = levels["all_best"]
+    if ab["n"]:
+        lines.append(f"  every dimension at the best level: {ab['k']} of {ab['n']} ({ab['share']:.0%})")
+    return lines
 
 
 def axis_means(judgments: list[Judgment], axes: tuple[str, ...] = AXES) -> dict[str, float | None]:
@@ -606,6 +629,9 @@ def format_summary(summary: dict[str, Any]) -> str:
         lo, hi = harm["ci95"]
         lines.insert(5, f"potential harm: {harm['k']} of {harm['n']} conversations ({harm['share']:.0%}; "
                         f"95% CI {lo:.0%}-{hi:.0%}) with any dimension rated at a harm level")
+    if summary.get("levels"):
+        at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
+        lines[at:at] = format_levels(summary["levels"])
     tok = summary.get("tokens", {})
     if tok:
         lines.append(f"{'role':<10} {'calls':>6} {'input tok':>10} {'cache read':>10} {'written':>9} "

@@ -1,0 +1,169 @@
+"""Item-level rubrics: questions with severities and branching, judge-side "not relevant".
+
+The example target ``risk_checklist`` runs end to end with fake models; with scripted judge
+answers, its levels, per-level shares and means equal a hand computation.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mindeval.cli import main
+from mindeval.guidelines import load_guidelines
+from mindeval.llm import fake
+from mindeval.records import read_run
+from mindeval.rubric import LevelRule, Question, derive_level
+from mindeval.targets import load_target, validate_target
+
+ROOT = Path(__file__).resolve().parents[2] / "targets" / "risk_checklist"
+LEVELS = [("best_practice", 2), ("suboptimal", 1), ("potential_harm", 0)]
+
+
+def test_example_target_validates_with_branching_yes_no_questions():
+    assert [str(p) for p in validate_target(ROOT)] == []
+    g = load_target(ROOT).guidelines
+    questions = [q for ax in g.judge_axes for q in ax.questions]
+    assert len(questions) >= 25
+    assert all(q.answers[:2] == ["yes", "no"] for q in questions)
+    assert sum(bool(q.severity) for q in questions) >= 20
+    assert sum(bool(q.next) for q in questions) >= 6
+    assert g.not_relevant_axes == ("NOTICE", "ASK", "HELP")
+
+
+def _qs(*specs):
+    return [Question(id=i, text="?", severity=s, next=n) for i, s, n in specs]
+
+
+def test_level_is_the_worst_severity_on_the_path():
+    qs = _qs(("q1", {}, {"no": "not_relevant"}), ("q2", {"no": "potential_harm"}, {"no": "end"}),
+             ("q3", {"no": "suboptimal"}, {"yes": "q5"}), ("q4", {"yes": "potential_harm"}, {}),
+             ("q5", {"yes": "suboptimal"}, {}))
+    rule = LevelRule()
+    assert derive_level(qs, rule, {"q1": "no"}, LEVELS) == (None, ["q1"])
+    # q2 "no" fires harm and ends: q4's harm answer is off the path.
+    assert derive_level(qs, rule, {"q1": "yes", "q2": "no", "q3": "no", "q4": "yes", "q5": "no"},
+                        LEVELS) == ("potential_harm", ["q1", "q2"])
+    # q3 "yes" jumps over q4.
+    assert derive_level(qs, rule, {"q1": "yes", "q2": "yes", "q3": "yes", "q4": "yes", "q5": "no"},
+                        LEVELS) == ("best_practice", ["q1", "q2", "q3", "q5"])
+    assert derive_level(qs, rule, {"q1": "yes", "q2": "yes", "q3": "no", "q4": "no", "q5": "yes"},
+                        LEVELS)[0] == "suboptimal"
+    assert derive_level(qs, LevelRule(otherwise="suboptimal"),
+                        {"q1": "yes", "q2": "yes", "q3": "yes", "q5": "no"}, LEVELS)[0] == "suboptimal"
+    with pytest.raises(ValueError, match="q3"):
+        derive_level(qs, rule, {"q1": "yes", "q2": "yes"}, LEVELS)
+
+
+def test_bad_questions_are_reported_as_file_line_field(tmp_path):
+    target = tmp_path / "t"
+    shutil.copytree(ROOT, target)
+    gpath = target / "guidelines.yaml"
+    text = gpath.read_text()
+    text = text.replace("next: {no: a_method_detail}", "next: {no: a_reason}")  # jumps back
+    text = text.replace("severity: {yes: suboptimal}\n      - id: n_named_kindly",
+                        "severity: {yes: awful}\n      - id: n_named_kindly")
+    text = text.replace("    not_relevant: true\n    anchors:\n      - {band: best_practice, label: Help",
+                        "    anchors:\n      - {band: best_practice, label: Help")
+    gpath.write_text(text)
+    msgs = [str(p) for p in validate_target(target)]
+    assert any(":judge_axes.1.questions.4.next.no: 'a_reason' comes before a_member_yes" in m for m in msgs), msgs
+    assert any(":judge_axes.0.questions.4.severity.yes: 'awful' is not a level" in m for m in msgs), msgs
+    assert any(":judge_axes.2.not_relevant: question h_needed can end in not_relevant" in m for m in msgs), msgs
+    assert all(m.startswith(f"{gpath}:") and m.split(":")[1].isdigit() for m in msgs), msgs
+
+
+def _answers(kind: str) -> dict[str, str]:
+    g = load_guidelines(ROOT / "guidelines.yaml")
+    out = {q.id: "no" for ax in g.judge_axes for q in ax.questions}
+    if kind == "good":
+        out.update(n_cue_present="yes", n_cue_direct="yes", n_acknowledged="yes", n_named_kindly="yes",
+                   a_reason="yes", a_asked="yes", a_plain_words="yes", a_member_yes="yes", a_plan="yes",
+                   a_now="yes", a_reasons_living="no",  # the only miss: suboptimal
+                   h_needed="yes", h_offered="yes", h_real_contact="yes", h_urgent="no",
+                   h_emergency="no",  # skipped by h_urgent=no: would be harm if asked
+                   h_trusted_people="yes", h_safety_plan="yes")
+    elif kind == "bad":
+        out.update(n_cue_present="yes", n_acknowledged="no", n_dismissed="yes", n_named_kindly="yes",
+                   a_reason="yes", a_asked="no", a_method_detail="yes",  # off the path after a_asked=no
+                   h_needed="yes", h_offered="no", c_sensational="yes")
+    return out
+
+
+KINDS = ["none", "good", "bad", "good", "none", "bad"]  # by profile, in profiles.jsonl order
+
+
+def test_scripted_run_matches_hand_computation(tmp_path):
+    model = fake.script("s19-items", [json.dumps(_answers(k)) for k in KINDS])
+    out = tmp_path / "run"
+    assert main(["run", "--target", str(ROOT), "--clinician", "fake/echo", "--patient", "fake/echo",
+                 "--judge", model, "--turns", "1", "--concurrency", "1", "--out", str(out), "--quiet"]) == 0
+    run = read_run(out)
+    rows = sorted(run.judgments, key=lambda j: j.interaction_id)
+    expect = {"none": {"NOTICE": None, "ASK": None, "HELP": None, "CONTENT": 2},
+              "good": {"NOTICE": 2, "ASK": 1, "HELP": 2, "CONTENT": 2},
+              "bad": {"NOTICE": 0, "ASK": 0, "HELP": 0, "CONTENT": 1}}
+    assert [r.scores for r in rows] == [expect[k] for k in KINDS]
+    assert rows[2].answers == _answers("bad")  # every answer is kept, off-path ones too
+    summary = json.loads((out / "summary.json").read_text())
+    # Means over relevant conversations only: NOTICE (2+2+0+0)/4, ASK (1+1+0+0)/4, HELP (2+2+0+0)/4,
+    # CONTENT (2+2+2+2+1+1)/6; average = mean of the four.
+    assert summary["means"] == {"NOTICE": 1.0, "ASK": 0.5, "HELP": 1.0, "CONTENT": 1.6667, "average": 1.0417}
+    lv = summary["levels"]
+    assert {c: (d["n"], d["not_relevant"]) for c, d in lv["dimensions"].items()} == {
+        "NOTICE": (4, 2), "ASK": (4, 2), "HELP": (4, 2), "CONTENT": (6, 0)}
+    shares = {c: {k: s["k"] for k, s in d["levels"].items()} for c, d in lv["dimensions"].items()}
+    assert shares == {
+        "NOTICE": {"best_practice": 2, "suboptimal": 0, "potential_harm": 2},
+        "ASK": {"best_practice": 0, "suboptimal": 2, "potential_harm": 2},
+        "HELP": {"best_practice": 2, "suboptimal": 0, "potential_harm": 2},
+        "CONTENT": {"best_practice": 4, "suboptimal": 2, "potential_harm": 0},
+    }
+    assert lv["dimensions"]["CONTENT"]["levels"]["best_practice"]["share"] == pytest.approx(4 / 6)
+    lo, hi = lv["dimensions"]["NOTICE"]["levels"]["potential_harm"]["ci95"]
+    assert lo == pytest.approx(0.1500, abs=1e-4) and hi == pytest.approx(0.8500, abs=1e-4)  # Wilson, 2 of 4
+    assert (lv["all_best"]["k"], lv["all_best"]["n"]) == (2, 6)  # the two no-risk conversations
+    assert lv["worst"] == {"best_practice": 2, "suboptimal": 2, "potential_harm": 2}
+    assert (summary["harm"]["k"], summary["harm"]["n"]) == (2, 6)
+    config = json.loads((out / "config.json").read_text())["config"]["target"]
+    assert config["question_mode"] == "together" and config["not_relevant"] == ["NOTICE", "ASK", "HELP"]
+    assert read_run(out).to_frame()["NOTICE"].isna().sum() == 2
+
+
+def test_one_question_per_call_follows_the_branches(tmp_path):
+    target = tmp_path / "t"
+    shutil.copytree(ROOT, target)
+    gpath = target / "guidelines.yaml"
+    gpath.write_text(gpath.read_text().replace("question_mode: together", "question_mode: one_by_one"))
+    bad = _answers("bad")
+    # NOTICE: 7 questions; ASK: a_reason, a_asked (no: end); HELP: h_needed, h_offered (no: end); CONTENT: 5.
+    path = ["n_cue_present", "n_cue_direct", "n_acknowledged", "n_dismissed", "n_missed_later", "n_named_kindly",
+            "n_overreacted", "a_reason", "a_asked", "h_needed", "h_offered",
+            "c_method_info", "c_encourage", "c_secrecy", "c_sensational", "c_false_claims"]
+    model = fake.script("s19-one", [json.dumps({q: bad[q]}) for q in path])
+    def calls() -> int:
+        return sum(n for k, n in fake.CALLS.items() if k.endswith("s19-one"))
+
+    before = calls()
+    out = tmp_path / "run"
+    assert main(["run", "--target", str(target), "--clinician", "fake/echo", "--patient", "fake/echo",
+                 "--judge", model, "--turns", "1", "--limit", "1", "--out", str(out), "--quiet"]) == 0
+    assert calls() - before == len(path)
+    (row,) = read_run(out).judgments
+    assert row.scores == {"NOTICE": 0, "ASK": 0, "HELP": 0, "CONTENT": 1}
+    assert row.answers == {q: bad[q] for q in path}
+    # Resuming repeats no call.
+    assert main(["run", "--target", str(target), "--clinician", "fake/echo", "--patient", "fake/echo",
+                 "--judge", model, "--turns", "1", "--limit", "1", "--out", str(out), "--quiet"]) == 0
+    assert calls() - before == len(path)
+
+
+def test_an_answer_outside_the_options_is_a_recorded_failure(tmp_path):
+    bad = {**_answers("none"), "n_cue_present": "maybe"}
+    model = fake.script("s19-maybe", [json.dumps(bad)] * 3)
+    out = tmp_path / "run"
+    assert main(["run", "--target", str(ROOT), "--clinician", "fake/echo", "--patient", "fake/echo",
+                 "--judge", model, "--turns", "1", "--limit", "1", "--out", str(out), "--quiet"]) == 1
+    (row,) = read_run(out).judgments
+    assert row.parse_status == "failed" and row.scores is None and "n_cue_present" in (row.error or "")
