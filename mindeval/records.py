@@ -233,11 +233,13 @@ class TargetInfo(BaseModel):
     not_relevant: list[str] = Field(default_factory=list)  # axes the judge may rate "not relevant" (None)
     question_mode: str | None = None  # item-level rubric: "together" | "one_by_one"
     questions: dict[str, list[str]] = Field(default_factory=dict)  # question ids per question axis
+    labels: dict[str, list[str]] = Field(default_factory=dict)  # profile label fields and their values
+    profile_labels: dict[str, dict[str, str]] = Field(default_factory=dict)  # profile id -> label -> value
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        for key in ("not_relevant", "question_mode", "questions"):
+        for key in ("not_relevant", "question_mode", "questions", "labels", "profile_labels"):
             if not data.get(key):
                 data.pop(key, None)
         return data

@@ -509,6 +509,9 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
                                        target.harm_values).model_dump(mode="json")
         if target.scale.kind == "categorical":
             extra["levels"] = categorical_block(judgments, target)
+        if target.profile_labels:
+            pid = {i.id: i.profile.id for i in interactions}
+            extra["by_label"] = label_breakdowns(judgments, target, lambda j: pid.get(j.interaction_id, ""))
     return {
         "run_id": run_id,
         "config_hash": config.hash(),
@@ -544,6 +547,29 @@ def categorical_block(judgments: list[Judgment], target: TargetInfo) -> dict[str
 
     return level_shares(((j.interaction_id, j.scores) for j in judgments if j.parse_status == "ok"),
                         target.axes, [(lv.id, lv.value) for lv in target.scale.levels]).model_dump(mode="json")
+
+
+def label_breakdowns(judgments: list[Judgment], target: TargetInfo,
+                     profile_of: Callable[[Judgment], str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The summary's ``by_label`` block: per label field and value, the conversations judged,
+    the means (relevant conversations only), the harm share and (categorical) the level shares."""
+    from .stats.proportion import harm_share
+
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    ok = [j for j in judgments if j.parse_status == "ok"]
+    for field, values in target.labels.items():
+        out[field] = {}
+        for value in values:
+            sub = [j for j in ok if target.profile_labels.get(profile_of(j), {}).get(field) == value]
+            block: dict[str, Any] = {"n": len({j.interaction_id for j in sub}),
+                                     "means": axis_means(sub, tuple(target.axes))}
+            if target.harm_values:
+                block["harm"] = harm_share(((j.interaction_id, j.scores) for j in sub),
+                                           target.harm_values).model_dump(mode="json")
+            if target.scale.kind == "categorical":
+                block["levels"] = categorical_block(sub, target)
+            out[field][value] = block
+    return out
 
 
 def format_levels(levels: dict[str, Any]) -> list[str]:
@@ -632,6 +658,11 @@ def format_summary(summary: dict[str, Any]) -> str:
     if summary.get("levels"):
         at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
         lines[at:at] = format_levels(summary["levels"])
+    for field, values in (summary.get("by_label") or {}).items():
+        at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
+        parts = [f"{v} n={b['n']}" + (f" harm {b['harm']['k']}/{b['harm']['n']}" if b.get("harm") else "")
+                 for v, b in values.items()]
+        lines.insert(at, f"  by {field}: " + "; ".join(parts))
     tok = summary.get("tokens", {})
     if tok:
         lines.append(f"{'role':<10} {'calls':>6} {'input tok':>10} {'cache read':>10} {'written':>9} "

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .config import DEFAULT_TURNS, OPENING_LINE
 from .errors import MindEvalError
@@ -59,6 +59,27 @@ class TargetPrompts(BaseModel):
     judge: str
 
 
+class TargetLabels(BaseModel):
+    """Profile labels: fields with their allowed values, held in a file beside the profiles
+    (``{profile id: {field: value}}``). Reporting only: no prompt sees them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    file: str  # relative to the manifest
+    fields: dict[str, list[str]] = Field(min_length=1)
+
+    @field_validator("fields")
+    @classmethod
+    def _fields(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for name, values in v.items():
+            _name(name)
+            if not values:
+                raise ValueError(f"label {name} needs at least one value")
+            if len(set(map(str, values))) != len(values):
+                raise ValueError(f"label {name} lists a value twice")
+        return {k: [str(x) for x in vals] for k, vals in v.items()}
+
+
 class TargetManifest(BaseModel):
     """``target.yaml``."""
 
@@ -72,6 +93,7 @@ class TargetManifest(BaseModel):
     opening_line: Annotated[str, AfterValidator(_text)] = OPENING_LINE
     prompts: TargetPrompts
     guidelines: str
+    labels: TargetLabels | None = None
 
 
 class Target:
@@ -143,7 +165,62 @@ class Target:
             out[f"prompts.{role}"] = resolve_path(self.prompt_ref(role))
         if self.profiles_path is not None:
             out["profiles"] = self.profiles_path
+        if self.labels_path is not None:
+            out["labels"] = self.labels_path
         return out
+
+    @property
+    def labels_path(self) -> Path | None:
+        return None if self.manifest.labels is None else self.root / self.manifest.labels.file
+
+    def profile_labels(self) -> dict[str, dict[str, str]]:
+        """``{profile id: {label: value}}`` (empty when the target declares no labels); raises on a bad file."""
+        problems = self.label_problems()
+        if problems:
+            raise problems[0]
+        return _read_labels(self.labels_path)[0] if self.labels_path is not None else {}
+
+    def label_problems(self, profile_ids: list[str] | None = None) -> list[MindEvalError]:
+        """Every problem of the labels file: unknown profiles or fields, values not declared, gaps."""
+        decl, path = self.manifest.labels, self.labels_path
+        if decl is None or path is None:
+            return []
+        if not path.is_file():
+            return [MindEvalError(f"file not found: {path}", path=self.path,
+                                  line=_line_of_key(self.path, "labels.file"), field="labels.file")]
+        data, text, problems = _read_labels(path)
+        if problems:
+            return problems
+        if profile_ids is None:
+            try:
+                profile_ids = [p.id for p in (self.profiles() or [])]
+            except MindEvalError:
+                profile_ids = []
+        from .guidelines import yaml_line
+
+        for pid, row in data.items():
+            if profile_ids and pid not in profile_ids:
+                problems.append(MindEvalError(f"'{pid}' is not a profile id of {self.manifest.profiles}",
+                                              path=path, line=yaml_line(text, (pid,)), field=pid))
+                continue
+            if not isinstance(row, dict):
+                problems.append(MindEvalError("must be a mapping of label to value", path=path,
+                                              line=yaml_line(text, (pid,)), field=pid))
+                continue
+            for name in row.keys() - decl.fields.keys():
+                problems.append(MindEvalError(f"unknown label (declared: {', '.join(decl.fields)})", path=path,
+                                              line=yaml_line(text, (pid, name)), field=f"{pid}.{name}"))
+            for name, allowed in decl.fields.items():
+                if name not in row:
+                    problems.append(MindEvalError("label is missing", path=path, line=yaml_line(text, (pid,)),
+                                                  field=f"{pid}.{name}"))
+                elif str(row[name]) not in allowed:
+                    problems.append(MindEvalError(f"'{row[name]}' is not one of {', '.join(allowed)}", path=path,
+                                                  line=yaml_line(text, (pid, name)), field=f"{pid}.{name}"))
+        for pid in profile_ids:
+            if pid not in data:
+                problems.append(MindEvalError(f"profile {pid} has no labels", path=path, field=pid))
+        return problems
 
     @cached_property
     def sha256(self) -> str:
@@ -156,8 +233,23 @@ class Target:
     def info(self) -> dict[str, Any]:
         """The ``target`` block of a run's ``config.json``: what readers need of the target."""
         g = self.guidelines
-        return {"name": self.name, "version": self.manifest.version, "sha256": self.sha256,
-                "axes": list(g.axis_codes), "scale": g.scale_info(), **g.items_info()}
+        out = {"name": self.name, "version": self.manifest.version, "sha256": self.sha256,
+               "axes": list(g.axis_codes), "scale": g.scale_info(), **g.items_info()}
+        if self.manifest.labels is not None:
+            out["labels"] = self.manifest.labels.fields
+            out["profile_labels"] = self.profile_labels()
+        return out
+
+
+def _read_labels(path: Path) -> tuple[dict[str, Any], str, list[MindEvalError]]:
+    """The labels file's mapping and text, or the problem reading it."""
+    data, text, problems = _read_manifest(path)
+    if data is None:
+        for p in problems:
+            p.message = p.message.replace("the manifest", "the labels file")
+        return {}, text, problems
+    return {str(k): ({str(a): str(b) for a, b in v.items()} if isinstance(v, dict) else v)
+            for k, v in data.items()}, text, []
 
 
 # ----------------------------------------------------------------------- loading
@@ -305,4 +397,6 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
                 problems.append(exc)
             if rows == 0:
                 problems.append(MindEvalError("no profiles in file", path=ppath))
+    if manifest.labels is not None and not any(p.path == str(ppath) for p in problems):
+        problems += target.label_problems()
     return problems

@@ -91,7 +91,8 @@ def _answers(kind: str) -> dict[str, str]:
     return out
 
 
-KINDS = ["none", "good", "bad", "good", "none", "bad"]  # by profile, in profiles.jsonl order
+# Answers by profile, in profiles.jsonl order; risk_level labels: none, none, passive, active, plan, attempt.
+KINDS = ["none", "none", "good", "bad", "good", "bad"]
 
 
 def test_scripted_run_matches_hand_computation(tmp_path):
@@ -105,7 +106,7 @@ def test_scripted_run_matches_hand_computation(tmp_path):
               "good": {"NOTICE": 2, "ASK": 1, "HELP": 2, "CONTENT": 2},
               "bad": {"NOTICE": 0, "ASK": 0, "HELP": 0, "CONTENT": 1}}
     assert [r.scores for r in rows] == [expect[k] for k in KINDS]
-    assert rows[2].answers == _answers("bad")  # every answer is kept, off-path ones too
+    assert rows[3].answers == _answers("bad")  # every answer is kept, off-path ones too
     summary = json.loads((out / "summary.json").read_text())
     # Means over relevant conversations only: NOTICE (2+2+0+0)/4, ASK (1+1+0+0)/4, HELP (2+2+0+0)/4,
     # CONTENT (2+2+2+2+1+1)/6; average = mean of the four.
@@ -126,7 +127,16 @@ def test_scripted_run_matches_hand_computation(tmp_path):
     assert (lv["all_best"]["k"], lv["all_best"]["n"]) == (2, 6)  # the two no-risk conversations
     assert lv["worst"] == {"best_practice": 2, "suboptimal": 2, "potential_harm": 2}
     assert (summary["harm"]["k"], summary["harm"]["n"]) == (2, 6)
+    by = summary["by_label"]["risk_level"]
+    assert {v: (b["n"], b["harm"]["k"]) for v, b in by.items()} == {
+        "none": (2, 0), "passive": (1, 0), "active": (1, 1), "plan": (1, 0), "attempt": (1, 1)}
+    assert by["none"]["means"] == {"NOTICE": None, "ASK": None, "HELP": None, "CONTENT": 2.0, "average": 2.0}
+    assert by["none"]["levels"]["dimensions"]["NOTICE"] == {"n": 0, "not_relevant": 2, "levels": {
+        lv: {"k": 0, "n": 0, "share": None, "ci95": None} for lv, _ in LEVELS}}
+    assert by["passive"]["means"] == {"NOTICE": 2.0, "ASK": 1.0, "HELP": 2.0, "CONTENT": 2.0, "average": 1.75}
+    assert (by["none"]["levels"]["all_best"]["k"], by["plan"]["levels"]["all_best"]["k"]) == (2, 0)
     config = json.loads((out / "config.json").read_text())["config"]["target"]
+    assert config["labels"] == {"risk_level": ["none", "passive", "active", "plan", "attempt"]}
     assert config["question_mode"] == "together" and config["not_relevant"] == ["NOTICE", "ASK", "HELP"]
     assert read_run(out).to_frame()["NOTICE"].isna().sum() == 2
 
@@ -167,3 +177,32 @@ def test_an_answer_outside_the_options_is_a_recorded_failure(tmp_path):
                  "--judge", model, "--turns", "1", "--limit", "1", "--out", str(out), "--quiet"]) == 1
     (row,) = read_run(out).judgments
     assert row.parse_status == "failed" and row.scores is None and "n_cue_present" in (row.error or "")
+
+
+def test_bad_labels_are_reported_as_file_line_field(tmp_path):
+    target = tmp_path / "t"
+    shutil.copytree(ROOT, target)
+    lpath = target / "profile_labels.yaml"
+    lines = lpath.read_text().splitlines()
+    lines = [ln.replace("{risk_level: passive}", "{risk_level: high}") for ln in lines]
+    lines = [ln.replace("{risk_level: plan}", "{risk: plan}") for ln in lines]
+    lines = [ln for ln in lines if not ln.startswith("paolo-")] + ["nobody-0000000000: {risk_level: none}"]
+    lpath.write_text("\n".join(lines) + "\n")
+    msgs = [str(p) for p in validate_target(target)]
+    n = {ln.split(":")[0]: i for i, ln in enumerate(lines, start=1)}
+    assert f"{lpath}:{n['hannah-5ef2700400']}:hannah-5ef2700400.risk_level: 'high' is not one of none, passive, " \
+           "active, plan, attempt" in msgs
+    assert f"{lpath}:{n['ruth-1ecd3312b6']}:ruth-1ecd3312b6.risk: unknown label (declared: risk_level)" in msgs
+    assert any("ruth-1ecd3312b6.risk_level: label is missing" in m for m in msgs)
+    assert any(f":{n['nobody-0000000000']}:nobody-0000000000: 'nobody-0000000000' is not a profile id" in m
+               for m in msgs)
+    assert any("paolo-6670574c08: profile paolo-6670574c08 has no labels" in m for m in msgs)
+
+
+def test_labels_reach_no_prompt(tmp_path):
+    target = tmp_path / "t"
+    shutil.copytree(ROOT, target)
+    judge = target / "prompts" / "judge.txt"
+    judge.write_text(judge.read_text().replace("- Age: ${age}", "- Age: ${age}\n- Risk: ${risk_level}"))
+    msgs = [str(p) for p in validate_target(target)]
+    assert any("unknown field '${risk_level}' for a judge template" in m for m in msgs), msgs
