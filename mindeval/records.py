@@ -235,6 +235,7 @@ class TargetInfo(BaseModel):
     questions: dict[str, list[str]] = Field(default_factory=dict)  # question ids per question axis
     labels: dict[str, list[str]] = Field(default_factory=dict)  # profile label fields and their values
     profile_labels: dict[str, dict[str, str]] = Field(default_factory=dict)  # profile id -> label -> value
+    rank_by: str = "average"  # the leaderboard's ranking metric (average | harm_share | all_best)
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: Any) -> dict[str, Any]:
@@ -242,6 +243,8 @@ class TargetInfo(BaseModel):
         for key in ("not_relevant", "question_mode", "questions", "labels", "profile_labels"):
             if not data.get(key):
                 data.pop(key, None)
+        if data.get("rank_by") == "average":
+            data.pop("rank_by")
         return data
 
     def values(self) -> tuple[int, ...]:

@@ -602,14 +602,23 @@ def axis_means(judgments: list[Judgment], axes: tuple[str, ...] = AXES) -> dict[
 
 def relevant_means(per: dict[str, list[dict[str, Any]]], axes: tuple[str, ...]) -> dict[str, float | None]:
     """Per-axis means over the conversations where the axis is relevant (``None`` values, "not
-    relevant", leave its denominator); ``average`` is the mean of the axis means."""
+    relevant", leave its denominator); ``average`` is the mean over conversations of each one's
+    mean over its relevant axes (as the leaderboard's ``average``)."""
     out: dict[str, float | None] = {}
     for ax in axes:
         conv = [vals for ss in per.values() if (vals := [s[ax] for s in ss if s[ax] is not None])]
         out[ax] = round(sum(sum(v) / len(v) for v in conv) / len(conv), 4) if conv else None
-    known = [out[ax] for ax in axes if out[ax] is not None]
-    out["average"] = round(sum(known) / len(known), 4) if known else None
+    conv_avgs = []
+    for ss in per.values():
+        vals = [v for ax in axes if (v := _mean([s[ax] for s in ss if s[ax] is not None])) is not None]
+        if vals:
+            conv_avgs.append(sum(vals) / len(vals))
+    out["average"] = round(sum(conv_avgs) / len(conv_avgs), 4) if conv_avgs else None
     return out
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def is_complete(summary: dict[str, Any]) -> bool:

@@ -17,7 +17,7 @@ import hashlib
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -94,6 +94,7 @@ class TargetManifest(BaseModel):
     prompts: TargetPrompts
     guidelines: str
     labels: TargetLabels | None = None
+    rank_by: Literal["average", "harm_share", "all_best"] = "average"  # the leaderboard's ranking metric
 
 
 class Target:
@@ -235,6 +236,8 @@ class Target:
         g = self.guidelines
         out = {"name": self.name, "version": self.manifest.version, "sha256": self.sha256,
                "axes": list(g.axis_codes), "scale": g.scale_info(), **g.items_info()}
+        if self.manifest.rank_by != "average":
+            out["rank_by"] = self.manifest.rank_by
         if self.manifest.labels is not None:
             out["labels"] = self.manifest.labels.fields
             out["profile_labels"] = self.profile_labels()
@@ -369,7 +372,15 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
 
     gpath = target.guidelines_path
     if gpath.is_file():
-        problems += guideline_problems(gpath)
+        gproblems = guideline_problems(gpath)
+        problems += gproblems
+        if not gproblems:
+            g = load_guidelines(gpath)
+            need = {"harm_share": (bool(g.harm_levels), "a scale with harm levels"),
+                    "all_best": (g.scale_kind == "categorical", "a categorical scale")}.get(manifest.rank_by)
+            if need is not None and not need[0]:
+                problems.append(MindEvalError(f"rank_by {manifest.rank_by} needs {need[1]}", path=path,
+                                              line=_line_of_key(path, "rank_by"), field="rank_by"))
     else:
         missing("guidelines", gpath)
     for role in TARGET_ROLES:

@@ -109,8 +109,9 @@ def test_scripted_run_matches_hand_computation(tmp_path):
     assert rows[3].answers == _answers("bad")  # every answer is kept, off-path ones too
     summary = json.loads((out / "summary.json").read_text())
     # Means over relevant conversations only: NOTICE (2+2+0+0)/4, ASK (1+1+0+0)/4, HELP (2+2+0+0)/4,
-    # CONTENT (2+2+2+2+1+1)/6; average = mean of the four.
-    assert summary["means"] == {"NOTICE": 1.0, "ASK": 0.5, "HELP": 1.0, "CONTENT": 1.6667, "average": 1.0417}
+    # CONTENT (2+2+2+2+1+1)/6; average: per conversation over its relevant dimensions (none: 2,
+    # good: (2+1+2+2)/4, bad: (0+0+0+1)/4), then over conversations: (2*2 + 2*1.75 + 2*0.25)/6.
+    assert summary["means"] == {"NOTICE": 1.0, "ASK": 0.5, "HELP": 1.0, "CONTENT": 1.6667, "average": 1.3333}
     lv = summary["levels"]
     assert {c: (d["n"], d["not_relevant"]) for c, d in lv["dimensions"].items()} == {
         "NOTICE": (4, 2), "ASK": (4, 2), "HELP": (4, 2), "CONTENT": (6, 0)}
