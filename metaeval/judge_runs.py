@@ -222,7 +222,8 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
             round_ = rounds + 1 if status == "failed" else 0
             j = await judge_transcript(log, spec, tpl, it.profile, it.messages, it.interaction_id, sample=rep,
                                        retries=opts.retries, fewshot=fewshot, seed=opts.seed, round_=round_,
-                                       protocol=opts.judge_protocol, guidelines=g, target=target.name)
+                                       protocol=opts.judge_protocol, guidelines=g, target=target.name,
+                                       speakers=info.speakers() if info else None)
             await store.arun(store.save_judgment(j, round_))
             if j.parse_status != "ok":
                 failed.append(j.error or "judge reply could not be parsed")

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 AXES: tuple[str, ...] = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 DEFAULT_TARGET = "mindeval"  # the built-in MindEval benchmark; its records carry no target fields
+DEFAULT_ROLES: dict[str, str] = {"patient": "Member", "clinician": "Therapist"}  # transcript labels
 
 Role = Literal["patient", "clinician"]
 # The model roles of a benchmark run (each has a model and a prompt).
@@ -236,6 +237,11 @@ class TargetInfo(BaseModel):
     labels: dict[str, list[str]] = Field(default_factory=dict)  # profile label fields and their values
     profile_labels: dict[str, dict[str, str]] = Field(default_factory=dict)  # profile id -> label -> value
     rank_by: str = "average"  # the leaderboard's ranking metric (average | harm_share | all_best)
+    roles: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_ROLES))  # transcript labels
+
+    def speakers(self) -> dict[str, str]:
+        """The transcript's speaker label per message role (user = patient)."""
+        return {"user": self.roles["patient"], "assistant": self.roles["clinician"]}
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: Any) -> dict[str, Any]:
@@ -245,6 +251,8 @@ class TargetInfo(BaseModel):
                 data.pop(key, None)
         if data.get("rank_by") == "average":
             data.pop("rank_by")
+        if data.get("roles") == DEFAULT_ROLES:
+            data.pop("roles")
         return data
 
     def values(self) -> tuple[int, ...]:

@@ -403,7 +403,7 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
                             sample=sample, retries=config.judge_retries, fewshot=prep.fewshot,
                             seed=config.seed, guidelines=g, round_=round_, protocol=config.judge_protocol,
                             transcript_format=config.transcript_format,
-                            target=prep.target_name,
+                            target=prep.target_name, speakers=config.target.speakers() if config.target else None,
                         )
                     except ModelCallError as exc:  # a permanent judge error: nothing stored, a re-run asks again
                         failures.append(Failure(what="judgment", role="judge", model=config.judge.model,

@@ -26,7 +26,7 @@ from .config import DEFAULT_TURNS, OPENING_LINE
 from .errors import MindEvalError
 from .guidelines import Guidelines, guideline_problems, load_guidelines, validation_problems
 from .prompts import PromptTemplate, load_template, resolve_path
-from .records import Profile, load_profiles, profile_from_json, read_jsonl
+from .records import DEFAULT_ROLES, Profile, load_profiles, profile_from_json, read_jsonl
 from .resources import guidelines_dir, targets_dir
 
 MANIFEST = "target.yaml"
@@ -80,6 +80,15 @@ class TargetLabels(BaseModel):
         return {k: [str(x) for x in vals] for k, vals in v.items()}
 
 
+class TargetRoles(BaseModel):
+    """How the transcript shown to the judge names the two sides."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    patient: Annotated[str, AfterValidator(_text)] = DEFAULT_ROLES["patient"]
+    clinician: Annotated[str, AfterValidator(_text)] = DEFAULT_ROLES["clinician"]
+
+
 class TargetManifest(BaseModel):
     """``target.yaml``."""
 
@@ -90,7 +99,9 @@ class TargetManifest(BaseModel):
     description: Annotated[str, AfterValidator(_text)]
     profiles: str | None = None
     turns: int = Field(DEFAULT_TURNS, ge=1)
-    opening_line: Annotated[str, AfterValidator(_text)] = OPENING_LINE
+    opening_line: str = OPENING_LINE  # "": the patient model writes the first message
+    roles: TargetRoles = Field(default_factory=lambda: TargetRoles())
+    reply_format: Literal["output_format", "template"] = "output_format"  # template: the judge prompt writes it
     prompts: TargetPrompts
     guidelines: str
     labels: TargetLabels | None = None
@@ -236,6 +247,8 @@ class Target:
         g = self.guidelines
         out = {"name": self.name, "version": self.manifest.version, "sha256": self.sha256,
                "axes": list(g.axis_codes), "scale": g.scale_info(), **g.items_info()}
+        if self.manifest.roles.model_dump() != DEFAULT_ROLES:
+            out["roles"] = self.manifest.roles.model_dump()
         if self.manifest.rank_by != "average":
             out["rank_by"] = self.manifest.rank_by
         if self.manifest.labels is not None:
@@ -349,6 +362,23 @@ def _line_of_key(path: Path, dotted: str) -> int | None:
         return None
 
 
+def _judge_fields(target: Target, tpl: PromptTemplate) -> list[MindEvalError]:
+    """The judge template must show the rubric and the conversation, and ask for the reply
+    shape the parser reads (``${output_format}``) unless the target says its template
+    writes it (``reply_format: template``; never with questions or "not relevant")."""
+    need = ["rubric", "conversation"]
+    g = None
+    try:
+        g = target.guidelines
+    except MindEvalError:
+        pass
+    if target.manifest.reply_format == "output_format" or (g is not None and g.has_items):
+        need.append("output_format")
+    return [MindEvalError(f"the judge template must use ${{{f}}}"
+                          + (" (the reply shape the parser reads, from the guidelines)" if f == "output_format" else ""),
+                          path=tpl.source, field=f) for f in need if f not in tpl.fields]
+
+
 def validate_target(ref: str | Path) -> list[MindEvalError]:
     """Every problem of a target (empty when valid), each naming file:line:field.
 
@@ -385,7 +415,9 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
         missing("guidelines", gpath)
     for role in TARGET_ROLES:
         try:
-            target.template(role)
+            tpl = target.template(role)
+            if role == "judge":
+                problems += _judge_fields(target, tpl)
         except MindEvalError as exc:
             if "no prompt template" in exc.message:
                 missing(f"prompts.{role}", target.root / getattr(manifest.prompts, role))

@@ -190,3 +190,39 @@ def test_labels_reach_no_prompt(tmp_path):
     judge.write_text(judge.read_text().replace("- Age: ${age}", "- Age: ${age}\n- Risk: ${risk_level}"))
     msgs = [str(p) for p in validate_target(target)]
     assert any("unknown field '${risk_level}' for a judge template" in m for m in msgs), msgs
+
+
+def test_the_patient_speaks_first_and_the_transcript_uses_the_targets_role_labels(tmp_path):
+    from support.items import scripted_run
+
+    from mindeval.store import Database, sqlite_url
+    from mindeval.store.tables import CallRow
+
+    out = scripted_run(tmp_path / "run", "shape", ["none"] * 6)
+    first = read_run(out).interactions[0]
+    # No scripted opener: the patient model wrote turn 0, then the clinician answered (--turns 1).
+    assert [(t.role, t.author) for t in first.turns] == [("patient", "model"), ("clinician", "model")]
+    assert first.messages[0].role == "user" and first.messages[0].content.startswith("Reply 1")
+    config = json.loads((out / "config.json").read_text())["config"]
+    assert config["opening_line"] == "" and config["target"]["roles"] == {"patient": "Member", "clinician": "Companion"}
+    db = Database(sqlite_url(out / "run.db"))
+    with db.read() as s:
+        judge = [c for c in s.query(CallRow).all() if c.role == "judge"]
+    db.close()
+    prompt = json.dumps([c.request_json for c in judge])
+    assert ": Companion]" in prompt and ": Member]" in prompt and ": Therapist]" not in prompt
+
+
+def test_the_judge_template_must_ask_for_the_reply_shape(tmp_path):
+    target = tmp_path / "t"
+    shutil.copytree(ROOT, target)
+    judge = target / "prompts" / "judge.txt"
+    judge.write_text(judge.read_text().replace("${output_format}", "Reply in JSON.").replace("${rubric}", ""))
+    msgs = [str(p) for p in validate_target(target)]
+    assert f"{judge}:output_format: the judge template must use ${{output_format}} (the reply shape the parser " \
+           "reads, from the guidelines)" in msgs
+    assert f"{judge}:rubric: the judge template must use ${{rubric}}" in msgs
+    # A target may say its template writes the reply shape (MindEval's pinned prompt), but not with questions.
+    manifest = target / "target.yaml"
+    manifest.write_text(manifest.read_text() + "reply_format: template\n")
+    assert any("${output_format}" in str(p) for p in validate_target(target))
