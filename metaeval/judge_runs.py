@@ -38,6 +38,7 @@ from mindeval.records import (
     RunConfigRecord,
     RunSummary,
     TargetInfo,
+    target_of,
 )
 from mindeval.store.runs import RunStore
 from mindeval.workers import check_concurrency, run_pool
@@ -223,7 +224,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
             j = await judge_transcript(log, spec, tpl, it.profile, it.messages, it.interaction_id, sample=rep,
                                        retries=opts.retries, fewshot=fewshot, seed=opts.seed, round_=round_,
                                        protocol=opts.judge_protocol, guidelines=g, target=target.name,
-                                       speakers=info.speakers() if info else None)
+                                       speakers=target_of(info).speakers())
             await store.arun(store.save_judgment(j, round_))
             if j.parse_status != "ok":
                 failed.append(j.error or "judge reply could not be parsed")
@@ -253,7 +254,7 @@ def _export(store: RunStore, out: Path, data: HumanSource, evaluate: list[Annota
             label: str, log: Any, elapsed: float, protocol: str, resumed: bool,
             target: TargetInfo | None = None) -> dict[str, Any]:
     keep = {it.interaction_id for it in evaluate}
-    judgments = sorted((j for j in store.judgments(protocol, target.name if target else "mindeval")
+    judgments = sorted((j for j in store.judgments(protocol, target_of(target).name)
                         if j.interaction_id in keep),
                        key=lambda j: (j.interaction_id, j.sample))
     rows = []

@@ -32,7 +32,6 @@ from mindeval.authors import (
 )
 from mindeval.errors import MindEvalError
 from mindeval.records import (
-    AXES,
     CONFIG_FILE,
     JUDGMENTS_FILE,
     JudgmentRecord,
@@ -41,6 +40,7 @@ from mindeval.records import (
     TargetInfo,
     read_jsonl,
     read_run,
+    target_of,
 )
 
 from .rollup import AVERAGE, RATING_COLUMNS, Dimensions, judge_axis_frame, rollup
@@ -244,7 +244,7 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
     root = Path(path)
     judgments, config, jpath = _judge_rows(root)
     target = config.target(jpath.parent / CONFIG_FILE)
-    axes = AXES if target is None else tuple(target.axes)
+    axes = tuple(target_of(target).axes)
     rows: dict[str, list[dict[str, Any]]] = {}
     for j in judgments:
         row: dict[str, Any] = {"profile_id": j.profile_id, "system": j.model, "interaction_id": j.interaction_id,

@@ -60,6 +60,7 @@ from .records import (
     TargetInfo,
     Usage,
     load_profiles,
+    target_of,
 )
 from .simulate import run_interaction
 from .store import runs
@@ -124,7 +125,7 @@ class Prepared(BaseModel):
 
     @property
     def target_name(self) -> str:
-        return self.config.target.name if self.config.target else DEFAULT_TARGET
+        return target_of(self.config.target).name
 
 
 def _profiles_path(opts: RunOptions, target: Target) -> Path:
@@ -403,7 +404,7 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, run_id: str, 
                             sample=sample, retries=config.judge_retries, fewshot=prep.fewshot,
                             seed=config.seed, guidelines=g, round_=round_, protocol=config.judge_protocol,
                             transcript_format=config.transcript_format,
-                            target=prep.target_name, speakers=config.target.speakers() if config.target else None,
+                            target=prep.target_name, speakers=target_of(config.target).speakers(),
                         )
                     except ModelCallError as exc:  # a permanent judge error: nothing stored, a re-run asks again
                         failures.append(Failure(what="judgment", role="judge", model=config.judge.model,
@@ -487,7 +488,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
     store = RunStore(db, run_id)
     interactions = store.interactions()
     target = config.target
-    judgments = store.judgments(config.judge_protocol, target.name if target else DEFAULT_TARGET)
+    judgments = store.judgments(config.judge_protocol, target_of(target).name)
     by_id = {i.id: i for i in interactions}
     InteractionRecord.write(out / INTERACTIONS_FILE, [InteractionRecord.from_interaction(i) for i in interactions])
     JudgmentRecord.write(out / JUDGMENTS_FILE, [
@@ -498,7 +499,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         )
         for j in judgments if j.interaction_id in by_id
     ])
-    means = axis_means(judgments, tuple(target.axes) if target else AXES)
+    means = axis_means(judgments, tuple(target_of(target).axes))
     extra: dict[str, Any] = {}
     if target is not None:
         extra["target"] = target.name

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel
 
+from ..records import target_of
 from .loading import InteractionScore, RunData, criteria_of
 
 
@@ -114,10 +115,10 @@ def compute_breakdowns(labelled: list[tuple[str, RunData]],
             cond = _condition(attr, v, subset, lambda r: True)
             if cond is not None:
                 out.append(cond)
-    target = labelled[0][1].target if labelled else None
-    tags = target.profile_labels if target is not None else {}
+    target = target_of(labelled[0][1].target if labelled else None)
+    tags = target.profile_labels
     for field in by:
-        for value in (target.labels.get(field, []) if target is not None else []):
+        for value in target.labels.get(field, []):
             cond = _condition(field, value, labelled,
                               lambda r, f=field, v=value: tags.get(r.profile_id, {}).get(f) == v)
             if cond is None:

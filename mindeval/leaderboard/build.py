@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from .. import __version__
 from ..errors import MindEvalError
-from ..records import TargetInfo
+from ..records import TargetInfo, target_of
 from ..stats.proportion import CategoricalReport
 from ..stats.significance import small_sample_warning
 from .breakdowns import Condition, compute_breakdowns
@@ -154,8 +154,8 @@ def build_leaderboard(
     check_same_target(runs)
     target = runs[0].target
     for name in by:
-        if target is None or name not in target.labels:
-            known = ", ".join(target.labels) if target is not None and target.labels else "none"
+        if name not in target_of(target).labels:
+            known = ", ".join(target_of(target).labels) or "none"
             raise MindEvalError(f"no profile label '{name}' in the runs' target (labels: {known})", field="--by")
     criteria = criteria_of(target)
     warnings = check_compatible(runs, allow_mixed)
@@ -247,7 +247,7 @@ def build_leaderboard(
         for s in table.systems
         if (h := by_label[s.label].harm) is not None and h.share is not None and h.ci95 is not None
     ]
-    rank_by = target.rank_by if target is not None else "average"
+    rank_by = target_of(target).rank_by
     if rank_by != "average":
         table = rerank(table, rank_by, by_label)
     levels = [SystemLevels(system=s.label, report=by_label[s.label].levels) for s in table.systems

@@ -28,6 +28,7 @@ from ..records import (
     InteractionRecord,
     TargetInfo,
     read_run,
+    target_of,
 )
 from ..stats.proportion import CategoricalReport, HarmShare, harm_share, level_shares
 from .verbosity import VerbosityCounts
@@ -37,7 +38,7 @@ CRITERIA: tuple[str, ...] = (*AXES, "average")  # MindEval's; a run's are criter
 
 def axes_of(target: TargetInfo | None) -> tuple[str, ...]:
     """The dimensions of a run's target (``None``: MindEval's five axes)."""
-    return AXES if target is None else tuple(target.axes)
+    return tuple(target_of(target).axes)
 
 
 def criteria_of(target: TargetInfo | None) -> tuple[str, ...]:
@@ -244,8 +245,9 @@ def relevant_scores(got: list[dict[str, float]], axes: tuple[str, ...]) -> dict[
 def run_levels(target: TargetInfo | None, scored: list[InteractionScore],
                samples: dict[str, list[dict[str, float]]]) -> CategoricalReport | None:
     """Per-level shares of a categorical target's run (``None`` for other scales)."""
-    if target is None or target.scale.kind != "categorical":
+    if target_of(target).scale.kind != "categorical":
         return None
+    assert target is not None
     rows = ((s.interaction_id, {ax: None if math.isnan(v) else v for ax, v in x.items()})
             for s in scored for x in samples[s.interaction_id])
     return level_shares(rows, target.axes, [(lv.id, lv.value) for lv in target.scale.levels])
