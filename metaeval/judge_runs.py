@@ -38,9 +38,9 @@ from mindeval.records import (
     RunConfigRecord,
     RunSummary,
     TargetInfo,
-    target_of,
 )
 from mindeval.store.runs import RunStore
+from mindeval.targets import target_of
 from mindeval.workers import check_concurrency, run_pool
 
 from .sources import AnnotatedInteraction, HumanSource, load_annotation_db, load_authors_annotations

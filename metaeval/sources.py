@@ -40,8 +40,8 @@ from mindeval.records import (
     TargetInfo,
     read_jsonl,
     read_run,
-    target_of,
 )
+from mindeval.targets import target_of
 
 from .rollup import AVERAGE, RATING_COLUMNS, Dimensions, judge_axis_frame, rollup
 

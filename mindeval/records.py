@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -263,23 +262,6 @@ class TargetInfo(BaseModel):
     @property
     def harm_values(self) -> tuple[int, ...]:
         return tuple(lv.value for lv in self.scale.levels if lv.harm)
-
-
-def target_of(block: TargetInfo | None) -> TargetInfo:
-    """The target of a run or row: its ``config.json`` block, or MindEval's when there is none.
-
-    Pinned compatibility: MindEval's run directories carry no ``target`` block (they are
-    byte-identical to runs made before targets), so a missing block means the built-in
-    ``targets/mindeval``, read from the shipped folder like any other target.
-    """
-    return block if block is not None else _mindeval_info()
-
-
-@lru_cache(maxsize=1)
-def _mindeval_info() -> TargetInfo:
-    from .targets import load_target
-
-    return TargetInfo.model_validate(load_target(DEFAULT_TARGET).info())
 
 
 def check_scores(scores: Any, protocol: str = "mindeval", target: TargetInfo | None = None,
@@ -742,7 +724,8 @@ class Run(BaseModel):
     @property
     def axes(self) -> tuple[str, ...]:
         """The judge's dimensions: the target's axis codes (MindEval's five by default)."""
-        return tuple(target_of(self.target).axes)
+        t = self.target
+        return tuple(t.axes) if t else AXES  # pinned compatibility: no block is MindEval
 
     def to_frame(self) -> Any:
         """A pandas DataFrame, one row per judge sample and one column per axis (NaN when failed)."""

@@ -60,14 +60,13 @@ from .records import (
     TargetInfo,
     Usage,
     load_profiles,
-    target_of,
 )
 from .simulate import run_interaction
 from .store import runs
 from .store.calls import CallLog, calls_line
 from .store.db import Database, redact_url, sqlite_url
 from .store.runs import RunStore, Writer
-from .targets import Target, load_target
+from .targets import Target, load_target, target_of
 from .workers import Progress, bounded, check_concurrency, run_async
 
 

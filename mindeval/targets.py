@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -26,7 +26,14 @@ from .config import DEFAULT_TURNS, OPENING_LINE
 from .errors import MindEvalError
 from .guidelines import Guidelines, guideline_problems, load_guidelines, validation_problems
 from .prompts import PromptTemplate, load_template, resolve_path
-from .records import DEFAULT_ROLES, Profile, load_profiles, profile_from_json, read_jsonl
+from .records import (
+    DEFAULT_ROLES,
+    Profile,
+    TargetInfo,
+    load_profiles,
+    profile_from_json,
+    read_jsonl,
+)
 from .resources import guidelines_dir, targets_dir
 
 MANIFEST = "target.yaml"
@@ -266,6 +273,24 @@ def _read_labels(path: Path) -> tuple[dict[str, Any], str, list[MindEvalError]]:
         return {}, text, problems
     return {str(k): ({str(a): str(b) for a, b in v.items()} if isinstance(v, dict) else v)
             for k, v in data.items()}, text, []
+
+
+# ----------------------------------------------------------------------- reading runs
+
+
+def target_of(block: TargetInfo | None) -> TargetInfo:
+    """The target of a run or row: its ``config.json`` block, or MindEval's when there is none.
+
+    Pinned compatibility: MindEval's run directories carry no ``target`` block (they are
+    byte-identical to runs made before targets), so a missing block means the built-in
+    ``targets/mindeval``, read from the shipped folder like any other target.
+    """
+    return block if block is not None else _mindeval_info()
+
+
+@lru_cache(maxsize=1)
+def _mindeval_info() -> TargetInfo:
+    return TargetInfo.model_validate(load_target(DEFAULT_TARGET).info())
 
 
 # ----------------------------------------------------------------------- loading

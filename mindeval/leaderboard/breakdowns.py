@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel
 
-from ..records import target_of
+from ..targets import target_of
 from .loading import InteractionScore, RunData, criteria_of
 
 

@@ -10,9 +10,10 @@ from pydantic import BaseModel, Field
 
 from .. import __version__
 from ..errors import MindEvalError
-from ..records import TargetInfo, target_of
+from ..records import TargetInfo
 from ..stats.proportion import CategoricalReport
 from ..stats.significance import small_sample_warning
+from ..targets import target_of
 from .breakdowns import Condition, compute_breakdowns
 from .compare import Comparison, compare_setups
 from .loading import RunData, criteria_of, load_run

@@ -28,9 +28,9 @@ from ..records import (
     InteractionRecord,
     TargetInfo,
     read_run,
-    target_of,
 )
 from ..stats.proportion import CategoricalReport, HarmShare, harm_share, level_shares
+from ..targets import target_of
 from .verbosity import VerbosityCounts
 
 CRITERIA: tuple[str, ...] = (*AXES, "average")  # MindEval's; a run's are criteria_of(run.target)
