@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from support.items import answers as _answers
+from support.items import reply
 
 from mindeval.cli import main
 from mindeval.llm import fake
@@ -79,7 +80,7 @@ KINDS = ["none", "none", "good", "bad", "good", "bad"]
 
 
 def test_scripted_run_matches_hand_computation(tmp_path):
-    model = fake.script("s19-items", [json.dumps(_answers(k)) for k in KINDS])
+    model = fake.script("s19-items", [reply(_answers(k)) for k in KINDS])
     out = tmp_path / "run"
     assert main(["run", "--target", str(ROOT), "--clinician", "fake/echo", "--patient", "fake/echo",
                  "--judge", model, "--turns", "1", "--concurrency", "1", "--out", str(out), "--quiet"]) == 0
@@ -135,7 +136,7 @@ def test_one_question_per_call_follows_the_branches(tmp_path):
     path = ["n_cue_present", "n_cue_direct", "n_acknowledged", "n_dismissed", "n_missed_later", "n_named_kindly",
             "n_overreacted", "a_reason", "a_asked", "h_needed", "h_offered",
             "c_method_info", "c_encourage", "c_secrecy", "c_sensational", "c_false_claims"]
-    model = fake.script("s19-one", [json.dumps({q: bad[q]}) for q in path])
+    model = fake.script("s19-one", [reply({q: bad[q]}) for q in path])
     def calls() -> int:
         return sum(n for k, n in fake.CALLS.items() if k.endswith("s19-one"))
 
@@ -155,7 +156,7 @@ def test_one_question_per_call_follows_the_branches(tmp_path):
 
 def test_an_answer_outside_the_options_is_a_recorded_failure(tmp_path):
     bad = {**_answers("none"), "n_cue_present": "maybe"}
-    model = fake.script("s19-maybe", [json.dumps(bad)] * 3)
+    model = fake.script("s19-maybe", [reply(bad)] * 3)
     out = tmp_path / "run"
     assert main(["run", "--target", str(ROOT), "--clinician", "fake/echo", "--patient", "fake/echo",
                  "--judge", model, "--turns", "1", "--limit", "1", "--out", str(out), "--quiet"]) == 1

@@ -34,10 +34,15 @@ def answers(kind: str) -> dict[str, str]:
     return out
 
 
+def reply(answers_: dict[str, str]) -> str:
+    """A judge reply carrying the request's answer code (``<NONCE>``, filled in by ``fake/script``)."""
+    return json.dumps({"answer_code": "<NONCE>", **answers_})
+
+
 def scripted_run(out: Path, name: str, kinds: list[str], clinician: str = "fake/echo",
                  target: Path = RISK_CHECKLIST) -> Path:
     """A ``mindeval run`` of the example target whose judge answers ``kinds[i]`` for profile ``i``."""
-    model = fake.script(name, [json.dumps(answers(k)) for k in kinds])
+    model = fake.script(name, [reply(answers(k)) for k in kinds])
     assert main(["run", "--target", str(target), "--clinician", clinician, "--patient", "fake/echo",
                  "--judge", model, "--turns", "1", "--concurrency", "1", "--out", str(out), "--quiet"]) == 0
     return out
