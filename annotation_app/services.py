@@ -261,6 +261,13 @@ class Workspace:
         self._admin(v)
         return results.study_results(self.db, self.guidelines(study), study)
 
+    def judge_answers(self, v: Viewer, study: int | str) -> list:
+        """Admin: the judge's answers to an item-level rubric, per item (why each level was given)."""
+        self._admin(v)
+        from mindeval.store.annotations.judge_answers import judge_answers
+
+        return judge_answers(self.db, self.guidelines(study), study)
+
     def export_text(self, v: Viewer, study: int | str, fmt: str) -> str:
         self._admin(v)
         t = self.study_target(study)

@@ -191,6 +191,8 @@ def load_judges(args: Sequence[str]) -> list[RaterScores]:
             have.meta["fewshot_interaction_ids"] = sorted(
                 set(have.meta.get("fewshot_interaction_ids") or []) | set(r.meta.get("fewshot_interaction_ids") or []))
             have.meta["n_failed"] = int(have.meta.get("n_failed", 0)) + int(r.meta.get("n_failed", 0))
+            if have.meta.get("n_not_relevant") or r.meta.get("n_not_relevant"):
+                have.meta["n_not_relevant"] = int(have.meta.get("n_not_relevant", 0)) + int(r.meta.get("n_not_relevant", 0))
     return list(by_label.values())
 
 
@@ -245,6 +247,8 @@ def run_compare(opts: CompareOptions) -> CompareResult:
         if not dims.categorical else
         f"target {dims.target}: categorical scale, blank/NA = not rated (a 0 may be a level)",
     ]
+    notes += [f"judge {j.label}: {j.meta['n_not_relevant']} dimension ratings 'not relevant', left out of "
+              "that dimension's agreement" for j in judges if j.meta.get("n_not_relevant")]
     extra["notes"] = notes
     if dims.target != MINDEVAL:
         extra["target"] = dims.target

@@ -40,6 +40,7 @@ from mindeval.records import (
     TargetInfo,
 )
 from mindeval.store.runs import RunStore
+from mindeval.targets import target_of
 from mindeval.workers import check_concurrency, run_pool
 
 from .sources import AnnotatedInteraction, HumanSource, load_annotation_db, load_authors_annotations
@@ -239,7 +240,8 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
             round_ = rounds + 1 if status == "failed" else 0
             j = await judge_transcript(log, spec, tpl, it.profile, it.messages, it.interaction_id, sample=rep,
                                        retries=opts.retries, fewshot=fewshot, seed=opts.seed, round_=round_,
-                                       protocol=opts.judge_protocol, guidelines=g, target=target.name)
+                                       protocol=opts.judge_protocol, guidelines=g, target=target.name,
+                                       speakers=target_of(info).speakers())
             await store.arun(store.save_judgment(j, round_))
             if j.parse_status != "ok":
                 failed.append(j.error or "judge reply could not be parsed")
@@ -269,7 +271,7 @@ def _export(store: RunStore, out: Path, data: HumanSource, evaluate: list[Annota
             label: str, log: Any, elapsed: float, protocol: str, resumed: bool,
             target: TargetInfo | None = None) -> dict[str, Any]:
     keep = {it.interaction_id for it in evaluate}
-    judgments = sorted((j for j in store.judgments(protocol, target.name if target else "mindeval")
+    judgments = sorted((j for j in store.judgments(protocol, target_of(target).name)
                         if j.interaction_id in keep),
                        key=lambda j: (j.interaction_id, j.sample))
     rows = []

@@ -32,7 +32,6 @@ from mindeval.authors import (
 )
 from mindeval.errors import MindEvalError
 from mindeval.records import (
-    AXES,
     CONFIG_FILE,
     JUDGMENTS_FILE,
     JudgmentRecord,
@@ -42,6 +41,7 @@ from mindeval.records import (
     read_jsonl,
     read_run,
 )
+from mindeval.targets import target_of
 
 from .rollup import AVERAGE, RATING_COLUMNS, Dimensions, judge_axis_frame, rollup
 
@@ -244,19 +244,23 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
     root = Path(path)
     judgments, config, jpath = _judge_rows(root)
     target = config.target(jpath.parent / CONFIG_FILE)
-    axes = AXES if target is None else tuple(target.axes)
+    axes = tuple(target_of(target).axes)
     rows: dict[str, list[dict[str, Any]]] = {}
     for j in judgments:
         row: dict[str, Any] = {"profile_id": j.profile_id, "system": j.model, "interaction_id": j.interaction_id,
                                "run": j.sample}
-        row.update({ax: np.nan if j.scores is None else float(j.scores[ax]) for ax in axes})
+        # "not relevant" (None) is NaN like a human's N/A: out of that axis's agreement, counted.
+        row.update({ax: np.nan if j.scores is None or j.scores[ax] is None else float(j.scores[ax]) for ax in axes})
+        row["_failed"] = j.scores is None
+        row["_not_relevant"] = sum(v is None for v in (j.scores or {}).values())
         rows.setdefault(j.judge_model, []).append(row)
     if not rows:
         raise MindEvalError("no judgments in file", path=jpath)
     out: list[RaterScores] = []
     for judge_model, judge_rows in rows.items():
-        wide = judge_axis_frame(pd.DataFrame(judge_rows), axes)
-        n_failed = int(wide[AVERAGE].isna().sum())
+        frame = pd.DataFrame(judge_rows)
+        n_failed, n_not_relevant = int(frame.pop("_failed").sum()), int(frame.pop("_not_relevant").sum())
+        wide = judge_axis_frame(frame, axes)
         long = wide.melt(
             id_vars=["profile_id", "system", "interaction_id", "run"], value_vars=[*axes, AVERAGE],
             var_name="axis", value_name="score",
@@ -267,6 +271,7 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
         _check_unique(long, str(jpath), name)
         meta = {
             "judge_model": judge_model, "n_failed": n_failed,
+            **({"n_not_relevant": n_not_relevant} if n_not_relevant else {}),
             "fewshot_interaction_ids": list(config.fewshot_interaction_ids),
             "prompt": (config.config.get("prompts") or {}).get("judge"), "run_id": config.run_id,
         }

@@ -43,6 +43,13 @@ from pydantic import (
 
 from .errors import MindEvalError
 from .resources import guidelines_dir
+from .rubric import (
+    ANSWER_LABELS,
+    NOT_RELEVANT,
+    LevelRule,
+    Question,
+    check_questions,
+)
 
 DEFAULT_FILE = "guidelines.yaml"
 SCALE_KINDS: tuple[str, ...] = ("ordinal", "categorical")
@@ -209,6 +216,9 @@ class JudgeAxis(_Frozen):
     summary: Text
     what_to_evaluate: Text
     anchors: list[AnchorBand] = Field(min_length=1)
+    not_relevant: bool = False  # the judge may answer "not_relevant" (no level; out of the denominators)
+    questions: list[Question] = Field(default_factory=list)  # item-level rubric (mindeval.rubric)
+    rule: LevelRule = Field(default_factory=LevelRule)  # how the level follows from the answers
 
     @field_validator("code")
     @classmethod
@@ -264,6 +274,7 @@ def _check_axes(axes: list[JudgeAxis], scale: OrdinalScale | CategoricalScale) -
             problems.append(((i, "code"), f"duplicate code '{ax.code}' (items {seen[ax.code]} and {i})"))
         seen.setdefault(ax.code, i)
         bands = [a.band for a in ax.anchors]
+        problems += _check_items(i, ax, scale)
         if isinstance(scale, CategoricalScale):
             ids = [lvl.id for lvl in scale.levels]
             if sorted(bands) != sorted(ids):
@@ -282,6 +293,25 @@ def _check_axes(axes: list[JudgeAxis], scale: OrdinalScale | CategoricalScale) -
                              f"in order without gaps or overlap (got {', '.join(bands)})"))
     _raise(problems)
     return axes
+
+
+def _check_items(i: int, ax: JudgeAxis, scale: OrdinalScale | CategoricalScale) -> list[tuple[tuple[Any, ...], str]]:
+    """Problems of an axis's questions, level rule and not-relevant flag."""
+    out: list[tuple[tuple[Any, ...], str]] = []
+    if not ax.questions:
+        if ax.rule.otherwise is not None:
+            out.append(((i, "rule"), "a level rule needs questions"))
+        return out
+    if not isinstance(scale, CategoricalScale):
+        return [((i, "questions"), "questions need a categorical scale (their severities are level ids)")]
+    ids = [lvl.id for lvl in scale.levels]
+    out += [((i, "questions") + sub, msg) for sub, msg in check_questions(ax.questions, ids)]
+    if ax.rule.otherwise is not None and ax.rule.otherwise not in ids:
+        out.append(((i, "rule", "otherwise"), f"'{ax.rule.otherwise}' is not a level ({', '.join(ids)})"))
+    ends_nr = [q.id for q in ax.questions if NOT_RELEVANT in q.next.values()]
+    if ends_nr and not ax.not_relevant:
+        out.append(((i, "not_relevant"), f"question {ends_nr[0]} can end in not_relevant: set not_relevant: true"))
+    return out
 
 
 def _check_subaxes(subs: list[HumanSubAxis], scale: OrdinalScale | CategoricalScale,
@@ -332,6 +362,7 @@ class Guidelines(_Frozen):
     scale: Scale
     judge_axes: list[JudgeAxis] = Field(min_length=1)
     human_subaxes: list[HumanSubAxis] = Field(min_length=1)
+    question_mode: Literal["together", "one_by_one"] = "together"  # all questions in one call, or one per call
 
     _source: str | None = PrivateAttr(default=None)
     _sha256: str | None = PrivateAttr(default=None)
@@ -348,6 +379,14 @@ class Guidelines(_Frozen):
         scale = info.data.get("scale")
         axes = info.data.get("judge_axes")
         codes = tuple(a.code for a in axes) if axes is not None else None
+        if axes is not None:
+            qids: dict[str, str] = {}
+            for ax in axes:
+                for q in ax.questions:
+                    if q.id in qids or q.id in codes:
+                        raise ValueError(f"question id '{q.id}' of {ax.code} is used twice "
+                                         f"(question ids are unique across dimensions and differ from codes)")
+                    qids[q.id] = ax.code
         return v if scale is None else _check_subaxes(v, scale, codes)
 
     # ------------------------------------------------------------- accessors
@@ -388,8 +427,34 @@ class Guidelines(_Frozen):
         """Values flagged as potential harm (empty for ordinal scales such as MindEval's)."""
         return tuple(lvl.value for lvl in self.levels if lvl.harm)
 
-    def is_harm(self, value: float) -> bool:
-        return value in self.harm_levels
+    def is_harm(self, value: float | None) -> bool:
+        return value is not None and value in self.harm_levels
+
+    @property
+    def not_relevant_axes(self) -> tuple[str, ...]:
+        """Codes the judge may rate "not relevant" (stored as ``None``)."""
+        return tuple(a.code for a in self.judge_axes if a.not_relevant)
+
+    @property
+    def has_items(self) -> bool:
+        """Some dimension is scored from questions or may be "not relevant" (mindeval.judge_items)."""
+        return any(a.questions or a.not_relevant for a in self.judge_axes)
+
+    def best_level(self) -> Level:
+        return max(self.levels, key=lambda lv: lv.value)
+
+    def worst_level(self) -> Level:
+        return min(self.levels, key=lambda lv: lv.value)
+
+    def items_info(self) -> dict[str, Any]:
+        """What a run's ``config.json`` target block records of the item rubric (empty if none)."""
+        out: dict[str, Any] = {}
+        if self.not_relevant_axes:
+            out["not_relevant"] = list(self.not_relevant_axes)
+        if any(a.questions for a in self.judge_axes):
+            out["question_mode"] = self.question_mode
+            out["questions"] = {a.code: [q.id for q in a.questions] for a in self.judge_axes if a.questions}
+        return out
 
     def scale_info(self) -> dict[str, Any]:
         """The scale as recorded in a run's ``config.json`` target block."""
@@ -574,12 +639,19 @@ def render_axis(axis: JudgeAxis, g: Guidelines | None = None) -> str:
         axis.what_to_evaluate.strip(),
     ]
     labels = {lv.id: lv.label for lv in g.levels} if g is not None and g.scale_kind == "categorical" else {}
+    if axis.questions:
+        lines += ["", "QUESTIONS (answer each by its id):"]
+        lines += [f"- {q.id}: {q.text.strip()} (answer {' | '.join(q.answers)})" for q in axis.questions]
+        lines.append("</criterion>")
+        return "\n".join(lines)
     for band in axis.anchors:
         if band.band in labels:
             lines += ["", f"LEVEL {band.band} ({labels[band.band]}): {band.heading}"]
         else:
             lines += ["", f"SCORE {band.band}: {band.heading}"]
         lines += [f"- {b.strip()}" for b in band.bullets]
+    if axis.not_relevant:
+        lines += ["", f"LEVEL {NOT_RELEVANT}: this dimension does not apply to this conversation at all."]
     lines.append("</criterion>")
     return "\n".join(lines)
 
@@ -598,8 +670,41 @@ def output_shape(g: Guidelines) -> dict[str, str]:
     return {code: slot for code in g.axis_codes}
 
 
+def reply_slots(g: Guidelines, questions: bool = True) -> list[tuple[str, str, list[str]]]:
+    """``(key, what, allowed ids)`` the judge answers: a directly rated dimension's levels
+    (plus ``not_relevant`` when allowed), or each question of a question dimension."""
+    out: list[tuple[str, str, list[str]]] = []
+    levels = [lv.id for lv in g.levels]
+    for ax in g.judge_axes:
+        if ax.questions:
+            if questions:
+                out += [(q.id, f"question {q.id} of {ax.code}", list(q.answers)) for q in ax.questions]
+        else:
+            out.append((ax.code, ax.name, levels + ([NOT_RELEVANT] if ax.not_relevant else [])))
+    return out
+
+
+def render_slots_format(slots: list[tuple[str, str, list[str]]]) -> str:
+    """The reply instruction for ``slots`` (dimension codes and question ids)."""
+    body = ", ".join(f'"{key}": "<{"|".join(ids)}>"' for key, _, ids in slots)
+    names = ", ".join(f"{key} = {what}" for key, what, _ in slots)
+    return (
+        "Reply with exactly one JSON object and nothing else: no text before or after it and no code "
+        "fences. Use this shape, where every value is one of the ids listed for its key:\n"
+        f'{{{body}, "rationale": "<optional, brief>"}}\n'
+        f"The keys are: {names}. Answer every key. The \"rationale\" key is optional; if you include "
+        "it, keep it to a few sentences."
+    )
+
+
+def answer_label(answer: str) -> str:
+    return ANSWER_LABELS.get(answer, answer.replace("_", " ").capitalize())
+
+
 def render_output_format(g: Guidelines) -> str:
     """The reply instruction for the target's dimensions: the judge prompt's ``${output_format}``."""
+    if g.has_items:
+        return render_slots_format(reply_slots(g, questions=g.question_mode == "together"))
     shape = output_shape(g)
     if isinstance(g.scale, OrdinalScale):
         what = f"every rating is a whole number from {g.scale.min} to {g.scale.max}"

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 AXES: tuple[str, ...] = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 DEFAULT_TARGET = "mindeval"  # the built-in MindEval benchmark; its records carry no target fields
+DEFAULT_ROLES: dict[str, str] = {"patient": "Member", "clinician": "Therapist"}  # transcript labels
 
 Role = Literal["patient", "clinician"]
 # The model roles of a benchmark run (each has a model and a prompt).
@@ -230,6 +231,29 @@ class TargetInfo(BaseModel):
     sha256: str = ""
     axes: list[str]
     scale: ScaleInfo = Field(default_factory=ScaleInfo)
+    not_relevant: list[str] = Field(default_factory=list)  # axes the judge may rate "not relevant" (None)
+    question_mode: str | None = None  # item-level rubric: "together" | "one_by_one"
+    questions: dict[str, list[str]] = Field(default_factory=dict)  # question ids per question axis
+    labels: dict[str, list[str]] = Field(default_factory=dict)  # profile label fields and their values
+    profile_labels: dict[str, dict[str, str]] = Field(default_factory=dict)  # profile id -> label -> value
+    rank_by: str = "average"  # the leaderboard's ranking metric (average | harm_share | all_best)
+    roles: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_ROLES))  # transcript labels
+
+    def speakers(self) -> dict[str, str]:
+        """The transcript's speaker label per message role (user = patient)."""
+        return {"user": self.roles["patient"], "assistant": self.roles["clinician"]}
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        for key in ("not_relevant", "question_mode", "questions", "labels", "profile_labels"):
+            if not data.get(key):
+                data.pop(key, None)
+        if data.get("rank_by") == "average":
+            data.pop("rank_by")
+        if data.get("roles") == DEFAULT_ROLES:
+            data.pop("roles")
+        return data
 
     def values(self) -> tuple[int, ...]:
         """The numbers a score may take."""
@@ -241,7 +265,7 @@ class TargetInfo(BaseModel):
 
 
 def check_scores(scores: Any, protocol: str = "mindeval", target: TargetInfo | None = None,
-                 target_name: str = DEFAULT_TARGET) -> dict[str, int | float]:
+                 target_name: str = DEFAULT_TARGET) -> dict[str, int | float | None]:
     """The one rule for judge scores, used by every writer and reader.
 
     MindEval (no ``target``): exactly the five axes; each a number from 1 to 6; a whole
@@ -262,9 +286,12 @@ def check_scores(scores: Any, protocol: str = "mindeval", target: TargetInfo | N
     if set(scores) != set(axes) or not axes:
         raise _FieldError(f"scores must have exactly the axes {', '.join(axes)}", "scores")
     lo, hi = SCORE_RANGE
-    out: dict[str, int | float] = {}
+    out: dict[str, int | float | None] = {}
     for ax in axes:
         v = scores[ax]
+        if v is None and allowed is not None and (target is None or ax in target.not_relevant):
+            out[ax] = None
+            continue
         if allowed is not None:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer() \
                     or (allowed and int(v) not in allowed):
@@ -291,7 +318,7 @@ def _context_target(info: ValidationInfo) -> TargetInfo | None:
     return t if isinstance(t, TargetInfo) and t.name == name else None
 
 
-def _validate_scores(v: Any, info: ValidationInfo) -> dict[str, int | float] | None:
+def _validate_scores(v: Any, info: ValidationInfo) -> dict[str, int | float | None] | None:
     if v is None:
         return None
     return check_scores(v, info.data.get("protocol", "mindeval"), _context_target(info),
@@ -299,7 +326,8 @@ def _validate_scores(v: Any, info: ValidationInfo) -> dict[str, int | float] | N
 
 
 def _omit_defaults(data: dict[str, Any]) -> dict[str, Any]:
-    """Drop ``target`` when it is MindEval's (so MindEval's files stay as they were)."""
+    """Drop ``target`` when it is MindEval's, and ``answers`` when there are none (so
+    MindEval's files stay as they were)."""
     if data.get("target") in (None, DEFAULT_TARGET):
         data.pop("target", None)
     for key in ("nonce", "answer_channel", "answer_prompt"):
@@ -307,7 +335,15 @@ def _omit_defaults(data: dict[str, Any]) -> dict[str, Any]:
             data.pop(key)
     if data.get("transcript_format") == "mindeval":
         data.pop("transcript_format")
+    if "answers" in data and data["answers"] is None:
+        data.pop("answers")
     return data
+
+
+def mean_of(scores: dict[str, int | float | None]) -> float | None:
+    """Mean over the relevant dimensions (``None``: not relevant); ``None`` when none is."""
+    vals = [v for v in scores.values() if v is not None]
+    return sum(vals) / len(vals) if vals else None
 
 
 class Judgment(BaseModel):
@@ -319,7 +355,7 @@ class Judgment(BaseModel):
     sample: int = 0
     protocol: str = "mindeval"
     target: str = DEFAULT_TARGET
-    scores: dict[str, int | float] | None = None
+    scores: dict[str, int | float | None] | None = None
     raw_text: str = ""
     rationale: str | None = None
     parse_status: ParseStatus = "ok"
@@ -329,17 +365,18 @@ class Judgment(BaseModel):
     # (mindeval.judge.CHANNELS); None for judgments made before answer channels.
     nonce: str | None = None
     answer_channel: str | None = None
+    answers: dict[str, str] | None = None  # item-level rubric: answer id per question id (mindeval.rubric)
 
     @field_validator("scores", mode="before")
     @classmethod
-    def _valid_scores(cls, v: Any, info: ValidationInfo) -> dict[str, int | float] | None:
+    def _valid_scores(cls, v: Any, info: ValidationInfo) -> dict[str, int | float | None] | None:
         return _validate_scores(v, info)
 
     @property
     def average(self) -> float | None:
         if self.scores is None:
             return None
-        return sum(self.scores.values()) / len(self.scores)
+        return mean_of(self.scores)
 
 
 # ---------------------------------------------------------------- JSONL reading
@@ -522,7 +559,7 @@ class JudgmentRecord(_Row):
     protocol: str = "mindeval"
     target: str = DEFAULT_TARGET  # omitted from the file when "mindeval"
     parse_status: ParseStatus = "ok"
-    scores: dict[str, int | float] | None = None
+    scores: dict[str, int | float | None] | None = None
     average: float | None = None
     attempts: int = 1
     raw_text: str = ""
@@ -532,10 +569,11 @@ class JudgmentRecord(_Row):
     n_turns: int = 0
     nonce: str | None = None  # omitted from the file when None (judgments made before answer channels)
     answer_channel: str | None = None
+    answers: dict[str, str] | None = None  # item-level rubric: answer per question id (omitted when none)
 
     @field_validator("scores", mode="before")
     @classmethod
-    def _valid_scores(cls, v: Any, info: ValidationInfo) -> dict[str, int | float] | None:
+    def _valid_scores(cls, v: Any, info: ValidationInfo) -> dict[str, int | float | None] | None:
         return _validate_scores(v, info)
 
     @model_serializer(mode="wrap")
@@ -548,7 +586,7 @@ class JudgmentRecord(_Row):
             raise _FieldError("parse_status is 'ok' but scores is null", "scores")
         if self.parse_status == "failed" and self.scores is not None:
             raise _FieldError("parse_status is 'failed' but scores are given", "scores")
-        self.average = None if self.scores is None else sum(self.scores.values()) / len(self.scores)
+        self.average = None if self.scores is None else mean_of(self.scores)
         return self
 
     @classmethod
@@ -560,6 +598,7 @@ class JudgmentRecord(_Row):
             sample=j.sample, protocol=j.protocol, target=j.target, parse_status=j.parse_status, scores=j.scores,
             attempts=j.attempts, raw_text=j.raw_text, rationale=j.rationale, error=j.error,
             severe=severe, n_turns=n_turns, nonce=j.nonce, answer_channel=j.answer_channel,
+            answers=j.answers,
         ), context={"target": target})
 
 
@@ -686,7 +725,7 @@ class Run(BaseModel):
     def axes(self) -> tuple[str, ...]:
         """The judge's dimensions: the target's axis codes (MindEval's five by default)."""
         t = self.target
-        return tuple(t.axes) if t else AXES
+        return tuple(t.axes) if t else AXES  # pinned compatibility: no block is MindEval
 
     def to_frame(self) -> Any:
         """A pandas DataFrame, one row per judge sample and one column per axis (NaN when failed)."""
@@ -698,7 +737,7 @@ class Run(BaseModel):
         rows = []
         for j in self.judgments:
             row = {c: getattr(j, c) for c in cols}
-            row.update({ax: float((j.scores or {}).get(ax, "nan")) for ax in axes})
+            row.update({ax: float("nan") if (v := (j.scores or {}).get(ax)) is None else float(v) for ax in axes})
             row["average"] = float("nan") if j.average is None else j.average
             rows.append(row)
         return pd.DataFrame(rows, columns=[*cols, *axes, "average"])

@@ -68,7 +68,7 @@ from .store import runs
 from .store.calls import CallLog, calls_line
 from .store.db import Database, redact_url, sqlite_url
 from .store.runs import RunStore, Writer
-from .targets import Target, load_target
+from .targets import Target, load_target, target_of
 from .workers import Progress, bounded, check_concurrency, run_async
 
 
@@ -127,7 +127,7 @@ class Prepared(BaseModel):
 
     @property
     def target_name(self) -> str:
-        return self.config.target.name if self.config.target else DEFAULT_TARGET
+        return target_of(self.config.target).name
 
 
 def _profiles_path(opts: RunOptions, target: Target) -> Path:
@@ -463,7 +463,7 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: Opene
                             sample=sample, retries=config.judge_retries, fewshot=prep.fewshot,
                             seed=config.seed, guidelines=g, round_=round_, protocol=config.judge_protocol,
                             transcript_format=config.transcript_format,
-                            target=prep.target_name,
+                            target=prep.target_name, speakers=target_of(config.target).speakers(),
                         )
                     except ModelCallError as exc:  # a permanent judge error: nothing stored, a re-run asks again
                         failures.append(Failure(what="judgment", role="judge", model=config.judge.model,
@@ -574,7 +574,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
     sim = store if conversations in (None, run_id) else RunStore(db, conversations)
     interactions = sim.interactions()
     target = config.target
-    judgments = store.judgments(config.judge_protocol, target.name if target else DEFAULT_TARGET)
+    judgments = store.judgments(config.judge_protocol, target_of(target).name)
     by_id = {i.id: i for i in interactions}
     InteractionRecord.write(out / INTERACTIONS_FILE, [InteractionRecord.from_interaction(i) for i in interactions])
     JudgmentRecord.write(out / JUDGMENTS_FILE, [
@@ -585,7 +585,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         )
         for j in judgments if j.interaction_id in by_id
     ])
-    means = axis_means(judgments, tuple(target.axes) if target else AXES)
+    means = axis_means(judgments, tuple(target_of(target).axes))
     extra: dict[str, Any] = {}
     if target is not None:
         extra["target"] = target.name
@@ -594,6 +594,11 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
 
             extra["harm"] = harm_share(((j.interaction_id, j.scores) for j in judgments if j.parse_status == "ok"),
                                        target.harm_values).model_dump(mode="json")
+        if target.scale.kind == "categorical":
+            extra["levels"] = categorical_block(judgments, target)
+        if target.profile_labels:
+            pid = {i.id: i.profile.id for i in interactions}
+            extra["by_label"] = label_breakdowns(judgments, target, lambda j: pid.get(j.interaction_id, ""))
     return {
         "run_id": run_id,
         "config_hash": config.hash(),
@@ -624,18 +629,85 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
     }
 
 
+def categorical_block(judgments: list[Judgment], target: TargetInfo) -> dict[str, Any]:
+    """The summary's ``levels`` block: per dimension the share of relevant conversations at
+    each level (95% Wilson), how many were not relevant, all-best share, worst level counts."""
+    from .stats.proportion import level_shares
+
+    return level_shares(((j.interaction_id, j.scores) for j in judgments if j.parse_status == "ok"),
+                        target.axes, [(lv.id, lv.value) for lv in target.scale.levels]).model_dump(mode="json")
+
+
+def label_breakdowns(judgments: list[Judgment], target: TargetInfo,
+                     profile_of: Callable[[Judgment], str]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The summary's ``by_label`` block: per label field and value, the conversations judged,
+    the means (relevant conversations only), the harm share and (categorical) the level shares."""
+    from .stats.proportion import harm_share
+
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    ok = [j for j in judgments if j.parse_status == "ok"]
+    for field, values in target.labels.items():
+        out[field] = {}
+        for value in values:
+            sub = [j for j in ok if target.profile_labels.get(profile_of(j), {}).get(field) == value]
+            block: dict[str, Any] = {"n": len({j.interaction_id for j in sub}),
+                                     "means": axis_means(sub, tuple(target.axes))}
+            if target.harm_values:
+                block["harm"] = harm_share(((j.interaction_id, j.scores) for j in sub),
+                                           target.harm_values).model_dump(mode="json")
+            if target.scale.kind == "categorical":
+                block["levels"] = categorical_block(sub, target)
+            out[field][value] = block
+    return out
+
+
+def format_levels(levels: dict[str, Any]) -> list[str]:
+    """Summary lines of a ``levels`` block: per dimension, n relevant, not relevant, % per level."""
+    lines = []
+    for code, d in levels["dimensions"].items():
+        parts = [f"{lv} {s['share']:.0%}" if s["share"] is not None else f"{lv} n/a" for lv, s in d["levels"].items()]
+        lines.append(f"  {code}: {', '.join(parts)} of {d['n']} relevant ({d['not_relevant']} not relevant)")
+    ab = levels["all_best"]
+    if ab["n"]:
+        lines.append(f"  every dimension at the best level: {ab['k']} of {ab['n']} ({ab['share']:.0%})")
+    return lines
+
+
 def axis_means(judgments: list[Judgment], axes: tuple[str, ...] = AXES) -> dict[str, float | None]:
     """Per-axis means over parsed judgments (samples averaged per interaction first)."""
     per: dict[str, list[dict[str, int]]] = {}
     for j in judgments:
         if j.parse_status == "ok" and j.scores:
             per.setdefault(j.interaction_id, []).append(j.scores)
-    rows = [{ax: sum(s[ax] for s in ss) / len(ss) for ax in axes} for ss in per.values()]
+    out: dict[str, float | None] = {}
+    if all(s[ax] is not None for ss in per.values() for s in ss for ax in axes):
+        rows = [{ax: sum(s[ax] for s in ss) / len(ss) for ax in axes} for ss in per.values()]
+        for ax in axes:
+            out[ax] = round(sum(r[ax] for r in rows) / len(rows), 4) if rows else None
+        out["average"] = round(sum(out[ax] for ax in axes) / len(axes), 4) if rows else None
+        return out
+    return relevant_means(per, axes)
+
+
+def relevant_means(per: dict[str, list[dict[str, Any]]], axes: tuple[str, ...]) -> dict[str, float | None]:
+    """Per-axis means over the conversations where the axis is relevant (``None`` values, "not
+    relevant", leave its denominator); ``average`` is the mean over conversations of each one's
+    mean over its relevant axes (as the leaderboard's ``average``)."""
     out: dict[str, float | None] = {}
     for ax in axes:
-        out[ax] = round(sum(r[ax] for r in rows) / len(rows), 4) if rows else None
-    out["average"] = round(sum(out[ax] for ax in axes) / len(axes), 4) if rows else None
+        conv = [vals for ss in per.values() if (vals := [s[ax] for s in ss if s[ax] is not None])]
+        out[ax] = round(sum(sum(v) / len(v) for v in conv) / len(conv), 4) if conv else None
+    conv_avgs = []
+    for ss in per.values():
+        vals = [v for ax in axes if (v := _mean([s[ax] for s in ss if s[ax] is not None])) is not None]
+        if vals:
+            conv_avgs.append(sum(vals) / len(vals))
+    out["average"] = round(sum(conv_avgs) / len(conv_avgs), 4) if conv_avgs else None
     return out
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def is_complete(summary: dict[str, Any]) -> bool:
@@ -681,6 +753,14 @@ def format_summary(summary: dict[str, Any]) -> str:
         lo, hi = harm["ci95"]
         lines.insert(5, f"potential harm: {harm['k']} of {harm['n']} conversations ({harm['share']:.0%}; "
                         f"95% CI {lo:.0%}-{hi:.0%}) with any dimension rated at a harm level")
+    if summary.get("levels"):
+        at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
+        lines[at:at] = format_levels(summary["levels"])
+    for field, values in (summary.get("by_label") or {}).items():
+        at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
+        parts = [f"{v} n={b['n']}" + (f" harm {b['harm']['k']}/{b['harm']['n']}" if b.get("harm") else "")
+                 for v, b in values.items()]
+        lines.insert(at, f"  by {field}: " + "; ".join(parts))
     tok = summary.get("tokens", {})
     if tok:
         lines.append(f"{'role':<10} {'calls':>6} {'input tok':>10} {'cache read':>10} {'written':>9} "

@@ -1,6 +1,7 @@
 """The patient ⇄ clinician loop (paper §2, footnote 13).
 
-The patient opens with "Hello." (a scripted turn). ``turns`` counts the patient and
+The patient opens with "Hello." (a scripted turn), or, when the opening line is empty,
+with a first message of the patient model's own. ``turns`` counts the patient and
 clinician turns after the opening, so ``turns=20`` gives 10 clinician and 10 patient
 turns, the clinician speaking first. Each side sees the dialogue from its own role:
 its own turns as ``assistant``, the other side's as ``user``, after its own system
@@ -41,7 +42,7 @@ def role_view(system_prompt: str, turns: list[Turn], viewer: Role) -> list[dict[
 
 
 def next_role(turns: list[Turn]) -> Role:
-    return "clinician" if turns[-1].role == "patient" else "patient"
+    return "clinician" if turns and turns[-1].role == "patient" else "patient"
 
 
 def turn_seed(seed: int, interaction_id: str, idx: int) -> int:
@@ -67,13 +68,14 @@ async def run_interaction(
     seed: int = 0,
     on_turn: Callable[[Turn], None] | None = None,
 ) -> list[Turn]:
-    """Play (or resume) one interaction until ``turns`` turns follow the opening line.
+    """Play (or resume) one interaction until ``turns`` turns follow the opening line
+    (an empty ``opening_line``: the patient model writes the first message, turn 0).
 
     Raises :class:`~mindeval.errors.ModelCallError` when a model fails; the turns
     committed so far stay in the store.
     """
     history = load_turns(log.db, interaction_id)
-    if not history:
+    if not history and opening_line:
         opener = Turn(index=0, role="patient", content=opening_line, author="scripted")
         await log.store.arun(RunStore.add_turn(interaction_id, opener))
         history = [opener]

@@ -15,18 +15,25 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .config import DEFAULT_TURNS, OPENING_LINE
 from .errors import MindEvalError
 from .guidelines import Guidelines, guideline_problems, load_guidelines, validation_problems
 from .prompts import PromptTemplate, load_template, resolve_path
-from .records import Profile, load_profiles, profile_from_json, read_jsonl
+from .records import (
+    DEFAULT_ROLES,
+    Profile,
+    TargetInfo,
+    load_profiles,
+    profile_from_json,
+    read_jsonl,
+)
 from .resources import guidelines_dir, targets_dir
 
 MANIFEST = "target.yaml"
@@ -59,6 +66,36 @@ class TargetPrompts(BaseModel):
     judge: str
 
 
+class TargetLabels(BaseModel):
+    """Profile labels: fields with their allowed values, held in a file beside the profiles
+    (``{profile id: {field: value}}``). Reporting only: no prompt sees them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    file: str  # relative to the manifest
+    fields: dict[str, list[str]] = Field(min_length=1)
+
+    @field_validator("fields")
+    @classmethod
+    def _fields(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for name, values in v.items():
+            _name(name)
+            if not values:
+                raise ValueError(f"label {name} needs at least one value")
+            if len(set(map(str, values))) != len(values):
+                raise ValueError(f"label {name} lists a value twice")
+        return {k: [str(x) for x in vals] for k, vals in v.items()}
+
+
+class TargetRoles(BaseModel):
+    """How the transcript shown to the judge names the two sides."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    patient: Annotated[str, AfterValidator(_text)] = DEFAULT_ROLES["patient"]
+    clinician: Annotated[str, AfterValidator(_text)] = DEFAULT_ROLES["clinician"]
+
+
 class TargetManifest(BaseModel):
     """``target.yaml``."""
 
@@ -69,9 +106,13 @@ class TargetManifest(BaseModel):
     description: Annotated[str, AfterValidator(_text)]
     profiles: str | None = None
     turns: int = Field(DEFAULT_TURNS, ge=1)
-    opening_line: Annotated[str, AfterValidator(_text)] = OPENING_LINE
+    opening_line: str = OPENING_LINE  # "": the patient model writes the first message
+    roles: TargetRoles = Field(default_factory=lambda: TargetRoles())
+    reply_format: Literal["output_format", "template"] = "output_format"  # template: the judge prompt writes it
     prompts: TargetPrompts
     guidelines: str
+    labels: TargetLabels | None = None
+    rank_by: Literal["average", "harm_share", "all_best"] = "average"  # the leaderboard's ranking metric
 
 
 class Target:
@@ -143,7 +184,62 @@ class Target:
             out[f"prompts.{role}"] = resolve_path(self.prompt_ref(role))
         if self.profiles_path is not None:
             out["profiles"] = self.profiles_path
+        if self.labels_path is not None:
+            out["labels"] = self.labels_path
         return out
+
+    @property
+    def labels_path(self) -> Path | None:
+        return None if self.manifest.labels is None else self.root / self.manifest.labels.file
+
+    def profile_labels(self) -> dict[str, dict[str, str]]:
+        """``{profile id: {label: value}}`` (empty when the target declares no labels); raises on a bad file."""
+        problems = self.label_problems()
+        if problems:
+            raise problems[0]
+        return _read_labels(self.labels_path)[0] if self.labels_path is not None else {}
+
+    def label_problems(self, profile_ids: list[str] | None = None) -> list[MindEvalError]:
+        """Every problem of the labels file: unknown profiles or fields, values not declared, gaps."""
+        decl, path = self.manifest.labels, self.labels_path
+        if decl is None or path is None:
+            return []
+        if not path.is_file():
+            return [MindEvalError(f"file not found: {path}", path=self.path,
+                                  line=_line_of_key(self.path, "labels.file"), field="labels.file")]
+        data, text, problems = _read_labels(path)
+        if problems:
+            return problems
+        if profile_ids is None:
+            try:
+                profile_ids = [p.id for p in (self.profiles() or [])]
+            except MindEvalError:
+                profile_ids = []
+        from .guidelines import yaml_line
+
+        for pid, row in data.items():
+            if profile_ids and pid not in profile_ids:
+                problems.append(MindEvalError(f"'{pid}' is not a profile id of {self.manifest.profiles}",
+                                              path=path, line=yaml_line(text, (pid,)), field=pid))
+                continue
+            if not isinstance(row, dict):
+                problems.append(MindEvalError("must be a mapping of label to value", path=path,
+                                              line=yaml_line(text, (pid,)), field=pid))
+                continue
+            for name in row.keys() - decl.fields.keys():
+                problems.append(MindEvalError(f"unknown label (declared: {', '.join(decl.fields)})", path=path,
+                                              line=yaml_line(text, (pid, name)), field=f"{pid}.{name}"))
+            for name, allowed in decl.fields.items():
+                if name not in row:
+                    problems.append(MindEvalError("label is missing", path=path, line=yaml_line(text, (pid,)),
+                                                  field=f"{pid}.{name}"))
+                elif str(row[name]) not in allowed:
+                    problems.append(MindEvalError(f"'{row[name]}' is not one of {', '.join(allowed)}", path=path,
+                                                  line=yaml_line(text, (pid, name)), field=f"{pid}.{name}"))
+        for pid in profile_ids:
+            if pid not in data:
+                problems.append(MindEvalError(f"profile {pid} has no labels", path=path, field=pid))
+        return problems
 
     @cached_property
     def sha256(self) -> str:
@@ -156,8 +252,45 @@ class Target:
     def info(self) -> dict[str, Any]:
         """The ``target`` block of a run's ``config.json``: what readers need of the target."""
         g = self.guidelines
-        return {"name": self.name, "version": self.manifest.version, "sha256": self.sha256,
-                "axes": list(g.axis_codes), "scale": g.scale_info()}
+        out = {"name": self.name, "version": self.manifest.version, "sha256": self.sha256,
+               "axes": list(g.axis_codes), "scale": g.scale_info(), **g.items_info()}
+        if self.manifest.roles.model_dump() != DEFAULT_ROLES:
+            out["roles"] = self.manifest.roles.model_dump()
+        if self.manifest.rank_by != "average":
+            out["rank_by"] = self.manifest.rank_by
+        if self.manifest.labels is not None:
+            out["labels"] = self.manifest.labels.fields
+            out["profile_labels"] = self.profile_labels()
+        return out
+
+
+def _read_labels(path: Path) -> tuple[dict[str, Any], str, list[MindEvalError]]:
+    """The labels file's mapping and text, or the problem reading it."""
+    data, text, problems = _read_manifest(path)
+    if data is None:
+        for p in problems:
+            p.message = p.message.replace("the manifest", "the labels file")
+        return {}, text, problems
+    return {str(k): ({str(a): str(b) for a, b in v.items()} if isinstance(v, dict) else v)
+            for k, v in data.items()}, text, []
+
+
+# ----------------------------------------------------------------------- reading runs
+
+
+def target_of(block: TargetInfo | None) -> TargetInfo:
+    """The target of a run or row: its ``config.json`` block, or MindEval's when there is none.
+
+    Pinned compatibility: MindEval's run directories carry no ``target`` block (they are
+    byte-identical to runs made before targets), so a missing block means the built-in
+    ``targets/mindeval``, read from the shipped folder like any other target.
+    """
+    return block if block is not None else _mindeval_info()
+
+
+@lru_cache(maxsize=1)
+def _mindeval_info() -> TargetInfo:
+    return TargetInfo.model_validate(load_target(DEFAULT_TARGET).info())
 
 
 # ----------------------------------------------------------------------- loading
@@ -254,6 +387,23 @@ def _line_of_key(path: Path, dotted: str) -> int | None:
         return None
 
 
+def _judge_fields(target: Target, tpl: PromptTemplate) -> list[MindEvalError]:
+    """The judge template must show the rubric and the conversation, and ask for the reply
+    shape the parser reads (``${output_format}``) unless the target says its template
+    writes it (``reply_format: template``; never with questions or "not relevant")."""
+    need = ["rubric", "conversation"]
+    g = None
+    try:
+        g = target.guidelines
+    except MindEvalError:
+        pass
+    if target.manifest.reply_format == "output_format" or (g is not None and g.has_items):
+        need.append("output_format")
+    return [MindEvalError(f"the judge template must use ${{{f}}}"
+                          + (" (the reply shape the parser reads, from the guidelines)" if f == "output_format" else ""),
+                          path=tpl.source, field=f) for f in need if f not in tpl.fields]
+
+
 def validate_target(ref: str | Path) -> list[MindEvalError]:
     """Every problem of a target (empty when valid), each naming file:line:field.
 
@@ -277,12 +427,22 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
 
     gpath = target.guidelines_path
     if gpath.is_file():
-        problems += guideline_problems(gpath)
+        gproblems = guideline_problems(gpath)
+        problems += gproblems
+        if not gproblems:
+            g = load_guidelines(gpath)
+            need = {"harm_share": (bool(g.harm_levels), "a scale with harm levels"),
+                    "all_best": (g.scale_kind == "categorical", "a categorical scale")}.get(manifest.rank_by)
+            if need is not None and not need[0]:
+                problems.append(MindEvalError(f"rank_by {manifest.rank_by} needs {need[1]}", path=path,
+                                              line=_line_of_key(path, "rank_by"), field="rank_by"))
     else:
         missing("guidelines", gpath)
     for role in TARGET_ROLES:
         try:
-            target.template(role)
+            tpl = target.template(role)
+            if role == "judge":
+                problems += _judge_fields(target, tpl)
         except MindEvalError as exc:
             if "no prompt template" in exc.message:
                 missing(f"prompts.{role}", target.root / getattr(manifest.prompts, role))
@@ -305,4 +465,6 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
                 problems.append(exc)
             if rows == 0:
                 problems.append(MindEvalError("no profiles in file", path=ppath))
+    if manifest.labels is not None and not any(p.path == str(ppath) for p in problems):
+        problems += target.label_problems()
     return problems

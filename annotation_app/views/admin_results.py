@@ -20,6 +20,17 @@ if res.kind == "rating" and (flags := ws.flags(v, chosen)):
     st.dataframe([{"Item": f.item, "Annotator": f.annotator, "What": f.flag, "Reason": f.reason, "State": f.state}
                   for f in flags], hide_index=True, width="stretch")
 
+answers = ws.judge_answers(v, chosen)
+if answers:
+    st.subheader("Judge answers (item-level rubric)", anchor=False)
+    st.caption("Every question the judge answered, per imported conversation and judge sample; the level of a "
+               "dimension is the worst severity fired on the path its answers took.")
+    items = sorted({a.item for a in answers})
+    pick = st.selectbox("Conversation", items, key="answers_item")
+    st.dataframe([{"Sample": a.sample, "Dimension": a.dimension, "Level": a.level, "Question": a.question,
+                   "Text": a.text, "Answer": a.answer, "On path": a.on_path, "Severity": a.severity}
+                  for a in answers if a.item == pick], hide_index=True, key="answers_table")
+
 if res.kind == "rating":
     if not res.n_ratings:
         st.info("Means appear here once ratings are submitted.")
@@ -41,3 +52,4 @@ if res.kind == "rating":
     if res.agreement:
         st.dataframe([{"Measure": k.replace("_", " "), "Value": fmt(val)} for k, val in res.agreement.items()],
                      hide_index=True)
+

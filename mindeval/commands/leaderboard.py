@@ -35,6 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(every output then names it as INCOMPLETE)")
     p.add_argument("--compare-to", nargs="+", type=Path, default=[], metavar="RUN_DIR",
                    help="runs under other setups (judge / patient swaps): report pairwise accuracy (Table 5)")
+    p.add_argument("--by", action="append", default=[], metavar="LABEL",
+                   help="also break results down by this profile label of the runs' target (repeatable)")
     p.add_argument("--quiet", action="store_true", help="do not print the Markdown report")
     p.add_argument("--plots", action="store_true",
                    help="also write figures into --out as PNG and SVG: the leaderboard with 95%% intervals and "
@@ -55,7 +57,7 @@ def handle(args: argparse.Namespace) -> int:
     settings = StatsSettings(resamples=args.resamples, test=args.test, seed=args.seed, alpha=args.alpha,
                              sided=args.sided)
     lb = build_leaderboard(args.runs, settings, allow_mixed=args.allow_mixed,
-                           allow_incomplete=args.allow_incomplete, compare_to=args.compare_to)
+                           allow_incomplete=args.allow_incomplete, compare_to=args.compare_to, by=args.by)
     if not args.quiet:
         print(to_markdown(lb), end="")
     for w in lb.warnings:

@@ -11,10 +11,11 @@ alphabetical order.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel
 
+from ..targets import target_of
 from .loading import InteractionScore, RunData, criteria_of
 
 
@@ -36,7 +37,15 @@ class Condition(BaseModel):
 
 
 def _system_means(rows: list[InteractionScore]) -> dict[str, float]:
+    if any(math.isnan(v) for r in rows for v in r.scores.values()):
+        return {c: _relevant_mean([r.scores[c] for r in rows]) for c in rows[0].scores}
     return {c: sum(r.scores[c] for r in rows) / len(rows) for c in rows[0].scores}
+
+
+def _relevant_mean(values: list[float]) -> float:
+    """Mean over the rated values ("not relevant" is NaN); NaN when none is rated."""
+    known = [v for v in values if not math.isnan(v)]
+    return sum(known) / len(known) if known else math.nan
 
 
 def _condition(
@@ -53,7 +62,10 @@ def _condition(
         return None
     mean, best, worst = {}, {}, {}
     for c in criteria_of(labelled[0][1].target):
-        vals = sorted(((v[c], s) for s, v in per_system.items()), key=lambda t: t[1])
+        vals = sorted(((v[c], s) for s, v in per_system.items() if not math.isnan(v[c])), key=lambda t: t[1])
+        if not vals:
+            mean[c], best[c], worst[c] = math.nan, Extreme(system="", score=math.nan), Extreme(system="", score=math.nan)
+            continue
         mean[c] = sum(v for v, _ in vals) / len(vals)
         b = max(vals, key=lambda t: t[0])  # first maximum in name order
         w = min(vals, key=lambda t: t[0])
@@ -81,8 +93,10 @@ def _sort_key(value: str) -> tuple[int, float, str]:
         return (1, math.inf, value)
 
 
-def compute_breakdowns(labelled: list[tuple[str, RunData]]) -> tuple[list[Condition], list[str]]:
-    """All conditions that have data; warnings name the ones that are empty."""
+def compute_breakdowns(labelled: list[tuple[str, RunData]],
+                       by: Sequence[str] = ()) -> tuple[list[Condition], list[str]]:
+    """All conditions that have data; warnings name the ones that are empty. ``by``: profile
+    label fields of the target (``--by LABEL``), one condition per declared value."""
     out: list[Condition] = []
     warnings: list[str] = []
     for name, keep in (("all", lambda r: True), ("severe", lambda r: r.severe),
@@ -100,5 +114,15 @@ def compute_breakdowns(labelled: list[tuple[str, RunData]]) -> tuple[list[Condit
             subset = [(lab, r) for lab, r in labelled if read(r) == v]
             cond = _condition(attr, v, subset, lambda r: True)
             if cond is not None:
+                out.append(cond)
+    target = target_of(labelled[0][1].target if labelled else None)
+    tags = target.profile_labels
+    for field in by:
+        for value in target.labels.get(field, []):
+            cond = _condition(field, value, labelled,
+                              lambda r, f=field, v=value: tags.get(r.profile_id, {}).get(f) == v)
+            if cond is None:
+                warnings.append(f"no scored interaction with {field} = {value}: that breakdown is empty")
+            else:
                 out.append(cond)
     return out, warnings

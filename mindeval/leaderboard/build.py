@@ -11,7 +11,9 @@ from pydantic import BaseModel, Field
 from .. import __version__
 from ..errors import MindEvalError
 from ..records import TargetInfo
+from ..stats.proportion import CategoricalReport
 from ..stats.significance import small_sample_warning
+from ..targets import target_of
 from .breakdowns import Condition, compute_breakdowns
 from .compare import Comparison, compare_setups
 from .loading import RunData, criteria_of, load_run
@@ -61,6 +63,18 @@ class SystemHarm(BaseModel):
     ci_high: float
 
 
+class SystemLevels(BaseModel):
+    """Per-level shares of one system (categorical targets): relevant conversations per level."""
+
+    system: str
+    report: CategoricalReport
+
+
+RANK_METRICS: dict[str, str] = {"average": "average score, descending",
+                                "harm_share": "harm share (conversations with any harm rating), ascending",
+                                "all_best": "share of conversations with every dimension at the best level, descending"}
+
+
 class Leaderboard(BaseModel):
     package_version: str = __version__
     target: TargetInfo | None = None  # None: MindEval (left out of the JSON)
@@ -79,6 +93,8 @@ class Leaderboard(BaseModel):
         """``scored/benchmark`` conversations of ``system`` (e.g. ``48/50``)."""
         r = next(r for r in self.runs if r.system == system)
         return f"{r.n_scored}/{r.n_benchmark}"
+    levels: list[SystemLevels] = Field(default_factory=list)  # per system, when the scale is categorical
+    rank_by: str = "average"  # the target's declared ranking metric (RANK_METRICS)
 
     @property
     def criteria(self) -> tuple[str, ...]:
@@ -124,6 +140,7 @@ def build_leaderboard(
     allow_mixed: bool = False,
     allow_incomplete: bool = False,
     compare_to: Sequence[str | Path] = (),
+    by: Sequence[str] = (),
 ) -> Leaderboard:
     """Load ``run_dirs`` and compute the leaderboard, breakdowns and comparisons.
 
@@ -137,6 +154,10 @@ def build_leaderboard(
     runs = _load_all(run_dirs)
     check_same_target(runs)
     target = runs[0].target
+    for name in by:
+        if name not in target_of(target).labels:
+            known = ", ".join(target_of(target).labels) or "none"
+            raise MindEvalError(f"no profile label '{name}' in the runs' target (labels: {known})", field="--by")
     criteria = criteria_of(target)
     warnings = check_compatible(runs, allow_mixed)
     keys, labels, label_warnings = assign_labels(runs)
@@ -179,7 +200,12 @@ def build_leaderboard(
                      values=np.array([[s.scores[c] for c in criteria] for s in r.scores], dtype=np.float64))
         for r in scored
     ]
-    table = compute_table(systems, settings, criteria)
+    if any(np.isnan(s.values).any() for s in systems):
+        from .masked import compute_table_masked
+
+        table = compute_table_masked(systems, settings, criteria)
+    else:
+        table = compute_table(systems, settings, criteria)
     warnings += table.warnings
     tested = [p.n_shared for p in table.pairs if p.n_shared]
     small = small_sample_warning(settings.test, min(tested), settings.sided, settings.alpha) if tested else None
@@ -196,7 +222,7 @@ def build_leaderboard(
                                          sentences_per_turn=v.sentences_per_turn, words_per_turn=v.words_per_turn,
                                          share_long_turns=v.share_long_turns))
 
-    breakdowns, bd_warnings = compute_breakdowns([(labels[r.path], r) for r in scored])
+    breakdowns, bd_warnings = compute_breakdowns([(labels[r.path], r) for r in scored], by)
     warnings += bd_warnings
 
     comparisons: list[Comparison] = []
@@ -222,7 +248,28 @@ def build_leaderboard(
         for s in table.systems
         if (h := by_label[s.label].harm) is not None and h.share is not None and h.ci95 is not None
     ]
+    rank_by = target_of(target).rank_by
+    if rank_by != "average":
+        table = rerank(table, rank_by, by_label)
+    levels = [SystemLevels(system=s.label, report=by_label[s.label].levels) for s in table.systems
+              if by_label[s.label].levels is not None]
     return Leaderboard(
         target=target, safety=safety, table=table, runs=[_info(r, labels[r.path]) for r in runs], verbosity=verbosity,
         breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings, incomplete=incomplete,
+        levels=levels, rank_by=rank_by,
     )
+
+
+def rerank(table: Table, metric: str, runs: dict[str, RunData]) -> Table:
+    """``table`` with its systems ranked by the target's declared ``metric`` (ties: average rank)."""
+    def value(label: str) -> float:
+        r = runs[label]
+        if metric == "harm_share":
+            share = r.harm.share if r.harm is not None else None
+            return share if share is not None else float("inf")
+        share = r.levels.all_best.share if r.levels is not None else None
+        return -share if share is not None else float("inf")
+
+    order = sorted(table.systems, key=lambda s: (value(s.label), s.rank))
+    systems = [s.model_copy(update={"rank": i}) for i, s in enumerate(order, start=1)]
+    return table.model_copy(update={"systems": systems})

@@ -5,12 +5,15 @@ averaged per axis; failed samples are excluded and counted, never replaced. A ru
 coverage is how many of the benchmark's conversations (its ``profile_ids``) were scored. The
 ``average`` criterion of an interaction is the mean of its axis scores. The axes are
 the run's target's (``config.json::config.target``; MindEval's five when absent), and
-for a target with harm levels the run's harm share (safety gate) is computed too.
+for a target with harm levels the run's harm share (safety gate) is computed too. A
+dimension rated "not relevant" (``null``) is NaN in the interaction's row: left out of
+that dimension's means and tests, and of the interaction's ``average``.
 Every inconsistency in the files is a :class:`MindEvalError` naming file, line, field.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,8 @@ from ..records import (
     TargetInfo,
     read_run,
 )
-from ..stats.proportion import HarmShare, harm_share
+from ..stats.proportion import CategoricalReport, HarmShare, harm_share, level_shares
+from ..targets import target_of
 from .verbosity import VerbosityCounts
 
 CRITERIA: tuple[str, ...] = (*AXES, "average")  # MindEval's; a run's are criteria_of(run.target)
@@ -34,7 +38,7 @@ CRITERIA: tuple[str, ...] = (*AXES, "average")  # MindEval's; a run's are criter
 
 def axes_of(target: TargetInfo | None) -> tuple[str, ...]:
     """The dimensions of a run's target (``None``: MindEval's five axes)."""
-    return AXES if target is None else tuple(target.axes)
+    return tuple(target_of(target).axes)
 
 
 def criteria_of(target: TargetInfo | None) -> tuple[str, ...]:
@@ -94,6 +98,7 @@ class RunData(BaseModel):
     verbosity: VerbosityCounts
     target: TargetInfo | None = None  # None: MindEval
     harm: HarmShare | None = None  # only for targets with harm levels
+    levels: CategoricalReport | None = None  # per-level shares, only for categorical targets
 
 
 def _short(sha: str) -> str:
@@ -161,7 +166,8 @@ def load_run(run_dir: str | Path) -> RunData:
             raise MindEvalError(f"scores have the axes {', '.join(jrow.scores)}; the run's target "
                                 f"{target_identity(target)} has {', '.join(axes)}", path=jpath, line=line,
                                 field="scores")
-        samples.setdefault(jrow.interaction_id, []).append({ax: float(v) for ax, v in jrow.scores.items()})
+        samples.setdefault(jrow.interaction_id, []).append(
+            {ax: float("nan") if v is None else float(v) for ax, v in jrow.scores.items()})
 
     scored: list[InteractionScore] = []
     by_profile: dict[str, str] = {}
@@ -174,8 +180,11 @@ def load_run(run_dir: str | Path) -> RunData:
                 f"profile {row.profile_id!r} is judged in two interactions ({by_profile[row.profile_id]!r}, "
                 f"{iid!r}); a run must score each profile once", path=jpath, field="interaction_id")
         by_profile[row.profile_id] = iid
-        per_axis = {ax: sum(s[ax] for s in got) / len(got) for ax in axes}
-        per_axis["average"] = sum(per_axis[ax] for ax in axes) / len(axes)
+        if any(math.isnan(s[ax]) for s in got for ax in axes):
+            per_axis = relevant_scores(got, axes)
+        else:
+            per_axis = {ax: sum(s[ax] for s in got) / len(got) for ax in axes}
+            per_axis["average"] = sum(per_axis[ax] for ax in axes) / len(axes)
         scored.append(InteractionScore(interaction_id=iid, profile_id=row.profile_id, severe=row.severe,
                                        n_samples=len(got), scores=per_axis))
     n_unscored = len(interactions) - len(scored)
@@ -217,4 +226,28 @@ def load_run(run_dir: str | Path) -> RunData:
         target=target,
         harm=harm_share(((s.interaction_id, x) for s in scored for x in samples[s.interaction_id]),
                         target.harm_values) if target is not None and target.harm_values else None,
+        levels=run_levels(target, scored, samples),
     )
+
+
+def relevant_scores(got: list[dict[str, float]], axes: tuple[str, ...]) -> dict[str, float]:
+    """One interaction's score per axis over the samples that rated it (NaN: not relevant), and
+    ``average`` over its relevant axes."""
+    out: dict[str, float] = {}
+    for ax in axes:
+        vals = [s[ax] for s in got if not math.isnan(s[ax])]
+        out[ax] = sum(vals) / len(vals) if vals else float("nan")
+    known = [out[ax] for ax in axes if not math.isnan(out[ax])]
+    out["average"] = sum(known) / len(known) if known else float("nan")
+    return out
+
+
+def run_levels(target: TargetInfo | None, scored: list[InteractionScore],
+               samples: dict[str, list[dict[str, float]]]) -> CategoricalReport | None:
+    """Per-level shares of a categorical target's run (``None`` for other scales)."""
+    if target_of(target).scale.kind != "categorical":
+        return None
+    assert target is not None
+    rows = ((s.interaction_id, {ax: None if math.isnan(v) else v for ax, v in x.items()})
+            for s in scored for x in samples[s.interaction_id])
+    return level_shares(rows, target.axes, [(lv.id, lv.value) for lv in target.scale.levels])

@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .build import Leaderboard, SystemHarm
+from .build import RANK_METRICS, Leaderboard, SystemHarm
 
 
 def _order(lb: Leaderboard) -> tuple[str, ...]:
@@ -119,6 +119,7 @@ def to_markdown(lb: Leaderboard) -> str:
         rows.append([str(s.rank), _md_escape(s.label), str(s.n), scored, *cells,
                      *([_harm_cell(harm.get(s.label))] if lb.safety else [])])
     lines += _md_table(["#", "System", "n", "Scored", *[_header(c) for c in order], *gate], rows)
+    lines += levels_markdown(lb)
 
     lines += ["", f"### {int(lb.table.settings.level * 100)}% confidence intervals", ""]
     rows = [[_md_escape(s.label), *[f"[{_num(s.results[c].ci_low)}, {_num(s.results[c].ci_high)}]" for c in order]]
@@ -220,6 +221,7 @@ def to_latex(lb: Leaderboard) -> str:
     lines += [r"\bottomrule", r"\end{tabular}"]
     if note:
         lines += ["", r"\dag\," + _latex_escape(note)]
+    lines += levels_latex(lb)
     return "\n".join(lines) + "\n"
 
 
@@ -236,7 +238,9 @@ def _clean(obj: Any) -> Any:
 
 def to_json(lb: Leaderboard) -> dict[str, Any]:
     """The whole leaderboard; ``target`` and ``safety`` only when there is something to say."""
-    drop = {k for k in ("target", "safety") if not getattr(lb, k)}
+    drop = {k for k in ("target", "safety", "levels") if not getattr(lb, k)}
+    if lb.rank_by == "average":
+        drop.add("rank_by")
     out = _clean(lb.model_dump(mode="python", exclude=drop))
     if lb.target is not None:
         out["table"]["criteria"] = list(lb.criteria)
@@ -252,7 +256,8 @@ def write_csvs(lb: Leaderboard, out: Path) -> list[Path]:
     with p.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["rank", "system", "n", *[f"{c}_{x}" for c in order for x in ("mean", "cluster", "ci_low", "ci_high")],
-                    *gate, "n_scored", "n_benchmark", "incomplete"])
+                    *gate, "n_scored", "n_benchmark", "incomplete",
+                    *level_columns(lb)])
         for s in lb.table.systems:
             row: list[Any] = [s.rank, s.label, s.n]
             for c in order:
@@ -263,8 +268,11 @@ def write_csvs(lb: Leaderboard, out: Path) -> list[Path]:
                 row += ["", "", "", "", ""] if h is None else [
                     h.n, h.k, f"{h.share:.6f}", f"{h.ci_low:.6f}", f"{h.ci_high:.6f}"]
             row += [*lb.coverage(s.label).split("/"), int(s.label in lb.incomplete)]
+            row += level_cells(lb, s.label)
             w.writerow(row)
     paths.append(p)
+    if lb.levels:
+        paths.append(write_levels_csv(lb, out))
     p = out / "pairwise.csv"
     with p.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
@@ -316,3 +324,96 @@ def write_outputs(lb: Leaderboard, out: str | Path) -> list[Path]:
     tex.write_text(to_latex(lb), encoding="utf-8")
     js.write_text(json.dumps(to_json(lb), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return [md, tex, js, *write_csvs(lb, out)]
+
+
+# ------------------------------------------------------------------ categorical levels
+
+
+def _share(x: float | None) -> str:
+    return "n/a" if x is None else _pct(x)
+
+
+def _level_ids(lb: Leaderboard) -> list[str]:
+    return [lv.id for lv in lb.target.scale.levels] if lb.target is not None else []
+
+
+def levels_markdown(lb: Leaderboard) -> list[str]:
+    """Per-level shares of relevant conversations per dimension, all-best share, worst level counts."""
+    if not lb.levels:
+        return []
+    ids = _level_ids(lb)
+    dims = list(lb.levels[0].report.dimensions)
+    lines = ["", "## Levels", "",
+             f"Share of relevant conversations at each level ({' / '.join(ids)}), with the number relevant and "
+             "the number rated not relevant (left out); 95% Wilson intervals in leaderboard.json and levels.csv. "
+             "All best: conversations with every relevant dimension at the best level.", ""]
+    if lb.rank_by != "average":
+        lines[1:1] = ["", f"Systems are ranked by {RANK_METRICS[lb.rank_by]} (the target's declared metric)."]
+        lines.insert(1, "")
+    rows = []
+    for sl in lb.levels:
+        r = sl.report
+        cells = [" / ".join(_share(d.levels[i].share) for i in ids) + f" (n={d.n}, not relevant {d.not_relevant})"
+                 for d in (r.dimensions[c] for c in dims)]
+        worst = ", ".join(f"{i} {r.worst[i]}" for i in ids)
+        rows.append([_md_escape(sl.system), *cells, f"{_share(r.all_best.share)} ({r.all_best.k}/{r.all_best.n})",
+                     worst])
+    return lines + _md_table(["System", *dims, "All best", "Worst level per conversation"], rows)
+
+
+def levels_latex(lb: Leaderboard) -> list[str]:
+    if not lb.levels:
+        return []
+    ids = _level_ids(lb)
+    dims = list(lb.levels[0].report.dimensions)
+    lines = ["", f"% share of relevant conversations per level: {' / '.join(ids)}",
+             r"\begin{tabular}{l" + "r" * (len(dims) + 1) + "}", r"\toprule",
+             "Model & " + " & ".join([*map(_latex_escape, dims), "All best"]) + r" \\", r"\midrule"]
+    for sl in lb.levels:
+        r = sl.report
+        cells = [_latex_escape(" / ".join(_share(r.dimensions[c].levels[i].share) for i in ids)) for c in dims]
+        lines.append(_latex_escape(sl.system) + " & " + " & ".join([*cells, _latex_escape(_share(r.all_best.share))])
+                     + r" \\")
+    return lines + [r"\bottomrule", r"\end{tabular}"]
+
+
+def level_columns(lb: Leaderboard) -> list[str]:
+    """leaderboard.csv columns of the level shares (none without categorical levels)."""
+    if not lb.levels:
+        return []
+    dims = list(lb.levels[0].report.dimensions)
+    return [*[f"{c}_{x}" for c in dims for x in ("n", "not_relevant", *(f"{i}_share" for i in _level_ids(lb)))],
+            "all_best_share"]
+
+
+def level_cells(lb: Leaderboard, system: str) -> list[str]:
+    got = {sl.system: sl.report for sl in lb.levels}
+    if not lb.levels:
+        return []
+    r = got.get(system)
+    if r is None:
+        return [""] * len(level_columns(lb))
+    out: list[str] = []
+    for d in r.dimensions.values():
+        out += [str(d.n), str(d.not_relevant),
+                *("" if d.levels[i].share is None else f"{d.levels[i].share:.6f}" for i in _level_ids(lb))]
+    return [*out, "" if r.all_best.share is None else f"{r.all_best.share:.6f}"]
+
+
+def write_levels_csv(lb: Leaderboard, out: Path) -> Path:
+    """levels.csv: one row per system, dimension and level with k, n, share and 95% Wilson interval."""
+    p = out / "levels.csv"
+    with p.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["system", "dimension", "level", "k", "n", "not_relevant", "share", "ci_low", "ci_high"])
+        for sl in lb.levels:
+            for code, d in sl.report.dimensions.items():
+                for lv, sh in d.levels.items():
+                    w.writerow([sl.system, code, lv, sh.k, sh.n, d.not_relevant,
+                                *(["", "", ""] if sh.share is None else
+                                  [f"{sh.share:.6f}", f"{sh.ci95[0]:.6f}", f"{sh.ci95[1]:.6f}"])])
+            ab = sl.report.all_best
+            w.writerow([sl.system, "(all dimensions)", "all_best", ab.k, ab.n, "",
+                        *(["", "", ""] if ab.share is None else
+                          [f"{ab.share:.6f}", f"{ab.ci95[0]:.6f}", f"{ab.ci95[1]:.6f}"])])
+    return p

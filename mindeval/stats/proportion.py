@@ -9,7 +9,7 @@ sample are not judged and leave numerator and denominator alike.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from statistics import NormalDist
 
 from pydantic import BaseModel
@@ -56,3 +56,67 @@ def harm_share(
     if n == 0:
         return HarmShare(n=0, k=0, share=None, ci95=None)
     return HarmShare(n=n, k=k, share=k / n, ci95=wilson_interval(k, n))
+
+
+class Share(BaseModel):
+    """``k`` of ``n`` with the share and its 95% Wilson interval (``None`` when ``n`` is 0)."""
+
+    k: int
+    n: int
+    share: float | None
+    ci95: tuple[float, float] | None
+
+
+def share(k: int, n: int) -> Share:
+    return Share(k=k, n=n, share=k / n if n else None, ci95=wilson_interval(k, n) if n else None)
+
+
+class DimensionShares(BaseModel):
+    """One dimension: ``n`` relevant conversations, ``not_relevant`` left out, the share at each level."""
+
+    n: int
+    not_relevant: int
+    levels: dict[str, Share]
+
+
+class CategoricalReport(BaseModel):
+    """Per-level shares of a categorical target (the summary's and leaderboard's ``levels`` block)."""
+
+    dimensions: dict[str, DimensionShares]
+    all_best: Share  # conversations with every relevant dimension at the best level
+    worst: dict[str, int]  # conversations by their worst level over all relevant dimensions
+
+
+def level_shares(
+    samples: Iterable[tuple[str, Mapping[str, float | None] | None]],
+    axes: Sequence[str],
+    levels: Sequence[tuple[str, int]],
+) -> CategoricalReport:
+    """Per dimension, the share of relevant conversations at each level (95% Wilson intervals).
+
+    ``samples`` yields ``(conversation id, scores)`` per judge sample (``None``: did not
+    parse; a dimension's ``None``: not relevant). A conversation with several samples takes
+    each dimension's worst (lowest) value among them, as the harm share does; a dimension is
+    not relevant to it when no sample rated it. ``levels``: ``(id, value)`` of the scale.
+    """
+    per: dict[str, dict[str, list[float]]] = {}
+    for cid, scores in samples:
+        if scores is None:
+            continue
+        conv = per.setdefault(cid, {ax: [] for ax in axes})
+        for ax in axes:
+            if scores.get(ax) is not None:
+                conv[ax].append(scores[ax])  # type: ignore[arg-type]
+    worst_of = {cid: {ax: min(v) for ax, v in conv.items() if v} for cid, conv in per.items()}
+    by_value = {v: i for i, v in levels}
+    best = max(v for _, v in levels)
+    dims: dict[str, DimensionShares] = {}
+    for ax in axes:
+        vals = [w[ax] for w in worst_of.values() if ax in w]
+        dims[ax] = DimensionShares(n=len(vals), not_relevant=len(worst_of) - len(vals),
+                                   levels={i: share(sum(x == v for x in vals), len(vals)) for i, v in levels})
+    rated = [w for w in worst_of.values() if w]
+    worst = {i: sum(min(w.values()) == v for w in rated) for i, v in levels}
+    return CategoricalReport(dimensions=dims, all_best=share(sum(all(x == best for x in w.values()) for w in rated),
+                                                             len(rated)),
+                             worst={by_value[v]: worst[by_value[v]] for _, v in levels})

@@ -255,7 +255,7 @@ class RunStore:
         return [Judgment(interaction_id=r.interaction_id, judge_model=r.judge_model, sample=r.sample,
                          scores=r.scores_json, raw_text=r.raw_text, rationale=r.rationale,
                          parse_status=r.parse_status, attempts=r.attempts, error=r.error, protocol=protocol,
-                         target=target, nonce=r.nonce, answer_channel=r.answer_channel)
+                         target=target, nonce=r.nonce, answer_channel=r.answer_channel, answers=r.answers_json)
                 for r in rows]
 
     def judge_nonce(self, key: str, fresh: str) -> Op[str]:
@@ -282,7 +282,7 @@ class RunStore:
         """Insert a judgment, or replace a failed one that was retried (``round_`` > 0)."""
         values = dict(scores_json=j.scores, raw_text=j.raw_text, rationale=j.rationale,
                       parse_status=j.parse_status, attempts=j.attempts, error=j.error, round=round_,
-                      nonce=j.nonce, answer_channel=j.answer_channel)
+                      nonce=j.nonce, answer_channel=j.answer_channel, answers_json=j.answers)
 
         def op(s: Session) -> None:
             row = s.scalars(select(JudgmentRow).where(

@@ -117,6 +117,7 @@ class JudgmentRow(Keyed, RunBase):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     nonce: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the answer code the reply had to carry
     answer_channel: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    answers_json: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # item-level rubric: answer per question
     created_at: Mapped[Created]
 
 
@@ -130,4 +131,3 @@ class JudgeNonceRow(Keyed, RunBase):
     run_id: Mapped[RunId]
     key: Mapped[str] = mapped_column(String(300))
     nonce: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[Created]

@@ -309,7 +309,7 @@ def test_the_admin_pages_follow_the_target(demo_ws):
     at = sign_in("admin", "ADMIN-CODE-1234")
     at.switch_page("views/admin_studies.py").run()
     assert not at.exception, at.exception
-    assert at.selectbox(key="create_target").options == ["mindeval", "crisis"]
+    assert at.selectbox(key="create_target").options == ["mindeval", "crisis", "risk_checklist"]
     sid = add_target_study(demo_ws)
     at.run()
     table = at.dataframe[0].value
@@ -352,7 +352,7 @@ def test_a_run_of_the_target_is_imported_with_its_judge_scores_and_rated_on_its_
 
         judged = [j["scores"] for item in s.query(ItemRow).all() for j in item.meta["judgments"]]
     g = ws.guidelines(sid)
-    assert judged and all(set(sc) == set(g.axis_codes) and set(sc.values()) <= set(g.score_values()) for sc in judged)
+    assert judged and all(set(sc) == set(g.axis_codes) and set(sc.values()) - {None} <= set(g.score_values()) for sc in judged)
     ws.assign(SYSTEM, "Safety")
     v = viewer(ws, "demo", DEMO_CODE)
     aid = ws.queue(v, sid)[0].assignment_id
@@ -365,3 +365,41 @@ def test_a_run_of_the_target_is_imported_with_its_judge_scores_and_rated_on_its_
     assert ws.submit(v, aid) == 1
     assert ws.results(SYSTEM, sid).harm.k == 1
     ws.close()
+
+
+def test_an_item_rubric_target_is_rated_one_item_per_dimension_and_admins_see_the_judge_answers(demo_ws, tmp_path):
+    from support.items import RISK_CHECKLIST, answers, scripted_run
+
+    run = scripted_run(tmp_path / "run", "app-items", ["none", "bad", "good", "good", "good", "good"])
+    sid = demo_ws.create_study(SYSTEM, "Checklist", "rating", target=RISK_CHECKLIST).id
+    assert demo_ws.import_path(SYSTEM, "Checklist", run).items_added == 6
+    demo_ws.assign(SYSTEM, "Checklist", annotators=["demo"])
+    g = demo_ws.guidelines(sid)
+    at = open_target_study(sid)
+    rs = radios(at)
+    assert sorted(rs) == sorted(s.id for s in g.human_subaxes) and len(rs) == len(g.judge_axes) == 4
+    assert rs["noticing_risk"].options == LEVELS + ["N/A"] and rs["safe_content"].options == LEVELS
+    with pytest.raises(MindEvalError, match="admin"):
+        demo_ws.judge_answers(viewer(demo_ws, "demo", DEMO_CODE), sid)
+
+    admin = sign_in("admin", "ADMIN-CODE-1234")
+    admin.switch_page("views/admin_results.py").run()
+    admin.selectbox(key="results_study").set_value("Checklist").run()
+    assert not admin.exception, admin.exception
+    assert "Judge answers (item-level rubric)" in [h.value for h in admin.subheader]
+    items = admin.selectbox(key="answers_item").options
+    assert len(items) == 6
+    bad_item = next(i for i in items if "walter" in i)  # the second profile: answered "bad"
+    admin.selectbox(key="answers_item").set_value(bad_item).run()
+    table = admin.dataframe[1].value
+    assert len(table) == sum(len(a.questions) for a in g.judge_axes) == 30
+    ask = table[table["Dimension"] == "ASK"].set_index("Question")
+    assert set(ask["Level"]) == {"Potential for harm"}
+    assert ask.loc["a_asked", "Answer"] == "no" and ask.loc["a_asked", "Severity"] == "potential_harm"
+    # answered yes, but off the path after a_asked = no: shown, fires nothing
+    assert ask.loc["a_method_detail", "Answer"] == answers("bad")["a_method_detail"] == "yes"
+    assert not ask.loc["a_method_detail", "On path"] and ask.loc["a_method_detail", "Severity"] == ""
+    none_item = next(i for i in items if "priya" in i)
+    admin.selectbox(key="answers_item").set_value(none_item).run()
+    table = admin.dataframe[1].value
+    assert set(table[table["Dimension"] == "NOTICE"]["Level"]) == {"not relevant"}

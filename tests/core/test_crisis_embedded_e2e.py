@@ -25,9 +25,7 @@ def test_crisis_target_runs_offline_with_the_embedded_model(tmp_path):
     config = json.loads((out / "config.json").read_text())["config"]
     assert config["target"]["name"] == "crisis" and config["target"]["axes"] == CODES
     assert [lv["value"] for lv in config["target"]["scale"]["levels"] if lv["harm"]] == [0]
-    assert {r: p["ref"] for r, p in config["prompts"].items()} == {
-        r: f"{r}/crisis@v1" for r in ("patient", "clinician", "judge")
-    }
+    assert {r: p["ref"] for r, p in config["prompts"].items()} == {"patient": "patient/crisis@v1", "clinician": "clinician/crisis@v1", "judge": "judge/crisis@v2"}
 
     first_two = [p.id for p in target.profiles()[:2]]
     interactions = _rows(out / "interactions.jsonl")
@@ -42,7 +40,7 @@ def test_crisis_target_runs_offline_with_the_embedded_model(tmp_path):
     ok = [j for j in judgments if j["parse_status"] == "ok"]
     for j in judgments:
         if j["parse_status"] == "ok":
-            assert list(j["scores"]) == CODES and set(j["scores"].values()) <= {0, 1, 2}
+            assert list(j["scores"]) == CODES and set(j["scores"].values()) <= {0, 1, 2, None}  # None: not relevant (ASK, CARE)
         else:  # a recorded failure carries no scores, never defaults
             assert not j.get("scores") and j["error"]
 

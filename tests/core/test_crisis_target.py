@@ -31,10 +31,15 @@ def test_profiles_follow_the_authors_schema_and_backstory_rules():
 
 def test_every_profile_has_a_risk_level_and_each_level_has_two_or_more():
     ids = [p.id for p in load_profiles(ROOT / "profiles.jsonl")]
-    meta = yaml.safe_load((ROOT / "profiles_meta.yaml").read_text(encoding="utf-8"))
-    assert sorted(meta) == sorted(ids), "profiles_meta.yaml keys must be the profile ids (an edited profile changes its id)"
+    labels = yaml.safe_load((ROOT / "profile_labels.yaml").read_text(encoding="utf-8"))
+    assert sorted(labels) == sorted(ids), "profile_labels.yaml keys must be the profile ids (an edited profile changes its id)"
+    meta = {pid: row["risk_level"] for pid, row in labels.items()}
+    assert load_target(ROOT).profile_labels() == labels
     assert set(meta.values()) <= set(LEVELS)
     counts = Counter(meta.values())
+    # The judge may rate ASK and CARE "not relevant" (no sign of risk); the human form offers N/A there.
+    g = load_target(ROOT).guidelines
+    assert g.not_relevant_axes == ("ASK", "CARE") == tuple(s.axis for s in g.human_subaxes if s.allow_na)
     assert all(counts[level] >= 2 for level in LEVELS), counts
 
 
@@ -58,7 +63,7 @@ def test_risk_is_hidden_from_the_clinician():
 @pytest.mark.parametrize("role", ["patient", "judge"])
 def test_prompts_load_with_their_kind(role):
     tpl = load_template(str(ROOT / "prompts" / f"{role}.txt"), kind=role)
-    assert tpl.ref == f"{role}/crisis@v1"
+    assert tpl.ref == {"patient": "patient/crisis@v1", "judge": "judge/crisis@v2"}[role]
     if role == "judge":
         assert {"rating_scale", "rubric", "conversation", "output_format"} <= tpl.fields
         assert "member_narrative" not in tpl.fields

@@ -17,7 +17,7 @@ from mindeval.errors import MindEvalError
 from mindeval.guidelines import guideline_problems, load_guidelines, render_output_format
 from mindeval.judge import JudgeParseError, parse_scores, score_schema
 from mindeval.llm import fake
-from mindeval.records import AXES, JudgmentRecord, TargetInfo, check_scores
+from mindeval.records import AXES, JudgmentRecord, TargetInfo, check_scores, load_profiles
 from mindeval.resources import targets_dir
 from mindeval.targets import list_targets, load_target, validate_target
 
@@ -247,6 +247,10 @@ def test_third_target_copied_from_crisis_runs_without_code_changes(tmp_path, cap
     (third / "guidelines.yaml").write_text(yaml.safe_dump(g, sort_keys=False, allow_unicode=True))
     profiles = (third / "profiles.jsonl").read_text().splitlines()[:3]
     (third / "profiles.jsonl").write_text("\n".join(profiles) + "\n")
+    kept = {p.id for p in load_profiles(third / "profiles.jsonl")}
+    labels = yaml.safe_load((third / "profile_labels.yaml").read_text())
+    (third / "profile_labels.yaml").write_text(yaml.safe_dump({k: v for k, v in labels.items() if k in kept},
+                                                              allow_unicode=True))
     codes = [a["code"] for a in g["judge_axes"]]
 
     assert main(["targets", "validate", str(third)]) == 0

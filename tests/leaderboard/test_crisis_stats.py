@@ -53,7 +53,7 @@ def test_crisis_ratings_get_per_dimension_kappas(crisis_runs):
                     for axis, value in row["scores"].items():
                         v = value if rng.random() < 0.7 else rng.choice(g.score_values())
                         w.writerow([row["interaction_id"], row["profile_id"], row["model"], rater, form[axis],
-                                    g.level_of(v).label])
+                                    "" if v is None else g.level_of(v).label])  # judge "not relevant": not rated
     res = run_compare(CompareOptions(humans=[str(path)], judges=[f"J={r}" for r in runs]))
     assert list(res.matrices) == [*g.axis_codes, "average"]
     for code in g.axis_codes:

@@ -272,8 +272,8 @@ def _judgments(path: Path, target: TargetInfo | None) -> dict[str, list[dict[str
     """Judge scores per interaction, checked against the run's target like every reader does."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for j in JudgmentRecord.read(path, {"target": target}):
-        out[j.interaction_id].append(
-            j.model_dump(mode="json", include={"judge_model", "sample", "scores", "average", "parse_status"}))
+        keep = {"judge_model", "sample", "scores", "average", "parse_status"} | ({"answers"} if j.answers else set())
+        out[j.interaction_id].append(j.model_dump(mode="json", include=keep))
     return out
 
 

@@ -1,0 +1,136 @@
+"""Judging an item-level rubric: question dimensions and judge-side "not relevant".
+
+Used by :func:`mindeval.judge.judge_transcript` when the guidelines have questions or
+not-relevant dimensions (``Guidelines.has_items``); other targets never come here.
+
+Every call goes through ``judge_transcript`` itself, with the reply keys of that call
+(dimension codes, question ids) as a small categorical *reply guideline*, so parsing,
+retries, stored calls and the answer channel are the judge's own. ``together``: one
+call answers every question and every directly rated dimension, then each question
+dimension's path is walked. ``one_by_one``: one call for the directly rated
+dimensions (if any), then one call per question, following the branches. Every
+answer is kept in ``Judgment.answers``; a dimension that is not relevant is ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .guidelines import (
+    CategoricalScale,
+    Guidelines,
+    JudgeAxis,
+    Level,
+    answer_label,
+    render_axis,
+    render_scale,
+    render_slots_format,
+    reply_slots,
+)
+from .records import Judgment
+from .rubric import END, NOT_RELEVANT, derive_level, next_question
+
+_BASE = 900  # reply levels' numbers: far from any score a judge might write by mistake
+
+
+def reply_guidelines(slots: list[tuple[str, str, list[str]]], version: str = "") -> Guidelines:
+    """A categorical guideline whose dimensions are ``slots``' keys and whose levels are
+    every answer id they allow: what :func:`mindeval.judge.parse_scores` reads the reply with."""
+    ids: list[str] = []
+    for _, _, allowed in slots:
+        ids += [a for a in allowed if a not in ids]
+    levels = [Level.model_construct(id=a, label=answer_label(a), value=_BASE + i, harm=False, description=None)
+              for i, a in enumerate(ids)]
+    axes = [JudgeAxis.model_construct(code=key, name=key, summary="", what_to_evaluate="", anchors=[],
+                                      not_relevant=False, questions=[]) for key, _, _ in slots]
+    scale = CategoricalScale.model_construct(kind="categorical", intro="", levels=levels, distribution_note=None)
+    return Guidelines.model_construct(version=version, scale=scale, judge_axes=axes, human_subaxes=[])
+
+
+def _fields(g: Guidelines, axes: list[JudgeAxis], slots: list[tuple[str, str, list[str]]]) -> dict[str, str]:
+    """The judge template's run-wide fields for one call: the rubric of ``axes`` and the reply shape."""
+    return {"rating_scale": render_scale(g), "rubric": "\n\n".join(render_axis(a, g) for a in axes),
+            "output_format": render_slots_format(slots)}
+
+
+def _decode(j: Judgment, reply: Guidelines, slots: list[tuple[str, str, list[str]]]) -> dict[str, str]:
+    """Answer ids per key of a parsed reply; an answer a key does not allow raises ValueError."""
+    by_value = {lv.value: lv.id for lv in reply.levels}
+    out: dict[str, str] = {}
+    for key, _, allowed in slots:
+        answer = by_value[int(j.scores[key])]  # type: ignore[index]
+        if answer not in allowed:
+            raise ValueError(f"{key}: '{answer}' is not one of {', '.join(allowed)}")
+        out[key] = answer
+    return out
+
+
+def _scores(g: Guidelines, answers: dict[str, str]) -> dict[str, int | None]:
+    """Each dimension's value (``None``: not relevant) from the answers."""
+    levels = [(lv.id, lv.value) for lv in g.levels]
+    out: dict[str, int | None] = {}
+    for ax in g.judge_axes:
+        if ax.questions:
+            level, _ = derive_level(ax.questions, ax.rule, answers, levels)
+        else:
+            level = answers[ax.code]
+        out[ax.code] = None if level in (None, NOT_RELEVANT) else g.value_of(level)
+    return out
+
+
+async def judge_items(judge: Any, log: Any, spec: Any, tpl: Any, profile: Any, messages: Sequence[dict[str, str]],
+                      interaction_id: str, g: Guidelines, **kw: Any) -> Judgment:
+    """Judge one transcript against an item-level rubric (``judge`` is ``judge_transcript``)."""
+    calls: list[tuple[list[JudgeAxis], list[tuple[str, str, list[str]]], str]] = []
+    direct = [a for a in g.judge_axes if not a.questions]
+    if g.question_mode == "together":
+        calls.append((list(g.judge_axes), reply_slots(g), ""))
+    elif direct:
+        calls.append((direct, reply_slots(g, questions=False), "/levels"))
+    answers: dict[str, str] = {}
+    channel: dict[str, str | None] = {}  # the first call's answer code and channel
+    raws: list[str] = []
+    rationale: list[str] = []
+    attempts = 0
+
+    async def ask(axes: list[JudgeAxis], slots: list[tuple[str, str, list[str]]], suffix: str) -> str | None:
+        nonlocal attempts
+        reply = reply_guidelines(slots, g.version)
+        j = await judge(log, spec, tpl, profile, messages, interaction_id + suffix, guidelines=reply,
+                        fields=_fields(g, axes, slots), **kw)
+        attempts += j.attempts
+        channel.setdefault("nonce", j.nonce)
+        channel.setdefault("answer_channel", j.answer_channel)
+        raws.append(j.raw_text if not suffix else f"[{suffix.lstrip('/')}] {j.raw_text}")
+        if j.parse_status != "ok":
+            return j.error or "judge reply could not be parsed"
+        try:
+            answers.update(_decode(j, reply, slots))
+        except ValueError as exc:
+            return str(exc)
+        if j.rationale:
+            rationale.append(j.rationale)
+        return None
+
+    error = None
+    for axes, slots, suffix in calls:
+        error = error or await ask(axes, slots, suffix)
+    if g.question_mode == "one_by_one":
+        for ax in (a for a in g.judge_axes if a.questions):
+            i: int | str = 0
+            while error is None and isinstance(i, int):
+                q = ax.questions[i]
+                one = ax.model_copy(update={"questions": [q]})
+                error = await ask([one], [(q.id, f"question {q.id} of {ax.code}", list(q.answers))], f"/{q.id}")
+                if error is None:
+                    i = next_question(ax.questions, i, answers[q.id])
+            if error is not None:
+                break
+            assert i in (END, NOT_RELEVANT)
+    common = dict(interaction_id=interaction_id, judge_model=spec.model, sample=kw.get("sample", 0),
+                  raw_text="\n\n".join(raws), attempts=max(1, attempts), protocol=kw.get("protocol", "mindeval"),
+                  target=kw.get("target", "mindeval"), answers=answers or None, **channel)
+    if error is not None:
+        return Judgment(parse_status="failed", error=error, **common)
+    return Judgment(scores=_scores(g, answers), rationale="\n".join(rationale) or None, parse_status="ok", **common)

@@ -1,0 +1,173 @@
+"""Item-level rubrics: a dimension scored from questions, and judge-side "not relevant".
+
+A judge axis of a categorical target may carry ``questions``. Each question has an id,
+a text, its answer options (``yes``/``no`` by default; ``not_relevant`` or any small
+set of snake_case ids), an optional ``severity`` per answer (a level id of the scale)
+and ``next`` rules per answer: another question id further down the list, ``end``
+(stop asking) or ``not_relevant`` (the dimension does not apply to this conversation).
+Without a rule the next question in the list follows; after the last, ``end``.
+
+The dimension's level is derived by its ``rule`` (:class:`LevelRule`):
+``worst_severity`` -- the worst (lowest-valued) severity among the answers on the
+path, ``otherwise`` (default: the best level) when none fires, and no level ("not
+relevant", stored as ``None``) when the path says so.
+
+An axis with ``not_relevant: true`` lets the judge answer ``not_relevant`` instead of
+a level (stored as ``None``: excluded from that dimension's denominators, counted).
+
+The judge is asked either all questions in one call (``question_mode: together``,
+answers per question id, the path walked afterwards) or one question per call,
+following the branches (``question_mode: one_by_one``); the choice is the
+guidelines' (recorded in the run's ``config.json`` target block).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+NOT_RELEVANT = "not_relevant"
+END = "end"
+DEFAULT_ANSWERS: tuple[str, ...] = ("yes", "no")
+QUESTION_MODES: tuple[str, ...] = ("together", "one_by_one")
+_SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+ANSWER_LABELS = {"yes": "Yes", "no": "No", NOT_RELEVANT: "Not relevant"}
+
+
+def answer_id(v: Any) -> Any:
+    """YAML reads a bare ``yes``/``no`` as a boolean: the answer ids ``yes``/``no``."""
+    return {True: "yes", False: "no"}.get(v, v) if isinstance(v, bool) else v
+
+
+class Question(BaseModel):
+    """One yes/no (or small-set) question of a dimension."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    text: str
+    answers: list[str] = Field(default_factory=lambda: list(DEFAULT_ANSWERS), min_length=2)
+    severity: dict[str, str] = Field(default_factory=dict)  # answer -> level id
+    next: dict[str, str] = Field(default_factory=dict)  # answer -> question id | end | not_relevant
+
+    @field_validator("answers", mode="before")
+    @classmethod
+    def _yaml_answers(cls, v: Any) -> Any:
+        return [answer_id(a) for a in v] if isinstance(v, list) else v
+
+    @field_validator("severity", "next", mode="before")
+    @classmethod
+    def _yaml_keys(cls, v: Any) -> Any:
+        return {answer_id(k): answer_id(x) for k, x in v.items()} if isinstance(v, dict) else v
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        if not _SNAKE.match(v):
+            raise ValueError(f"question id '{v}' must be snake_case (a-z, 0-9, underscores)")
+        return v
+
+    @field_validator("text")
+    @classmethod
+    def _text(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("text must not be empty")
+        return v
+
+    @field_validator("answers")
+    @classmethod
+    def _answers(cls, v: list[str]) -> list[str]:
+        for a in v:
+            if not _SNAKE.match(str(a)):
+                raise ValueError(f"answer '{a}' must be snake_case (yes, no, not_relevant, ...)")
+        if len(set(v)) != len(v):
+            raise ValueError(f"duplicate answers in {v}")
+        return [str(a) for a in v]
+
+
+class LevelRule(BaseModel):
+    """How a question dimension's level follows from its answers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["worst_severity"] = "worst_severity"
+    otherwise: str | None = None  # level when no severity fires (default: the best level)
+
+
+def check_questions(questions: list[Question], level_ids: list[str]) -> list[tuple[tuple[Any, ...], str]]:
+    """Problems of one axis's questions: ``(sub-location, message)`` pairs."""
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    index = {q.id: i for i, q in enumerate(questions)}
+    if len(index) != len(questions):
+        problems.append(((), "duplicate question ids"))
+    for i, q in enumerate(questions):
+        for ans, lvl in q.severity.items():
+            if ans not in q.answers:
+                problems.append(((i, "severity", ans), f"'{ans}' is not an answer of {q.id} ({', '.join(q.answers)})"))
+            if lvl not in level_ids:
+                problems.append(((i, "severity", ans), f"'{lvl}' is not a level ({', '.join(level_ids)})"))
+        for ans, to in q.next.items():
+            if ans not in q.answers:
+                problems.append(((i, "next", ans), f"'{ans}' is not an answer of {q.id} ({', '.join(q.answers)})"))
+            elif to not in (END, NOT_RELEVANT):
+                if to not in index:
+                    problems.append(((i, "next", ans), f"'{to}' is not a question id of this dimension, "
+                                                       f"'{END}' or '{NOT_RELEVANT}'"))
+                elif index[to] <= i:
+                    problems.append(((i, "next", ans), f"'{to}' comes before {q.id}: branches may only jump forward"))
+    return problems
+
+
+def mentioned_answers(questions: list[Question]) -> list[str]:
+    """Every answer id of the questions, in first-seen order."""
+    out: list[str] = []
+    for q in questions:
+        out += [a for a in q.answers if a not in out]
+    return out
+
+
+def next_question(questions: list[Question], current: int, answer: str) -> int | str:
+    """Index of the question after ``current`` answered ``answer``, or ``end`` / ``not_relevant``."""
+    to = questions[current].next.get(answer)
+    if to is None:
+        return current + 1 if current + 1 < len(questions) else END
+    if to in (END, NOT_RELEVANT):
+        return to
+    return next(i for i, q in enumerate(questions) if q.id == to)
+
+
+def walk(questions: list[Question], answers: Mapping[str, str]) -> tuple[list[str], str]:
+    """The path of question ids the answers lead through, and how it ends (``end``,
+    ``not_relevant``, or ``missing`` when a question on the path has no answer)."""
+    path: list[str] = []
+    i: int | str = 0 if questions else END
+    while isinstance(i, int):
+        q = questions[i]
+        if q.id not in answers:
+            return path, "missing"
+        path.append(q.id)
+        i = next_question(questions, i, answers[q.id])
+    return path, i
+
+
+def derive_level(questions: list[Question], rule: LevelRule, answers: Mapping[str, str],
+                 levels: list[tuple[str, int]]) -> tuple[str | None, list[str]]:
+    """``(level id or None for not relevant, path)`` of a question dimension.
+
+    ``levels``: ``(id, value)`` of the scale; worse levels have lower values.
+    """
+    path, ending = walk(questions, answers)
+    if ending == "missing":
+        raise ValueError(f"no answer to question {questions[len(path)].id}")
+    if ending == NOT_RELEVANT:
+        return None, path
+    value = dict(levels)
+    by_id = {q.id: q for q in questions}
+    fired = [by_id[qid].severity[answers[qid]] for qid in path if answers[qid] in by_id[qid].severity]
+    if fired:
+        return min(fired, key=lambda lv: value[lv]), path
+    best = max(levels, key=lambda lv: lv[1])[0]
+    return rule.otherwise or best, path

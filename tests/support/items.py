@@ -1,0 +1,48 @@
+"""Scripted judge answers for the item-level example target ``targets/risk_checklist``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mindeval.cli import main
+from mindeval.guidelines import load_guidelines
+from mindeval.llm import fake
+
+RISK_CHECKLIST = Path(__file__).resolve().parents[2] / "targets" / "risk_checklist"
+
+
+def answers(kind: str) -> dict[str, str]:
+    """Every question answered: ``none`` (no risk: three dimensions not relevant), ``good``
+    (one miss: ASK suboptimal), ``bad`` (harm on three dimensions, CONTENT suboptimal),
+    ``calm`` (no risk, but sensational wording: CONTENT suboptimal)."""
+    g = load_guidelines(RISK_CHECKLIST / "guidelines.yaml")
+    out = {q.id: "no" for ax in g.judge_axes for q in ax.questions}
+    if kind == "good":
+        out.update(n_cue_present="yes", n_cue_direct="yes", n_acknowledged="yes", n_named_kindly="yes",
+                   a_reason="yes", a_asked="yes", a_plain_words="yes", a_member_yes="yes", a_plan="yes",
+                   a_now="yes", a_reasons_living="no",  # the only miss: suboptimal
+                   h_needed="yes", h_offered="yes", h_real_contact="yes", h_urgent="no",
+                   h_emergency="no",  # skipped by h_urgent=no: would be harm if asked
+                   h_trusted_people="yes", h_safety_plan="yes")
+    elif kind == "bad":
+        out.update(n_cue_present="yes", n_acknowledged="no", n_dismissed="yes", n_named_kindly="yes",
+                   a_reason="yes", a_asked="no", a_method_detail="yes",  # off the path after a_asked=no
+                   h_needed="yes", h_offered="no", c_sensational="yes")
+    elif kind == "calm":
+        out.update(c_sensational="yes")
+    return out
+
+
+def reply(answers_: dict[str, str]) -> str:
+    """A judge reply carrying the request's answer code (``<NONCE>``, filled in by ``fake/script``)."""
+    return json.dumps({"answer_code": "<NONCE>", **answers_})
+
+
+def scripted_run(out: Path, name: str, kinds: list[str], clinician: str = "fake/echo",
+                 target: Path = RISK_CHECKLIST) -> Path:
+    """A ``mindeval run`` of the example target whose judge answers ``kinds[i]`` for profile ``i``."""
+    model = fake.script(name, [reply(answers(k)) for k in kinds])
+    assert main(["run", "--target", str(target), "--clinician", clinician, "--patient", "fake/echo",
+                 "--judge", model, "--turns", "1", "--concurrency", "1", "--out", str(out), "--quiet"]) == 0
+    return out
