@@ -24,10 +24,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--test", choices=("permutation", "bootstrap"), default="permutation",
                    help="paired significance test (permutation = sign-flip)")
     p.add_argument("--seed", type=int, default=0, help="seed of all resampling (recorded in the JSON)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level for the clusters")
+    p.add_argument("--alpha", type=float, default=0.05, metavar="LEVEL", help="significance level for the clusters")
     p.add_argument("--sided", choices=("one", "two"), default="one",
-                   help="one-sided tests of 'the higher mean is better' (default, as the paper's clusters and "
-                   "mt-metrics-eval) or two-sided tests of any difference")
+                   help="one: one-sided tests of 'the higher mean is better', as the paper's clusters and "
+                   "mt-metrics-eval; two: two-sided tests of any difference (default one)")
     p.add_argument("--allow-mixed", action="store_true",
                    help="rank runs with different judge, patient or profile set together")
     p.add_argument("--allow-incomplete", action="store_true",

@@ -29,6 +29,8 @@ DIFFERENT = {
     "--model": "the backstory model",
     "--concurrency": "profiles generate writes one backstory at a time unless told (1); runs and judges 4",
     "--judge": "required on metaeval judge (the judge under evaluation); the embedded model by default on run",
+    "--resamples": "leaderboard: >= 2,000 for its permutation p-values (pinned results); metaeval compare/power: "
+                   "1,000 bootstrap draws per figure, over every matrix of every judge",
     "--zeros": "compare: unset means 'missing', or 'zero' with --paper-compatible; judge: the few-shot scores",
 }
 
