@@ -96,10 +96,15 @@ if studies:
     can_rate = [p.name for p in ws.annotators(v) if p.can_sign_in and not p.is_admin]
     who = st.multiselect("Annotators", can_rate, default=can_rate, key=f"assign_who_{chosen}",
                          help="Nobody is given a role-play session they played themselves.")
+    study_k = next(s.k for s in studies if s.name == chosen)
+    k_new = st.number_input("Ratings per item from these annotators", min_value=1, value=study_k, step=1,
+                            key=f"assign_k_{chosen}",
+                            help="Ratings by anybody else (imported raters, an earlier team) do not count, so an "
+                                 "already-rated set can be given to a new team.")
     if st.button("Assign to annotators", key="admin_assign", disabled=not who,
-                 help="Gives every item to the study's number of annotators, balanced, in a seeded random order."):
+                 help="Gives every item to this many of the chosen annotators, balanced, in a seeded random order."):
         try:
-            rep = ws.assign(v, chosen, annotators=who)
+            rep = ws.assign(v, chosen, annotators=who, k=int(k_new))
         except MindEvalError as exc:
             st.error(str(exc))
         else:

@@ -87,10 +87,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--code-env", default=None, metavar="VAR")
     r.set_defaults(func=_reset_code)
 
-    s = cmds.add_parser("assign", help="assign every item to k annotators, balanced and seeded")
+    s = cmds.add_parser("assign", help="give every item k ratings from a group of annotators, balanced and seeded")
     s.add_argument("study")
-    s.add_argument("--k", type=int, default=None, help="override the study's k")
-    s.add_argument("--annotators", default=None, help="comma-separated names (default: all annotators)")
+    s.add_argument("--k", type=int, default=None,
+                   help="ratings per item from this group (default: the study's k); ratings by anybody "
+                        "outside the group, e.g. imported raters, do not count")
+    s.add_argument("--annotators", default=None,
+                   help="comma-separated names: the group (default: every active annotator who can sign in)")
     s.set_defaults(func=_assign)
 
     i = cmds.add_parser("import", help="import a run directory, interactions, profiles or the authors' ratings")

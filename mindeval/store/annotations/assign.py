@@ -16,21 +16,25 @@ def balanced_assignment(
     existing: dict[Hashable, set[Hashable]] | None = None,
     excluded: dict[Hashable, set[Hashable]] | None = None,
 ) -> list[tuple[Hashable, Hashable]]:
-    """New (item, annotator) pairs so that every item has ``k`` distinct annotators.
+    """New (item, annotator) pairs so that every item has ``k`` distinct annotators of this group.
 
-    Annotators with the lowest current load are chosen first (ties broken by the
-    seeded random generator), so loads differ by at most one when starting from
-    scratch. Pairs already in ``existing`` count towards ``k`` and loads. An item never
-    goes to an annotator in ``excluded[item]`` (e.g. the person who role-played it), so
-    such an item can end up with fewer than ``k``.
+    ``annotators`` is the group being assigned: only their pairs in ``existing`` count
+    towards ``k`` and loads, so items already rated by other people (e.g. imported raters)
+    still get ``k`` ratings from the group. Annotators with the lowest current load are
+    chosen first (ties broken by the seeded random generator), so loads differ by at most
+    one when starting from scratch. An item never goes to an annotator in
+    ``excluded[item]`` (e.g. the person who role-played it), so such an item can end up
+    with fewer than ``k``.
     """
     if k < 1:
         raise MindEvalError("k must be at least 1", field="k")
     if len(annotators) < k:
         raise MindEvalError(
-            f"each item needs {k} annotators but the study has only {len(annotators)}", field="k"
+            f"each item needs {k} ratings from the chosen annotators but only {len(annotators)} "
+            f"{'was' if len(annotators) == 1 else 'were'} chosen", field="k"
         )
-    existing = existing or {}
+    group = set(annotators)
+    existing = {item: set(who) & group for item, who in (existing or {}).items()}
     excluded = excluded or {}
     rng = random.Random(seed)
     load = {a: 0 for a in annotators}

@@ -140,10 +140,13 @@ def _annotators(s, names: list[str] | None) -> list[AnnotatorRow]:
 
 
 def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None = None, k: int | None = None) -> AssignReport:
-    """Give every item (or profile) of the study to ``k`` annotators, balanced and seeded.
+    """Give every item (or profile) of the study to ``k`` of the chosen annotators, balanced and seeded.
 
-    Idempotent: existing assignments count, so running it again after adding items
-    only assigns the new ones. Each annotator's order is a seeded shuffle.
+    ``annotators`` (default: every active annotator who can sign in) is the group; ``k``
+    (default: the study's) is the number of ratings per item from this group, so items
+    already rated by others (imported raters, an earlier team) are assigned afresh.
+    Idempotent: the group's existing assignments count, so running it again after adding
+    items only assigns the new ones. Each annotator's order is a seeded shuffle.
     """
     with db.write() as s:
         study = get_study(s, study_ref)
@@ -187,7 +190,7 @@ def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None =
     got: dict[int, int] = defaultdict(int)
     for item, _who in pairs:
         got[item] += 1
-    short = sum(1 for item in items if len(existing[item]) + got[item] < k)
+    short = sum(1 for item in items if len(existing[item] & set(ids)) + got[item] < k)
     return AssignReport(created=len(pairs), per_annotator={names[w]: len(v) for w, v in per.items()}, seed=seed,
                         short=short)
 
