@@ -6,12 +6,18 @@ every model call goes through :class:`~mindeval.store.CallLog` with a per-turn t
 so a refresh, a closed tab or a server restart loses nothing and a reply that was
 already received is never requested again. The clinician sees the study's clinician
 prompt (its target's; MindEval's default) rendered with the intake fields only.
+
+A message sent while the clinician is still answering is never dropped: it waits in the
+session's queue (``ann_roleplay_queue``) and becomes the next turn once the reply is
+stored, in order, each answered in turn. :data:`_busy` names the sessions whose reply is
+being written in this server, so the page shows "writing" instead of a retry button.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Callable
 
 from sqlalchemy.exc import IntegrityError
@@ -41,6 +47,8 @@ REPLY_FAILED = "The clinician did not answer; try again"
 # The embedded clinician answers in at most this many sentences, like a person in a chat.
 EMBEDDED_MAX_SENTENCES = 4
 logger = logging.getLogger(__name__)
+_busy: set[int] = set()  # sessions whose clinician reply is being written by this process
+_busy_lock = threading.Lock()  # also orders "queue a message" against "the last reply is done"
 
 
 def _profile(sp: StudyProfileRow) -> Profile:
@@ -84,6 +92,7 @@ def view(db: Database, annotator_id: int, session_id: int) -> RoleplayView:
         backstory=str(sp.profile_json.get("member_narrative") or ""),
         messages=[Message(role=t.role, content=t.content) for t in turns],
         awaiting_reply=bool(turns) and turns[-1].role == "patient" and sess.status == "active",
+        queued=sessions_store.queued(db, sess.id), replying=sess.id in _busy,
         minutes=study.minutes or 0, seconds_left=left, time_up=left is not None and left <= 0,
     )
 
@@ -115,8 +124,12 @@ def start(db: Database, annotator_id: int, session_id: int) -> None:
 
 
 def send(db: Database, annotator_id: int, session_id: int, text: str,
-         on_text: Callable[[str], None] | None = None) -> None:
-    """Commit the patient's message, then fetch the clinician's reply (see :func:`reply`)."""
+         on_text: Callable[[str], None] | None = None) -> bool:
+    """Commit the patient's message, then fetch the clinician's reply (see :func:`reply`).
+
+    While the clinician is still answering (or earlier messages wait) the message is queued
+    instead and ``True`` is returned: it is sent, in order, once the reply is stored.
+    """
     text = text.strip()
     if not text:
         raise MindEvalError("the message is empty", field="message")
@@ -125,22 +138,85 @@ def send(db: Database, annotator_id: int, session_id: int, text: str,
     sess, _study, _sp = sessions_store.active_session(db, annotator_id, session_id)
     if as_utc(sess.deadline_at) <= utcnow():
         raise TimeUp(text)
-    turns = _turns(db, sess)
-    if turns and turns[-1].role == "patient":
-        raise Conflict("the clinician has not answered your last message yet", field="message")
-    try:
-        save_turn(db, sess.interaction_id,
-                  Turn(index=len(turns), role="patient", content=text, author="human", model=None))
-    except IntegrityError:
-        raise Conflict("this conversation changed in another tab; it has been reloaded", field="message") from None
-    reply(db, annotator_id, session_id, on_text)
+    with _busy_lock:  # a reply finishing now either sees this message or is seen as finished
+        turns = _turns(db, sess)
+        if sess.id in _busy or (turns and turns[-1].role == "patient") or sessions_store.n_queued(db, sess.id):
+            sessions_store.enqueue(db, sess.id, text)
+            queued = True
+        else:
+            try:
+                save_turn(db, sess.interaction_id,
+                          Turn(index=len(turns), role="patient", content=text, author="human", model=None))
+                queued = False
+            except IntegrityError:  # another tab sent a message at the same moment: wait behind it
+                sessions_store.enqueue(db, sess.id, text)
+                queued = True
+        idle = sess.id not in _busy
+    if not queued or (idle and turns and turns[-1].role == "clinician"):
+        reply(db, annotator_id, session_id, on_text)  # nobody else will send it
+    return queued
 
 
 def reply(db: Database, annotator_id: int, session_id: int, on_text: Callable[[str], None] | None = None) -> None:
-    """Ask the clinician model to answer the last patient message and commit its turn.
+    """Ask the clinician to answer the last patient message, commit the turn, then send the
+    queued messages one by one, each answered in turn.
 
-    ``on_text`` receives the reply piece by piece while the embedded model writes it.
+    ``on_text`` receives the first reply piece by piece while the embedded model writes it;
+    when it is given (a page is waiting), the queued messages are answered in a background
+    thread so the page can show the first reply at once. Returns at once while this session's
+    reply is already being written.
     """
+    with _busy_lock:
+        if session_id in _busy:
+            return
+        _busy.add(session_id)
+    try:
+        _answer(db, annotator_id, session_id, on_text)
+        if on_text is None:
+            _answer_queue(db, annotator_id, session_id)
+            return
+    except BaseException:
+        _release(session_id)
+        raise
+    threading.Thread(target=_answer_queue_logged, args=(db, annotator_id, session_id), daemon=True,
+                     name=f"roleplay-{session_id}").start()
+
+
+def _release(session_id: int) -> None:
+    with _busy_lock:
+        _busy.discard(session_id)
+
+
+def _answer_queue(db: Database, annotator_id: int, session_id: int) -> None:
+    """Turn each queued message into the next turn and answer it; releases the session."""
+    try:
+        while True:
+            with _busy_lock:
+                sess, _study, _sp = sessions_store.load_session(db, annotator_id, session_id)
+                turns = _turns(db, sess)
+                if turns and turns[-1].role == "patient":
+                    moved = True  # still unanswered (e.g. a reply stored by another tab is missing)
+                else:
+                    moved = sess.interaction_id is not None and sessions_store.dequeue_as_turn(
+                        db, sess.id, sess.interaction_id, len(turns))
+                if not moved:
+                    _busy.discard(session_id)
+                    return
+            _answer(db, annotator_id, session_id, None)
+    except BaseException:
+        _release(session_id)
+        raise
+
+
+def _answer_queue_logged(db: Database, annotator_id: int, session_id: int) -> None:
+    try:
+        _answer_queue(db, annotator_id, session_id)
+    except Exception as exc:  # the page shows "not arrived yet" and a retry button
+        logger.warning("role-play session %s: a queued message was not answered: %s", session_id, exc)
+
+
+def _answer(db: Database, annotator_id: int, session_id: int, on_text: Callable[[str], None] | None) -> None:
+    """One clinician reply to the last patient message (nothing when it is answered)."""
     sess, study, sp = sessions_store.active_session(db, annotator_id, session_id)
     turns = _turns(db, sess)
     if not turns or turns[-1].role != "patient":
@@ -170,6 +246,9 @@ def finish(db: Database, annotator_id: int, session_id: int) -> int:
     turns = _turns(db, sess)
     if not any(t.role == "clinician" for t in turns):
         raise Conflict("send at least one message and receive a reply before finishing", field="status")
+    if sessions_store.n_queued(db, sess.id):
+        raise Conflict("some of your messages are still waiting for the clinician; finish once they are "
+                       "answered", field="status")
     profile = _profile(sp)
     messages = [{"role": "user" if t.role == "patient" else "assistant", "content": t.content} for t in turns]
     return sessions_store.finish_session(

@@ -196,9 +196,10 @@ class Workspace:
         self._live(v)
         roleplay.start(self.db, v.id, session_id)
 
-    def send_message(self, v: Viewer, session_id: int, text: str, on_text: Callable[[str], None] | None = None) -> None:
+    def send_message(self, v: Viewer, session_id: int, text: str, on_text: Callable[[str], None] | None = None) -> bool:
+        """Store the message and get the reply; ``True``: queued behind a reply being written."""
         self._live(v)
-        roleplay.send(self.db, v.id, session_id, text, on_text)
+        return roleplay.send(self.db, v.id, session_id, text, on_text)
 
     def retry_reply(self, v: Viewer, session_id: int, on_text: Callable[[str], None] | None = None) -> None:
         self._live(v)

@@ -266,7 +266,16 @@ def stream_while(work: Callable[[Callable[[str], None]], None]) -> None:
     worker.start()
 
     def stream():
-        while (piece := pieces.get()) is not None:
+        while True:
+            try:
+                piece = pieces.get(timeout=0.2)
+            except queue.Empty:
+                # A yield point while nothing streams: a message sent meanwhile reruns the page
+                # at once (the work goes on in its thread) instead of waiting for this reply.
+                _ = "_" in st.session_state
+                continue
+            if piece is None:
+                return
             yield piece
 
     st.write_stream(stream())

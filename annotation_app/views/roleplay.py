@@ -1,7 +1,10 @@
 """Role-play mode: the annotator writes as the patient; the clinician model answers.
 
 Every message is stored the moment it is sent, so a refresh, a closed tab or a
-server restart loses nothing: the conversation simply continues.
+server restart loses nothing: the conversation simply continues. A message sent while
+the clinician is still answering is stored in the session's queue, shown as waiting,
+and sent once the reply is in; the page shows a stored reply by itself (it checks the
+database every second while a reply is due).
 """
 
 from __future__ import annotations
@@ -77,6 +80,12 @@ with chat:
         if not view.messages:
             st.caption(f"Write your first message as {ui.inert(view.member_name)} below.")
         ui.render_transcript(view.messages, view.member_name, chat=True)
+        if view.queued:
+            with st.container(key="queued_messages"):
+                ui.render_transcript([Message(role="patient", content=t) for t in view.queued], view.member_name,
+                                     chat=True)
+                st.caption(f"{len(view.queued)} message{'s' if len(view.queued) > 1 else ''} saved, waiting for "
+                           "the clinician's reply; sent in order as soon as it arrives.")
 
     late = st.session_state.setdefault("late_messages", {}).get(sid, [])
     for text in late:
@@ -96,15 +105,40 @@ with chat:
                 ui.flash("warning", exc.message)
         st.rerun()
 
+    def _state(rp) -> tuple:
+        return len(rp.messages), len(rp.queued), rp.replying, rp.awaiting_reply, rp.status
+
+    pending = view.awaiting_reply or view.replying or bool(view.queued)
+    if view.status == "active" and pending:
+
+        @st.fragment(run_every=1)
+        def _watch() -> None:
+            """Show a reply (or a queued message turning into a turn) as soon as it is stored."""
+            if _state(ws.roleplay(v, sid)) != _state(view):
+                st.rerun()
+
+        _watch()
+
     if view.status == "active":
-        if view.awaiting_reply:
+        if view.replying:
+            st.info("The clinician is writing a reply. You can keep writing: your messages are saved and "
+                    "sent in order.")
+        elif pending:
             st.info("Your last message is saved. The clinician's reply has not arrived yet.")
             if st.button("Get the clinician's reply", type="primary", key=f"retry_{sid}"):
                 _answer(lambda on_text: ws.retry_reply(v, sid, on_text))
         # At zero the browser disables this box at once (ui.countdown); a message that still
         # arrives after the deadline is refused and kept on the page, never silently dropped.
-        text = st.chat_input(f"Write as {view.member_name}…", key=f"chat_{sid}", disabled=view.awaiting_reply)
-        if text:
+        text = st.chat_input(f"Write as {view.member_name}…", key=f"chat_{sid}")
+        if text and pending:  # the clinician is answering: the message waits in the queue
+            try:
+                ws.send_message(v, sid, text)
+            except TimeUp as exc:
+                st.session_state["late_messages"].setdefault(sid, []).append(exc.text)
+            except MindEvalError as exc:
+                ui.flash("warning", f"Not sent: {exc.message}. Your text is kept here:  \n{ui.inert(text)}")
+            st.rerun()
+        elif text:
             with chat_box:
                 ui.render_transcript([Message(role="patient", content=text)], view.member_name, chat=True)
             _answer(lambda on_text: ws.send_message(v, sid, text, on_text))

@@ -124,7 +124,7 @@ def test_two_annotators_rating_the_same_item_at_once_both_count(any_db_url):
     other.close()
 
 
-def test_two_tabs_sending_a_roleplay_message_at_once_store_one_turn(any_db_url, monkeypatch):
+def test_two_tabs_sending_a_roleplay_message_at_once_store_both_in_order(any_db_url, monkeypatch):
     from annotation_app import roleplay
 
     tab1 = make_workspace(any_db_url)
@@ -145,10 +145,14 @@ def test_two_tabs_sending_a_roleplay_message_at_once_store_one_turn(any_db_url, 
             tried.set()  # reached by the tab that was refused (the other waits in reply)
 
     results = _race(lambda: send(tab1, "from tab one"), lambda: send(tab2, "from tab two"))
-    assert sum(isinstance(r, Conflict) for r in results) == 1
+    assert sorted(results) == [False, True]  # one was sent, the other queued behind its reply: none refused
     with tab1.db.read() as s:
-        rows = s.execute(select(TurnRow.idx, TurnRow.role)).all()
-    assert sorted(rows) == [(0, "patient"), (1, "clinician")]
+        rows = s.execute(select(TurnRow.idx, TurnRow.role, TurnRow.content).order_by(TurnRow.idx)).all()
+    first = "from tab one" if results[0] is False else "from tab two"
+    second = "from tab two" if first == "from tab one" else "from tab one"
+    assert [(i, r) for i, r, _ in rows] == [(0, "patient"), (1, "clinician"), (2, "patient"), (3, "clinician")]
+    assert (rows[0][2], rows[2][2]) == (first, second)
+    assert tab1.roleplay(v, sid).queued == []
     tab1.close()
     tab2.close()
 

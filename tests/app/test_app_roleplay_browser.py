@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
+import threading
+import time
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from appkit import DEMO_CODE, free_port, make_workspace, start_app, stop, viewer, wait_healthy
@@ -49,6 +53,102 @@ def test_the_clock_shows_minutes_and_seconds_and_disables_the_box_at_zero(page, 
         assert ws.roleplay(v, sid).messages == []
     finally:
         stop(proc)
+        ws.close()
+
+
+class GatedClinician:
+    """An HTTP clinician on 127.0.0.1 that holds every reply until :meth:`release` (then answers
+    ``Reply N`` at once), so a test can act while a reply is being written."""
+
+    def __init__(self) -> None:
+        self.arrived = threading.Event()
+        self.gate = threading.Event()
+        self.requests: list[list[dict]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                outer.requests.append(body["messages"])
+                n = len(outer.requests)
+                outer.arrived.set()
+                outer.gate.wait(120)
+                data = json.dumps({"content": f"Reply {n}."}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/reply"
+
+    def release(self) -> None:
+        self.gate.set()
+
+    def close(self) -> None:
+        self.gate.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _until(check, timeout: float = 90.0):
+    """Poll the database until ``check()`` is truthy (observable state, not a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while not (out := check()):
+        assert time.monotonic() < deadline, "the expected state was not reached"
+        time.sleep(0.1)
+    return out
+
+
+@pytest.mark.browser
+def test_a_message_sent_while_the_reply_is_written_is_stored_and_answered_in_order(page, tmp_path):
+    clinician = GatedClinician()
+    url = f"sqlite:///{tmp_path / 'queue.db'}"
+    ws = make_workspace(url, clinician=clinician.url)
+    v = viewer(ws, "demo", DEMO_CODE)
+    sid = ws.sessions(v, 2)[0].session_id
+    ws.start_session(v, sid)
+    port = free_port()
+    proc = start_app(url, port, tmp_path / "app.log")
+    try:
+        wait_healthy(port, proc)
+        sign_in(page, f"http://127.0.0.1:{port}/")
+        page.get_by_role("link", name="Role-play").click()
+        box = page.get_by_placeholder(re.compile("Write as"))
+        box.wait_for()
+        settle(page)
+        box.fill("I have not slept for days.")
+        box.press("Enter")
+        assert clinician.arrived.wait(90), "the clinician was never asked"
+        # the reply is being written: the patient goes on writing, as fast as a person would
+        box = page.get_by_placeholder(re.compile("Write as"))
+        box.fill("And I keep waking at four.")
+        box.press("Enter")
+        _until(lambda: ws.roleplay(v, sid).queued == ["And I keep waking at four."])  # stored at once
+        page.get_by_text("waiting for the clinician's reply").wait_for()
+        assert [m.content for m in ws.roleplay(v, sid).messages] == ["I have not slept for days."]
+
+        clinician.release()
+        # both replies reach the page by themselves: nobody presses "Get the clinician's reply"
+        page.get_by_text("Reply 2.").wait_for(timeout=90_000)
+        settle(page)
+        assert page.get_by_role("button", name="Get the clinician's reply").count() == 0
+        assert "has not arrived yet" not in page.inner_text("body")
+        rp = ws.roleplay(v, sid)
+        assert [(m.role, m.content) for m in rp.messages] == [
+            ("patient", "I have not slept for days."), ("clinician", "Reply 1."),
+            ("patient", "And I keep waking at four."), ("clinician", "Reply 2.")]
+        assert rp.queued == [] and not rp.awaiting_reply
+        assert clinician.requests[1][-1] == {"role": "user", "content": "And I keep waking at four."}
+    finally:
+        stop(proc)
+        clinician.close()
         ws.close()
 
 

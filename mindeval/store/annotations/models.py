@@ -156,6 +156,8 @@ class RoleplayView(BaseModel):
     backstory: str
     messages: list[Message]
     awaiting_reply: bool
+    queued: list[str] = []  # messages sent while the clinician was answering, not yet turns
+    replying: bool = False  # a reply is being written right now (in this server)
     minutes: int
     seconds_left: float | None
     time_up: bool

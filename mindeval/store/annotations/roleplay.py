@@ -9,12 +9,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, func, select, update
+
+from mindeval.records import Turn
 
 from ..db import Database
 from ..runs import RunStore
 from .common import AccessDenied, Conflict
-from .tables import ItemRow, RoleplaySessionRow, StudyProfileRow, StudyRow, utcnow
+from .tables import ItemRow, RoleplayQueueRow, RoleplaySessionRow, StudyProfileRow, StudyRow, utcnow
 
 
 def owned(s, annotator_id: int, session_id: int) -> RoleplaySessionRow:
@@ -78,3 +80,40 @@ def finish_session(db: Database, sess: RoleplaySessionRow, **item: Any) -> int:
         s.execute(update(RoleplaySessionRow).where(RoleplaySessionRow.id == sess.id).values(item_id=row.id))
         RunStore.set_status(sess.interaction_id, "complete")(s)
         return row.id
+
+
+def enqueue(db: Database, session_id: int, text: str) -> None:
+    """Keep a patient message until the clinician has answered the previous one."""
+    with db.write() as s:
+        s.add(RoleplayQueueRow(session_id=session_id, text=text))
+
+
+def queued(db: Database, session_id: int) -> list[str]:
+    """The session's waiting messages, oldest first."""
+    with db.read() as s:
+        return list(s.scalars(select(RoleplayQueueRow.text).where(RoleplayQueueRow.session_id == session_id)
+                              .order_by(RoleplayQueueRow.id)))
+
+
+def n_queued(db: Database, session_id: int) -> int:
+    with db.read() as s:
+        return s.scalar(select(func.count()).select_from(RoleplayQueueRow)
+                        .where(RoleplayQueueRow.session_id == session_id)) or 0
+
+
+def dequeue_as_turn(db: Database, session_id: int, interaction_id: str, index: int) -> bool:
+    """Make the oldest waiting message turn ``index``; ``False`` when none waits.
+
+    The row is removed in the transaction that adds the turn: if the turn cannot be added
+    (another writer took the index) the message stays queued.
+    """
+    with db.write() as s:
+        row = s.scalar(select(RoleplayQueueRow).where(RoleplayQueueRow.session_id == session_id)
+                       .order_by(RoleplayQueueRow.id).limit(1))
+        if row is None:
+            return False
+        if s.execute(delete(RoleplayQueueRow).where(RoleplayQueueRow.id == row.id)).rowcount != 1:
+            return False  # taken by another writer at the same moment
+        RunStore.add_turn(interaction_id, Turn(index=index, role="patient", content=row.text, author="human",
+                                               model=None))(s)
+    return True

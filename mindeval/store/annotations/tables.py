@@ -242,3 +242,16 @@ class SignInEventRow(Keyed, AnnotationBase):
     name_key: Mapped[str] = mapped_column(String(120), index=True)
     client: Mapped[str] = mapped_column(String(64), index=True)
     outcome: Mapped[str] = mapped_column(String(16))
+
+class RoleplayQueueRow(Keyed, AnnotationBase):
+    """A patient message sent while the clinician was still answering (revision 0007).
+
+    It becomes the session's next turn once the reply is stored; the row is deleted in the
+    same transaction, so the message is neither lost nor sent twice.
+    """
+
+    __tablename__ = "ann_roleplay_queue"
+
+    session_id: Mapped[int] = mapped_column(ForeignKey("ann_roleplay_sessions.id"), index=True)
+    text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[Created]
