@@ -172,14 +172,17 @@ def reply(db: Database, annotator_id: int, session_id: int, on_text: Callable[[s
         _busy.add(session_id)
     try:
         _answer(db, annotator_id, session_id, on_text)
-        if on_text is None:
-            _answer_queue(db, annotator_id, session_id)
-            return
+        more = _next(db, annotator_id, session_id)
     except BaseException:
         _release(session_id)
         raise
-    threading.Thread(target=_answer_queue_logged, args=(db, annotator_id, session_id), daemon=True,
-                     name=f"roleplay-{session_id}").start()
+    if not more:
+        return
+    if on_text is None:
+        _answer_queue(db, annotator_id, session_id)
+    else:
+        threading.Thread(target=_answer_queue_logged, args=(db, annotator_id, session_id), daemon=True,
+                         name=f"roleplay-{session_id}").start()
 
 
 def _release(session_id: int) -> None:
@@ -187,22 +190,27 @@ def _release(session_id: int) -> None:
         _busy.discard(session_id)
 
 
+def _next(db: Database, annotator_id: int, session_id: int) -> bool:
+    """Make the oldest queued message the next turn (``True``), or, with nothing left to
+    answer, release the session (``False``). Under the lock that :func:`send` queues under."""
+    with _busy_lock:
+        sess, _study, _sp = sessions_store.load_session(db, annotator_id, session_id)
+        turns = _turns(db, sess)
+        if turns and turns[-1].role == "patient":
+            return True  # still unanswered (its reply failed to store): answer it first
+        if sess.interaction_id and sessions_store.dequeue_as_turn(db, sess.id, sess.interaction_id, len(turns)):
+            return True
+        _busy.discard(session_id)
+        return False
+
+
 def _answer_queue(db: Database, annotator_id: int, session_id: int) -> None:
-    """Turn each queued message into the next turn and answer it; releases the session."""
+    """Answer the turn :func:`_next` made, and so on until the queue is empty (then release)."""
     try:
         while True:
-            with _busy_lock:
-                sess, _study, _sp = sessions_store.load_session(db, annotator_id, session_id)
-                turns = _turns(db, sess)
-                if turns and turns[-1].role == "patient":
-                    moved = True  # still unanswered (e.g. a reply stored by another tab is missing)
-                else:
-                    moved = sess.interaction_id is not None and sessions_store.dequeue_as_turn(
-                        db, sess.id, sess.interaction_id, len(turns))
-                if not moved:
-                    _busy.discard(session_id)
-                    return
             _answer(db, annotator_id, session_id, None)
+            if not _next(db, annotator_id, session_id):
+                return
     except BaseException:
         _release(session_id)
         raise

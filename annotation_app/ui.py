@@ -21,6 +21,7 @@ import streamlit as st
 
 from annotation_app import handoff
 from annotation_app.services import Workspace, default_db_url
+from mindeval.store.annotations import signins
 from mindeval.store.annotations.models import Message, Viewer
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -63,12 +64,16 @@ def _cookie_token() -> str | None:
 
 
 def client_address() -> str:
-    """The browser's IP address ("" on this machine or without a browser), for sign-in throttling."""
+    """The browser's IP address for sign-in throttling: the trusted proxy header's when one is
+    configured (``mindeval app --trusted-proxy-header``), else the connection's ("" on this
+    machine or without a browser). See :func:`mindeval.store.annotations.signins.client_key`."""
     try:
         ip = st.context.ip_address
+        header = signins.trusted_proxy_header()
+        values = st.context.headers.get_all(header) if header else None
     except Exception:  # no browser connection
         return ""
-    return ip if isinstance(ip, str) else ""
+    return signins.client_key(ip if isinstance(ip, str) else None, trusted_header=header, values=values)
 
 
 def viewer() -> Viewer | None:

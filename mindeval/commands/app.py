@@ -56,6 +56,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="if the database is empty, create a demo admin, annotator and two studies")
     p.add_argument("--demo-clinician", default=None, metavar="MODEL",
                    help="clinician model of the demo role-play study (default: the embedded local/smollm2)")
+    p.add_argument("--trusted-proxy-header", default=None, metavar="HEADER",
+                   help="behind a reverse proxy: the header it sets to the client's address, e.g. "
+                        "X-Forwarded-For (its right-most entry), used to slow down failed sign-ins per client "
+                        "(default: $MINDEVAL_TRUSTED_PROXY_HEADER, else off: the header is ignored)")
     p.set_defaults(func=_launch)
     asub = p.add_subparsers(dest="app_command", metavar="admin")
     admin = asub.add_parser("admin", help="manage studies, people, imports and exports")
@@ -155,7 +159,14 @@ def _launch(args: argparse.Namespace) -> int:
     require("app", "mindeval app")
     from annotation_app.services import DB_ENV, default_db_url
 
+    from ..store.annotations.signins import (
+        PROXY_HEADER_ENV,
+        check_header_name,
+        trusted_proxy_header,
+    )
+
     url = args.db or default_db_url()
+    header = check_header_name(args.trusted_proxy_header) if args.trusted_proxy_header else trusted_proxy_header()
     ws = _workspace(argparse.Namespace(db=url))
     if args.seed_demo:
         from annotation_app.demo import seed_demo
@@ -184,6 +195,14 @@ def _launch(args: argparse.Namespace) -> int:
           flush=True)
     env = dict(os.environ)
     env[DB_ENV] = url
+    # The web server (uvicorn) would otherwise take X-Forwarded-For from any connection of this
+    # machine as the client's address, so a local browser could choose its own: only with the
+    # option does the app trust a proxy (an explicit $FORWARDED_ALLOW_IPS is the admin's choice).
+    env.setdefault("FORWARDED_ALLOW_IPS", "127.0.0.1,::1" if header else "")
+    if header:
+        env[PROXY_HEADER_ENV] = header
+        print(f"Sign-in limits per client use the right-most address in the {header} header "
+              "(only a proxy you trust may set it).", flush=True)
     cmd = streamlit_command(args.host, args.port)
     sys.stdout.flush()
     sys.stderr.flush()

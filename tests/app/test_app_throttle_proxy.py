@@ -1,0 +1,136 @@
+"""Sign-in throttling cannot lock everybody out: per-name limits stay, the per-client limit keys
+on the address a trusted proxy reports (`--trusted-proxy-header`, off by default), and a client
+the server cannot tell apart from others (this machine) has no shared per-client lock."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+from appkit import ADMIN_CODE, DEMO_CODE, ROOT, free_port, make_workspace, stop, wait_healthy
+from browserkit import CHROMIUM, FLAGS, playwright_api, settle
+
+from annotation_app.services import DB_ENV, SYSTEM, SignInThrottled
+from mindeval.store.annotations import signins
+from mindeval.store.annotations.signins import PROXY_HEADER_ENV, client_key
+
+XFF = "X-Forwarded-For"
+
+
+def test_the_client_is_the_right_most_address_of_the_trusted_header_only():
+    headers = {XFF: "198.51.100.7, 203.0.113.5"}  # the client wrote the first, the proxy added the last
+    assert client_key("10.0.0.2", headers, XFF) == "203.0.113.5"
+    assert client_key(None, headers, XFF) == "203.0.113.5"
+    assert client_key(None, None, XFF, values=["1.1.1.1", "9.9.9.9, 203.0.113.6:4431"]) == "203.0.113.6"
+    assert client_key(None, {XFF: "[2001:db8::1]:443"}, XFF) == "2001:db8::1"
+    assert client_key("10.0.0.2", headers, None) == "10.0.0.2"  # not configured: ignored
+    assert client_key(None, headers, None) == ""  # this machine: unknown
+    assert client_key("10.0.0.2", {XFF: "not-an-address"}, XFF) == "10.0.0.2"  # garbage is not a key
+    assert client_key("10.0.0.2", {}, XFF) == "10.0.0.2"
+
+
+def test_twenty_wrong_codes_from_one_client_do_not_lock_out_another_person(demo_ws):
+    for n in range(signins.CLIENT_FREE_FAILURES):
+        assert demo_ws.sign_in(f"guess{n}", "WRONG-CODE-0001", client="203.0.113.5") is None
+    with pytest.raises(SignInThrottled):  # that client waits, even with a right code
+        demo_ws.sign_in("demo", DEMO_CODE, client="203.0.113.5")
+    assert demo_ws.sign_in("demo", DEMO_CODE, client="203.0.113.9") is not None  # another person does not
+    # everybody the server cannot tell apart ("" = this machine) shares no per-client lock ...
+    for n in range(signins.CLIENT_FREE_FAILURES + 5):
+        assert demo_ws.sign_in(f"other{n}", "WRONG-CODE-0001", client="") is None
+    assert demo_ws.sign_in("admin", ADMIN_CODE, client="") is not None
+    # ... but the per-name limit still holds for it
+    for _ in range(signins.FREE_FAILURES):
+        assert demo_ws.sign_in("demo", "WRONG-CODE-0002", client="") is None
+    with pytest.raises(SignInThrottled):
+        demo_ws.sign_in("demo", DEMO_CODE, client="")
+
+
+def test_a_bad_header_name_is_a_one_line_error(tmp_path, capsys):
+    from mindeval.cli import main
+
+    assert main(["app", "--db", f"sqlite:///{tmp_path / 'x.db'}", "--trusted-proxy-header", "X Forwarded"]) == 2
+    err = capsys.readouterr().err
+    assert "trusted-proxy-header" in err and "not an HTTP header name" in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------ through the real server
+
+
+def _start(url: str, tmp_path, header: str | None) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != PROXY_HEADER_ENV}
+    env[DB_ENV] = url
+    cmd = [sys.executable, "-m", "mindeval", "app", "--db", url, "--port", str(port)]
+    if header:
+        cmd += ["--trusted-proxy-header", header]
+    proc = subprocess.Popen(cmd, stdout=(tmp_path / f"app{port}.log").open("w"), stderr=subprocess.STDOUT,
+                            env=env, cwd=ROOT)
+    wait_healthy(port, proc)
+    return proc, port
+
+
+def _try(browser, base: str, forwarded: str, name: str, code: str) -> str:
+    """One person's sign-in in a fresh browser context whose requests carry ``forwarded``; the page's text."""
+    ctx = browser.new_context(extra_http_headers={XFF: forwarded}, viewport={"width": 1400, "height": 1000})
+    try:
+        page = ctx.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(base)
+        page.get_by_label("Your name").fill(name)
+        page.get_by_label("Access code").fill(code)
+        page.get_by_role("button", name="Sign in").click()
+        page.locator('[data-testid="stAlert"], h1:has-text("Hello")').first.wait_for()
+        settle(page)
+        return page.inner_text("body")
+    finally:
+        ctx.close()
+
+
+@pytest.fixture
+def browser(tmp_path):
+    api = playwright_api()
+    with api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.mark.browser
+def test_behind_a_trusted_proxy_two_clients_are_limited_separately(browser, tmp_path):
+    url = f"sqlite:///{tempfile.mkdtemp(dir=tmp_path)}/proxy.db"
+    ws = make_workspace(url)
+    proc, port = _start(url, tmp_path, XFF)
+    base = f"http://127.0.0.1:{port}/"
+    try:
+        # the attacker forges a first entry; the proxy appends the address it saw (the right-most)
+        text = _try(browser, base, "198.51.100.1, 203.0.113.5", "nobody", "WRONG-CODE-0001")
+        assert "do not match" in text
+        assert ws.signin_events(SYSTEM, 1)[0].client == "203.0.113.5"
+        for n in range(signins.CLIENT_FREE_FAILURES - 1):  # the rest of the 20 failures, faster
+            ws.sign_in(f"guess{n}", "WRONG-CODE-0001", client="203.0.113.5")
+        assert "too many failed sign-ins" in _try(browser, base, "198.51.100.2, 203.0.113.5", "demo", DEMO_CODE).lower()
+        assert "Hello, demo" in _try(browser, base, "198.51.100.1, 203.0.113.9", "demo", DEMO_CODE)
+    finally:
+        stop(proc)
+        ws.close()
+
+
+@pytest.mark.browser
+def test_without_the_option_the_header_is_ignored_and_nobody_is_locked_out(browser, tmp_path):
+    url = f"sqlite:///{tempfile.mkdtemp(dir=tmp_path)}/direct.db"
+    ws = make_workspace(url)
+    proc, port = _start(url, tmp_path, None)
+    base = f"http://127.0.0.1:{port}/"
+    try:
+        assert "do not match" in _try(browser, base, "203.0.113.5", "nobody", "WRONG-CODE-0001")
+        assert ws.signin_events(SYSTEM, 1)[0].client == signins.LOCAL_CLIENT  # the forged header is not used
+        for n in range(signins.CLIENT_FREE_FAILURES):  # 20 more failures from this machine
+            ws.sign_in(f"guess{n}", "WRONG-CODE-0001", client="")
+        assert "Hello, demo" in _try(browser, base, "203.0.113.77", "demo", DEMO_CODE)
+    finally:
+        stop(proc)
+        ws.close()
