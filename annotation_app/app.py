@@ -37,6 +37,7 @@ else:
             _page("admin_studies", "Studies", ":material/folder_open:"),
             _page("admin_people", "People", ":material/group:"),
             _page("admin_results", "Results", ":material/bar_chart:"),
+            _page("admin_review", "Disagreements", ":material/balance:"),
             _page("admin_export", "Export", ":material/download:"),
         ]
     nav = st.navigation(pages)

@@ -132,7 +132,7 @@ def study_results(db: Database, g: Guidelines, study_ref: int | str) -> StudyRes
                        progress=progress(db, study), n_ratings=0)
     if study.kind != "rating":
         return res
-    ratings = submitted_ratings(db, study.id)
+    ratings = [r for r in submitted_ratings(db, study.id) if not r["adjudicated"]]  # raters' own ratings
     res.n_ratings = len(ratings)
     if not ratings:
         return res

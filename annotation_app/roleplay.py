@@ -46,6 +46,7 @@ MAX_MESSAGE = 4000
 REPLY_FAILED = "The clinician did not answer; try again"
 # The embedded clinician answers in at most this many sentences, like a person in a chat.
 EMBEDDED_MAX_SENTENCES = 4
+EMBEDDED_TIMEOUT_S = 3600.0  # per reply of the embedded clinician (the retry budget caps it further)
 logger = logging.getLogger(__name__)
 _busy: set[int] = set()  # sessions whose clinician reply is being written by this process
 _busy_lock = threading.Lock()  # also orders "queue a message" against "the last reply is done"
@@ -59,7 +60,11 @@ def clinician_spec(study: StudyRow) -> ModelSpec:
     spec = ModelSpec(model=study.clinician_model, max_tokens=study.clinician_max_tokens,
                      temperature=study.clinician_temperature)
     if spec.is_embedded:
-        spec = spec.model_copy(update={"extra": {"max_sentences": EMBEDDED_MAX_SENTENCES}})
+        # In-process compute, shown to the annotator as it is written: a busy machine makes it
+        # slow, never lost. A wall-clock timeout would only start a second generation behind the
+        # first (which cannot be stopped) and stream both into the page.
+        spec = spec.model_copy(update={"extra": {"max_sentences": EMBEDDED_MAX_SENTENCES},
+                                       "timeout_s": spec.timeout_s or EMBEDDED_TIMEOUT_S})
     return spec_with_defaults("clinician", spec)
 
 
@@ -252,11 +257,11 @@ def finish(db: Database, annotator_id: int, session_id: int) -> int:
     """End the session and store it as a rateable interaction; returns the item id."""
     sess, study, sp = sessions_store.active_session(db, annotator_id, session_id)
     turns = _turns(db, sess)
-    if not any(t.role == "clinician" for t in turns):
-        raise Conflict("send at least one message and receive a reply before finishing", field="status")
     if sessions_store.n_queued(db, sess.id):
         raise Conflict("some of your messages are still waiting for the clinician; finish once they are "
                        "answered", field="status")
+    if not any(t.role == "clinician" for t in turns):
+        raise Conflict("send at least one message and receive a reply before finishing", field="status")
     profile = _profile(sp)
     messages = [{"role": "user" if t.role == "patient" else "assistant", "content": t.content} for t in turns]
     return sessions_store.finish_session(

@@ -16,7 +16,15 @@ from pathlib import Path
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.store import Database
-from mindeval.store.annotations import exporters, importers, people, ratings, signins, studies
+from mindeval.store.annotations import (
+    exporters,
+    importers,
+    people,
+    ratings,
+    review,
+    signins,
+    studies,
+)
 from mindeval.store.annotations.common import (
     AccessDenied,
     Conflict,
@@ -257,6 +265,18 @@ class Workspace:
         """Items annotators skipped or flagged, with their reasons (admins)."""
         self._admin(v)
         return ratings.flagged(self.db, studies.study_info(self.db, study).id)
+
+    def disagreements(self, v: Viewer, study: int | str, min_gap: int = 2) -> list[review.Disagreement]:
+        """Items whose raters differ by ``min_gap`` or more on a sub-axis (admins)."""
+        self._admin(v)
+        return review.disagreements(self.db, self.guidelines(study), study, min_gap)
+
+    def adjudicate(self, v: Viewer, study: int | str, item_id: int, values: dict[str, int], justification: str,
+                   safety_note: str | None = None) -> int:
+        """Store the adjudicated rating of an item (rater "adjudicated"); returns its revision."""
+        self._admin(v)
+        return review.adjudicate(self.db, self.guidelines(study), study, item_id, values, justification,
+                                 safety_note=safety_note, by=v.name)
 
     def results(self, v: Viewer, study: int | str) -> StudyResults:
         self._admin(v)

@@ -284,9 +284,14 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
 
 
 def load_annotation_db(
-    url: str, study: str | int, *, zeros: str = "missing", prefix: str = "P", dims: Dimensions | None = None
+    url: str, study: str | int, *, zeros: str = "missing", prefix: str = "P", dims: Dimensions | None = None,
+    adjudicated: bool = False,
 ) -> HumanSource:
     """Submitted ratings of one study of the annotation platform's database.
+
+    Adjudicated ratings (the admin's decision after a disagreement review) are not a
+    rater's own judgement, so they are left out unless ``adjudicated`` is true; then they
+    are one more rater, labelled ``adjudicated``.
 
     Interactions imported from a ``mindeval run`` keep their run's ``profile_id``; others
     (e.g. the authors' file imported into the platform) get :func:`profile_key`.
@@ -311,6 +316,8 @@ def load_annotation_db(
     interactions: dict[str, AnnotatedInteraction] = {}
     rater_ids: dict[str, str] = {}
     for rec in study_ratings.ratings:
+        if rec.adjudicated and not adjudicated:
+            continue
         iid = rec.interaction_id
         pid = rec.profile_id or str(profile_key(rec.member_attributes))
         system = rec.clinician_model or "unknown"

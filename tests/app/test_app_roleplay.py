@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -148,3 +149,44 @@ def test_a_finished_session_becomes_a_rateable_interaction(demo_ws):
     assert demo_ws.assign(SYSTEM, 1).per_annotator == {"rater": 1}  # not to the person who played it
     v = viewer(demo_ws, "rater", "RATER-CODE-0001")
     assert len(demo_ws.queue(v, 1)) == 1
+
+
+def test_a_message_sent_while_a_reply_is_due_waits_in_the_queue_and_is_sent_after_it(demo_ws):
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    sid = demo_ws.sessions(v, 2)[0].session_id
+    demo_ws.start_session(v, sid)
+    assert demo_ws.send_message(v, sid, "One.") is False
+    with demo_ws.db.write() as s:  # the reply is due again (as after a crash before its turn was stored)
+        s.execute(delete(TurnRow).where(TurnRow.role == "clinician"))
+    assert demo_ws.send_message(v, sid, "Two.") is True  # stored, not refused
+    assert demo_ws.send_message(v, sid, "Three.") is True
+    view = demo_ws.roleplay(v, sid)
+    assert view.queued == ["Two.", "Three."] and view.awaiting_reply and not view.replying
+    with pytest.raises(Conflict, match="still waiting"):
+        demo_ws.finish_session(v, sid)
+
+    at = open_roleplay(sign_in("demo", DEMO_CODE))  # the page shows them as waiting, with the retry
+    assert "2 messages saved, waiting" in all_text(at)
+    at.button(key=f"retry_{sid}").click().run()
+    assert not at.exception, at.exception
+    deadline = time.monotonic() + 60  # the page got the first reply; the queue is answered behind it
+    while (view := demo_ws.roleplay(v, sid)).replying or view.queued:
+        assert time.monotonic() < deadline, view
+        time.sleep(0.05)
+    assert [(m.role, m.content[:6]) for m in view.messages] == [
+        ("patient", "One."), ("clinician", "Reply "), ("patient", "Two."), ("clinician", "Reply "),
+        ("patient", "Three."), ("clinician", "Reply ")]
+    assert view.queued == [] and not view.awaiting_reply and not view.replying
+    assert "saved, waiting" not in all_text(at.run())
+    demo_ws.finish_session(v, sid)
+
+
+def test_the_embedded_clinician_is_not_cut_off_by_a_network_timeout(demo_ws):
+    from annotation_app.roleplay import clinician_spec
+
+    with demo_ws.db.read() as s:
+        study = s.get(StudyRow, 2)
+    study.clinician_model = "local/smollm2"
+    assert clinician_spec(study).timeout_s >= 600  # a slow machine makes it slow, not retried twice over
+    study.clinician_model = "openai/gpt-4o-mini"
+    assert clinician_spec(study).timeout_s is None  # other models keep the usual timeout

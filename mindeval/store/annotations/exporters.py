@@ -32,6 +32,7 @@ from ..tables import InteractionRow
 from .ratings import flagged, scale_view
 from .studies import get_study
 from .tables import (
+    ADJUDICATED,
     AnnotatorRow,
     AssignmentRow,
     ItemRow,
@@ -47,10 +48,11 @@ FORMATS = ("csv", "jsonl", "authors", "interactions", "user-turns", "flags")
 
 
 def submitted_ratings(db: Database, study_id: int) -> list[dict[str, Any]]:
-    """One record per rating with at least one submission: its latest submitted revision."""
+    """One record per rating with at least one submission: its latest submitted revision
+    (``adjudicated``: the rating of the adjudicated rater, see :mod:`.review`)."""
     with db.read() as s:
         rows = s.execute(
-            select(RatingRow, AssignmentRow, AnnotatorRow.name, ItemRow)
+            select(RatingRow, AssignmentRow, AnnotatorRow.name, ItemRow, AnnotatorRow.origin)
             .join(AssignmentRow, AssignmentRow.id == RatingRow.assignment_id)
             .join(AnnotatorRow, AnnotatorRow.id == AssignmentRow.annotator_id)
             .join(ItemRow, ItemRow.id == AssignmentRow.item_id)
@@ -63,7 +65,7 @@ def submitted_ratings(db: Database, study_id: int) -> list[dict[str, Any]]:
                 RatingRevisionRow.rating_id.in_([row[0].id for row in rows] or [-1])))
         }
     out = []
-    for rating, a, name, item in rows:
+    for rating, a, name, item, origin in rows:
         rev = revs.get((rating.id, rating.revision))
         if rev is None:
             raise MindEvalError(f"rating {rating.id} has no stored revision {rating.revision}", field="revision")
@@ -73,6 +75,7 @@ def submitted_ratings(db: Database, study_id: int) -> list[dict[str, Any]]:
             "safety_note": rev.safety_note, "revision": rating.revision, "state": rating.state,
             "submitted_at": rev.created_at, "extra": rating.extra or {}, "n_revisions": rating.revision,
             "active_seconds": round(float(rating.active_seconds or 0), 1),
+            "adjudicated": origin == ADJUDICATED,  # the admin's decision after a disagreement review
         })
     return out
 
@@ -110,7 +113,7 @@ def ratings_csv(db: Database, g: Guidelines, study_id: int) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["item", "annotator", "revision", "submitted_at", *heads, "justification", "safety_note",
-                "clinician_model", "source", "active_seconds"])
+                "clinician_model", "source", "active_seconds", "adjudicated"])
     for r in submitted_ratings(db, study_id):
         scores: list[Any] = []
         for x in subs:
@@ -122,7 +125,7 @@ def ratings_csv(db: Database, g: Guidelines, study_id: int) -> str:
             r["item"].external_id, r["annotator"], r["revision"],
             r["submitted_at"].isoformat() if r["submitted_at"] else "", *scores,
             r["justification"], r["safety_note"] or "", r["item"].clinician_model or "", r["item"].source,
-            r["active_seconds"])])
+            r["active_seconds"], "yes" if r["adjudicated"] else "")])
     return buf.getvalue()
 
 
@@ -145,7 +148,7 @@ def ratings_jsonl(db: Database, g: Guidelines, study_id: int, target: str = DEFA
             "justification": r["justification"], "safety_note": r["safety_note"],
             "clinician_model": r["item"].clinician_model, "source": r["item"].source,
             "active_seconds": r["active_seconds"],
-        }, ensure_ascii=False))
+        } | ({"adjudicated": True} if r["adjudicated"] else {}), ensure_ascii=False))
     return "".join(line + "\n" for line in lines)
 
 
@@ -154,7 +157,8 @@ def authors_jsonl(db: Database, g: Guidelines, study_id: int) -> str:
     mapping = load_mapping(guidelines=g, every_subaxis=True)
     by_item: dict[int, list[dict[str, Any]]] = {}
     for r in submitted_ratings(db, study_id):
-        by_item.setdefault(r["item"].id, []).append(r)
+        if not r["adjudicated"]:  # the authors' layout has no place for an adjudicated rating
+            by_item.setdefault(r["item"].id, []).append(r)
     with db.read() as s:
         item_ids = list(s.scalars(select(StudyItemRow.item_id).where(StudyItemRow.study_id == study_id)
                                   .order_by(StudyItemRow.position)))

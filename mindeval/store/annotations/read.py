@@ -37,6 +37,7 @@ class SubmittedRating(BaseModel):
     safety_note: str | None
     revision: int
     submitted_at: datetime | None
+    adjudicated: bool = False  # the admin's adjudicated rating after a disagreement review
 
 
 class StudyRatings(BaseModel):
@@ -77,7 +78,7 @@ def read_ratings(url: str, study: str | int) -> StudyRatings:
             member_attributes=item.member_attributes or {}, messages=list(item.messages or []),
             clinician_model=item.clinician_model, annotator=r["annotator"], values=r["values"],
             justification=r["justification"], safety_note=r["safety_note"], revision=r["revision"],
-            submitted_at=r["submitted_at"],
+            submitted_at=r["submitted_at"], adjudicated=r["adjudicated"],
         ))
     return StudyRatings(study=name, source=f"{redact_url(url)}#study={name}", ratings=out, target=ref,
                         na_value=na_value(g))

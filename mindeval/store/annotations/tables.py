@@ -37,6 +37,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, validates
 from ..tables import Created, Keyed, utcnow  # one clock and column shapes for both databases
 
 NA_VALUE = 0  # stored value for "not applicable" / "not rated"
+ADJUDICATED = "adjudicated"  # origin (and name) of the rater who holds adjudicated ratings (review.py)
 VERSION_TABLE = "annotation_alembic_version"
 
 
@@ -78,7 +79,7 @@ class AnnotatorRow(Keyed, AnnotationBase):
     code_hash: Mapped[str | None] = mapped_column(String(300), nullable=True)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
-    origin: Mapped[str] = mapped_column(String(16), default="created")  # created | import
+    origin: Mapped[str] = mapped_column(String(16), default="created")  # created | import | adjudicated
     created_at: Mapped[Created]
 
     @validates("name")

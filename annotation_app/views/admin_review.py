@@ -1,0 +1,83 @@
+"""Admin: disagreement review. Items whose raters differ by at least N points on a sub-axis,
+their ratings and justifications side by side, and an adjudicated rating (its own rater)."""
+
+from __future__ import annotations
+
+import statistics
+
+import streamlit as st
+
+from annotation_app import ui
+from annotation_app.services import MindEvalError, RatingIncomplete
+from mindeval.store.annotations.models import Message
+from mindeval.store.annotations.ratings import na_value
+
+v, ws, studies, chosen = ui.admin_study_page("Disagreements", "review_study")
+ui.show_flash()
+if next(s.kind for s in studies if s.name == chosen) != "rating":
+    st.info("Disagreements are reviewed in rating studies.")
+    st.stop()
+gap = int(st.number_input("Show items where two raters differ by at least (points, on one sub-axis)",
+                          min_value=1, value=2, step=1, key="review_gap"))
+items = ws.disagreements(v, chosen, gap)
+subs = ws.subaxes(chosen)
+names = {s.id: s.name for s in subs}
+scale = ws.guidelines(chosen)
+values = scale.score_values()
+na = na_value(scale)
+st.caption(f"{len(items)} item(s). Adjudicated ratings are stored as the rater **adjudicated**: exports mark "
+           "them, the Results page and metaeval's agreement between annotators leave them out.")
+
+
+def _label(value: int | None) -> str:
+    if value is None:
+        return "—"
+    if value not in values:
+        return "N/A"
+    return str(value) if scale.scale_kind == "ordinal" else scale.level_of(value).label
+
+
+for d in items:
+    done = " · adjudicated" if d.adjudicated else ""
+    with st.expander(f"{d.label}: {', '.join(f'{names.get(k, k)} (±{g})' for k, g in d.gaps.items())}{done}",
+                     expanded=len(items) == 1):
+        st.dataframe([{"Sub-axis": s.name + (" ⚠" if s.id in d.gaps else ""),
+                       **{ui.inert(r.annotator): _label(r.values.get(s.id)) for r in d.ratings},
+                       **({"adjudicated": _label(d.adjudicated.values.get(s.id))} if d.adjudicated else {})}
+                      for s in subs], hide_index=True, width="stretch", key=f"review_table_{d.item_id}")
+        cols = st.columns(len(d.ratings))
+        for col, r in zip(cols, d.ratings):
+            with col, st.container(border=True):
+                st.markdown(f"**{ui.inert(r.annotator)}**  \n{ui.inert(r.justification) or '_no justification_'}")
+                if r.safety_note:
+                    st.caption(f"Safety: {ui.inert(r.safety_note)}")
+        with st.expander("Transcript", expanded=False):
+            ui.render_transcript([Message(role="patient" if m.get("role") == "user" else "clinician",
+                                             content=str(m.get("content") or "")) for m in d.messages],
+                                 str(d.member_attributes.get("name", "member")))
+        with st.form(f"adjudicate_{d.item_id}"):
+            st.markdown("**Adjudicated rating**")
+            chosen_values: dict[str, int] = {}
+            form_cols = st.columns(3)
+            for n, s in enumerate(subs):
+                prior = d.adjudicated.values.get(s.id) if d.adjudicated else None
+                if prior is None:  # start from the raters' median
+                    rated = [r.values[s.id] for r in d.ratings if r.values.get(s.id) in values]
+                    prior = min(values, key=lambda x: abs(x - statistics.median(rated))) if rated else None
+                options = list(values) + ([na] if s.allow_na else [])
+                chosen_values[s.id] = form_cols[n % 3].selectbox(
+                    s.name, options, index=options.index(prior) if prior in options else None,
+                    format_func=_label, key=f"adj_{d.item_id}_{s.id}")
+            why = st.text_area("Justification of the adjudicated rating", key=f"adj_why_{d.item_id}",
+                               value=d.adjudicated.justification if d.adjudicated else "")
+            if st.form_submit_button("Save adjudicated rating", type="primary"):
+                try:
+                    rev = ws.adjudicate(v, chosen, d.item_id, {k: x for k, x in chosen_values.items() if x is not None},
+                                        why)
+                except RatingIncomplete as exc:
+                    st.error("Not saved: " + "; ".join(exc.problems) + ".")
+                except MindEvalError as exc:
+                    st.error(ui.inert(str(exc)))
+                else:
+                    ui.flash("success", f"Adjudicated rating of {d.label} saved (revision {rev}).")
+                    st.rerun()
