@@ -113,7 +113,7 @@ def ratings_csv(db: Database, g: Guidelines, study_id: int) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["item", "annotator", "revision", "submitted_at", *heads, "justification", "safety_note",
-                "clinician_model", "source", "active_seconds", "adjudicated"])
+                "clinician_model", "source", "adjudicated", "active_seconds"])
     for r in submitted_ratings(db, study_id):
         scores: list[Any] = []
         for x in subs:
@@ -125,7 +125,7 @@ def ratings_csv(db: Database, g: Guidelines, study_id: int) -> str:
             r["item"].external_id, r["annotator"], r["revision"],
             r["submitted_at"].isoformat() if r["submitted_at"] else "", *scores,
             r["justification"], r["safety_note"] or "", r["item"].clinician_model or "", r["item"].source,
-            r["active_seconds"], "yes" if r["adjudicated"] else "")])
+            "yes" if r["adjudicated"] else "", r["active_seconds"])])
     return buf.getvalue()
 
 
