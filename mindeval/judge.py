@@ -108,22 +108,29 @@ def new_nonce() -> str:
     return secrets.token_hex(8)
 
 
-def score_schema(g: Guidelines | None = None, nonce: str | None = None) -> dict[str, Any]:
+def score_schema(g: Guidelines | None = None, nonce: str | None = None,
+                 allowed: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """JSON schema for grammar-constrained judges: per dimension an ``enum`` of the allowed
     integers (ordinal; MindEval 1-6) or level ids (categorical); with ``nonce`` also the
-    ``answer_code`` key, whose only allowed value is that code."""
+    ``answer_code`` key, whose only allowed value is that code. ``allowed`` narrows a
+    categorical key to its own answer ids (a question's answers; ``not_relevant`` only where
+    that dimension allows it), so the grammar cannot offer an answer the reader refuses."""
     g = g or load_guidelines()
     if isinstance(g.scale, OrdinalScale):
         one: dict[str, Any] = {"type": "integer", "enum": list(g.score_values())}
     else:
         one = {"type": "string", "enum": [lv.id for lv in g.levels]}
     props: dict[str, Any] = {ANSWER_KEY: {"type": "string", "enum": [nonce]}} if nonce else {}
-    props.update({ax: dict(one) for ax in g.axis_codes})
+    for ax in g.axis_codes:
+        own = (allowed or {}).get(ax) if one["type"] == "string" else None
+        props[ax] = {"type": "string", "enum": list(own)} if own else dict(one)
     return {"type": "object", "properties": props, "required": list(props)}
 
 
-def response_format(g: Guidelines | None = None, nonce: str | None = None) -> dict[str, Any]:
-    return {"type": "json_schema", "json_schema": {"name": "mindeval_scores", "schema": score_schema(g, nonce)}}
+def response_format(g: Guidelines | None = None, nonce: str | None = None,
+                    allowed: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    schema = score_schema(g, nonce, allowed)
+    return {"type": "json_schema", "json_schema": {"name": "mindeval_scores", "schema": schema}}
 
 
 def supports_schema(spec: ModelSpec) -> bool:
@@ -774,6 +781,7 @@ async def judge_transcript(
     transcript_format: str = "mindeval",
     fields: dict[str, str] | None = None,
     speakers: dict[str, str] | None = None,
+    allowed: dict[str, list[str]] | None = None,
 ) -> Judgment:
     """Judge one transcript; every attempt is a stored call, so re-running repeats none.
 
@@ -783,7 +791,8 @@ async def judge_transcript(
     code. ``guidelines`` and ``target`` (its name, recorded) give the dimensions and scale.
     ``transcript_format="authors"``: no answer code, the authors' first-match reading.
     Guidelines with questions or "not relevant" go through :mod:`mindeval.judge_items`,
-    which calls back here with ``fields`` (that call's rubric and reply shape).
+    which calls back here with ``fields`` (that call's rubric and reply shape) and ``allowed``
+    (each reply key's own answer ids, for the JSON schema).
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown judge protocol {protocol!r}; choose one of {PROTOCOLS}")
@@ -807,7 +816,7 @@ async def judge_transcript(
     channel = "authors" if authors else "nonce"
     rf = None
     if not authors and protocol == "mindeval" and (spec.provider == "local" or supports_schema(spec)):
-        rf, channel = response_format(g, nonce), "schema"
+        rf, channel = response_format(g, nonce, allowed), "schema"
     history = list(base)
     last_raw, last_error = "", "no attempt made"
     done = dict(interaction_id=interaction_id, judge_model=spec.model, sample=sample, protocol=protocol,

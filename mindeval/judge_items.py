@@ -98,7 +98,7 @@ async def judge_items(judge: Any, log: Any, spec: Any, tpl: Any, profile: Any, m
         nonlocal attempts
         reply = reply_guidelines(slots, g.version)
         j = await judge(log, spec, tpl, profile, messages, interaction_id + suffix, guidelines=reply,
-                        fields=_fields(g, axes, slots), **kw)
+                        fields=_fields(g, axes, slots), allowed={key: ids for key, _, ids in slots}, **kw)
         attempts += j.attempts
         channel.setdefault("nonce", j.nonce)
         channel.setdefault("answer_channel", j.answer_channel)
