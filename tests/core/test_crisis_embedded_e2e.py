@@ -19,7 +19,7 @@ def _rows(path):
 
 def test_crisis_target_runs_offline_with_the_embedded_model(tmp_path):
     out = tmp_path / "crisis"
-    assert main(["run", "--quiet", "--target", "crisis", "--limit", "2", "--turns", "2", "--out", str(out)]) == 0
+    rc = main(["run", "--quiet", "--target", "crisis", "--limit", "2", "--turns", "2", "--out", str(out)])
 
     target = load_target("crisis")
     config = json.loads((out / "config.json").read_text())["config"]
@@ -38,6 +38,9 @@ def test_crisis_target_runs_offline_with_the_embedded_model(tmp_path):
     judgments = _rows(out / "judgments.jsonl")
     assert len(judgments) == 2 and all(j["target"] == "crisis" for j in judgments)
     ok = [j for j in judgments if j["parse_status"] == "ok"]
+    # The crisis judge prompt nearly fills SmolLM2's 8,192-token context: when the room left cuts
+    # the reply, the judgment is a recorded failure and the run is incomplete (exit 1), never scored.
+    assert rc == (0 if len(ok) == len(judgments) else 1)
     for j in judgments:
         if j["parse_status"] == "ok":
             assert list(j["scores"]) == CODES and set(j["scores"].values()) <= {0, 1, 2, None}  # None: not relevant (ASK, CARE)
