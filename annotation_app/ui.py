@@ -203,7 +203,8 @@ def save_status(saved: list[str], text: str, *, texts: dict[str, str] | None = N
     """What the database holds, as the labels the form shows ("" when unset), and its texts, for
     the page to compare with what it shows (assets/rate_keys.js says "Not saved yet" while a
     shown score or text differs from the stored one, and keeps such changes in the browser);
-    ``refused`` counts this tab's writes refused as stale (the browser then forgets them)."""
+    ``refused`` counts this tab's writes refused as stale (the browser then forgets the changes
+    made on this page load; see assets/rate_keys.js)."""
     values = html.escape(json.dumps(saved))
     stored = html.escape(json.dumps(texts or {}))
     run = st.session_state["_rate_run"] = st.session_state.get("_rate_run", 0) + 1  # a new render, seen by the page

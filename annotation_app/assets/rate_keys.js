@@ -13,6 +13,13 @@
 // changes still waiting are put back on the form, in the order they were made, and so sent
 // again; closing or leaving the tab while any are waiting asks for confirmation. The save line
 // says "Not saved yet" while anything shown differs from what is stored.
+//
+// When the server refuses a stale write (another tab, device, or this tab's own previous page
+// load saved meanwhile), the changes made on this page load are dropped (the page says which
+// values are now stored, and asks for them again), but a change carried over from before a
+// reload is kept and sent again if its field still holds what was stored when it was made:
+// nobody else has changed that field, so sending it reverts nothing. (A reload right after fast
+// clicks: the old page's last save can land after the new page has loaded.)
 (() => {
   if (window.__mindevalRateKeys) return;
   window.__mindevalRateKeys = true;
@@ -39,13 +46,30 @@
   };
   const current = () => { const m = marker(); return m ? m.getAttribute("data-mindeval-assignment") : null; };
 
+  function storedNow(kind, key) {  // what the page last saw stored for one field ("" when unset)
+    const m = marker();
+    if (!m) return "";
+    const all = JSON.parse(m.getAttribute(kind === "scores" ? "data-mindeval-saved" : "data-mindeval-texts") || "{}");
+    const x = kind === "scores" ? all[Number(key)] : all[key];
+    return x === null || x === undefined ? "" : x;
+  }
+
   function remember(kind, key, value) {  // a change the annotator made, kept until stored
     const a = current();
     if (!a) return;
     const p = load();
     p[a] = p[a] || { scores: {}, texts: {} };
-    p[a][kind][key] = { value, t: Date.now() };
+    const before = p[a][kind][key];  // a field changed twice keeps what was stored at the first change
+    p[a][kind][key] = { value, t: Date.now(), from: before ? before.from : storedNow(kind, key) };
     save(p);
+  }
+
+  function keepAfterRefusal(mine) {  // carried over from before this load, and its field untouched since
+    for (const kind of ["scores", "texts"]) {
+      for (const [k, e] of Object.entries(mine[kind])) {
+        if (!(e.t < LOADED && "from" in e && storedNow(kind, k) === e.from)) delete mine[kind][k];
+      }
+    }
   }
 
   function notice() {  // when the server last rendered what is stored (each run renders a new marker)
@@ -65,7 +89,7 @@
     const p = load();
     const r = m.getAttribute("data-mindeval-refused");
     if (a in refusals && refusals[a] !== r && p[a]) {  // the server refused a stale write and said so
-      delete p[a];
+      keepAfterRefusal(p[a]);
       save(p);
     }
     refusals[a] = r;

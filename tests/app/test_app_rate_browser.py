@@ -133,6 +133,29 @@ def test_a_reload_right_after_fast_clicks_loses_no_score(app, page):
     assert "beforeunload" in asked  # leaving with unsent changes asked for confirmation
 
 
+def test_a_late_save_of_the_previous_page_load_costs_no_carried_over_change(app, page):
+    """The race behind a reload right after fast clicks, made deterministic: the previous page
+    load's last save lands (a newer version) after this load rendered, so the next write is
+    refused as stale. A change carried over from before the reload, on a field nobody else
+    changed, is still sent and stored; the late save is not reverted."""
+    base, ws = app
+    open_rating(page, base)
+    v = viewer(ws, "demo", DEMO_CODE)
+    aid = int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+    subs = [s.id for s in ws.subaxes()]
+    item = ws.item(v, aid)
+    assert item.values == {}
+    ws.save_value(v, aid, subs[0], 2, version=item.version)  # the old page load's late save
+    refused_before = page.get_attribute("[data-mindeval-saved]", "data-mindeval-refused")
+    page.evaluate("""([a, k]) => sessionStorage.setItem('mindeval-rate-pending', JSON.stringify(
+        {[a]: {scores: {[k]: {value: '5', t: 1, from: ''}}, texts: {}}}))""", [str(aid), "7"])
+    page.wait_for_function("(r) => document.querySelector('[data-mindeval-saved]')"
+                           "?.getAttribute('data-mindeval-refused') !== r", arg=refused_before)
+    page.wait_for_function(NOTHING_WAITING_JS, timeout=60_000)
+    settle(page)
+    assert ws.item(v, aid).values == {subs[0]: 2, subs[7]: 5}
+
+
 def test_two_tabs_never_silently_revert_each_other(app, tmp_path):
     """Tab 1 sets a sub-axis 3 -> 5; tab 2, still showing 3, saves another sub-axis: refused,
     tab 2 is reloaded with a visible message showing the newer value, nothing reverted."""
