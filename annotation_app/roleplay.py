@@ -109,6 +109,14 @@ def clinician_template(study: StudyRow) -> PromptTemplate:
     return load_target(study.target).template("clinician")
 
 
+def _clinician_system(study: StudyRow, profile: Profile) -> str:
+    """The clinician's system prompt: intake fields, and a profile label only where the target
+    declares it visible to the clinician and its template names it."""
+    tpl = clinician_template(study)
+    labels = load_target(study.target).template_labels([tpl], [profile]) if tpl.labels else {}
+    return render_clinician(tpl, profile, labels.get(profile.id))
+
+
 def start(db: Database, annotator_id: int, session_id: int) -> None:
     """Start the clock and create the session's run and interaction (idempotent)."""
     sess, study, sp = sessions_store.load_session(db, annotator_id, session_id)
@@ -234,7 +242,7 @@ def _answer(db: Database, annotator_id: int, session_id: int, on_text: Callable[
     turns = _turns(db, sess)
     if not turns or turns[-1].role != "patient":
         return  # already answered (e.g. by another tab)
-    system = render_clinician(clinician_template(study), _profile(sp))
+    system = _clinician_system(study, _profile(sp))
     spec = clinician_spec(study)
     idx = len(turns)
     from mindeval.llm import embedded  # loads litellm: only when a reply is due

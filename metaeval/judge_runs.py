@@ -203,6 +203,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     evaluate: list[AnnotatedInteraction] = [it for iid, it in data.interactions.items() if iid not in set(shot_ids)]
     if opts.limit is not None:
         evaluate = evaluate[: max(0, opts.limit)]
+    labels = target.template_labels([tpl], [it.profile for it in evaluate])  # those the judge template names
     config = JudgeRunConfig(
         judge=spec.model_dump(mode="json"),
         prompt={"ref": tpl.ref, "sha256": tpl.sha256},
@@ -241,7 +242,8 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
             j = await judge_transcript(log, spec, tpl, it.profile, it.messages, it.interaction_id, sample=rep,
                                        retries=opts.retries, fewshot=fewshot, seed=opts.seed, round_=round_,
                                        protocol=opts.judge_protocol, guidelines=g, target=target.name,
-                                       speakers=target_of(info).speakers())
+                                       speakers=target_of(info).speakers(),
+                                       labels=labels.get(it.profile.id))
             await store.arun(store.save_judgment(j, round_))
             if j.parse_status != "ok":
                 failed.append(j.error or "judge reply could not be parsed")

@@ -46,7 +46,7 @@ import json
 import re
 import secrets
 import string
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -64,7 +64,7 @@ from .guidelines import (
 )
 from .llm.gateway import ModelSpec
 from .llm.retry import is_context_overflow, stops_run
-from .prompts import PromptTemplate
+from .prompts import PromptTemplate, label_values
 from .records import AXES, DEFAULT_TARGET, PROTOCOLS, TRANSCRIPT_FORMATS, Judgment, Profile
 from .resources import prompts_dir
 from .store.calls import CallLog
@@ -689,13 +689,16 @@ def build_judge_messages(
     transcript_format: str = "mindeval",
     fields: dict[str, str] | None = None,
     speakers: dict[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> list[dict[str, str]]:
     """The judge request: the template over the transcript; with ``nonce`` the answer-code
     instruction (:func:`answer_instruction`) follows the template's text. ``fields``
     overrides run-wide fields (one call of an item-level rubric, :mod:`mindeval.judge_items`);
-    ``speakers`` are the target's role labels in the transcript."""
+    ``speakers`` are the target's role labels in the transcript; ``labels`` the profile's
+    label values (only those the template names are rendered)."""
     g = guidelines or load_guidelines()
     values = dict(profile.intake())
+    values.update(label_values(tpl, labels))
     values.update(_run_wide_values(g, fewshot, protocol, transcript_format))
     values.update(fields or {})
     transcript = (render_authors_transcript(messages) if transcript_format == "authors"
@@ -782,6 +785,7 @@ async def judge_transcript(
     fields: dict[str, str] | None = None,
     speakers: dict[str, str] | None = None,
     allowed: dict[str, list[str]] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Judgment:
     """Judge one transcript; every attempt is a stored call, so re-running repeats none.
 
@@ -805,13 +809,14 @@ async def judge_transcript(
         return await judge_items(judge_transcript, log, spec, tpl, profile, messages, interaction_id, g,
                                  sample=sample, retries=retries, fewshot=fewshot, seed=seed, round_=round_,
                                  protocol=protocol, target=target, transcript_format=transcript_format,
-                                 speakers=speakers)
+                                 speakers=speakers, labels=labels)
     again = f"r{round_}:" if round_ else ""
     authors = transcript_format == "authors"
     nonce = None if authors else await log.store.arun(
         log.store.judge_nonce(f"judge:{interaction_id}:{sample}:{again}", new_nonce()))
     base = build_judge_messages(tpl, profile, messages, fewshot, g, protocol, nonce=nonce,
-                                transcript_format=transcript_format, fields=fields, speakers=speakers)
+                                transcript_format=transcript_format, fields=fields, speakers=speakers,
+                                labels=labels)
     shared = cache_prefix(tpl, base[0]["content"], fewshot, g, protocol, transcript_format, fields)
     channel = "authors" if authors else "nonce"
     rf = None

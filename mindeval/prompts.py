@@ -4,6 +4,8 @@ A template file is YAML front matter (kind, name, version, description, extends)
 followed by a body using ``${field}`` placeholders. ``extends: kind/name`` appends
 this body to another template's body. The fields a template may use depend on its
 kind; a clinician template may only use the intake fields (paper §2.2, Fig. 10).
+A target's profile labels (``${risk_level}``) are fields only of the roles it declares
+them visible to (:meth:`mindeval.targets.Target.template`); the judge's by default.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import string
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -52,6 +55,7 @@ class PromptTemplate(BaseModel):
     description: str = ""
     body: str
     fields: frozenset[str]
+    labels: frozenset[str] = frozenset()  # the profile labels it names (visible to its kind)
     source: str
     sha256: str
 
@@ -115,20 +119,32 @@ def resolve_path(ref: str) -> Path:
 
 
 @lru_cache(maxsize=64)
-def _load_cached(path_str: str, mtime: float) -> PromptTemplate:
-    return _load_file(Path(path_str), chain=())
+def _load_cached(path_str: str, mtime: float, scope: LabelScope) -> PromptTemplate:
+    return _load_file(Path(path_str), chain=(), scope=scope)
 
 
-def load_template(ref: str, *, kind: str | None = None) -> PromptTemplate:
-    """Load and validate a template by ``kind/name`` or path; ``kind`` asserts its kind."""
+class LabelScope(BaseModel, frozen=True):
+    """A target's profile labels as one template kind sees them: ``visible`` ones are fields
+    of its templates; ``hidden`` ones (declared, not visible to it) are refused by name."""
+
+    visible: frozenset[str] = frozenset()
+    hidden: frozenset[str] = frozenset()
+
+
+NO_LABELS = LabelScope()
+
+
+def load_template(ref: str, *, kind: str | None = None, labels: LabelScope = NO_LABELS) -> PromptTemplate:
+    """Load and validate a template by ``kind/name`` or path; ``kind`` asserts its kind;
+    ``labels``: the target's label fields this kind may name (none by default)."""
     path = resolve_path(ref)
-    tpl = _load_cached(str(path.resolve()), path.stat().st_mtime)
+    tpl = _load_cached(str(path.resolve()), path.stat().st_mtime, labels)
     if kind is not None and tpl.kind != kind:
         raise MindEvalError(f"expected a {kind} template but this is a {tpl.kind} template", path=path, field="kind")
     return tpl
 
 
-def _load_file(path: Path, chain: tuple[str, ...]) -> PromptTemplate:
+def _load_file(path: Path, chain: tuple[str, ...], scope: LabelScope = NO_LABELS) -> PromptTemplate:
     meta, body = _split_front_matter(path.read_text(encoding="utf-8"), path)
     for key in ("kind", "name", "version"):
         if key not in meta:
@@ -145,7 +161,7 @@ def _load_file(path: Path, chain: tuple[str, ...]) -> PromptTemplate:
         parent = str(parent)
         if parent in chain:
             raise MindEvalError(f"circular 'extends' through {parent}", path=path, field="extends")
-        base = _load_file(resolve_path(parent), chain + (parent,))
+        base = _load_file(resolve_path(parent), chain + (parent,), scope)
         if base.kind != kind:
             raise MindEvalError(
                 f"a {kind} template cannot extend the {base.kind} template '{parent}'",
@@ -156,12 +172,12 @@ def _load_file(path: Path, chain: tuple[str, ...]) -> PromptTemplate:
         fields = frozenset(template_fields(body))
     except ValueError as exc:
         raise MindEvalError(str(exc), path=path, field="body") from None
-    _check_fields(kind, fields, path)
+    _check_fields(kind, fields, path, scope)
     digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
     return PromptTemplate(
         kind=kind, name=str(meta["name"]), version=version,
         description=str(meta.get("description") or ""), body=body, fields=fields,
-        source=str(path), sha256=digest,
+        labels=fields & scope.visible, source=str(path), sha256=digest,
     )
 
 
@@ -174,12 +190,18 @@ def _placeholder_line(path: Path, name: str) -> int | None:
     return None
 
 
-def _check_fields(kind: str, fields: frozenset[str], path: Path) -> None:
-    unknown = sorted(fields - ALLOWED_FIELDS[kind])
+def _check_fields(kind: str, fields: frozenset[str], path: Path, scope: LabelScope = NO_LABELS) -> None:
+    unknown = sorted(fields - ALLOWED_FIELDS[kind] - scope.visible)
     if not unknown:
         return
     bad = unknown[0]
     line = _placeholder_line(path, bad)
+    if bad in scope.hidden:
+        raise MindEvalError(
+            f"'${{{bad}}}' is a profile label not visible to the {kind}: list {kind} under "
+            f"labels.visible_to.{bad} in target.yaml to show it (default: the judge only)",
+            path=path, line=line, field=bad,
+        )
     if kind == "clinician" and bad in _CLINICIAN_FORBIDDEN_REASON | dict.fromkeys(ALLOWED_FIELDS["patient"]):
         what = _CLINICIAN_FORBIDDEN_REASON.get(bad, "a profile attribute outside the intake")
         raise MindEvalError(
@@ -196,15 +218,21 @@ def _check_fields(kind: str, fields: frozenset[str], path: Path) -> None:
 # ------------------------------------------------------------------ rendering helpers
 
 
-def render_patient(tpl: PromptTemplate, profile: Profile) -> str:
-    return tpl.render(profile.fields())
+def label_values(tpl: PromptTemplate, labels: Mapping[str, str] | None) -> dict[str, str]:
+    """The profile's label values that ``tpl`` names (only those: no other label reaches a prompt)."""
+    return {k: str(v) for k, v in (labels or {}).items() if k in tpl.labels}
 
 
-def render_clinician(tpl: PromptTemplate, profile: Profile) -> str:
-    """Render with the intake fields only, so nothing else can reach the clinician."""
+def render_patient(tpl: PromptTemplate, profile: Profile, labels: Mapping[str, str] | None = None) -> str:
+    return tpl.render({**profile.fields(), **label_values(tpl, labels)})
+
+
+def render_clinician(tpl: PromptTemplate, profile: Profile, labels: Mapping[str, str] | None = None) -> str:
+    """Render with the intake fields only (and the labels the template names, which the
+    target declared visible to the clinician), so nothing else can reach the clinician."""
     if tpl.kind != "clinician":
         raise MindEvalError(f"{tpl.ref} is not a clinician template", path=tpl.source, field="kind")
-    return tpl.render(profile.intake())
+    return tpl.render({**profile.intake(), **label_values(tpl, labels)})
 
 
 def render_backstory(tpl: PromptTemplate, profile: Profile) -> str:

@@ -42,7 +42,7 @@ from .judge import FewShotExample, judge_transcript, protocol_label
 from .llm.gateway import ModelSpec, check_api_key, check_model_string
 from .llm.retry import stops_run
 from .profiles.official import resolve_profiles_arg
-from .prompts import PromptTemplate, load_template, render_clinician, render_patient
+from .prompts import PromptTemplate, render_clinician, render_patient
 from .records import (
     AXES,
     CONFIG_FILE,
@@ -124,6 +124,7 @@ class Prepared(BaseModel):
     templates: dict[str, PromptTemplate]
     fewshot: list[FewShotExample]
     guidelines: Guidelines
+    labels: dict[str, dict[str, str]] = {}  # profile id -> the label values the templates name
 
     @property
     def target_name(self) -> str:
@@ -169,7 +170,7 @@ def judge_setup(target: Target, judge: ModelSpec, prompt: str | None, protocol: 
         if prompt in (None, DEFAULT_PROMPTS["judge"]):
             prompt = PAPER_JUDGE_PROMPT
     spec = judge_spec_for_protocol(spec_with_defaults("judge", judge), protocol)
-    return JudgeSetup(spec=spec, template=load_template(prompt or target.prompt_ref("judge"), kind="judge"))
+    return JudgeSetup(spec=spec, template=target.template("judge", prompt))
 
 
 def _answer_prompt(protocol: str) -> PromptRecord:
@@ -205,14 +206,15 @@ def prepare(opts: RunOptions) -> Prepared:
         profiles = profiles[: opts.limit]
     judge = judge_setup(target, opts.judge, opts.judge_prompt, opts.judge_protocol, opts.transcript_format)
     templates = {
-        "patient": load_template(opts.patient_prompt or target.prompt_ref("patient"), kind="patient"),
-        "clinician": load_template(opts.clinician_prompt or target.prompt_ref("clinician"), kind="clinician"),
+        "patient": target.template("patient", opts.patient_prompt),
+        "clinician": target.template("clinician", opts.clinician_prompt),
         "judge": judge.template,
     }
-    # Render once per profile now: a missing field is an error before any call is made.
+    # Render once per profile now: a missing field or label is an error before any call is made.
+    labels = target.template_labels(list(templates.values()), profiles)
     for p in profiles:
-        render_patient(templates["patient"], p)
-        render_clinician(templates["clinician"], p)
+        render_patient(templates["patient"], p, labels.get(p.id))
+        render_clinician(templates["clinician"], p, labels.get(p.id))
     from .fewshot import judge_fewshot
 
     if opts.fewshot and opts.fewshot_k and not target.is_default:
@@ -245,7 +247,8 @@ def prepare(opts: RunOptions) -> Prepared:
         answer_prompt=None if opts.transcript_format == "authors" else _answer_prompt(opts.judge_protocol),
         package_version=__version__,
     )
-    return Prepared(config=config, profiles=profiles, templates=templates, fewshot=fewshot, guidelines=g)
+    return Prepared(config=config, profiles=profiles, templates=templates, fewshot=fewshot, guidelines=g,
+                    labels=labels)
 
 
 # ---------------------------------------------------------------------------- dry run
@@ -274,8 +277,10 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
     g = prep.guidelines
     judge_seen = 0
     for profile in prep.profiles:
-        system = {"patient": prompt_tokens([{"content": render_patient(prep.templates["patient"], profile)}]),
-                  "clinician": prompt_tokens([{"content": render_clinician(prep.templates["clinician"], profile)}])}
+        tags = prep.labels.get(profile.id)
+        system = {"patient": prompt_tokens([{"content": render_patient(prep.templates["patient"], profile, tags)}]),
+                  "clinician": prompt_tokens([{"content": render_clinician(prep.templates["clinician"], profile,
+                                                                           tags)}])}
         history = prompt_tokens([{"content": c.opening_line}])
         last = {"patient": 0, "clinician": 0}
         role: Role = "clinician"
@@ -292,7 +297,7 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
             for i in range(1, c.turns + 1)]
         nonce = None if c.transcript_format == "authors" else "0" * 16  # the answer code's length
         text = build_judge_messages(prep.templates["judge"], profile, filler, prep.fewshot, g, c.judge_protocol,
-                                    nonce=nonce, transcript_format=c.transcript_format)[0]["content"]
+                                    nonce=nonce, transcript_format=c.transcript_format, labels=tags)[0]["content"]
         prompt = prompt_tokens([{"content": text}])
         shared = cache_prefix(prep.templates["judge"], text, prep.fewshot, g, c.judge_protocol,
                               c.transcript_format)
@@ -438,8 +443,9 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: Opene
             try:
                 turns = await run_interaction(
                     sim_log, iid, patient_spec=config.patient, clinician_spec=config.clinician,
-                    patient_prompt=render_patient(prep.templates["patient"], profile),
-                    clinician_prompt=render_clinician(prep.templates["clinician"], profile),
+                    patient_prompt=render_patient(prep.templates["patient"], profile, prep.labels.get(profile.id)),
+                    clinician_prompt=render_clinician(prep.templates["clinician"], profile,
+                                                      prep.labels.get(profile.id)),
                     turns=config.turns, opening_line=config.opening_line, seed=config.seed,
                     on_turn=lambda _t: step(),
                 )
@@ -464,6 +470,7 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: Opene
                             seed=config.seed, guidelines=g, round_=round_, protocol=config.judge_protocol,
                             transcript_format=config.transcript_format,
                             target=prep.target_name, speakers=target_of(config.target).speakers(),
+                            labels=prep.labels.get(profile.id),
                         )
                     except ModelCallError as exc:  # a permanent judge error: nothing stored, a re-run asks again
                         failures.append(Failure(what="judgment", role="judge", model=config.judge.model,

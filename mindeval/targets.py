@@ -20,12 +20,20 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .config import DEFAULT_TURNS, OPENING_LINE
 from .errors import MindEvalError
 from .guidelines import Guidelines, guideline_problems, load_guidelines, validation_problems
-from .prompts import PromptTemplate, load_template, resolve_path
+from .prompts import ALLOWED_FIELDS, LabelScope, PromptTemplate, load_template, resolve_path
 from .records import (
     DEFAULT_ROLES,
     Profile,
@@ -66,25 +74,48 @@ class TargetPrompts(BaseModel):
     judge: str
 
 
+Role = Literal["patient", "clinician", "judge"]
+LABELS_SEEN_BY: tuple[Role, ...] = ("judge",)  # who may name a label in a template unless visible_to says
+
+
 class TargetLabels(BaseModel):
     """Profile labels: fields with their allowed values, held in a file beside the profiles
-    (``{profile id: {field: value}}``). Reporting only: no prompt sees them."""
+    (``{profile id: {field: value}}``), for breakdowns. A label reaches a prompt only where a
+    template names it (``${risk_level}``), and only a template of a role it is visible to:
+    ``visible_to: {label: [roles]}``, the judge alone for a label not listed."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     file: str  # relative to the manifest
     fields: dict[str, list[str]] = Field(min_length=1)
+    visible_to: dict[str, list[Role]] = Field(default_factory=dict)
 
     @field_validator("fields")
     @classmethod
     def _fields(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        taken = frozenset().union(*ALLOWED_FIELDS.values())
         for name, values in v.items():
             _name(name)
+            if name in taken:
+                raise ValueError(f"label {name} has the name of a template field; choose another name")
             if not values:
                 raise ValueError(f"label {name} needs at least one value")
             if len(set(map(str, values))) != len(values):
                 raise ValueError(f"label {name} lists a value twice")
         return {k: [str(x) for x in vals] for k, vals in v.items()}
+
+    @model_validator(mode="after")
+    def _visible(self) -> TargetLabels:
+        unknown = sorted(self.visible_to.keys() - self.fields.keys())
+        if unknown:
+            raise ValueError(f"visible_to names {unknown[0]}, which is not a declared label "
+                             f"({', '.join(self.fields)})")
+        return self
+
+    def scope(self, role: str) -> LabelScope:
+        """The labels a template of ``role`` may name, and those it may not."""
+        seen = {n for n in self.fields if role in self.visible_to.get(n, LABELS_SEEN_BY)}
+        return LabelScope(visible=frozenset(seen), hidden=frozenset(self.fields.keys() - seen))
 
 
 class TargetRoles(BaseModel):
@@ -154,8 +185,29 @@ class Target:
         local = self.root / ref
         return str(local) if local.is_file() else ref
 
-    def template(self, role: str) -> PromptTemplate:
-        return load_template(self.prompt_ref(role), kind=role)
+    def template(self, role: str, ref: str | None = None) -> PromptTemplate:
+        """``role``'s template (``ref``: another one, e.g. ``--clinician-prompt``), checked with
+        the labels this target lets ``role`` see as its only extra fields."""
+        labels = self.manifest.labels
+        return load_template(ref or self.prompt_ref(role), kind=role,
+                             labels=labels.scope(role) if labels is not None else LabelScope())
+
+    def template_labels(self, templates: list[PromptTemplate], profiles: list[Profile]) -> dict[str, dict[str, str]]:
+        """``{profile id: {label: value}}`` of the labels the templates name (none: ``{}``);
+        raises naming the labels file and the first profile without a value."""
+        names = frozenset().union(*(t.labels for t in templates))
+        if not names:
+            return {}
+        have = self.profile_labels()
+        out: dict[str, dict[str, str]] = {}
+        for p in profiles:
+            row = have.get(p.id, {})
+            lacking = sorted(names - row.keys())
+            if lacking:
+                raise MindEvalError(f"profile {p.id} has no {lacking[0]} label, which a template names",
+                                    path=self.labels_path, field=f"{p.id}.{lacking[0]}")
+            out[p.id] = {k: row[k] for k in sorted(names)}
+        return out
 
     @property
     def guidelines_path(self) -> Path:
@@ -352,7 +404,21 @@ def _files_only(path: Path, problems: list[MindEvalError]) -> TargetManifest | N
     data, _, _ = _read_manifest(path)
     if data is None:
         return None
-    return TargetManifest.model_construct(**{**data, "prompts": TargetPrompts(**data["prompts"])})
+    labels = data.get("labels")
+    if labels is not None and not _labels_bad(problems):
+        labels = TargetLabels.model_validate(labels)
+    elif isinstance(labels, dict) and isinstance(labels.get("fields"), dict):
+        # Its own problems are reported: the templates' other fields are still checked.
+        names = [str(k) for k in labels["fields"]]
+        labels = TargetLabels.model_construct(file="", fields=dict.fromkeys(names, []),
+                                              visible_to=dict.fromkeys(names, list(TARGET_ROLES)))
+    else:
+        labels = None
+    return TargetManifest.model_construct(**{**data, "prompts": TargetPrompts(**data["prompts"]), "labels": labels})
+
+
+def _labels_bad(problems: list[MindEvalError]) -> bool:
+    return any((p.field or "").split(".")[0] == "labels" for p in problems)
 
 
 def load_target(ref: str | Path = DEFAULT_TARGET) -> Target:
@@ -465,6 +531,6 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
                 problems.append(exc)
             if rows == 0:
                 problems.append(MindEvalError("no profiles in file", path=ppath))
-    if manifest.labels is not None and not any(p.path == str(ppath) for p in problems):
+    if manifest.labels is not None and not _labels_bad(problems) and not any(p.path == str(ppath) for p in problems):
         problems += target.label_problems()
     return problems

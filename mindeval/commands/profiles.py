@@ -61,7 +61,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(func=_stats)
 
     v = psub.add_parser("validate", help="report every schema error as file:line:field (exit 1 if any)")
-    v.add_argument("source", metavar="FILE", help="profiles.jsonl, 'official' or 'demo'")
+    v.add_argument("source", metavar="FILE", nargs="?", default=None,
+                   help="profiles.jsonl, 'official' or 'demo' (default with --target: the target's profiles)")
+    v.add_argument("--target", default=None, metavar="NAME|DIR",
+                   help="also check the target's profile labels file against these profiles (found by "
+                        "itself when FILE is the profiles file named by a target.yaml beside it)")
     v.add_argument("--backstory", action="store_true",
                    help="also require valid backstories (4 paragraphs, second person, no headings/lists)")
     v.set_defaults(func=_validate)
@@ -137,15 +141,27 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    from ..errors import MindEvalError
     from ..profiles.official import resolve_profiles_arg
-    from ..profiles.validate import validate_file
+    from ..profiles.validate import target_of_file, validate_file
+    from ..targets import load_target
 
-    path = resolve_profiles_arg(args.source) if args.source in ("official", "demo") else Path(args.source)
-    valid, problems = validate_file(path, backstory=args.backstory)
+    target = load_target(args.target) if args.target is not None else None
+    if args.source is None:
+        if target is None or target.profiles_path is None:
+            raise MindEvalError("give a profiles FILE (or --target NAME|DIR of a target with its own profiles)",
+                                field="FILE")
+        path = target.profiles_path
+    else:
+        path = resolve_profiles_arg(args.source) if args.source in ("official", "demo") else Path(args.source)
+    target = target or target_of_file(path)
+    valid, problems = validate_file(path, backstory=args.backstory, target=target)
+    checked = (f"; labels of target {target.name} checked ({target.labels_path})"
+               if target is not None and target.labels_path is not None else "")
     for p in problems:
         print(f"{p}", file=sys.stdout)
     if problems:
-        print(f"{len(problems)} problem(s); {valid} valid profile(s) in {path}", file=sys.stderr)
+        print(f"{len(problems)} problem(s); {valid} valid profile(s) in {path}{checked}", file=sys.stderr)
         return 1
-    print(f"ok: {valid} valid profile(s) in {path}", file=sys.stderr)
+    print(f"ok: {valid} valid profile(s) in {path}{checked}", file=sys.stderr)
     return 0

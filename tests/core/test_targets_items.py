@@ -184,15 +184,6 @@ def test_bad_labels_are_reported_as_file_line_field(tmp_path):
     assert any("paolo-6670574c08: profile paolo-6670574c08 has no labels" in m for m in msgs)
 
 
-def test_labels_reach_no_prompt(tmp_path):
-    target = tmp_path / "t"
-    shutil.copytree(ROOT, target)
-    judge = target / "prompts" / "judge.txt"
-    judge.write_text(judge.read_text().replace("- Age: ${age}", "- Age: ${age}\n- Risk: ${risk_level}"))
-    msgs = [str(p) for p in validate_target(target)]
-    assert any("unknown field '${risk_level}' for a judge template" in m for m in msgs), msgs
-
-
 def test_the_patient_speaks_first_and_the_transcript_uses_the_targets_role_labels(tmp_path):
     from support.items import scripted_run
 
