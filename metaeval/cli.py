@@ -124,28 +124,18 @@ def cmd_power(args: argparse.Namespace) -> int:
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    """`mindeval judge` under metaeval's option names: a run directory is re-judged (no simulation
-    call); rated interactions (the authors' file or a study) give the judge run over them."""
+    """`mindeval judge` under metaeval's option names (a thin alias, one implementation): a run
+    directory is re-judged (no simulation call); rated interactions (the authors' file or a
+    study) give the judge run over them."""
     from pathlib import Path
 
-    from .judge_runs import JudgeRunOptions, run_judge
+    from mindeval.commands import judge as mindeval_judge
 
     if Path(args.annotations).is_dir():
-        from mindeval.commands import judge as mindeval_judge
-
         args.sources, args.quiet, args.max_retries, args.retry_budget_s = [args.annotations], False, \
             DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BUDGET_S
         return mindeval_judge.handle(args)
-    opts = JudgeRunOptions(
-        annotations=args.annotations, judge=args.judge, target=args.target, prompt=args.judge_prompt,
-        fewshot_k=args.fewshot_k,
-        fewshot_source=args.fewshot_file, repetitions=args.judge_samples, seed=args.seed, out=str(args.out),
-        db_url=args.db, params=role_spec(args, "judge").model_dump(exclude={"model"}), retries=args.judge_retries,
-        concurrency=args.concurrency, mapping=args.mapping, limit=args.limit, label=args.label, zeros=args.zeros,
-        study=args.study, judge_protocol=args.judge_protocol, new_run=args.new_run,
-    )
-    summary = run_judge(opts, echo=print)
-    return 0 if summary["n_failed_judgments"] == 0 else 1
+    return mindeval_judge.judge_annotations(args.annotations, args)
 
 
 def cmd_realism(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, model_serializer
+from pydantic import BaseModel
 
 from mindeval import __version__
 from mindeval.authors import load_mapping
@@ -33,7 +33,9 @@ from mindeval.records import (
     AXES,
     CONFIG_FILE,
     JUDGMENTS_FILE,
+    RATED_JUDGE_KIND,
     SUMMARY_FILE,
+    JudgeRunConfig,
     JudgmentRecord,
     RunConfigRecord,
     RunSummary,
@@ -45,38 +47,7 @@ from mindeval.workers import check_concurrency, run_pool
 
 from .sources import AnnotatedInteraction, HumanSource, load_annotation_db, load_authors_annotations
 
-KIND = "metaeval-judge"
-
-
-class JudgeRunConfig(BaseModel):
-    """The configuration of a judge run over rated interactions (``config.json``'s ``config``, and
-    its hash): the judge set-up (:func:`mindeval.runner.judge_setup`), its few-shot draw and the
-    interactions judged. ``target`` is left out for MindEval (its hash is unchanged)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    judge: dict[str, Any]
-    prompt: dict[str, str]
-    annotations_sha256: str
-    fewshot_sha256: str | None
-    fewshot_k: int
-    judge_protocol: str
-    fewshot_interaction_ids: list[str]
-    fewshot_scores: dict[str, dict[str, float]]
-    zeros: str
-    mapping_version: str
-    repetitions: int
-    retries: int
-    seed: int
-    interaction_ids: list[str]
-    target: TargetInfo | None = None
-
-    @model_serializer(mode="wrap")
-    def _serialize(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        if data.get("target") is None:
-            data.pop("target", None)
-        return data
+KIND = RATED_JUDGE_KIND
 
 
 class JudgeRunOptions(BaseModel):
@@ -213,15 +184,16 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         fewshot_k=len(shot_ids), judge_protocol=opts.judge_protocol, fewshot_interaction_ids=shot_ids,
         fewshot_scores={i: ex.scores for i, ex in zip(shot_ids, fewshot, strict=True)}, zeros=opts.zeros,
         mapping_version=mapping.version, repetitions=opts.repetitions, retries=opts.retries, seed=opts.seed,
-        interaction_ids=[it.interaction_id for it in evaluate], target=info,
-    ).model_dump(mode="json")
+        interaction_ids=[it.interaction_id for it in evaluate], target=info, prompts={"judge": tpl.ref},
+    )
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     label = opts.label or spec.model
-    with logged_run(opts.db_url or sqlite_url(out / "run.db"), KIND, config, new_run=opts.new_run) as (log, resumed):
+    hashed = config.hashed()
+    with logged_run(opts.db_url or sqlite_url(out / "run.db"), KIND, hashed, new_run=opts.new_run) as (log, resumed):
         RunConfigRecord(
-            run_id=log.run_id, config_hash=hash_config(config), kind=KIND, label=label,
-            fewshot_interaction_ids=shot_ids, config={**config, "prompts": {"judge": tpl.ref}},
+            run_id=log.run_id, config_hash=hash_config(hashed), kind=KIND, label=label,
+            fewshot_interaction_ids=shot_ids, config=config.model_dump(mode="json"),
             annotations_source=_shown(opts.annotations), fewshot_source=_shown(opts.fewshot_source),
             package_version=__version__,
         ).write(out / CONFIG_FILE)

@@ -602,19 +602,60 @@ class JudgmentRecord(_Row):
         ), context={"target": target})
 
 
-class RunConfigRecord(_Document):
-    """``config.json``: the run's id, its config hash and the configuration itself.
+# The run kinds a ``config.json`` records (``RunConfigRecord.kind``): a benchmark run
+# (``mindeval run``, and ``mindeval judge RUN_DIR`` re-judging stored conversations) and a
+# judge run over rated interactions (``mindeval judge official|FILE`` = ``metaeval judge``).
+BENCHMARK_KIND = "benchmark"
+RATED_JUDGE_KIND = "metaeval-judge"  # the name written since the first judge runs (run store and files)
+RUN_KINDS: tuple[str, ...] = (BENCHMARK_KIND, RATED_JUDGE_KIND)
+# Keys of config.json written by one kind only: omitted unless the writer set them, so each
+# kind's files keep their bytes (``database``: benchmark; the others: rated judge runs).
+_KIND_KEYS = ("database", "annotations_source", "fewshot_source", "package_version")
 
-    ``config`` is a ``RunConfig`` for ``mindeval run`` (kind ``benchmark``) and the
-    judge-run settings for ``metaeval judge``; :meth:`benchmark` reads the former.
+
+class RunConfigRecord(_Document):
+    """``config.json`` of every run kind: the one run-configuration model, written by
+    ``mindeval run``, ``mindeval judge`` and ``metaeval judge`` and read by every reader
+    (``read_run``, the leaderboard, replay and re-judging, ``metaeval compare``, the app).
+
+    ``kind`` says what ``config`` holds: a :class:`BenchmarkConfig` (``benchmark()``; the
+    writer's :class:`mindeval.config.RunConfig`) or a :class:`JudgeRunConfig`
+    (``judge_run()``). ``config`` is stored as written, so a file keeps its bytes and hash.
+    Files written by earlier versions are read by :meth:`_compatible` (the one place that
+    knows their shapes).
     """
 
     run_id: str | None = None
     config_hash: str | None = None
-    kind: str = "benchmark"
+    kind: Literal["benchmark", "metaeval-judge"] = BENCHMARK_KIND
     label: str | None = None
     fewshot_interaction_ids: list[str] = Field(default_factory=list)
     config: dict[str, Any] = Field(default_factory=dict)
+    database: str | None = None  # benchmark: the store's URL, password redacted
+    annotations_source: str | None = None  # rated judge runs: where the rated interactions came from
+    fewshot_source: str | None = None
+    package_version: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _compatible(cls, data: Any) -> Any:
+        """Earlier versions' files: a ``metaeval judge`` config written as an untyped dict
+        before ``judge_protocol`` existed (the ``mindeval`` protocol), and files without ``kind``
+        (a judge run is told by its ``annotations_sha256``)."""
+        if not isinstance(data, dict):
+            return data
+        cfg = data.get("config")
+        if "kind" not in data and isinstance(cfg, dict) and "annotations_sha256" in cfg:
+            data = {**data, "kind": RATED_JUDGE_KIND}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        for key in _KIND_KEYS:
+            if key not in self.model_fields_set:
+                data.pop(key, None)
+        return data
 
     def target(self, path: str | Path = CONFIG_FILE) -> TargetInfo | None:
         """The run's target block (``config.target``); ``None`` for MindEval runs."""
@@ -627,17 +668,71 @@ class RunConfigRecord(_Document):
             field, msg = _validation_message(exc)
             raise MindEvalError(msg, path=path, field=f"config.target.{field}") from None
 
-    def benchmark(self, path: str | Path = CONFIG_FILE) -> BenchmarkConfig:
-        """The benchmark settings; errors name ``config.json::config.<field>``."""
+    def _typed(self, model: type[_M], kind: str, path: str | Path) -> _M:
+        if self.kind != kind:
+            raise MindEvalError(f"expected a {kind} run's configuration, this one is kind {self.kind!r}",
+                                path=path, field="kind")
         try:
-            cfg = BenchmarkConfig.model_validate(self.config)
+            return model.model_validate(self.config)
         except ValidationError as exc:
             field, msg = _validation_message(exc)
             raise MindEvalError(msg, path=path, field=f"config.{field}") from None
+
+    def benchmark(self, path: str | Path = CONFIG_FILE) -> BenchmarkConfig:
+        """The benchmark settings; errors name ``config.json::config.<field>``."""
+        cfg = self._typed(BenchmarkConfig, BENCHMARK_KIND, path)
         for role in ROLES:
             if role not in cfg.prompts:
                 raise MindEvalError("missing required field", path=path, field=f"config.prompts.{role}")
         return cfg
+
+    def judge_run(self, path: str | Path = CONFIG_FILE) -> JudgeRunConfig:
+        """The settings of a judge run over rated interactions (old files included)."""
+        return self._typed(JudgeRunConfig, RATED_JUDGE_KIND, path)
+
+    def judge_prompt(self) -> Any:
+        """The judge prompt as recorded: ``{ref, sha256}`` (benchmark) or its ref (judge run)."""
+        return (self.config.get("prompts") or {}).get("judge")
+
+
+class JudgeRunConfig(BaseModel):
+    """``config`` of a judge run over rated interactions (kind ``metaeval-judge``): the judge
+    set-up (:func:`mindeval.runner.judge_setup`), its few-shot draw and the interactions
+    judged. ``target`` is left out for MindEval; ``prompts`` (the judge prompt's ref) is
+    recorded but not hashed (:meth:`hashed`), so hashes are those of earlier versions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    judge: dict[str, Any]
+    prompt: dict[str, str]
+    annotations_sha256: str
+    fewshot_sha256: str | None = None
+    fewshot_k: int = 0
+    judge_protocol: str = "mindeval"  # absent in files written before judge protocols
+    fewshot_interaction_ids: list[str] = Field(default_factory=list)
+    fewshot_scores: dict[str, dict[str, float]] = Field(default_factory=dict)
+    zeros: str = "missing"
+    mapping_version: str = ""
+    repetitions: int = 1
+    retries: int = 3
+    seed: int = 0
+    interaction_ids: list[str] = Field(default_factory=list)
+    target: TargetInfo | None = None
+    prompts: dict[str, str] | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        for key in ("target", "prompts"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+    def hashed(self) -> dict[str, Any]:
+        """What the config hash covers (and the run store records): all but ``prompts``."""
+        data = self.model_dump(mode="json")
+        data.pop("prompts", None)
+        return data
 
 
 class ModelRecord(BaseModel):

@@ -119,25 +119,20 @@ def read_run_file(path: str | Path) -> RunFile:
 
 
 def _replay(rec: RunConfigRecord, path: Path) -> RunFile:
-    """The options that rebuild the configuration recorded in ``config.json``."""
-    if rec.kind != "benchmark":
-        raise MindEvalError(f"only `mindeval run` configurations replay (this one is kind {rec.kind!r})",
-                            path=path, field="kind")
-    c = rec.config
-    try:
-        prompts = {role: str(c["prompts"][role]["ref"]).split("@")[0] for role in ("patient", "clinician", "judge")}
-        options = {
-            "patient": c["patient"], "target": (c.get("target") or {}).get("name") or "mindeval",
-            "patient_prompt": prompts["patient"], "clinician_prompt": prompts["clinician"],
-            "judge_prompt": prompts["judge"], "profiles": c["profiles_source"], "limit": len(c["profile_ids"]),
-            "turns": c["turns"], "seed": c.get("seed") or 0, "judge_retries": c.get("judge_retries", 3),
-            "judge_samples": c.get("judge_samples", 1), "fewshot": c.get("fewshot_source"),
-            "fewshot_k": c.get("fewshot_k", 0), "judge_protocol": c.get("judge_protocol", "mindeval"),
-            "transcript_format": c.get("transcript_format", "mindeval"),
-            "out": str(path.parent),
-        }
-    except (KeyError, TypeError) as exc:
-        raise MindEvalError("missing required field", path=path, field=f"config.{exc}") from None
+    """The options that rebuild the configuration recorded in ``config.json`` (a benchmark
+    run's: :meth:`~mindeval.records.RunConfigRecord.benchmark`)."""
+    cfg = rec.benchmark(path)
+    c, extra = rec.config, cfg.model_extra or {}
+    if "profiles_source" not in extra:
+        raise MindEvalError("missing required field", path=path, field="config.profiles_source")
+    options = {
+        "patient": c["patient"], "target": cfg.target.name if cfg.target else "mindeval",
+        **{f"{role}_prompt": cfg.prompts[role].ref.split("@")[0] for role in ("patient", "clinician", "judge")},
+        "profiles": extra["profiles_source"], "limit": len(cfg.profile_ids), "turns": cfg.turns,
+        "seed": cfg.seed or 0, "judge_retries": extra.get("judge_retries", 3), "judge_samples": cfg.judge_samples,
+        "fewshot": extra.get("fewshot_source"), "fewshot_k": cfg.fewshot_k, "judge_protocol": cfg.judge_protocol,
+        "transcript_format": cfg.transcript_format, "out": str(path.parent),
+    }
     return RunFile(options=options, clinicians=[c["clinician"]], judges=[c["judge"]], replay_of=rec.config_hash,
                    replay_config=c)
 
@@ -186,7 +181,7 @@ def rejudge_options(source: str | Path, out: str | Path, judge: dict[str, Any], 
         options["concurrency"] = concurrency
     options["progress"] = progress
     options["judge_only"] = True
-    stored = str(rec.model_extra.get("database") or "") if rec.model_extra else ""
+    stored = rec.database or ""
     if db_url is not None:
         options["db_url"] = db_url
     elif stored and not stored.startswith("sqlite"):

@@ -64,7 +64,7 @@ def handle(args: argparse.Namespace) -> int:
     if annotated:
         if len(sources) > 1:
             raise MindEvalError("judge the authors' rated interactions on their own (one SOURCE)", field="SOURCE")
-        return _judge_annotations(annotated[0], args)
+        return judge_annotations(annotated[0], args, echo=not args.quiet)
     many = len(sources) > 1
     runs = []
     for src in sources:
@@ -76,19 +76,23 @@ def handle(args: argparse.Namespace) -> int:
     return 0 if all(is_complete(s) for s in summaries) else 1
 
 
-def _judge_annotations(source: str, args: argparse.Namespace) -> int:
-    """The authors' rated interactions: the judge run of `metaeval judge` (same judge set-up)."""
+def judge_annotations(source: str, args: argparse.Namespace, *, echo: bool = True) -> int:
+    """Judge rated interactions (the authors' file, 'official', or a study of an annotation
+    database with ``--study``): the one judge run over them, for `mindeval judge` and
+    `metaeval judge` alike (options that only `metaeval judge` offers keep their defaults here)."""
     from metaeval.judge_runs import JudgeRunOptions, run_judge
 
     from ..profiles.official import official_file
     from .run import role_spec
 
     path = str(official_file("human_annotations.jsonl")) if source == "official" else source
+    given = {k: getattr(args, k) for k in ("target", "seed", "mapping", "limit", "label", "zeros", "study", "new_run")
+             if getattr(args, k, None) is not None}
     opts = JudgeRunOptions(
         annotations=path, judge=args.judge, prompt=args.judge_prompt, fewshot_k=args.fewshot_k,
         fewshot_source=args.fewshot_file, repetitions=args.judge_samples, out=str(args.out), db_url=args.db,
         params=role_spec(args, "judge").model_dump(exclude={"model"}), retries=args.judge_retries,
-        concurrency=args.concurrency, judge_protocol=args.judge_protocol,
+        concurrency=args.concurrency, judge_protocol=args.judge_protocol, **given,
     )
-    summary = run_judge(opts, echo=print if not args.quiet else None)
+    summary = run_judge(opts, echo=print if echo else None)
     return 0 if summary["n_failed_judgments"] == 0 else 1
