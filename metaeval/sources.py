@@ -273,7 +273,7 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
             "judge_model": judge_model, "n_failed": n_failed,
             **({"n_not_relevant": n_not_relevant} if n_not_relevant else {}),
             "fewshot_interaction_ids": list(config.fewshot_interaction_ids),
-            "prompt": (config.config.get("prompts") or {}).get("judge"), "run_id": config.run_id,
+            "prompt": config.judge_prompt(), "run_id": config.run_id,
         }
         out.append(RaterScores(label=str(name), kind="judge", source=str(root), frame=long, meta=meta,
                                target=target))

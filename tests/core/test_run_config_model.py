@@ -1,0 +1,120 @@
+"""One run-configuration model: every run kind writes a ``config.json`` that
+``RunConfigRecord`` reads back (its typed view and its exact bytes), and files written by
+earlier versions (a ``metaeval judge`` config without ``judge_protocol``, without ``kind``)
+still load."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from metaeval.cli import main as metaeval_main
+from metaeval.sources import load_judge_run
+from mindeval.cli import main
+from mindeval.errors import MindEvalError
+from mindeval.records import (
+    BENCHMARK_KIND,
+    RATED_JUDGE_KIND,
+    BenchmarkConfig,
+    JudgeRunConfig,
+    RunConfigRecord,
+    read_run,
+)
+
+RUN = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge", "--profiles", "demo",
+       "--limit", "2", "--turns", "2", "--concurrency", "1", "--quiet"]
+
+
+def _reads_back(path: Path, kind: str) -> RunConfigRecord:
+    """The one model reads the file, types its ``config`` by kind and writes the same bytes."""
+    rec = RunConfigRecord.read(path)
+    assert rec.kind == kind
+    typed = rec.benchmark(path) if kind == BENCHMARK_KIND else rec.judge_run(path)
+    assert isinstance(typed, BenchmarkConfig if kind == BENCHMARK_KIND else JudgeRunConfig)
+    copy = path.parent / "copy.json"
+    rec.write(copy)
+    assert copy.read_bytes() == path.read_bytes()
+    copy.unlink()
+    return rec
+
+
+@pytest.fixture
+def annotations(shared_data) -> str:
+    return str(shared_data / "human_annotations.jsonl")
+
+
+def test_every_run_kind_writes_a_config_the_one_model_reads(tmp_path, annotations):
+    run = tmp_path / "run"
+    assert main(["run", *RUN, "--out", str(run)]) == 0
+    rec = _reads_back(run / "config.json", BENCHMARK_KIND)
+    assert rec.database and rec.database.startswith("sqlite")
+    assert "annotations_source" not in json.loads((run / "config.json").read_text())
+
+    rejudged = tmp_path / "rejudged"  # mindeval judge RUN_DIR: a benchmark run on the stored conversations
+    assert main(["judge", str(run), "--judge", "fake/judge:other", "--out", str(rejudged), "--quiet"]) == 0
+    rj = _reads_back(rejudged / "config.json", BENCHMARK_KIND)
+    assert rj.benchmark().judge.model == "fake/judge:other"
+    assert read_run(rejudged).config == rj
+
+    assert main(["judge", annotations, "--judge", "fake/judge", "--fewshot-k", "0", "--quiet",
+                 "--out", str(tmp_path / "mj")]) == 0
+    assert metaeval_main(["judge", "--annotations", annotations, "--judge", "fake/judge", "--limit", "2",
+                          "--out", str(tmp_path / "me")]) == 0
+    for name in ("mj", "me"):
+        rec = _reads_back(tmp_path / name / "config.json", RATED_JUDGE_KIND)
+        cfg = rec.judge_run()
+        assert cfg.judge["model"] == "fake/judge" and cfg.prompts == {"judge": rec.judge_prompt()}
+        assert rec.annotations_source == annotations and "database" not in rec.model_dump()
+    # one implementation: the same options give the same configuration (and hash) by either command
+    assert metaeval_main(["judge", "--annotations", annotations, "--judge", "fake/judge",
+                          "--out", str(tmp_path / "me-all")]) == 0
+    assert RunConfigRecord.read(tmp_path / "me-all" / "config.json").config_hash == \
+        RunConfigRecord.read(tmp_path / "mj" / "config.json").config_hash
+
+
+OLD_JUDGE_CONFIG = {  # as `metaeval judge` wrote it before judge protocols and targets (untyped dict)
+    "run_id": "mj-0123456789abcdef", "config_hash": "0123", "kind": "metaeval-judge", "label": "old judge",
+    "fewshot_interaction_ids": ["int-01"],
+    "config": {
+        "judge": {"model": "fake/judge", "temperature": None, "max_tokens": None},
+        "prompt": {"ref": "judge/default@v1", "sha256": "ab"}, "annotations_sha256": "cd",
+        "fewshot_sha256": None, "fewshot_k": 1, "fewshot_interaction_ids": ["int-01"],
+        "fewshot_scores": {"int-01": {"CAC": 3.0, "EPC": 3.0, "AR": 3.0, "TRA": 3.0, "ASCQ": 3.0}},
+        "zeros": "missing", "mapping_version": "1", "repetitions": 1, "retries": 3, "seed": 0,
+        "interaction_ids": ["int-02"], "prompts": {"judge": "judge/default@v1"},
+    },
+    "annotations_source": "human_annotations.jsonl", "fewshot_source": None, "package_version": "0.1.0",
+}
+ROW = {"interaction_id": "int-02", "profile_id": "p2", "model": "sys", "judge_model": "fake/judge", "sample": 0,
+       "parse_status": "ok", "scores": {"CAC": 3, "EPC": 4, "AR": 2, "TRA": 5, "ASCQ": 1}}
+
+
+@pytest.mark.parametrize("drop_kind", [False, True], ids=["as-written", "without-kind"])
+def test_an_old_metaeval_judge_config_still_loads(tmp_path, drop_kind):
+    old = {k: v for k, v in OLD_JUDGE_CONFIG.items() if not (drop_kind and k == "kind")}
+    (tmp_path / "config.json").write_text(json.dumps(old, indent=1))
+    (tmp_path / "judgments.jsonl").write_text(json.dumps(ROW) + "\n")
+    rec = RunConfigRecord.read(tmp_path / "config.json")
+    assert rec.kind == RATED_JUDGE_KIND and rec.label == "old judge"
+    cfg = rec.judge_run()
+    assert cfg.judge_protocol == "mindeval" and cfg.target is None and cfg.interaction_ids == ["int-02"]
+    assert cfg.hashed() == {k: v for k, v in old["config"].items() if k != "prompts"} | {"judge_protocol": "mindeval"}
+    [judge] = load_judge_run(tmp_path)
+    assert judge.label == "old judge" and judge.meta["fewshot_interaction_ids"] == ["int-01"]
+    assert judge.meta["prompt"] == "judge/default@v1"
+    assert read_run(tmp_path).config == rec
+
+
+def test_a_config_of_another_kind_is_one_clear_error(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(OLD_JUDGE_CONFIG))
+    with pytest.raises(MindEvalError) as exc:
+        RunConfigRecord.read(path).benchmark(path)
+    assert str(exc.value) == (f"{path}:kind: expected a benchmark run's configuration, "
+                              "this one is kind 'metaeval-judge'")
+    path.write_text(json.dumps({**OLD_JUDGE_CONFIG, "kind": "something"}))
+    with pytest.raises(MindEvalError) as exc:
+        RunConfigRecord.read(path)
+    assert str(exc.value).startswith(f"{path}:kind: ")
