@@ -135,21 +135,17 @@ def _split_label(arg: str) -> tuple[str | None, str]:
     return None, arg
 
 
-def _target_name(info: Any) -> str:
-    return MINDEVAL if info is None else str(info.name)
+def resolve_dimensions(target_ref: str | None, judges: Sequence[RaterScores]) -> Dimensions | None:
+    """The target's dimensions from ``--target`` (``target_ref``) or the judge runs (all of one
+    target); ``None`` when neither says (then the study's target, else MindEval)."""
+    from mindeval.targets import load_target, target_of
 
-
-def resolve_dimensions(target: str | None, judges: Sequence[RaterScores]) -> Dimensions | None:
-    """The target's dimensions from ``--target`` or the judge runs (all of one target);
-    ``None`` when neither says (then the study's target, else MindEval)."""
-    from mindeval.targets import load_target
-
-    infos = {_target_name(j.target): j for j in judges}
+    infos = {target_of(j.target).name: j for j in judges}
     if len(infos) > 1:
         raise MindEvalError("judge runs of different targets cannot be compared: "
                             + ", ".join(f"{j.source} is {name}" for name, j in infos.items()), field="--judges")
-    if target is not None:
-        t = load_target(target)
+    if target_ref:
+        t = load_target(target_ref)
         if infos and t.name not in infos:
             (name, j), = infos.items()
             raise MindEvalError(f"--target is {t.name} but judge run {j.source} was made for target {name}",
@@ -158,15 +154,14 @@ def resolve_dimensions(target: str | None, judges: Sequence[RaterScores]) -> Dim
     if not infos:
         return None
     (name, j), = infos.items()
-    if j.target is None:
-        return Dimensions()
+    info = target_of(j.target)  # no block: the built-in mindeval target (pinned compatibility)
     try:
         t = load_target(name)
     except MindEvalError:
         t = None
-    if t is not None and t.sha256 == j.target.sha256:
+    if t is not None and t.sha256 == info.sha256:
         return Dimensions.of_target(t)
-    return Dimensions.from_info(j.target)  # only the block: the human form is one sub-axis per dimension
+    return Dimensions.from_info(info)  # only the block: the human form is one sub-axis per dimension
 
 
 def load_judges(args: Sequence[str]) -> list[RaterScores]:

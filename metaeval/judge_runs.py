@@ -147,7 +147,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     paper = opts.judge_protocol == "paper"
     target = load_target(opts.target)
     g = target.guidelines
-    info = None if target.is_default else TargetInfo.model_validate(target.info())
+    info = target.block()
     setup = judge_setup(target, ModelSpec(model=opts.judge, **opts.params), opts.prompt, opts.judge_protocol)
     spec, tpl = setup.spec, setup.template
     check_api_key(spec, "judge")  # before the first call

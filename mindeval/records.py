@@ -238,6 +238,7 @@ class TargetInfo(BaseModel):
     profile_labels: dict[str, dict[str, str]] = Field(default_factory=dict)  # profile id -> label -> value
     rank_by: str = "average"  # the leaderboard's ranking metric (average | harm_share | all_best)
     roles: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_ROLES))  # transcript labels
+    legacy_files: bool = False  # the target's files carry no target fields (MindEval's, pinned; never written)
 
     def speakers(self) -> dict[str, str]:
         """The transcript's speaker label per message role (user = patient)."""
@@ -253,6 +254,8 @@ class TargetInfo(BaseModel):
             data.pop("rank_by")
         if data.get("roles") == DEFAULT_ROLES:
             data.pop("roles")
+        if not data.get("legacy_files"):
+            data.pop("legacy_files", None)
         return data
 
     def values(self) -> tuple[int, ...]:

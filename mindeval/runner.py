@@ -242,7 +242,7 @@ def prepare(opts: RunOptions) -> Prepared:
         fewshot_sha256=fewshot_sha,
         fewshot_k=len(fewshot),
         judge_protocol=opts.judge_protocol,
-        target=None if target.is_default else TargetInfo.model_validate(target.info()),
+        target=target.block(),
         transcript_format=opts.transcript_format,
         answer_prompt=None if opts.transcript_format == "authors" else _answer_prompt(opts.judge_protocol),
         package_version=__version__,
@@ -592,20 +592,19 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         )
         for j in judgments if j.interaction_id in by_id
     ])
-    means = axis_means(judgments, tuple(target_of(target).axes))
-    extra: dict[str, Any] = {}
-    if target is not None:
-        extra["target"] = target.name
-        if target.harm_values:
-            from .stats.proportion import harm_share
+    t = target_of(target)
+    means = axis_means(judgments, tuple(t.axes))
+    extra: dict[str, Any] = {} if t.legacy_files else {"target": t.name}
+    if t.harm_values:
+        from .stats.proportion import harm_share
 
-            extra["harm"] = harm_share(((j.interaction_id, j.scores) for j in judgments if j.parse_status == "ok"),
-                                       target.harm_values).model_dump(mode="json")
-        if target.scale.kind == "categorical":
-            extra["levels"] = categorical_block(judgments, target)
-        if target.profile_labels:
-            pid = {i.id: i.profile.id for i in interactions}
-            extra["by_label"] = label_breakdowns(judgments, target, lambda j: pid.get(j.interaction_id, ""))
+        extra["harm"] = harm_share(((j.interaction_id, j.scores) for j in judgments if j.parse_status == "ok"),
+                                   t.harm_values).model_dump(mode="json")
+    if t.scale.kind == "categorical":
+        extra["levels"] = categorical_block(judgments, t)
+    if t.profile_labels:
+        pid = {i.id: i.profile.id for i in interactions}
+        extra["by_label"] = label_breakdowns(judgments, t, lambda j: pid.get(j.interaction_id, ""))
     return {
         "run_id": run_id,
         "config_hash": config.hash(),

@@ -144,6 +144,10 @@ class TargetManifest(BaseModel):
     guidelines: str
     labels: TargetLabels | None = None
     rank_by: Literal["average", "harm_share", "all_best"] = "average"  # the leaderboard's ranking metric
+    # Pinned compatibility (the built-in mindeval target only): its runs' files carry no target
+    # fields (no config.json block, no summary "target"), its leaderboard has MindEval's own
+    # title, so they stay byte-identical to those of the code before targets.
+    legacy_files: bool = False
 
 
 class Target:
@@ -174,8 +178,13 @@ class Target:
 
     @property
     def is_default(self) -> bool:
-        """The built-in ``mindeval`` target: runs record no ``target`` block."""
+        """The built-in ``mindeval`` target (the default of ``--target``)."""
         return self.is_builtin and self.name == DEFAULT_TARGET
+
+    def block(self) -> TargetInfo | None:
+        """The ``target`` block a run of this target records in ``config.json`` (None when the
+        target declares ``legacy_files``: readers take a missing block as it, ``target_of``)."""
+        return None if self.manifest.legacy_files else TargetInfo.model_validate(self.info())
 
     # ----------------------------------------------------------------- files
 
@@ -310,6 +319,8 @@ class Target:
             out["roles"] = self.manifest.roles.model_dump()
         if self.manifest.rank_by != "average":
             out["rank_by"] = self.manifest.rank_by
+        if self.manifest.legacy_files:
+            out["legacy_files"] = True
         if self.manifest.labels is not None:
             out["labels"] = self.manifest.labels.fields
             out["profile_labels"] = self.profile_labels()
@@ -433,7 +444,20 @@ def load_target(ref: str | Path = DEFAULT_TARGET) -> Target:
         if len(problems) > 1:
             first.message += f" (and {len(problems) - 1} more; run `mindeval targets validate {path.parent}`)"
         raise first
-    return Target(manifest, path)
+    target = Target(manifest, path)
+    if (problem := _legacy_problem(target)) is not None:
+        raise problem
+    return target
+
+
+def _legacy_problem(target: Target) -> MindEvalError | None:
+    """``legacy_files`` belongs to the built-in mindeval target alone: a copy that kept it would
+    write runs that read back as MindEval's."""
+    if not target.manifest.legacy_files or target.is_default:
+        return None
+    return MindEvalError("legacy_files is the built-in mindeval target's own (its files predate targets); "
+                         "remove it from a copy", path=target.path, line=_line_of_key(target.path, "legacy_files"),
+                         field="legacy_files")
 
 
 def list_targets() -> list[Target]:
@@ -486,6 +510,8 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
         if manifest is None:
             return problems
     target = Target(manifest, path)
+    if (legacy := _legacy_problem(target)) is not None:
+        problems.append(legacy)
 
     def missing(field: str, what: Path | str) -> None:
         problems.append(MindEvalError(f"file not found: {what}", path=path,

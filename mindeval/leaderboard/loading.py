@@ -48,7 +48,8 @@ def criteria_of(target: TargetInfo | None) -> tuple[str, ...]:
 
 def target_identity(target: TargetInfo | None) -> str:
     """``name version (sha12)`` of a run's target, ``mindeval`` for MindEval runs."""
-    return "mindeval" if target is None else f"{target.name} {target.version} ({target.sha256[:12]})"
+    t = target_of(target)
+    return t.name if t.legacy_files else f"{t.name} {t.version} ({t.sha256[:12]})"
 
 
 class InteractionScore(BaseModel):
@@ -225,7 +226,7 @@ def load_run(run_dir: str | Path) -> RunData:
         verbosity=verbosity,
         target=target,
         harm=harm_share(((s.interaction_id, x) for s in scored for x in samples[s.interaction_id]),
-                        target.harm_values) if target is not None and target.harm_values else None,
+                        harm_values) if (harm_values := target_of(target).harm_values) else None,
         levels=run_levels(target, scored, samples),
     )
 
@@ -245,9 +246,9 @@ def relevant_scores(got: list[dict[str, float]], axes: tuple[str, ...]) -> dict[
 def run_levels(target: TargetInfo | None, scored: list[InteractionScore],
                samples: dict[str, list[dict[str, float]]]) -> CategoricalReport | None:
     """Per-level shares of a categorical target's run (``None`` for other scales)."""
-    if target_of(target).scale.kind != "categorical":
+    t = target_of(target)
+    if t.scale.kind != "categorical":
         return None
-    assert target is not None
     rows = ((s.interaction_id, {ax: None if math.isnan(v) else v for ax, v in x.items()})
             for s in scored for x in samples[s.interaction_id])
-    return level_shares(rows, target.axes, [(lv.id, lv.value) for lv in target.scale.levels])
+    return level_shares(rows, t.axes, [(lv.id, lv.value) for lv in t.scale.levels])

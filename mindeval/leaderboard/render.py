@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..targets import target_of
 from .build import RANK_METRICS, Leaderboard, SystemHarm
 
 
@@ -93,14 +94,13 @@ def to_markdown(lb: Leaderboard) -> str:
     """The full report: Table 4 (score + cluster), CIs, p-values, breakdowns, verbosity, Table 5."""
     setups = sorted({(r.judge_model, r.judge_protocol, r.patient_model) for r in lb.runs})
     order = _order(lb)
-    lines = ["# MindEval leaderboard", ""]
-    if lb.target is not None:
-        lines = [f"# MindEval leaderboard: target {lb.target.name} {lb.target.version}".rstrip(), ""]
+    t = target_of(lb.target)
+    lines = ["# MindEval leaderboard" + ("" if t.legacy_files else f": target {t.name} {t.version}".rstrip()), ""]
     lines.append("Judge / patient: " + "; ".join(f"{j} ({pr} judge protocol) / {p}" for j, pr, p in setups)
                  + f". Statistics: {settings_line(lb)}.")
-    if lb.target is not None and lb.target.scale.kind == "categorical":
+    if t.scale.kind == "categorical":
         lines += ["", "Scale: " + ", ".join(f"{lv.label} = {lv.value}" + (" (harm)" if lv.harm else "")
-                                             for lv in lb.target.scale.levels) + "; means are over these values."]
+                                             for lv in t.scale.levels) + "; means are over these values."]
     explain = ("Mean score (cluster); cluster 1 is the best group, systems in one cluster are not "
                "significantly different from the members ranked above them. Bold: best score per column.")
     harm = _harm(lb)
@@ -242,7 +242,7 @@ def to_json(lb: Leaderboard) -> dict[str, Any]:
     if lb.rank_by == "average":
         drop.add("rank_by")
     out = _clean(lb.model_dump(mode="python", exclude=drop))
-    if lb.target is not None:
+    if not target_of(lb.target).legacy_files:
         out["table"]["criteria"] = list(lb.criteria)
     return out
 
@@ -334,7 +334,7 @@ def _share(x: float | None) -> str:
 
 
 def _level_ids(lb: Leaderboard) -> list[str]:
-    return [lv.id for lv in lb.target.scale.levels] if lb.target is not None else []
+    return [lv.id for lv in target_of(lb.target).scale.levels]
 
 
 def levels_markdown(lb: Leaderboard) -> list[str]:
