@@ -68,8 +68,11 @@ class Dimensions:
 
     @classmethod
     def of_target(cls, target: Target) -> Dimensions:
-        """A loaded target's dimensions (the built-in ``mindeval`` is the default, exactly as before)."""
-        return cls() if target.is_default else cls.from_guidelines(target.name, target.guidelines)
+        """A loaded target's dimensions: a target in the form of the authors' release (the built-in
+        ``mindeval``) has the default ones (their criterion mapping), exactly as before."""
+        if target.manifest.authors_release:
+            return cls(target=target.name)
+        return cls.from_guidelines(target.name, target.guidelines)
 
     @classmethod
     def from_info(cls, info: TargetInfo) -> Dimensions:

@@ -154,7 +154,7 @@ def judge_setup(target: Target, judge: ModelSpec, prompt: str | None, protocol: 
     uses the authors' prompt and sampling settings; the ``authors`` transcript format the user's
     copy of the authors' template."""
     if transcript_format == "authors":
-        if protocol != "paper" or not target.is_default:
+        if protocol != "paper" or not target.manifest.authors_release:
             raise MindEvalError("--transcript-format authors reproduces the authors' judge: it needs "
                                 "--judge-protocol paper and the mindeval target", field="--transcript-format")
         if not prompt or not Path(prompt).is_file():
@@ -164,7 +164,7 @@ def judge_setup(target: Target, judge: ModelSpec, prompt: str | None, protocol: 
         raise MindEvalError(f"unknown transcript format {transcript_format!r} (mindeval or authors)",
                             field="--transcript-format")
     elif protocol == "paper":
-        if not target.is_default:
+        if not target.manifest.authors_release:
             raise MindEvalError(f"--judge-protocol paper is MindEval's own judge; target {target.name} "
                                 "needs --judge-protocol mindeval", field="--judge-protocol")
         if prompt in (None, DEFAULT_PROMPTS["judge"]):
@@ -217,7 +217,7 @@ def prepare(opts: RunOptions) -> Prepared:
         render_clinician(templates["clinician"], p, labels.get(p.id))
     from .fewshot import judge_fewshot
 
-    if opts.fewshot and opts.fewshot_k and not target.is_default:
+    if opts.fewshot and opts.fewshot_k and not target.manifest.authors_release:
         raise MindEvalError(f"few-shot examples are MindEval ratings (the authors' schema); target {target.name} "
                             "has other dimensions: leave out --fewshot-file or pass --fewshot-k 0",
                             field="--fewshot-file")

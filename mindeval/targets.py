@@ -35,6 +35,7 @@ from .errors import MindEvalError
 from .guidelines import Guidelines, guideline_problems, load_guidelines, validation_problems
 from .prompts import ALLOWED_FIELDS, LabelScope, PromptTemplate, load_template, resolve_path
 from .records import (
+    AXES,
     DEFAULT_ROLES,
     Profile,
     TargetInfo,
@@ -148,6 +149,10 @@ class TargetManifest(BaseModel):
     # fields (no config.json block, no summary "target"), its leaderboard has MindEval's own
     # title, so they stay byte-identical to those of the code before targets.
     legacy_files: bool = False
+    # The authors' data release is in this target's form (MindEval's five axes and nine human
+    # sub-axes): their judge (--judge-protocol paper, --transcript-format authors), few-shot
+    # examples from their ratings, and their criterion mapping for human ratings apply.
+    authors_release: bool = False
 
 
 class Target:
@@ -512,6 +517,10 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
     target = Target(manifest, path)
     if (legacy := _legacy_problem(target)) is not None:
         problems.append(legacy)
+    if manifest.authors_release and target.guidelines_path.is_file() and not guideline_problems(target.guidelines_path) \
+            and load_guidelines(target.guidelines_path).axis_codes != AXES:
+        problems.append(MindEvalError(f"authors_release needs MindEval's dimensions ({', '.join(AXES)})", path=path,
+                                      line=_line_of_key(path, "authors_release"), field="authors_release"))
 
     def missing(field: str, what: Path | str) -> None:
         problems.append(MindEvalError(f"file not found: {what}", path=path,
