@@ -55,7 +55,7 @@ from mindeval.records import (
     read_jsonl,
     validate_row,
 )
-from mindeval.targets import DEFAULT_TARGET
+from mindeval.targets import DEFAULT_TARGET, target_of
 
 from ..db import Database
 from .models import ImportReport
@@ -186,7 +186,7 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
     in_run = p.name == INTERACTIONS_FILE and (p.parent / CONFIG_FILE).is_file()  # a run's own file: as the run
     run_dir = p if kind == "run" else p.parent if in_run else None
     info = run_target(run_dir) if run_dir is not None else None
-    made_with = info.name if info is not None else DEFAULT_TARGET
+    made_with = target_of(info).name
     if run_dir is not None and made_with != target:
         raise MindEvalError(f"this run is of target '{made_with}' but study '{study.name}' rates target "
                             f"'{target}': import it into a study created with --target {made_with}",
