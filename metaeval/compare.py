@@ -38,7 +38,7 @@ from .confidence import (
     tie_table,
 )
 from .matrices import AVG_LABEL, Matrix, MetricOptions, Panel, Verdict, build_all, verdicts
-from .rollup import AVERAGE, MINDEVAL, Dimensions, RollupWarning
+from .rollup import AVERAGE, Dimensions, RollupWarning
 from .selfpref import (
     find_self_system,
     interaction_means,
@@ -114,7 +114,7 @@ def load_humans(sources: Sequence[str], opts: CompareOptions, dims: Dimensions |
             continue
         if is_ratings_file(src):
             loaded[i] = load_ratings_file(src, dims, prefix="" if len(sources) == 1 else f"S{i + 1}.")
-        elif dims.target != MINDEVAL:
+        elif not dims.authors_release:
             raise MindEvalError(f"the authors' annotation file holds MindEval's ratings, not target {dims.target}'s; "
                                 "give a ratings file (.csv, or .jsonl with subaxis_id) or the annotation database",
                                 path=src, field="--humans")
@@ -245,7 +245,7 @@ def run_compare(opts: CompareOptions) -> CompareResult:
     notes += [f"judge {j.label}: {j.meta['n_not_relevant']} dimension ratings 'not relevant', left out of "
               "that dimension's agreement" for j in judges if j.meta.get("n_not_relevant")]
     extra["notes"] = notes
-    if dims.target != MINDEVAL:
+    if not dims.legacy_files:
         extra["target"] = dims.target
     extra["inputs"] = {
         "humans": [{"source": hs.source, "raters": hs.rater_ids} for hs in human_sources],

@@ -49,6 +49,10 @@ class Dimensions:
     subaxis_axis: dict[str, str] | None = None  # the human form; None: the source's own mapping
     levels: dict[str, int] = field(default_factory=dict)  # level id and label -> value
     titles: dict[str, str] = field(default_factory=dict)  # axis code -> name (reports)
+    # The target's declared properties (targets/<name>/target.yaml): the authors' annotation
+    # file is in its form (authors_release); its outputs carry no target key (legacy_files).
+    authors_release: bool = True
+    legacy_files: bool = True
 
     @property
     def all_axes(self) -> tuple[str, ...]:
@@ -64,14 +68,14 @@ class Dimensions:
         return cls(target=name, axes=g.axis_codes, kind=g.scale_kind,  # type: ignore[arg-type]
                    values=g.score_values(), subaxis_axis={s.id: s.axis for s in g.human_subaxes},
                    levels=levels if g.scale_kind == "categorical" else {},
-                   titles={a.code: a.name for a in g.judge_axes})
+                   titles={a.code: a.name for a in g.judge_axes}, authors_release=False, legacy_files=False)
 
     @classmethod
     def of_target(cls, target: Target) -> Dimensions:
         """A loaded target's dimensions: a target in the form of the authors' release (the built-in
         ``mindeval``) has the default ones (their criterion mapping), exactly as before."""
         if target.manifest.authors_release:
-            return cls(target=target.name)
+            return cls(target=target.name, legacy_files=target.manifest.legacy_files)
         return cls.from_guidelines(target.name, target.guidelines)
 
     @classmethod
@@ -81,7 +85,8 @@ class Dimensions:
         levels = {key: lv.value for lv in info.scale.levels for key in (lv.id, lv.label)}
         return cls(target=info.name, axes=tuple(info.axes), kind=info.scale.kind, values=info.values(),
                    subaxis_axis={a: a for a in info.axes},
-                   levels=levels if info.scale.kind == "categorical" else {})
+                   levels=levels if info.scale.kind == "categorical" else {}, authors_release=False,
+                   legacy_files=info.legacy_files)
 
     def form(self) -> dict[str, str]:
         """The human form: sub-axis id -> axis (MindEval's from its guidelines when not given)."""
