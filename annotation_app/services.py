@@ -251,7 +251,7 @@ class Workspace:
         self._admin(v)
         t = self.study_target(study)
         return importers.import_path(self.db, t.guidelines, study, path, kind, map_annotators=map_annotators,
-                                     target=t.name)
+                                     target=t)
 
     def add_roleplay_items(self, v: Viewer, rating_study: int | str, roleplay_study: int | str) -> int:
         self._admin(v)
@@ -292,12 +292,12 @@ class Workspace:
     def export_text(self, v: Viewer, study: int | str, fmt: str) -> str:
         self._admin(v)
         t = self.study_target(study)
-        return exporters.export_text(self.db, t.guidelines, study, fmt, t.name)
+        return exporters.export_text(self.db, t.guidelines, study, fmt, t)
 
     def export_file(self, v: Viewer, study: int | str, fmt: str, out: str | Path) -> int:
         self._admin(v)
         t = self.study_target(study)
-        return exporters.export_file(self.db, t.guidelines, study, fmt, out, t.name)
+        return exporters.export_file(self.db, t.guidelines, study, fmt, out, t)
 
 
 __all__ = [

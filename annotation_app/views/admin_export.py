@@ -12,7 +12,7 @@ study = next(s for s in studies if s.name == chosen)
 if study.kind == "rating":
     formats = {"csv": "Ratings, CSV (one row per rating)", "jsonl": "Ratings, JSONL",
                "flags": "Skipped and flagged items, JSONL (with reasons)"}
-    if study.target == "mindeval":  # the authors' schema holds MindEval's form only
+    if ws.study_target(chosen).manifest.authors_release:  # the authors' schema holds MindEval's form only
         formats["authors"] = "Authors' human_annotations.jsonl"
 else:
     formats = {"interactions": "Sessions as interactions.jsonl", "user-turns": "Authors' human_user_turns.jsonl"}

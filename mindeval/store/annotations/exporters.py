@@ -24,7 +24,7 @@ from mindeval.authors import JUSTIFICATION, RESP, SAFETY, STATUS, USERS, load_ma
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.records import ATTRIBUTE_FIELDS
-from mindeval.targets import DEFAULT_TARGET
+from mindeval.targets import Target, load_target
 
 from ..db import Database
 from ..runs import load_turns
@@ -129,13 +129,14 @@ def ratings_csv(db: Database, g: Guidelines, study_id: int) -> str:
     return buf.getvalue()
 
 
-def ratings_jsonl(db: Database, g: Guidelines, study_id: int, target: str = DEFAULT_TARGET) -> str:
-    """One JSON object per submitted rating; other targets than ``mindeval`` add ``target`` and,
-    on a categorical scale, ``levels`` (sub-axis → level label)."""
+def ratings_jsonl(db: Database, g: Guidelines, study_id: int, target: Target | None = None) -> str:
+    """One JSON object per submitted rating; a target without ``legacy_files`` (all but
+    ``mindeval``) adds ``target`` and, on a categorical scale, ``levels`` (sub-axis → level label)."""
+    t = target or load_target()
     cells = _Cells(g)
     lines = []
     for r in submitted_ratings(db, study_id):
-        row: dict[str, Any] = {} if target == DEFAULT_TARGET else {"target": target}
+        row: dict[str, Any] = {} if t.manifest.legacy_files else {"target": t.name}
         row.update({
             "item": r["item"].external_id, "annotator": r["annotator"], "revision": r["revision"],
             "submitted_at": r["submitted_at"].isoformat() if r["submitted_at"] else None,
@@ -261,8 +262,9 @@ def user_turns_jsonl(db: Database, study_id: int) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in user_turns_rows(db, study_id))
 
 
-def export_text(db: Database, g: Guidelines, study_ref: int | str, fmt: str, target: str = DEFAULT_TARGET) -> str:
-    """A study's export in ``fmt``; ``g`` and ``target`` (its name) are the study's target's."""
+def export_text(db: Database, g: Guidelines, study_ref: int | str, fmt: str, target: Target | None = None) -> str:
+    """A study's export in ``fmt``; ``g`` and ``target`` (default ``mindeval``) are the study's target's."""
+    t = target or load_target()
     with db.read() as s:
         study: StudyRow = get_study(s, study_ref)
         study_id, kind, name = study.id, study.kind, study.name
@@ -275,11 +277,11 @@ def export_text(db: Database, g: Guidelines, study_ref: int | str, fmt: str, tar
     if fmt == "csv":
         return ratings_csv(db, g, study_id)
     if fmt == "jsonl":
-        return ratings_jsonl(db, g, study_id, target)
+        return ratings_jsonl(db, g, study_id, t)
     if fmt == "flags":
         return "".join(json.dumps(f.model_dump(), ensure_ascii=False) + "\n" for f in flagged(db, study_id))
-    if fmt == "authors" and target != DEFAULT_TARGET:
-        raise MindEvalError(f"the authors' schema holds MindEval's form, but '{name}' rates target '{target}': "
+    if fmt == "authors" and not t.manifest.authors_release:
+        raise MindEvalError(f"the authors' schema holds MindEval's form, but '{name}' rates target '{t.name}': "
                             "export csv or jsonl", field="format")
     if fmt == "authors":
         return authors_jsonl(db, g, study_id)
@@ -289,7 +291,7 @@ def export_text(db: Database, g: Guidelines, study_ref: int | str, fmt: str, tar
 
 
 def export_file(db: Database, g: Guidelines, study_ref: int | str, fmt: str, out: str | Path,
-                target: str = DEFAULT_TARGET) -> int:
+                target: Target | None = None) -> int:
     """Write an export; returns the number of rows (CSV header excluded)."""
     text = export_text(db, g, study_ref, fmt, target)
     Path(out).write_text(text, encoding="utf-8")

@@ -55,7 +55,7 @@ from mindeval.records import (
     read_jsonl,
     validate_row,
 )
-from mindeval.targets import DEFAULT_TARGET, target_of
+from mindeval.targets import Target, load_target, target_of
 
 from ..db import Database
 from .models import ImportReport
@@ -157,15 +157,17 @@ def run_target(run_dir: Path) -> TargetInfo | None:
 
 
 def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | Path, kind: str | None = None,
-                *, map_annotators: dict[str, str] | None = None, target: str = DEFAULT_TARGET) -> ImportReport:
+                *, map_annotators: dict[str, str] | None = None, target: Target | None = None) -> ImportReport:
     """Import a file or run directory into a study (see the module docstring).
 
-    ``g`` and ``target`` (its name) are the study's target's: a run directory of another
-    target is refused, and so are the authors' ratings (MindEval's form) for other targets.
+    ``g`` and ``target`` (default ``mindeval``) are the study's target's: a run directory of
+    another target is refused, and so are the authors' ratings for a target not in their form
+    (``authors_release``).
     ``map_annotators`` maps annotator ids of an authors' file to existing people
     whose accounts should hold those ratings.
     """
     p = Path(path)
+    t = target or load_target()
     if not p.exists():
         raise MindEvalError("file not found", path=p)
     kind = kind or detect_kind(p)
@@ -187,18 +189,18 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
     run_dir = p if kind == "run" else p.parent if in_run else None
     info = run_target(run_dir) if run_dir is not None else None
     made_with = target_of(info).name
-    if run_dir is not None and made_with != target:
+    if run_dir is not None and made_with != t.name:
         raise MindEvalError(f"this run is of target '{made_with}' but study '{study.name}' rates target "
-                            f"'{target}': import it into a study created with --target {made_with}",
+                            f"'{t.name}': import it into a study created with --target {made_with}",
                             path=p, field="target")
     if kind == "run":
         judgments = _judgments(p / JUDGMENTS_FILE, info) if (p / JUDGMENTS_FILE).is_file() else {}
         return _import_interactions(db, study_id, p / INTERACTIONS_FILE, "run", judgments)
     if kind == "interactions":
         return _import_interactions(db, study_id, p, "demo" if p.name.startswith("demo_") else "file", {})
-    if target != DEFAULT_TARGET:
+    if not t.manifest.authors_release:
         raise MindEvalError(f"the authors' ratings use the MindEval form, but study '{study.name}' rates target "
-                            f"'{target}'", path=p, field="target")
+                            f"'{t.name}'", path=p, field="target")
     return _import_authors(db, g, study_id, p, map_annotators or {})
 
 
