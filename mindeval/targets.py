@@ -465,6 +465,11 @@ def _legacy_problem(target: Target) -> MindEvalError | None:
                          field="legacy_files")
 
 
+def as_target(ref: Target | str | Path | None = None) -> Target:
+    """A loaded target as it is; a name or folder loaded; nothing: the built-in ``mindeval``."""
+    return ref if isinstance(ref, Target) else load_target(ref or DEFAULT_TARGET)
+
+
 def list_targets() -> list[Target]:
     """The built-in targets, by name."""
     return [load_target(name) for name in builtin_names()]

@@ -146,18 +146,18 @@ def _validate(args: argparse.Namespace) -> int:
     from ..profiles.validate import target_of_file, validate_file
     from ..targets import load_target
 
-    target = load_target(args.target) if args.target is not None else None
+    given = load_target(args.target) if args.target else None
     if args.source is None:
-        if target is None or target.profiles_path is None:
+        if not given or given.profiles_path is None:
             raise MindEvalError("give a profiles FILE (or --target NAME|DIR of a target with its own profiles)",
                                 field="FILE")
-        path = target.profiles_path
+        path = given.profiles_path
     else:
         path = resolve_profiles_arg(args.source) if args.source in ("official", "demo") else Path(args.source)
-    target = target or target_of_file(path)
+    target = given or target_of_file(path) or load_target()  # else the built-in mindeval: no labels
     valid, problems = validate_file(path, backstory=args.backstory, target=target)
     checked = (f"; labels of target {target.name} checked ({target.labels_path})"
-               if target is not None and target.labels_path is not None else "")
+               if target.labels_path is not None else "")
     for p in problems:
         print(f"{p}", file=sys.stdout)
     if problems:

@@ -54,7 +54,10 @@ def validate_file(path: str | Path, *, backstory: bool = False,
     problems: list[MindEvalError] = []
     seen: dict[str, int] = {}
     valid = 0
-    labels = target.manifest.labels if target is not None else None
+    from ..targets import load_target
+
+    target = target or load_target()  # no target given: the built-in mindeval (no labels)
+    labels = target.manifest.labels
     with p.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
@@ -64,14 +67,14 @@ def validate_file(path: str | Path, *, backstory: bool = False,
             valid += not line_problems
     if not seen and not problems:
         problems.append(MindEvalError("no profiles in file", path=p))
-    if target is not None and labels is not None:
+    if labels is not None:
         # Rows with problems have no id: then only the labels file's own values are checked.
         problems += target.label_problems(profile_ids=[] if problems else list(seen))
     return valid, problems
 
 
 def _check_line(p: Path, lineno: int, line: str, backstory: bool, seen: dict[str, int],
-                target: Target | None = None) -> list[MindEvalError]:
+                target: Target) -> list[MindEvalError]:
     def err(msg: str, field: str | None = None) -> MindEvalError:
         return MindEvalError(msg, path=p, line=lineno, field=field)
 
@@ -90,10 +93,10 @@ def _check_line(p: Path, lineno: int, line: str, backstory: bool, seen: dict[str
         out.append(err("missing required field" if attrs is None else "must be an object",
                        "member_attributes"))
         return out
-    labels = target.manifest.labels if target is not None else None
+    labels = target.manifest.labels
     for key in attrs:
         if labels is not None and key in labels.fields:
-            out.append(err(f"{key} is a label of target {target.name}: give it in "  # type: ignore[union-attr]
+            out.append(err(f"{key} is a label of target {target.name}: give it in "
                            f"{labels.file}, not in the profile", f"member_attributes.{key}"))
         elif key not in ATTRIBUTE_FIELDS:
             out.append(err("unknown attribute", f"member_attributes.{key}"))

@@ -24,7 +24,7 @@ from mindeval.authors import JUSTIFICATION, RESP, SAFETY, STATUS, USERS, load_ma
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.records import ATTRIBUTE_FIELDS
-from mindeval.targets import Target, load_target
+from mindeval.targets import Target, as_target
 
 from ..db import Database
 from ..runs import load_turns
@@ -129,10 +129,10 @@ def ratings_csv(db: Database, g: Guidelines, study_id: int) -> str:
     return buf.getvalue()
 
 
-def ratings_jsonl(db: Database, g: Guidelines, study_id: int, target: Target | None = None) -> str:
+def ratings_jsonl(db: Database, g: Guidelines, study_id: int, target: Target | str | None = None) -> str:
     """One JSON object per submitted rating; a target without ``legacy_files`` (all but
     ``mindeval``) adds ``target`` and, on a categorical scale, ``levels`` (sub-axis → level label)."""
-    t = target or load_target()
+    t = as_target(target)
     cells = _Cells(g)
     lines = []
     for r in submitted_ratings(db, study_id):
@@ -262,9 +262,9 @@ def user_turns_jsonl(db: Database, study_id: int) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in user_turns_rows(db, study_id))
 
 
-def export_text(db: Database, g: Guidelines, study_ref: int | str, fmt: str, target: Target | None = None) -> str:
+def export_text(db: Database, g: Guidelines, study_ref: int | str, fmt: str, target: Target | str | None = None) -> str:
     """A study's export in ``fmt``; ``g`` and ``target`` (default ``mindeval``) are the study's target's."""
-    t = target or load_target()
+    t = as_target(target)
     with db.read() as s:
         study: StudyRow = get_study(s, study_ref)
         study_id, kind, name = study.id, study.kind, study.name
@@ -291,7 +291,7 @@ def export_text(db: Database, g: Guidelines, study_ref: int | str, fmt: str, tar
 
 
 def export_file(db: Database, g: Guidelines, study_ref: int | str, fmt: str, out: str | Path,
-                target: Target | None = None) -> int:
+                target: Target | str | None = None) -> int:
     """Write an export; returns the number of rows (CSV header excluded)."""
     text = export_text(db, g, study_ref, fmt, target)
     Path(out).write_text(text, encoding="utf-8")

@@ -55,7 +55,7 @@ from mindeval.records import (
     read_jsonl,
     validate_row,
 )
-from mindeval.targets import Target, load_target, target_of
+from mindeval.targets import DEFAULT_TARGET, Target, as_target, target_of
 
 from ..db import Database
 from .models import ImportReport
@@ -157,7 +157,7 @@ def run_target(run_dir: Path) -> TargetInfo | None:
 
 
 def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | Path, kind: str | None = None,
-                *, map_annotators: dict[str, str] | None = None, target: Target | None = None) -> ImportReport:
+                *, map_annotators: dict[str, str] | None = None, target: Target | str | None = None) -> ImportReport:
     """Import a file or run directory into a study (see the module docstring).
 
     ``g`` and ``target`` (default ``mindeval``) are the study's target's: a run directory of
@@ -167,7 +167,7 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
     whose accounts should hold those ratings.
     """
     p = Path(path)
-    t = target or load_target()
+    name = target.name if isinstance(target, Target) else target or DEFAULT_TARGET  # loaded when needed
     if not p.exists():
         raise MindEvalError("file not found", path=p)
     kind = kind or detect_kind(p)
@@ -189,18 +189,18 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
     run_dir = p if kind == "run" else p.parent if in_run else None
     info = run_target(run_dir) if run_dir is not None else None
     made_with = target_of(info).name
-    if run_dir is not None and made_with != t.name:
+    if run_dir is not None and made_with != name:
         raise MindEvalError(f"this run is of target '{made_with}' but study '{study.name}' rates target "
-                            f"'{t.name}': import it into a study created with --target {made_with}",
+                            f"'{name}': import it into a study created with --target {made_with}",
                             path=p, field="target")
     if kind == "run":
         judgments = _judgments(p / JUDGMENTS_FILE, info) if (p / JUDGMENTS_FILE).is_file() else {}
         return _import_interactions(db, study_id, p / INTERACTIONS_FILE, "run", judgments)
     if kind == "interactions":
         return _import_interactions(db, study_id, p, "demo" if p.name.startswith("demo_") else "file", {})
-    if not t.manifest.authors_release:
+    if not as_target(target).manifest.authors_release:
         raise MindEvalError(f"the authors' ratings use the MindEval form, but study '{study.name}' rates target "
-                            f"'{t.name}'", path=p, field="target")
+                            f"'{name}'", path=p, field="target")
     return _import_authors(db, g, study_id, p, map_annotators or {})
 
 
