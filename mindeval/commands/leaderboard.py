@@ -40,8 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="do not print the Markdown report")
     p.add_argument("--plots", action="store_true",
                    help="also write figures into --out as PNG and SVG: the leaderboard with 95%% intervals and "
-                   "clusters, per-dimension bars, and the score by patient severity, by interaction length and "
-                   "by any other setting the runs differ in (needs the plots extra)")
+                   "clusters, per-dimension bars, and the score by patient severity, by interaction length, "
+                   "by any other setting the runs differ in and by each profile label the target declares "
+                   "(level shares for categorical scales) (needs the plots extra)")
     p.set_defaults(func=handle)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel
 
+from ..stats.proportion import CategoricalReport, level_shares
 from ..targets import target_of
 from .loading import InteractionScore, RunData, criteria_of
 
@@ -34,6 +35,16 @@ class Condition(BaseModel):
     worst: dict[str, Extreme]
     per_system: dict[str, dict[str, float]]
     n_per_system: dict[str, int]
+
+
+class LabelPanel(BaseModel):
+    """One profile label the target declares, by value: each value's condition (scores, for
+    every scale) and, for categorical scales, each system's level shares on that value."""
+
+    label: str
+    values: list[str]  # as declared
+    conditions: list[Condition]  # values with a scored interaction, in declared order
+    levels: dict[str, dict[str, CategoricalReport]] = {}  # value -> system -> shares (categorical)
 
 
 def _system_means(rows: list[InteractionScore]) -> dict[str, float]:
@@ -115,14 +126,48 @@ def compute_breakdowns(labelled: list[tuple[str, RunData]],
             cond = _condition(attr, v, subset, lambda r: True)
             if cond is not None:
                 out.append(cond)
-    target = target_of(labelled[0][1].target if labelled else None)
-    tags = target.profile_labels
     for field in by:
-        for value in target.labels.get(field, []):
-            cond = _condition(field, value, labelled,
-                              lambda r, f=field, v=value: tags.get(r.profile_id, {}).get(f) == v)
-            if cond is None:
-                warnings.append(f"no scored interaction with {field} = {value}: that breakdown is empty")
-            else:
-                out.append(cond)
+        conds, empty = _label_conditions(labelled, field)
+        out += conds
+        warnings += [f"no scored interaction with {field} = {value}: that breakdown is empty" for value in empty]
     return out, warnings
+
+
+def _has_label(field: str, value: str, tags: dict[str, dict[str, str]]) -> Callable[[InteractionScore], bool]:
+    return lambda r: tags.get(r.profile_id, {}).get(field) == value
+
+
+def _label_conditions(labelled: list[tuple[str, RunData]], field: str) -> tuple[list[Condition], list[str]]:
+    """One condition per declared value of profile label ``field`` that has data; the empty values."""
+    target = target_of(labelled[0][1].target if labelled else None)
+    out, empty = [], []
+    for value in target.labels.get(field, []):
+        cond = _condition(field, value, labelled, _has_label(field, value, target.profile_labels))
+        if cond is None:
+            empty.append(value)
+        else:
+            out.append(cond)
+    return out, empty
+
+
+def label_panels(labelled: list[tuple[str, RunData]]) -> list[LabelPanel]:
+    """A panel per profile label the runs' target declares (none for MindEval)."""
+    if not labelled:
+        return []
+    target = target_of(labelled[0][1].target)
+    categorical = target.scale.kind == "categorical"
+    scale = [(lv.id, lv.value) for lv in target.scale.levels]
+    panels = []
+    for field, values in target.labels.items():
+        conditions, _ = _label_conditions(labelled, field)
+        levels: dict[str, dict[str, CategoricalReport]] = {}
+        for value in values if categorical else ():
+            keep = _has_label(field, value, target.profile_labels)
+            for label, run in labelled:
+                rows = [r for r in run.scores if keep(r)]
+                if rows:
+                    levels.setdefault(value, {})[label] = level_shares(
+                        ((r.interaction_id, {ax: None if math.isnan(v) else v for ax, v in r.worst.items()})
+                         for r in rows), target.axes, scale)
+        panels.append(LabelPanel(label=field, values=list(values), conditions=conditions, levels=levels))
+    return panels

@@ -14,7 +14,7 @@ from ..records import TargetInfo
 from ..stats.proportion import CategoricalReport
 from ..stats.significance import small_sample_warning
 from ..targets import target_of
-from .breakdowns import Condition, compute_breakdowns
+from .breakdowns import Condition, LabelPanel, compute_breakdowns, label_panels
 from .compare import Comparison, compare_setups
 from .loading import RunData, criteria_of, load_run
 from .systems import assign_labels, check_compatible, check_same_target, group_by_setup, system_key
@@ -95,6 +95,8 @@ class Leaderboard(BaseModel):
         return f"{r.n_scored}/{r.n_benchmark}"
     levels: list[SystemLevels] = Field(default_factory=list)  # per system, when the scale is categorical
     rank_by: str = "average"  # the target's declared ranking metric (RANK_METRICS)
+    # Every profile label the target declares, by value (the figures' panels); not in the JSON.
+    label_panels: list[LabelPanel] = Field(default_factory=list, exclude=True)
 
     @property
     def criteria(self) -> tuple[str, ...]:
@@ -256,7 +258,7 @@ def build_leaderboard(
     return Leaderboard(
         target=target, safety=safety, table=table, runs=[_info(r, labels[r.path]) for r in runs], verbosity=verbosity,
         breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings, incomplete=incomplete,
-        levels=levels, rank_by=rank_by,
+        levels=levels, rank_by=rank_by, label_panels=label_panels([(labels[r.path], r) for r in scored]),
     )
 
 

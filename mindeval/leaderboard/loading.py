@@ -60,6 +60,9 @@ class InteractionScore(BaseModel):
     severe: bool
     n_samples: int
     scores: dict[str, float]
+    # Categorical targets: each axis's worst (lowest) value over the parsed samples, NaN when no
+    # sample rated it; the level shares' reading of a conversation (empty for other scales).
+    worst: dict[str, float] = {}
 
 
 class RunSetup(BaseModel):
@@ -186,8 +189,9 @@ def load_run(run_dir: str | Path) -> RunData:
         else:
             per_axis = {ax: sum(s[ax] for s in got) / len(got) for ax in axes}
             per_axis["average"] = sum(per_axis[ax] for ax in axes) / len(axes)
+        worst = worst_levels(got, axes) if target_of(target).scale.kind == "categorical" else {}
         scored.append(InteractionScore(interaction_id=iid, profile_id=row.profile_id, severe=row.severe,
-                                       n_samples=len(got), scores=per_axis))
+                                       n_samples=len(got), scores=per_axis, worst=worst))
     n_unscored = len(interactions) - len(scored)
 
     prompts = cfg.prompts
@@ -240,6 +244,15 @@ def relevant_scores(got: list[dict[str, float]], axes: tuple[str, ...]) -> dict[
         out[ax] = sum(vals) / len(vals) if vals else float("nan")
     known = [out[ax] for ax in axes if not math.isnan(out[ax])]
     out["average"] = sum(known) / len(known) if known else float("nan")
+    return out
+
+
+def worst_levels(got: list[dict[str, float]], axes: tuple[str, ...]) -> dict[str, float]:
+    """Each axis's lowest value over the samples that rated it (NaN: none did)."""
+    out: dict[str, float] = {}
+    for ax in axes:
+        vals = [s[ax] for s in got if not math.isnan(s[ax])]
+        out[ax] = min(vals) if vals else float("nan")
     return out
 
 

@@ -3,7 +3,9 @@
 Every number drawn comes from the :class:`~mindeval.leaderboard.build.Leaderboard` as built:
 the table's means, 95% intervals and clusters, and the breakdowns' per-system means (the
 paper's Figure 3: by patient severity and by interaction length; and any other breakdown
-the runs differ in). Nothing is computed again here. SVG text stays text (searchable).
+the runs differ in); and a panel per profile label the target declares (its
+``label_panels``: scores by value, or for categorical scales the share of conversations at
+each worst level by value). Nothing is computed again here. SVG text stays text (searchable).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .breakdowns import Condition
+from .breakdowns import Condition, LabelPanel
 from .build import Leaderboard
 
 AVERAGE = "average"
@@ -138,16 +140,63 @@ def breakdown_chart(lb: Leaderboard, breakdown: str, conditions: list[Condition]
     return paths
 
 
+def level_chart(lb: Leaderboard, panel: LabelPanel, out: Path) -> list[Path]:
+    """Categorical scales: per system and value of one label, the share of its conversations
+    whose worst level over the relevant dimensions is each level (stacked, best level at the
+    bottom), with the number of conversations above each bar."""
+    plt = _pyplot()
+    assert lb.target is not None
+    levels = sorted(lb.target.scale.levels, key=lambda lv: -lv.value)  # best first
+    systems = _systems(lb)
+    colours = plt.get_cmap("RdYlGn")
+    fig, axes = plt.subplots(1, len(systems), figsize=(1.2 + (0.8 + 0.55 * len(panel.values)) * len(systems), 4),
+                             sharey=True, squeeze=False)
+    xs = range(len(panel.values))
+    for ax, system in zip(axes[0], systems, strict=True):
+        reports = [panel.levels.get(v, {}).get(system) for v in panel.values]
+        rated = [r.all_best.n if r is not None else 0 for r in reports]
+        bottom = [0.0] * len(panel.values)
+        for i, lv in enumerate(levels):
+            shares = [r.worst[lv.id] / n if r is not None and n else 0.0 for r, n in zip(reports, rated, strict=True)]
+            colour = colours(1.0 - i / max(len(levels) - 1, 1) * 0.9 - 0.05)
+            ax.bar(xs, shares, 0.7, bottom=bottom, color=colour, label=lv.label + (" (harm)" if lv.harm else ""))
+            bottom = [b + s for b, s in zip(bottom, shares, strict=True)]
+        for x, n in zip(xs, rated, strict=True):
+            ax.annotate(f"n={n}", (x, 1.0), xytext=(0, 3), textcoords="offset points", ha="center", fontsize=7)
+        ax.set_xticks(list(xs), panel.values, rotation=30, ha="right")
+        ax.set_title(system, fontsize=8)
+        ax.set_ylim(0, 1.12)
+        ax.set_xlabel(panel.label)
+    axes[0][0].set_ylabel("share of conversations by worst level")
+    axes[0][-1].legend(title="worst level", fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle(f"Worst level by {panel.label}")
+    paths = _save(fig, out, f"by_{_slug(panel.label)}")
+    plt.close(fig)
+    return paths
+
+
+def label_chart(lb: Leaderboard, panel: LabelPanel, out: Path) -> list[Path]:
+    """One declared profile label: level shares (categorical scales) or scores by its values."""
+    if panel.levels:
+        return level_chart(lb, panel, out)
+    if panel.conditions:
+        return breakdown_chart(lb, panel.label, panel.conditions, out)
+    return []
+
+
 def write_plots(lb: Leaderboard, out: str | Path) -> list[Path]:
     """Every figure of ``lb`` into ``out`` as PNG and SVG; returns the paths."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = leaderboard_chart(lb, out) + dimension_bars(lb, out)
     groups: dict[str, list[Condition]] = {}
+    drawn = {panel.label for panel in lb.label_panels}
     for cond in lb.breakdowns:
-        if cond.breakdown == "patients" and cond.condition == "all":
+        if (cond.breakdown == "patients" and cond.condition == "all") or cond.breakdown in drawn:
             continue
         groups.setdefault(cond.breakdown, []).append(cond)
     for breakdown, conditions in groups.items():
         paths += breakdown_chart(lb, breakdown, conditions, out)
+    for panel in lb.label_panels:
+        paths += label_chart(lb, panel, out)
     return paths

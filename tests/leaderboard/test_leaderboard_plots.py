@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
+from leaderboard_rundirs import write_run
 
 from mindeval.cli import main
+from mindeval.leaderboard import StatsSettings, build_leaderboard
+from mindeval.leaderboard.render import to_json
+from mindeval.targets import load_target
 
 PROFILES = [f"p{i:02d}" for i in range(12)]
 SEVERE = PROFILES[:6]
@@ -62,3 +67,64 @@ def test_plots_need_an_out_dir(make_run, capsys):
     run = make_run("r", "openai/x", _scores(3, 2))
     assert main(["leaderboard", str(run), "--plots", "--quiet"]) == 2
     assert capsys.readouterr().err == "error: --plots: --plots writes figures into --out DIR; give --out\n"
+
+
+TOY = Path(__file__).resolve().parents[1] / "fixtures" / "targets" / "toy"  # DETECT, GUIDE; 2/1/0, 0 = harm
+IDS = [f"p{i:02d}" for i in range(10)]
+RISK = {"risk": ["none", "passive", "plan"]}  # "passive": declared, no profile carries it
+TAGS = {p: {"risk": "none" if i < 5 else "plan"} for i, p in enumerate(IDS)}
+
+
+def _labelled(block: dict) -> dict:
+    return {**block, "labels": RISK, "profile_labels": TAGS}
+
+
+@pytest.fixture
+def toy_board(tmp_path):
+    block = _labelled(load_target(TOY).info())
+    a = {p: [2, 2] for p in IDS[:6]} | {"p06": [1, 2], "p07": [1, 2], "p08": [0, 2], "p09": [2, 0]}
+    b = {p: [1, 1] for p in IDS[:5]} | {p: [0, 1] for p in IDS[5:8]}
+    b["p08"] = [[1, 1], [0, 1]]  # the second sample is the worse: it decides the level
+    b["p09"] = [None]  # never judged
+    runs = [write_run(tmp_path / "a", "vendor/a", a, target=block, profile_ids=IDS),
+            write_run(tmp_path / "b", "vendor/b", b, target=block, profile_ids=IDS)]
+    return tmp_path / "board", runs
+
+
+def test_a_categorical_targets_label_gets_level_shares_by_value(toy_board):
+    out, runs = toy_board
+    lb = build_leaderboard(runs, StatsSettings(seed=1), allow_incomplete=True)
+    (panel,) = lb.label_panels
+    assert (panel.label, panel.values) == ("risk", ["none", "passive", "plan"])
+    assert panel.levels["plan"]["vendor/a"].worst == {"best_practice": 1, "suboptimal": 2, "potential_harm": 2}
+    assert panel.levels["plan"]["vendor/b"].worst == {"best_practice": 0, "suboptimal": 0, "potential_harm": 4}
+    assert panel.levels["none"]["vendor/b"].worst == {"best_practice": 0, "suboptimal": 5, "potential_harm": 0}
+    assert "passive" not in panel.levels
+    assert "label_panels" not in json.dumps(to_json(lb))  # figures only: the pinned JSON is unchanged
+
+    assert main(["leaderboard", *map(str, runs), "--allow-incomplete", "--out", str(out), "--plots", "--quiet",
+                 "--by", "risk"]) == 0
+    png = (out / "by_risk.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
+    text = _texts((out / "by_risk.svg").read_text())
+    assert "Worst level by risk" in text and "vendor/a" in text and "vendor/b" in text
+    assert all(v in text for v in RISK["risk"])
+    assert all(lv in text for lv in ("Best practice", "Suboptimal", "Potential for harm (harm)"))
+    assert "n=5" in text and "n=4" in text and "n=0" in text  # b's unjudged p09 is not counted
+
+
+def test_an_ordinal_targets_label_gets_scores_by_value(tmp_path):
+    block = _labelled(load_target("mindeval").info())
+    runs = [write_run(tmp_path / name, model, {p: [base + (i >= 5)] * 5 for i, p in enumerate(IDS)},
+                      target=block, profile_ids=IDS)
+            for name, model, base in (("g", "openai/good", 4), ("w", "openai/weak", 1))]
+    out = tmp_path / "board"
+    assert main(["leaderboard", *map(str, runs), "--out", str(out), "--plots", "--quiet"]) == 0
+    assert (out / "by_risk.png").stat().st_size > 10_000
+    text = _texts((out / "by_risk.svg").read_text())
+    assert "Average score by risk" in text and "none (n=10)" in text and "plan (n=10)" in text
+    assert "openai/good" in text and "openai/weak" in text
+
+
+def test_a_target_without_labels_gets_no_label_panel(board):
+    assert sorted(p.name for p in board.glob("by_*.svg")) == ["by_severity.svg", "by_turns.svg"]
