@@ -17,10 +17,10 @@ from mindeval.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_RETRIES,
     DEFAULT_PROMPTS,
+    DEFAULT_RESAMPLES,
     DEFAULT_RETRY_BUDGET_S,
     DEFAULT_SEED,
     METAEVAL_MARGIN,
-    METAEVAL_RESAMPLES,
     REALISM_OPENER,
     REALISM_VARIANTS,
 )
@@ -184,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--reference", help="reference judge for leaderboard accuracy and self-preference (default: first judge)")
     c.add_argument("--self-system", nargs="+", metavar="JUDGE=SYSTEM",
                    help="the clinician system that is a judge's own model (default: matched by model name)")
-    c.add_argument("--resamples", type=at_least("--resamples", 0), default=METAEVAL_RESAMPLES, metavar="N",
+    c.add_argument("--resamples", type=at_least("--resamples", 0), default=DEFAULT_RESAMPLES, metavar="N",
                    help="bootstrap resamples for the intervals, judge-vs-judge tests and verdicts (0 = point values only)")
     c.add_argument("--ci", type=_level, default=0.95, metavar="LEVEL", help="confidence level of the intervals")
     c.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the bootstrap (recorded in the JSON)")
@@ -209,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--alpha", type=_level, default=0.05, metavar="LEVEL", help="significance level (two-sided)")
     w.add_argument("--metric", choices=["tau", "mipsa"], default="tau", help="agreement metric")
     w.add_argument("--axis", default="average", help="axis code or 'average'")
-    w.add_argument("--resamples", type=at_least("--resamples", 200), default=METAEVAL_RESAMPLES, metavar="N",
+    w.add_argument("--resamples", type=at_least("--resamples", 200), default=DEFAULT_RESAMPLES, metavar="N",
                    help="bootstrap resamples of the pilot")
     w.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the bootstrap")
     w.add_argument("--study", help="annotation study when --humans is a database URL")
@@ -232,7 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--judge-prompt", default=None, metavar="REF",
                    help=f"judge prompt (kind/name or a template file) (default: the target's; for mindeval "
                    f"{DEFAULT_PROMPTS['judge']})")
-    add_judge_options(j, fewshot_k=0, fewshot_file_help=" (default: --annotations); excluded from evaluation")
+    add_judge_options(j, fewshot_file_help=" (default: --annotations); excluded from evaluation")
     j.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of every model call and of the few-shot draw")
     j.add_argument("--out", type=out_dir(), required=True, metavar="DIR", help="output directory (resumable)")
     j.add_argument("--db", metavar="URL", help="SQLAlchemy URL of the store (default: OUT/run.db)")

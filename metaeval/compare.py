@@ -20,13 +20,13 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from mindeval.authors import AUTHORS_FEWSHOT_IDS, load_mapping
+from mindeval.config import DEFAULT_RESAMPLES
 from mindeval.errors import MindEvalError
 
 from . import resampled
 from .agreement import AgreementWarning, TauVariant, TieRule
 from .confidence import (
     DEFAULT_MARGIN,
-    DEFAULT_RESAMPLES,
     Calibration,
     ConfidentVerdict,
     JudgeClusters,

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel
 
-from mindeval.config import METAEVAL_MARGIN, METAEVAL_RESAMPLES
+from mindeval.config import METAEVAL_MARGIN
 from mindeval.stats.clusters import greedy_clusters
 from mindeval.stats.significance import bootstrap_pvalue
 from mindeval.stats.ties import tie_calibrated_accuracy
@@ -42,7 +42,6 @@ from . import resampled
 from .agreement import TIE_RULES, kendall_tau, mipsa
 from .matrices import AVG_LABEL, Matrix, MetricOptions, Panel, Scores
 
-DEFAULT_RESAMPLES = METAEVAL_RESAMPLES
 DEFAULT_MARGIN = METAEVAL_MARGIN
 OUTCOMES = ("as good as humans", "worse than humans", "inconclusive (n too small)")
 METRIC_NAMES = {"tau": "τ", "mipsa": "MIPSA"}

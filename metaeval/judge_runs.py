@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from mindeval import __version__
 from mindeval.authors import load_mapping
-from mindeval.config import hash_config
+from mindeval.config import DEFAULT_FEWSHOT_K, hash_config
 from mindeval.errors import MindEvalError
 from mindeval.files import sha256_file
 from mindeval.records import (
@@ -55,7 +55,7 @@ class JudgeRunOptions(BaseModel):
     judge: str
     target: str = "mindeval"  # a built-in target's name or a target folder: the judge's dimensions and prompt
     prompt: str | None = None  # None: the target's judge prompt
-    fewshot_k: int = 0
+    fewshot_k: int = DEFAULT_FEWSHOT_K  # drawn from fewshot_source (default: annotations), never judged
     fewshot_source: str | None = None
     repetitions: int = 1
     seed: int = 0
@@ -130,6 +130,7 @@ def draw_fewshot(source: HumanSource, k: int, seed: int) -> list[str]:
 
 def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
     """Judge every evaluation interaction ``repetitions`` times; write the run directory."""
+    from mindeval.fewshot import check_fewshot_target
     from mindeval.judge import FewShotExample, judge_transcript
     from mindeval.llm.gateway import ModelSpec, check_api_key, check_model_string
     from mindeval.runner import judge_setup
@@ -154,6 +155,12 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     mapping = load_mapping(opts.mapping)
     data = load_annotated(opts.annotations, mapping, opts.zeros, opts.study)
     shot_src = data
+    fewshot_k = opts.fewshot_k
+    if not target.manifest.authors_release and not _is_url(opts.fewshot_source or opts.annotations):
+        # The authors' schema holds MindEval ratings: never examples of another target's dimensions.
+        # An explicit file is refused (as by `mindeval run`); the rated file is not drawn from.
+        check_fewshot_target(target.name, False, opts.fewshot_source, fewshot_k)
+        fewshot_k = 0
     if opts.fewshot_source and opts.fewshot_source != opts.annotations:
         shot_src = load_annotated(opts.fewshot_source, mapping, opts.zeros, opts.study)
     if paper:
@@ -163,7 +170,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         _, fewshot = paper_fewshot(None if _is_url(shot_file) else Path(shot_file))
         shot_ids = [ex.interaction_id for ex in fewshot]
     else:
-        shot_ids = draw_fewshot(shot_src, opts.fewshot_k, opts.seed) if opts.fewshot_k else []
+        shot_ids = draw_fewshot(shot_src, fewshot_k, opts.seed) if fewshot_k else []
         fewshot = [
             FewShotExample(
                 intake=shot_src.interactions[i].profile.intake(), messages=shot_src.interactions[i].messages,

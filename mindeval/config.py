@@ -25,9 +25,10 @@ DEFAULT_JUDGE_RETRIES = 3
 DEFAULT_JUDGE_SAMPLES = 1
 DEFAULT_FEWSHOT_K = 5  # the paper shows the judge five annotated examples
 DEFAULT_SEED = 0
-# metaeval compare: bootstrap resamples of every agreement interval, and the verdict's
-# non-inferiority margin in Kendall τ (half of it for MIPSA) -- docs/metaeval.md.
-METAEVAL_RESAMPLES = 1000
+# Resamples of every bootstrap interval and permutation test: `mindeval leaderboard` (also its
+# minimum) and `metaeval compare` / `power` (docs/leaderboard.md, docs/metaeval.md).
+DEFAULT_RESAMPLES = 2000
+# metaeval compare: the verdict's non-inferiority margin in Kendall τ (half of it for MIPSA).
 METAEVAL_MARGIN = 0.1
 DEFAULT_PROMPTS = {
     "patient": "patient/default",

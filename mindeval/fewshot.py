@@ -35,6 +35,15 @@ def draw_ids(ids: Sequence[str], k: int, seed: int) -> list[str]:
     return random.Random(seed).sample(pool, k)
 
 
+def check_fewshot_target(target_name: str, authors_release: bool, fewshot: str | None, k: int) -> None:
+    """Refuse a few-shot file of MindEval ratings (the authors' schema) for a target whose dimensions
+    are not MindEval's (``authors_release`` false)."""
+    if fewshot and k and not authors_release:
+        raise MindEvalError(f"few-shot examples are MindEval ratings (the authors' schema); target {target_name} "
+                            "has other dimensions: leave out --fewshot-file or pass --fewshot-k 0",
+                            field="--fewshot-file")
+
+
 def _example(path: Path, row: AuthorsRow, zeros: str) -> FewShotExample:
     means = axis_means(row.raw, load_mapping(), zeros)
     if means is None:

@@ -215,12 +215,9 @@ def prepare(opts: RunOptions) -> Prepared:
     for p in profiles:
         render_patient(templates["patient"], p, labels.get(p.id))
         render_clinician(templates["clinician"], p, labels.get(p.id))
-    from .fewshot import judge_fewshot
+    from .fewshot import check_fewshot_target, judge_fewshot
 
-    if opts.fewshot and opts.fewshot_k and not target.manifest.authors_release:
-        raise MindEvalError(f"few-shot examples are MindEval ratings (the authors' schema); target {target.name} "
-                            "has other dimensions: leave out --fewshot-file or pass --fewshot-k 0",
-                            field="--fewshot-file")
+    check_fewshot_target(target.name, target.manifest.authors_release, opts.fewshot, opts.fewshot_k)
     fewshot, fewshot_path = judge_fewshot(opts.judge_protocol, opts.fewshot, opts.fewshot_k, opts.seed)
     fewshot_sha = sha256_file(fewshot_path) if fewshot_path else None
     g = target.guidelines

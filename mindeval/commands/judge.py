@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="SQLAlchemy URL of the store (default: a copy of the source's run.db in DIR)")
     p.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY,
                    help="judgments in parallel")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=handle)
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..cli import out_dir
+from ..config import DEFAULT_RESAMPLES
 from ..errors import MindEvalError
 
 
@@ -20,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help="run directories from `mindeval run`")
     p.add_argument("--out", type=out_dir(), default=None, metavar="DIR",
                    help="write leaderboard.{md,csv,tex,json} and pairwise/breakdowns/verbosity CSVs here")
-    p.add_argument("--resamples", type=int, default=2000, help="bootstrap / permutation resamples (>= 2000)")
+    p.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES, metavar="N",
+                   help="bootstrap / permutation resamples of the intervals and tests (>= 2000)")
     p.add_argument("--test", choices=("permutation", "bootstrap"), default="permutation",
                    help="paired significance test (permutation = sign-flip)")
     p.add_argument("--seed", type=int, default=0, help="seed of all resampling (recorded in the JSON)")
@@ -37,12 +39,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="runs under other setups (judge / patient swaps): report pairwise accuracy (Table 5)")
     p.add_argument("--by", action="append", default=[], metavar="LABEL",
                    help="also break results down by this profile label of the runs' target (repeatable)")
-    p.add_argument("--quiet", action="store_true", help="do not print the Markdown report")
+    p.add_argument("--no-report", action="store_true", help="do not print the Markdown report on stdout")
     p.add_argument("--plots", action="store_true",
                    help="also write figures into --out as PNG and SVG: the leaderboard with 95%% intervals and "
                    "clusters, per-dimension bars, and the score by patient severity, by interaction length, "
                    "by any other setting the runs differ in and by each profile label the target declares "
                    "(level shares for categorical scales) (needs the plots extra)")
+    # Earlier name, kept working but not shown (elsewhere --quiet means no progress output).
+    p.add_argument("--quiet", dest="no_report", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=handle)
 
 
@@ -59,7 +63,7 @@ def handle(args: argparse.Namespace) -> int:
                              sided=args.sided)
     lb = build_leaderboard(args.runs, settings, allow_mixed=args.allow_mixed,
                            allow_incomplete=args.allow_incomplete, compare_to=args.compare_to, by=args.by)
-    if not args.quiet:
+    if not args.no_report:
         print(to_markdown(lb), end="")
     for w in lb.warnings:
         print(f"warning: {w}", file=sys.stderr)

@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--db", default=None, metavar="URL", help="SQLAlchemy URL instead of <out stem>.backstory.db")
     g.add_argument("--regenerate", action="store_true", help="replace backstories the input already has")
     g.add_argument("--new-run", action="store_true", help="start a new run even if the store holds one with other options")
-    g.add_argument("--quiet", action="store_true", help="no per-profile progress lines")
+    g.add_argument("--quiet", action="store_true", help="no progress output")
     g.set_defaults(func=_generate)
 
     t = psub.add_parser("stats", help="severity mix, identity and other distributions vs the paper")

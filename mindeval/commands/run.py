@@ -144,7 +144,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--assume-reply-tokens", type=role_tokens, action="append", default=[], metavar="ROLE=N",
                    help="for --dry-run: the reply length of ROLE in tokens (default patient 80, clinician 150, "
                    "judge 120; repeatable)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=handle, _parser=p)
 
 
@@ -163,7 +163,7 @@ def add_target_option(p: argparse.ArgumentParser) -> None:
                    help="the benchmark: a built-in target (`mindeval targets list`) or a target folder")
 
 
-def add_judge_options(p: argparse.ArgumentParser, *, fewshot_k: int = DEFAULT_FEWSHOT_K, fewshot_file_help: str = "") -> None:
+def add_judge_options(p: argparse.ArgumentParser, *, fewshot_file_help: str = "") -> None:
     """The judge options ``mindeval run`` and ``metaeval judge`` share, under the same names."""
     p.add_argument("--judge-retries", type=at_least("--judge-retries"), default=DEFAULT_JUDGE_RETRIES,
                    help="attempts for an unparseable judge reply before it is recorded as failed")
@@ -173,8 +173,9 @@ def add_judge_options(p: argparse.ArgumentParser, *, fewshot_k: int = DEFAULT_FE
                    help="annotated file (authors' human_annotations.jsonl schema; 'official': the downloaded one) "
                    "to draw few-shot examples from"
                    + fewshot_file_help)
-    p.add_argument("--fewshot-k", type=at_least("--fewshot-k", 0), default=fewshot_k, metavar="K",
-                   help="few-shot examples shown to the judge (annotators' mean scores)")
+    p.add_argument("--fewshot-k", type=at_least("--fewshot-k", 0), default=DEFAULT_FEWSHOT_K, metavar="K",
+                   help="few-shot examples shown to the judge: annotated interactions drawn (seeded) from the few-shot "
+                   "file, with the annotators' mean scores; an example is never itself judged")
     p.add_argument("--judge-protocol", choices=PROTOCOLS, default=JUDGE_PROTOCOL,
                    help="mindeval (default): integer JSON scores; paper: the authors' few-shot examples with our "
                    "instructions (their 5 rated interactions from human_annotations.jsonl, `Name: score` replies, "

@@ -14,16 +14,17 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..config import DEFAULT_RESAMPLES
 from ..stats import PairedTest, greedy_clusters, percentile_interval, resample_counts, rng_for
 from ..stats.exact import snap
 from .loading import CRITERIA
 
-MIN_RESAMPLES = 2000
+MIN_RESAMPLES = 2000  # for the permutation p-values; also the default (config.DEFAULT_RESAMPLES)
 MEAN_TOL = 1e-9
 
 
 class StatsSettings(BaseModel):
-    resamples: int = MIN_RESAMPLES
+    resamples: int = DEFAULT_RESAMPLES
     test: Literal["permutation", "bootstrap"] = "permutation"
     sided: Literal["one", "two"] = "one"  # one-sided for clusters, as the authors and mt-metrics-eval
     seed: int = 0

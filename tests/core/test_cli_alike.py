@@ -53,7 +53,7 @@ def test_old_metaeval_judge_names_still_work():
     assert (args.judge_samples, args.judge_retries, args.fewshot_k, args.fewshot_file) == (3, 2, 4, "f.jsonl")
     assert args.judge_temperature == 0.5
     new = metaeval_parser().parse_args(["judge", "--annotations", "a.jsonl", "--judge", "fake/judge", "--out", "o"])
-    assert (new.judge_samples, new.judge_retries, new.fewshot_k, new.fewshot_file) == (1, 3, 0, None)
+    assert (new.judge_samples, new.judge_retries, new.fewshot_k, new.fewshot_file) == (1, 3, 5, None)
 
 
 @pytest.mark.parametrize(

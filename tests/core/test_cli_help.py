@@ -12,25 +12,14 @@ from mindeval.cli import build_parser
 
 # Options whose default or meaning differs between commands on purpose, with the reason.
 DIFFERENT = {
-    "--fewshot-k": "metaeval judge draws its examples from the file it evaluates (--annotations) unless "
-                   "told otherwise, so it shows none by default; mindeval run only with --fewshot-file",
-    "--quiet": "run/profiles/data: no progress bar; leaderboard: no report on stdout",
     "--out": "a directory for runs and reports, a file for profiles and exports",
     "--kind": "different choices per command (study kind, import kind)",
     "--k": "annotators per item (create-study) or per assignment (assign)",
-    "--seed": "create-study seeds the assignment (0); runs and judges the model calls (0)",
-    "--limit": "profiles (run) or interactions / turns (metaeval)",
     "--target": "metaeval compare reads it from the runs when not given; elsewhere it defaults to mindeval",
-    "--db": "the run store (run, judge) or the annotation database (app)",
-    "--study": "a rating or role-play study",
     "--host": "app (8501) and viewer (8502) listen on 127.0.0.1",
     "--port": "app (8501) and viewer (8502) listen on 127.0.0.1",
-    "--prompt": "the backstory prompt (profiles generate) or the judge prompt (metaeval judge alias)",
-    "--model": "the backstory model",
     "--concurrency": "profiles generate writes one backstory at a time unless told (1); runs and judges 4",
     "--judge": "required on metaeval judge (the judge under evaluation); the embedded model by default on run",
-    "--resamples": "leaderboard: >= 2,000 for its permutation p-values (pinned results); metaeval compare/power: "
-                   "1,000 bootstrap draws per figure, over every matrix of every judge",
     "--zeros": "compare: unset means 'missing', or 'zero' with --paper-compatible; judge: the few-shot scores",
 }
 
@@ -89,3 +78,28 @@ def test_an_option_means_the_same_in_every_command():
             seen.setdefault(opt, {}).setdefault((placeholder, repr(action.default)), []).append(name)
     mixed = {opt: forms for opt, forms in seen.items() if len(forms) > 1}
     assert mixed == {}
+
+
+def _helps(option: str) -> dict[str, str]:
+    return {name: re.sub(r"\s+", " ", a.help or "") for name, parser in PARSERS for a in _visible(parser)
+            if option in a.option_strings}
+
+
+def test_quiet_silences_progress_only_and_the_report_switch_has_its_own_name():
+    quiet = _helps("--quiet")
+    assert {"mindeval run", "mindeval judge", "mindeval data download"} <= set(quiet)
+    assert set(quiet.values()) == {"no progress output"}, quiet
+    assert "mindeval leaderboard" not in quiet
+    assert _helps("--no-report") == {"mindeval leaderboard": "do not print the Markdown report on stdout"}
+
+
+def test_fewshot_k_and_resamples_have_one_default_and_one_meaning():
+    from mindeval.config import DEFAULT_FEWSHOT_K, DEFAULT_RESAMPLES
+
+    for option, default, commands in (
+            ("--fewshot-k", DEFAULT_FEWSHOT_K, {"mindeval run", "mindeval judge", "metaeval judge"}),
+            ("--resamples", DEFAULT_RESAMPLES, {"mindeval leaderboard", "metaeval compare", "metaeval power"})):
+        found = {name: a for name, parser in PARSERS for a in _visible(parser) if option in a.option_strings}
+        assert set(found) == commands, option
+        assert {a.default for a in found.values()} == {default}, option
+    assert len(set(_helps("--fewshot-k").values())) == 1

@@ -64,7 +64,7 @@ def test_sweep_from_one_file_then_rejudge_and_compare(tmp_path, capsys):
     assert dict(CALLS) == {"judge:b": 6}
     capsys.readouterr()
     assert main(["leaderboard", *map(str, dirs), "--compare-to", str(rejudged), str(others / "fake_echo_b"),
-                 str(others / "fake_echo_c"), "--out", str(tmp_path / "lb"), "--quiet"]) == 0
+                 str(others / "fake_echo_c"), "--out", str(tmp_path / "lb"), "--no-report"]) == 0
     comparison = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())["comparisons"]
     assert len(comparison) == 1 and "fake/judge:b" in comparison[0]["setup"]
     assert all(v["n_pairs"] == 3 for v in comparison[0]["accuracy"].values())

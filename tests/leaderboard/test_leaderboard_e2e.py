@@ -59,7 +59,7 @@ def test_embedded_clinician_prompt_ablation_end_to_end(tmp_path, capsys):
     assert main([*base, "--clinician-prompt", "clinician/four_sentences", "--out", str(brief)]) == 0
     capsys.readouterr()
     out = tmp_path / "board"
-    assert main(["leaderboard", str(default), str(brief), "--out", str(out), "--quiet"]) == 0
+    assert main(["leaderboard", str(default), str(brief), "--out", str(out), "--no-report"]) == 0
     data = json.loads((out / "leaderboard.json").read_text())
     labels = {s["label"] for s in data["table"]["systems"]}
     assert labels == {"local/smollm2 [clinician/default@v1]", "local/smollm2 [clinician/four_sentences@v1]"}

@@ -28,7 +28,7 @@ def board(make_run, tmp_path):
             for name, model, base in (("good", "openai/good", 4), ("weak", "openai/weak", 1))
             for turns in (20, 40)]
     out = tmp_path / "board"
-    assert main(["leaderboard", *map(str, runs), "--allow-mixed", "--out", str(out), "--plots", "--quiet"]) == 0
+    assert main(["leaderboard", *map(str, runs), "--allow-mixed", "--out", str(out), "--plots", "--no-report"]) == 0
     return out
 
 
@@ -65,7 +65,7 @@ def test_figures_show_the_leaderboards_numbers(board):
 
 def test_plots_need_an_out_dir(make_run, capsys):
     run = make_run("r", "openai/x", _scores(3, 2))
-    assert main(["leaderboard", str(run), "--plots", "--quiet"]) == 2
+    assert main(["leaderboard", str(run), "--plots", "--no-report"]) == 2
     assert capsys.readouterr().err == "error: --plots: --plots writes figures into --out DIR; give --out\n"
 
 
@@ -102,7 +102,7 @@ def test_a_categorical_targets_label_gets_level_shares_by_value(toy_board):
     assert "passive" not in panel.levels
     assert "label_panels" not in json.dumps(to_json(lb))  # figures only: the pinned JSON is unchanged
 
-    assert main(["leaderboard", *map(str, runs), "--allow-incomplete", "--out", str(out), "--plots", "--quiet",
+    assert main(["leaderboard", *map(str, runs), "--allow-incomplete", "--out", str(out), "--plots", "--no-report",
                  "--by", "risk"]) == 0
     png = (out / "by_risk.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
@@ -119,7 +119,7 @@ def test_an_ordinal_targets_label_gets_scores_by_value(tmp_path):
                       target=block, profile_ids=IDS)
             for name, model, base in (("g", "openai/good", 4), ("w", "openai/weak", 1))]
     out = tmp_path / "board"
-    assert main(["leaderboard", *map(str, runs), "--out", str(out), "--plots", "--quiet"]) == 0
+    assert main(["leaderboard", *map(str, runs), "--out", str(out), "--plots", "--no-report"]) == 0
     assert (out / "by_risk.png").stat().st_size > 10_000
     text = _texts((out / "by_risk.svg").read_text())
     assert "Average score by risk" in text and "none (n=10)" in text and "plan (n=10)" in text

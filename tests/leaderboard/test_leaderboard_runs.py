@@ -276,7 +276,7 @@ def test_judge_protocols_are_not_mixed_unless_allowed(make_run, capsys):
     (b / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(MindEvalError, match=r"judge protocol \(mindeval vs paper\)"):
         build_leaderboard([a, b])
-    assert main(["leaderboard", str(a), str(b), "--quiet"]) != 0
+    assert main(["leaderboard", str(a), str(b), "--no-report"]) != 0
     assert "--allow-mixed" in capsys.readouterr().err
     lb = build_leaderboard([a, b], allow_mixed=True)
     assert any("judge protocol (mindeval vs paper)" in w for w in lb.warnings)

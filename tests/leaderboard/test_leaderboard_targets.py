@@ -177,4 +177,4 @@ def test_item_rubric_levels_not_relevant_declared_ranking_and_label_breakdown(tm
     assert "All best" in (out / "leaderboard.tex").read_text()
     with pytest.raises(MindEvalError, match="no profile label 'severity'"):
         build_leaderboard([a, b], StatsSettings(seed=1), by=["severity"])
-    assert main(["leaderboard", str(a), str(b), "--by", "risk_level", "--quiet"]) == 0
+    assert main(["leaderboard", str(a), str(b), "--by", "risk_level", "--no-report"]) == 0

@@ -31,8 +31,9 @@ def test_mindeval_compare_outputs_are_byte_identical(tiny_authors, tmp_path, cap
                          "judge_model": "sys/alpha", "sample": r, "scores": scores})
     jdir = write_judgments(tmp_path / "judge", rows, {"run_id": "x"})
     out = tmp_path / "cmp"
+    # The goldens were written with 1,000 resamples (the default then; 2,000 now, as the leaderboard's).
     assert main(["compare", "--humans", str(tiny_authors), "--judges", f"J={jdir}", "--out", str(out),
-                 "--no-plots"]) == 0
+                 "--no-plots", "--resamples", "1000"]) == 0
     printed = capsys.readouterr().out
     got = {p.name: p.read_text(encoding="utf-8") for p in sorted(out.iterdir())}
     got["stdout.txt"] = printed

@@ -76,12 +76,12 @@ def test_interrupted_run_resumes_without_repeating(tiny_authors, tmp_path, monke
     out = tmp_path / "part"
     before = fake.CALLS["judge"]
     with pytest.raises(KeyboardInterrupt):
-        run_judge(opts(tiny_authors, out, concurrency=1), echo=None)
+        run_judge(opts(tiny_authors, out, concurrency=1, fewshot_k=0), echo=None)
     made_first = fake.CALLS["judge"] - before
     # the crash stops the run: at most the worker's next call starts after it
     assert 6 <= made_first <= 7
     monkeypatch.setattr(jr.RunStore, "save_judgment", real_save)
-    s = run_judge(opts(tiny_authors, out, concurrency=1), echo=None)
+    s = run_judge(opts(tiny_authors, out, concurrency=1, fewshot_k=0), echo=None)
     assert s["n_judged"] == 12
     # calls made before the crash whose judgments were not saved are answered from the store
     assert s["calls_reused"] == made_first - 5 and s["calls_made"] == 12 - made_first
@@ -119,6 +119,10 @@ def test_judge_run_with_another_target(tiny_authors, tmp_path):
     assert run.target.name == "toy" and run.target.harm_values == (0,)
     assert all(j.target == "toy" and set(j.scores) == {"DETECT", "GUIDE"} for j in run.judgments)
     assert all(v in (0, 1, 2) for j in run.judgments for v in j.scores.values())
+    # the rated file holds MindEval ratings: no example of the toy's dimensions is drawn from it by default
+    assert run.config.config["fewshot_k"] == 0 and run.config.config["fewshot_interaction_ids"] == []
+    with pytest.raises(MindEvalError, match="few-shot examples are MindEval ratings"):
+        run_judge(opts(tiny_authors, tmp_path / "f", target=str(toy), fewshot_source=str(tiny_authors)), echo=None)
     with pytest.raises(MindEvalError, match="paper is MindEval's own judge"):
         run_judge(opts(tiny_authors, tmp_path / "p", target=str(toy), judge_protocol="paper"), echo=None)
 
@@ -130,10 +134,12 @@ def test_mindeval_judge_on_rated_interactions_is_metaeval_judge(tiny_authors, tm
     from mindeval.cli import main as mindeval_main
 
     out = tmp_path / "jr"
-    assert mindeval_main(["judge", str(tiny_authors), "--judge", "fake/judge", "--fewshot-k", "0",
-                          "--out", str(out), "--quiet"]) == 0
+    assert mindeval_main(["judge", str(tiny_authors), "--judge", "fake/judge", "--out", str(out), "--quiet"]) == 0
     first = json.loads((out / "config.json").read_text())
     rows = (out / "judgments.jsonl").read_text()
+    shots = first["config"]["fewshot_interaction_ids"]  # one default (5) on both commands, drawn from the file
+    assert first["config"]["fewshot_k"] == len(shots) == 5
+    assert not set(shots) & {json.loads(r)["interaction_id"] for r in rows.splitlines()}  # never judged
     fake.CALLS.clear()
     assert metaeval_main(["judge", "--annotations", str(tiny_authors), "--judge", "fake/judge",
                           "--out", str(out)]) == 0

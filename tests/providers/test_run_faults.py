@@ -125,7 +125,7 @@ def test_a_clinician_that_always_replies_empty_is_judged_and_fully_covered(serve
     assert len(judge) == 3 and all(p.count("\n[no reply]\n") == 2 for p in judge)  # each clinician turn
     assert "scored 3/3 conversations of the benchmark" in capsys.readouterr().out
     board = tmp_path / "board"
-    assert main(["leaderboard", str(out), "--out", str(board), "--quiet"]) == 0
+    assert main(["leaderboard", str(out), "--out", str(board), "--no-report"]) == 0
     md = (board / "leaderboard.md").read_text()
     assert "| 1 | openai/clinician-model | 3 | 3/3 |" in md and "INCOMPLETE" not in md
 
@@ -212,8 +212,8 @@ def test_a_judge_prompt_that_does_not_fit_is_a_failed_judgment_not_a_stop(server
     assert not s["stopped"] and s["n_failed_judgments"] == 1 and s["n_means_over"] == 1
     assert server.count(model="judge-model") == 2  # not retried: the same prompt cannot fit
     assert "scored 1/2 conversations of the benchmark" in capsys.readouterr().out
-    assert main(["leaderboard", str(out), "--quiet"]) == 2  # the system's row is incomplete
-    assert main(["leaderboard", str(out), "--quiet", "--allow-incomplete"]) == 0
+    assert main(["leaderboard", str(out), "--no-report"]) == 2  # the system's row is incomplete
+    assert main(["leaderboard", str(out), "--no-report", "--allow-incomplete"]) == 0
 
 
 def test_metaeval_judge_prints_the_providers_message_and_stops(server, tmp_path, capsys, shared_data):
