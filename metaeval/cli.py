@@ -109,7 +109,7 @@ def cmd_power(args: argparse.Namespace) -> int:
     from .power import power_lines, run_power
 
     opts = CompareOptions(humans=args.humans, judges=args.judges, study=args.study, mapping=args.mapping,
-                          zeros=args.zeros, tau_variant=args.tau, mipsa_ties=args.mipsa_ties or "sign",
+                          zeros=args.zeros or "missing", tau_variant=args.tau, mipsa_ties=args.mipsa_ties or "sign",
                           resamples=args.resamples, seed=args.seed, alpha_level=args.alpha, target=args.target)
     pair = tuple(args.pair) if args.pair else None
     rep = run_power(opts, delta=args.delta, power=args.power, axis=args.axis, metric=args.metric,
@@ -121,6 +121,12 @@ def cmd_power(args: argparse.Namespace) -> int:
         (args.out / "power.json").write_text(rep.model_dump_json(indent=1), encoding="utf-8")
         print(f"\nwrote {args.out / 'power.json'}")
     return 0
+
+
+def add_zeros_option(p: argparse.ArgumentParser) -> None:
+    """``--zeros``: how a 0 in human ratings counts (compare, power, and judge's few-shot scores)."""
+    p.add_argument("--zeros", choices=["missing", "zero"], default=None,
+                   help="a 0 in human ratings: not rated (missing, the default) or a score of 0 as in the paper")
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
@@ -172,8 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="judge runs: `mindeval run` or `metaeval judge` output directories")
     c.add_argument("--study", help="annotation study (name or id) when --humans is a database URL")
     c.add_argument("--mapping", help="criterion → sub-axis mapping file (default: guidelines/authors_criteria.yaml)")
-    c.add_argument("--zeros", choices=["missing", "zero"], default=None,
-                   help="a 0 in human ratings: not rated (missing, the default) or a score of 0 as in the paper")
+    add_zeros_option(c)
     c.add_argument("--tau", choices=["b", "c"], default="b", help="Kendall τ variant")
     c.add_argument("--mipsa-ties", choices=["sign", "exclude", "taub"], default=None,
                    help="MIPSA tie rule (sign unless --paper-compatible; taub reproduces the paper's numbers)")
@@ -214,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the bootstrap")
     w.add_argument("--study", help="annotation study when --humans is a database URL")
     w.add_argument("--mapping", help="criterion → sub-axis mapping file")
-    w.add_argument("--zeros", choices=["missing", "zero"], default="missing", help="a 0 in human ratings")
+    add_zeros_option(w)
     w.add_argument("--tau", choices=["b", "c"], default="b", help="Kendall τ variant")
     w.add_argument("--mipsa-ties", choices=["sign", "exclude", "taub"], default=None, help="MIPSA tie rule")
     w.add_argument("--target", metavar="NAME|PATH", help="the target whose dimensions are compared")
@@ -250,8 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--retries", dest="judge_retries", type=at_least("--retries"), default=argparse.SUPPRESS,
                    help=argparse.SUPPRESS)
     j.add_argument("--mapping", help="criterion → sub-axis mapping file for the few-shot scores")
-    j.add_argument("--zeros", choices=["missing", "zero"], default="missing",
-                   help="a 0 in the few-shot examples' human ratings: not rated or a score of 0")
+    add_zeros_option(j)
     j.add_argument("--limit", type=int, help="judge only the first N evaluation interactions")
     j.set_defaults(func=cmd_judge)
 

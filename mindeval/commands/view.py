@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run directories (mindeval run --out)")
     p.add_argument("--html", type=out_file("--html"), default=None, metavar="FILE",
                    help="write RUN_DIR as one self-contained HTML file and exit")
-    p.add_argument("--host", default="127.0.0.1", metavar="ADDR", help="address to listen on")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on")
     p.add_argument("--port", type=int, default=8502, metavar="N", help="port to listen on")
     p.set_defaults(func=_view)
 

@@ -16,11 +16,8 @@ DIFFERENT = {
     "--kind": "different choices per command (study kind, import kind)",
     "--k": "annotators per item (create-study) or per assignment (assign)",
     "--target": "metaeval compare reads it from the runs when not given; elsewhere it defaults to mindeval",
-    "--host": "app (8501) and viewer (8502) listen on 127.0.0.1",
     "--port": "app (8501) and viewer (8502) listen on 127.0.0.1",
     "--concurrency": "profiles generate writes one backstory at a time unless told (1); runs and judges 4",
-    "--judge": "required on metaeval judge (the judge under evaluation); the embedded model by default on run",
-    "--zeros": "compare: unset means 'missing', or 'zero' with --paper-compatible; judge: the few-shot scores",
 }
 
 
@@ -75,8 +72,11 @@ def test_an_option_means_the_same_in_every_command():
             if opt in DIFFERENT:
                 continue
             placeholder = _placeholder(parser, action) if action.nargs != 0 else ""
-            seen.setdefault(opt, {}).setdefault((placeholder, repr(action.default)), []).append(name)
-    mixed = {opt: forms for opt, forms in seen.items() if len(forms) > 1}
+            # a required option has no default: only its placeholder must agree
+            default = "required" if action.required else repr(action.default)
+            seen.setdefault(opt, {}).setdefault((placeholder, default), []).append(name)
+    mixed = {opt: forms for opt, forms in seen.items()
+             if len({ph for ph, _ in forms}) > 1 or len({d for _, d in forms if d != "required"}) > 1}
     assert mixed == {}
 
 
@@ -103,3 +103,14 @@ def test_fewshot_k_and_resamples_have_one_default_and_one_meaning():
         assert set(found) == commands, option
         assert {a.default for a in found.values()} == {default}, option
     assert len(set(_helps("--fewshot-k").values())) == 1
+
+
+def test_every_output_path_option_is_checked_before_any_work():
+    """Every --out / --html is parsed by out_dir or out_file, whose problems are one line
+    (tests/core/test_cli_voice.py): a new command cannot bring back a traceback."""
+    outputs = [(name, a) for name, parser in PARSERS for a in _visible(parser)
+               if {"--out", "--html"} & set(a.option_strings)]
+    assert len(outputs) >= 11
+    unchecked = [f"{name} {a.option_strings}" for name, a in outputs
+                 if getattr(a.type, "__name__", None) not in ("directory", "file")]
+    assert unchecked == []
