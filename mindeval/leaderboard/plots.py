@@ -158,8 +158,9 @@ def level_chart(lb: Leaderboard, panel: LabelPanel, out: Path) -> list[Path]:
         bottom = [0.0] * len(panel.values)
         for i, lv in enumerate(levels):
             shares = [r.worst[lv.id] / n if r is not None and n else 0.0 for r, n in zip(reports, rated, strict=True)]
-            colour = colours(1.0 - i / max(len(levels) - 1, 1) * 0.9 - 0.05)
-            ax.bar(xs, shares, 0.7, bottom=bottom, color=colour, label=lv.label + (" (harm)" if lv.harm else ""))
+            colour = colours(0.9 - 0.85 * (i / max(len(levels) - 1, 1)) ** 0.7)  # green to red, middle orange
+            ax.bar(xs, shares, 0.7, bottom=bottom, color=colour, edgecolor="white", linewidth=0.5,
+                   label=lv.label + (" (harm)" if lv.harm else ""))
             bottom = [b + s for b, s in zip(bottom, shares, strict=True)]
         for x, n in zip(xs, rated, strict=True):
             ax.annotate(f"n={n}", (x, 1.0), xytext=(0, 3), textcoords="offset points", ha="center", fontsize=7)

@@ -61,3 +61,13 @@ def test_crisis_ratings_get_per_dimension_kappas(crisis_runs):
         assert m.categorical and m.labels == ["dr_a", "dr_b", "J"] and set(m.group_alpha) == {"fleiss_kappa", "nominal"}
         assert set(m.cell("J", "dr_a").values) == {"kappa", "alpha_nominal"}
     assert {v.axis for v in res.verdicts} == {*g.axis_codes, "average"}
+
+
+def test_crisis_plots_have_a_risk_level_panel(crisis_runs):
+    root, runs = crisis_runs
+    out = root / "plots"
+    assert main(["leaderboard", *map(str, runs), "--out", str(out), "--plots", "--no-report"]) == 0
+    assert (out / "by_risk_level.png").read_bytes()[:4] == b"\x89PNG" and (out / "by_risk_level.png").stat().st_size > 10_000
+    svg = (out / "by_risk_level.svg").read_text()
+    assert "Worst level by risk_level" in svg
+    assert all(value in svg for value in load_target("crisis").manifest.labels.fields["risk_level"])
