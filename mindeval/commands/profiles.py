@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..cli import at_least, out_file
-from ..config import DEFAULT_MODEL
+from ..config import DEFAULT_CONCURRENCY, DEFAULT_MODEL
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--prompt", default="backstory/default", metavar="REF",
                    help="backstory template: kind/name or a file")
     g.add_argument("--seed", type=int, default=0, help="seed passed to the model (recorded)")
-    g.add_argument("--concurrency", type=at_least("--concurrency"), default=1, help="profiles in parallel (remote models)")
+    g.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY,
+                   help="profiles in parallel")
     g.add_argument("--db", default=None, metavar="URL", help="SQLAlchemy URL instead of <out stem>.backstory.db")
     g.add_argument("--regenerate", action="store_true", help="replace backstories the input already has")
     g.add_argument("--new-run", action="store_true", help="start a new run even if the store holds one with other options")

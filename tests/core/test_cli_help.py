@@ -17,7 +17,6 @@ DIFFERENT = {
     "--k": "annotators per item (create-study) or per assignment (assign)",
     "--target": "metaeval compare reads it from the runs when not given; elsewhere it defaults to mindeval",
     "--port": "app (8501) and viewer (8502) listen on 127.0.0.1",
-    "--concurrency": "profiles generate writes one backstory at a time unless told (1); runs and judges 4",
 }
 
 

@@ -97,7 +97,9 @@ def test_retry_with_feedback_then_failure_after_k_attempts(tmp_path, two_profile
     model = fake.script("bs-retry", [THREE_PARAS, GOOD, WITH_HEADING, FIRST_PERSON, AS_LIST])
     out = tmp_path / "out.jsonl"
     before = _count(model)
-    assert main(["profiles", "generate", str(two_profiles), "--model", model, "-o", str(out), "--retries", "3"]) == 1
+    # one scripted reply sequence across two profiles: one profile at a time keeps its order
+    assert main(["profiles", "generate", str(two_profiles), "--model", model, "-o", str(out), "--retries", "3",
+                 "--concurrency", "1"]) == 1
     assert _count(model) - before == 5
     written = load_profiles(out)
     assert len(written) == 1 and written[0].member_narrative == "\n\n".join(split_paragraphs(GOOD))
