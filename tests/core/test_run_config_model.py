@@ -58,8 +58,7 @@ def test_every_run_kind_writes_a_config_the_one_model_reads(tmp_path, annotation
     assert rj.benchmark().judge.model == "fake/judge:other"
     assert read_run(rejudged).config == rj
 
-    assert main(["judge", annotations, "--judge", "fake/judge", "--fewshot-k", "0", "--quiet",
-                 "--out", str(tmp_path / "mj")]) == 0
+    assert main(["judge", annotations, "--judge", "fake/judge", "--quiet", "--out", str(tmp_path / "mj")]) == 0
     assert metaeval_main(["judge", "--annotations", annotations, "--judge", "fake/judge", "--limit", "2",
                           "--out", str(tmp_path / "me")]) == 0
     for name in ("mj", "me"):
