@@ -42,6 +42,7 @@ _INVISIBLE = frozenset(
 )
 _CONTROL = frozenset(c for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)] if c not in (0x09, 0x0A))
 _SHOWN = _INVISIBLE | _CONTROL
+_SHOWN_RE = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_SHOWN)) + "]")
 
 # Control sequences of chat templates (case-insensitive, spaces inside brackets tolerated).
 _SPECIAL = re.compile(
@@ -59,8 +60,7 @@ _LOOKALIKE = str.maketrans({"<": "‹", ">": "›", "[": "⁅", "]": "⁆"})
 
 def visible_text(text: str) -> str:
     """``text`` with control, bidi and zero-width characters replaced by ``<U+XXXX>``."""
-    text = text.replace("\r\n", "\n")
-    return "".join(f"<U+{ord(c):04X}>" if ord(c) in _SHOWN else c for c in text)
+    return _SHOWN_RE.sub(lambda m: f"<U+{ord(m.group()):04X}>", text.replace("\r\n", "\n"))
 
 
 def neutralise(text: str) -> str:

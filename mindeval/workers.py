@@ -61,11 +61,17 @@ async def bounded(items: Iterable[T], work: Callable[[T], Awaitable[R]], concurr
 
 
 def run_async(main: Callable[[], Awaitable[R]], concurrency: int) -> R:
-    """Run ``main()`` on a new event loop whose thread pool fits ``concurrency`` blocking calls."""
+    """Run ``main()`` on a new event loop whose thread pool fits ``concurrency`` blocking calls;
+    the model clients opened on the loop are closed when it ends."""
+    from .llm.gateway import aclose_clients
+
     async def wrapped() -> R:
         loop = asyncio.get_running_loop()
         loop.set_default_executor(ThreadPoolExecutor(max_workers=max(8, concurrency + 2)))
-        return await main()
+        try:
+            return await main()
+        finally:
+            await aclose_clients()
 
     return asyncio.run(wrapped())
 

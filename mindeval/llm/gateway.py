@@ -17,6 +17,7 @@ litellm's own retries are off (``num_retries=0``, ``max_retries=0``): MindEval r
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 import os
 import threading
@@ -299,6 +300,46 @@ async def _attempt(
                       _get(resp, "usage"))
     limiter.settle(estimate, out.usage.prompt_tokens + out.usage.completion_tokens)
     return out
+
+
+async def aclose_clients() -> int:
+    """Close the HTTP clients litellm pooled for the running event loop; return how many.
+
+    litellm keeps one client (and its aiohttp session) per provider, settings and event
+    loop, and never closes it: a loop that ends leaves it open ("Unclosed client
+    session"). The worker pool calls this as its loop's last step, so every run reuses
+    one client per provider and base URL and closes it at its end.
+    """
+    if _litellm is None:
+        return 0
+    cache = getattr(_litellm, "in_memory_llm_clients_cache", None)
+    entries = getattr(cache, "cache_dict", None)
+    if not isinstance(entries, dict):
+        return 0
+    suffix = f"-{id(asyncio.get_running_loop())}"
+    closed = 0
+    for key in [k for k in list(entries) if isinstance(k, str) and k.endswith(suffix)]:
+        client = entries.pop(key, None)
+        getattr(cache, "ttl_dict", {}).pop(key, None)
+        closed += await _close_client(client)
+    return closed
+
+
+async def _close_client(client: Any) -> int:
+    # litellm's AsyncHTTPHandler and the OpenAI SDK wrap an httpx client as ``_client`` (the
+    # handler's ``client`` property would open a new one once it is closed)
+    inner = getattr(client, "_client", None)
+    target = inner if inner is not None and hasattr(inner, "aclose") else client
+    close = getattr(target, "aclose", None) or getattr(target, "close", None)
+    if close is None:
+        return 0
+    try:
+        result = close()
+        if inspect.isawaitable(result):
+            await result
+    except Exception:  # noqa: BLE001 - a client that fails to close must not fail the run
+        return 0
+    return 1
 
 
 def complete(spec: ModelSpec, messages: list[dict[str, str]], **options: Any) -> Completion:

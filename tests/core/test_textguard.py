@@ -143,3 +143,17 @@ def test_embedded_tokens_match_llama_cpp_for_plain_text(vocab):
 def test_case_count_for_the_report():
     by = {k: len(list(g)) for k, g in itertools.groupby(sorted(c[0] for c in CASES))}
     assert sum(by.values()) == len(CASES) == sum(len(v) for v in FAMILIES.values()) * 6
+
+
+def test_every_code_point_is_shown_or_kept_as_the_rule_says():
+    """Each of the first 0x10000 code points, alone and inside text: control (C0 but tab and
+    newline, DEL, C1) and invisible characters become ``<U+XXXX>``, all others stay."""
+    shown = {*range(0x20), 0x7F, *range(0x80, 0xA0), 0x061C, 0x180E, 0x200B, 0x200E, 0x200F,
+             *range(0x2060, 0x2065), *range(0x202A, 0x202F), *range(0x2066, 0x206A), 0xFEFF} - {0x09, 0x0A}
+    for cp in range(0x10000):
+        if 0xD800 <= cp <= 0xDFFF or cp == 0x0D:  # surrogates; a lone CR is checked below
+            continue
+        ch = chr(cp)
+        want = f"<U+{cp:04X}>" if cp in shown else ch
+        assert visible_text(f"a{ch}b{ch}") == f"a{want}b{want}", hex(cp)
+    assert visible_text("x\r\ny\rz") == "x\ny<U+000D>z"
