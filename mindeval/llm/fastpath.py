@@ -12,17 +12,30 @@
   litellm callback and prices calls itself (:mod:`.cost`), so while no callback is
   registered (``litellm.callbacks``, ``success_callback``, ...) both are skipped. Once
   a user registers one, litellm's own path runs unchanged.
+* litellm's ``acompletion`` builds every request in the event loop's thread pool
+  (``run_in_executor``) and awaits the coroutine it returns. For providers whose request
+  building is plain CPU work (no I/O: :data:`INLINE_PROVIDERS`), the thread hop only adds
+  latency: with hundreds of requests in flight, each waits for a pool thread and then for
+  the GIL, twice per call. On MindEval's loops (:func:`inline_builds`) the gateway marks
+  those calls (:data:`inline_build`) and the build runs on the loop's own thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 _installed = False
 _sdk_patched = False
 SDK_MODULE = "openai.resources.chat.completions.completions"
 SDK_PROVIDERS = ("openai", "azure")  # litellm calls these through the OpenAI SDK
+# litellm builds these providers' requests without I/O (no credential files, token refreshes
+# or downloads), so the build may run on the event loop's thread.
+INLINE_PROVIDERS = ("openai", "hosted_vllm", "anthropic")
+inline_build: ContextVar[bool] = ContextVar("mindeval_inline_build", default=False)
 CALLBACK_LISTS = ("callbacks", "success_callback", "_async_success_callback", "failure_callback",
                   "_async_failure_callback", "input_callback", "service_callback")
 
@@ -95,3 +108,25 @@ def _dynamic(logging_obj: Any) -> bool:
     return any(getattr(logging_obj, name, None) for name in (
         "dynamic_success_callbacks", "dynamic_async_success_callbacks",
         "dynamic_failure_callbacks", "dynamic_async_failure_callbacks"))
+
+
+def inline_builds(loop: asyncio.AbstractEventLoop) -> None:
+    """Let ``loop`` run a marked call's default-executor work inline (see the module docstring)."""
+    if getattr(loop, "_mindeval_inline", False):
+        return
+    pooled = loop.run_in_executor
+
+    def run_in_executor(executor: Any, func: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        if executor is not None or not inline_build.get():
+            return pooled(executor, func, *args)
+        fut = loop.create_future()
+        try:
+            fut.set_result(func(*args))
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting caller, as the pool would
+            fut.set_exception(exc)
+        return fut
+
+    loop.run_in_executor = run_in_executor  # type: ignore[method-assign]
+    loop._mindeval_inline = True  # type: ignore[attr-defined]

@@ -34,7 +34,7 @@ from ..records import ModelRecord, Usage
 from . import custom
 from .caching import uses_breakpoints, with_breakpoints
 from .cost import cost_usd
-from .fastpath import patch_sdk
+from .fastpath import INLINE_PROVIDERS, inline_build, inline_builds, patch_sdk
 from .limits import limiter_for
 from .reasoning import split_reasoning
 from .retry import Attempts, EmptyReply, attempt_seed, retry_after_s, to_model_error
@@ -286,6 +286,7 @@ async def _attempt(
     estimate = estimate_tokens(messages, spec.max_tokens)
     limiter = limiter_for(role, spec.model, spec.api_base, spec.rpm, spec.tpm)
     async with limiter.slot(estimate, shared_prefix=cache_prefix is not None) as adaptive:
+        marked = inline_build.set(spec.provider in INLINE_PROVIDERS)
         try:
             resp = await asyncio.wait_for(
                 litellm.acompletion(model=spec.model, messages=sent, **kwargs), timeout + 5)
@@ -294,6 +295,8 @@ async def _attempt(
                 adaptive.throttled(retry_after_s(exc))
                 limiter.seen_429 = True
             raise
+        finally:
+            inline_build.reset(marked)
         adaptive.success()
     message = _get(resp.choices[0], "message")
     out = _completion(spec.model, _get(message, "content") or "", _get(message, "reasoning_content"),
@@ -360,6 +363,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     with _setup_lock:
         if _loop is None or _loop.is_closed():
             _loop = asyncio.new_event_loop()
+            inline_builds(_loop)
             threading.Thread(target=_loop.run_forever, name="mindeval-gateway", daemon=True).start()
         loop = _loop
     return asyncio.run_coroutine_threadsafe(coro, loop).result()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 from mindeval.llm.gateway import ModelSpec, acomplete, litellm_module
 from mindeval.workers import run_async
@@ -46,3 +47,34 @@ def test_a_run_reuses_one_client_and_closes_it_at_its_end(server, monkeypatch):
 def _loop_clients_left(seen: list[dict[str, object]]) -> list[str]:
     cache = litellm_module().in_memory_llm_clients_cache.cache_dict
     return [k for c in seen for k in c if k in cache]
+
+
+class CountingPool(ThreadPoolExecutor):
+    def __init__(self) -> None:
+        super().__init__(max_workers=2)
+        self.submitted = 0
+
+    def submit(self, *args, **kwargs):  # type: ignore[override]
+        self.submitted += 1
+        return super().submit(*args, **kwargs)
+
+
+def test_http_requests_are_built_on_the_loop_thread_other_providers_in_the_pool(server, monkeypatch):
+    """litellm builds a request in the loop's thread pool; on MindEval's loops an HTTP
+    provider's build runs inline (no thread hop), a custom provider's stays in the pool."""
+    monkeypatch.setenv("HOSTED_VLLM_API_KEY", "sk-local")
+    counts: dict[str, int] = {}
+
+    async def main() -> None:
+        pool = CountingPool()
+        asyncio.get_running_loop().set_default_executor(pool)
+        for model, base in (("hosted_vllm/m", server.url), ("openai/m", server.url), ("fake/echo", None)):
+            before = pool.submitted
+            out = await acomplete(ModelSpec(model=model, api_base=base), MESSAGES, seed=1)
+            assert out.text
+            counts[model] = pool.submitted - before
+
+    run_async(main, concurrency=2)
+    assert counts["hosted_vllm/m"] == 0 and counts["openai/m"] == 0
+    assert counts["fake/echo"] >= 1
+    assert server.count() == 2
