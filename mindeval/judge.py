@@ -62,7 +62,7 @@ from .guidelines import (
     render_rubric,
     render_scale,
 )
-from .llm.gateway import ModelSpec
+from .llm.gateway import ModelSpec, cut_note
 from .llm.retry import is_context_overflow, stops_run
 from .prompts import PromptTemplate, label_values
 from .records import AXES, DEFAULT_TARGET, PROTOCOLS, TRANSCRIPT_FORMATS, Judgment, Profile
@@ -846,7 +846,8 @@ async def judge_transcript(
             else:
                 scores, rationale = parse_scores(last_raw, g, protocol=protocol, nonce=nonce)
         except JudgeParseError as exc:
-            last_error = str(exc)
+            cut = cut_note(spec, call.completion)  # a reply cut short says so, with its token counts
+            last_error = f"{cut}: {exc}" if cut else str(exc)
             history = base + [
                 {"role": "assistant", "content": last_raw},
                 {"role": "user",

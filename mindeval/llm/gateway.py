@@ -98,6 +98,7 @@ class Completion(BaseModel):
     cost_usd: float | None = None  # litellm's bundled price map; None when the model has no price
     attempts: int = 1  # requests sent for this reply (retries included)
     seed: int | None = None  # the seed of the request that gave this reply (a new one after an empty reply)
+    finish_reason: str | None = None  # the provider's; "length": the reply was cut (see :func:`cut_note`)
 
 
 def litellm_module() -> Any:
@@ -301,6 +302,7 @@ async def _attempt(
     message = _get(resp.choices[0], "message")
     out = _completion(spec.model, _get(message, "content") or "", _get(message, "reasoning_content"),
                       _get(resp, "usage"))
+    out.finish_reason = _get(resp.choices[0], "finish_reason")
     limiter.settle(estimate, out.usage.prompt_tokens + out.usage.completion_tokens)
     return out
 
@@ -343,6 +345,31 @@ async def _close_client(client: Any) -> int:
     except Exception:  # noqa: BLE001 - a client that fails to close must not fail the run
         return 0
     return 1
+
+
+CONTEXT_ROOM = 16  # tokens the embedded model keeps free after the reply (mindeval.llm.embedded)
+
+
+def cut_note(spec: ModelSpec, reply: Completion) -> str | None:
+    """Why ``reply`` ends early, with its token counts, or None when it was not cut.
+
+    A reply that stopped at the length limit (``finish_reason`` "length") either ran into
+    the model's context (the embedded model's 8,192 tokens: prompt + reply fill it, its
+    ``max_tokens`` being capped to the room left; or a provider's, when fewer than
+    ``max_tokens`` tokens came back) or used up its ``max_tokens``.
+    """
+    if reply.finish_reason != "length":
+        return None
+    p, n = reply.usage.prompt_tokens, reply.usage.completion_tokens
+    if spec.is_embedded:
+        from .embedded import N_CTX
+
+        if p + n >= N_CTX - CONTEXT_ROOM:
+            return f"the reply was cut at the {N_CTX:,}-token context limit ({p:,} prompt + {n:,} reply tokens)"
+    elif spec.max_tokens and n < spec.max_tokens:
+        return (f"the reply was cut at the model's context limit ({p:,} prompt + {n:,} reply tokens, "
+                f"max_tokens {spec.max_tokens:,})")
+    return f"the reply was cut at its token limit ({n:,} reply tokens)"
 
 
 def complete(spec: ModelSpec, messages: list[dict[str, str]], **options: Any) -> Completion:

@@ -181,7 +181,7 @@ class CallLog:
             request_json=request, status="ok", response_text=comp.text, reasoning=comp.reasoning,
             prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
             cached_tokens=u.cached_tokens, cache_write_tokens=u.cache_write_tokens,
-            cost_usd=comp.cost_usd, latency_s=comp.latency_s, created_at=utcnow(),
+            cost_usd=comp.cost_usd, latency_s=comp.latency_s, finish_reason=comp.finish_reason, created_at=utcnow(),
         )
 
         def op(s: Session) -> CallRow:
@@ -196,7 +196,8 @@ def _completion(row: CallRow) -> Completion:
     usage = Usage(prompt_tokens=row.prompt_tokens, completion_tokens=row.completion_tokens,
                   cached_tokens=row.cached_tokens or 0, cache_write_tokens=row.cache_write_tokens or 0)
     return Completion(text=row.response_text or "", reasoning=row.reasoning, usage=usage,
-                      latency_s=row.latency_s, model=row.model, cost_usd=row.cost_usd)
+                      latency_s=row.latency_s, model=row.model, cost_usd=row.cost_usd,
+                      finish_reason=row.finish_reason)
 
 
 @contextmanager

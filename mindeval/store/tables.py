@@ -65,6 +65,7 @@ class CallRow(Keyed, RunBase):
     cache_write_tokens: Mapped[int | None] = mapped_column(Integer, nullable=True, default=0)
     cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
     latency_s: Mapped[float] = mapped_column(Float, default=0.0)
+    finish_reason: Mapped[str | None] = mapped_column(String(32), nullable=True)  # "length": the reply was cut
     created_at: Mapped[Created]
 
 class InteractionRow(RunBase):

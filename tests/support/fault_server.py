@@ -16,7 +16,7 @@ Actions: ``"ok"``, ``"429"`` (with ``Retry-After``), ``"500"``, ``"503"``, ``"40
 ``"401"``, ``"404"``, ``"hang"`` (accept, never answer), ``"drop"`` (close the connection),
 ``"empty"`` (empty content), or ``{"content": "...", "reasoning": "..."}`` (a scripted
 reply; see :data:`JUDGE_MALFORMED` and :func:`judge_json`). A dict may also carry
-``status``, ``retry_after`` and ``message``; :data:`NONCE` (``<NONCE>``) in a scripted
+``status``, ``retry_after``, ``message`` and ``finish_reason`` (e.g. ``"length"``: a reply cut short); :data:`NONCE` (``<NONCE>``) in a scripted
 ``content`` becomes the judge request's answer code (``Answer code: …`` in the prompt).
 
 Normal replies are deterministic in the request (crash tests compare transcripts): a
@@ -438,6 +438,7 @@ class _Handler(BaseHTTPRequestHandler):
             text = srv.reply_text(blocks, model)
         srv.commit(bill)
         out_tokens = count_tokens(text) if text else 0
+        finish = str(action.get("finish_reason") or "stop") if isinstance(action, dict) else "stop"
         if api == "anthropic":
             self._send(200, {
                 "id": "msg_fault", "type": "message", "role": "assistant", "model": model,
@@ -449,7 +450,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(200, {
             "id": "chatcmpl-fault", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "choices": [{"index": 0, "finish_reason": finish, "message": {
                 "role": "assistant", "content": text, **({"reasoning_content": reasoning} if reasoning else {})}}],
             "usage": {"prompt_tokens": bill["total"], "completion_tokens": out_tokens,
                       "total_tokens": bill["total"] + out_tokens,
