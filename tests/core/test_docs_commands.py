@@ -31,7 +31,7 @@ NETWORK = "calls a hosted model or a package index (network, keys)"
 PLACEHOLDER = "a placeholder (MODEL, PATH, ...) the reader fills in"
 # (regex matched at the start of the command, reason it is not run here)
 SKIPS: list[tuple[str, str]] = [
-    (r"scripts/start$", "the offline demo: a 5-minute embedded-model run, then serves the app "
+    (r"scripts/start$", "the offline demo: a 5-12 minute embedded-model run, then serves the app "
                         "(tests/core/test_embedded_e2e.py runs the demo benchmark)"),
     (r"scripts/test\b", "the test suite itself"),
     (r"scripts/setup\b", "creates .venv and installs packages (network)"),
