@@ -44,6 +44,7 @@ from ..errors import ModelCallError
 from ..resources import smollm2_gguf_path
 
 N_CTX = int(os.environ.get("MINDEVAL_EMBEDDED_CTX", "8192"))
+CONTEXT_ROOM = 16  # tokens kept free after the reply; a reply needs at least this many to start
 # Opt-in prompt-prefix cache (MB): consecutive turns share long prefixes, so reusing llama.cpp's
 # KV state makes a turn cheaper, but prompt tokens evaluated in other batches can change the
 # draw, so replies are no longer a function of the request alone. Off by default.
@@ -236,8 +237,8 @@ class EmbeddedProvider(CustomLLM):
             llm = _load()
             tokens = prompt_tokens(llm, messages)
             n_prompt = len(tokens)
-            room = N_CTX - n_prompt - 16
-            if room < 16:
+            room = N_CTX - n_prompt - CONTEXT_ROOM
+            if room < CONTEXT_ROOM:
                 raise ModelCallError(
                     f"local/smollm2: the prompt (~{n_prompt} tokens) does not fit the "
                     f"{N_CTX}-token context; use fewer turns or a larger model"

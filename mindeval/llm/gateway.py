@@ -347,9 +347,6 @@ async def _close_client(client: Any) -> int:
     return 1
 
 
-CONTEXT_ROOM = 16  # tokens the embedded model keeps free after the reply (mindeval.llm.embedded)
-
-
 def cut_note(spec: ModelSpec, reply: Completion) -> str | None:
     """Why ``reply`` ends early, with its token counts, or None when it was not cut.
 
@@ -362,7 +359,7 @@ def cut_note(spec: ModelSpec, reply: Completion) -> str | None:
         return None
     p, n = reply.usage.prompt_tokens, reply.usage.completion_tokens
     if spec.is_embedded:
-        from .embedded import N_CTX
+        from .embedded import CONTEXT_ROOM, N_CTX
 
         if p + n >= N_CTX - CONTEXT_ROOM:
             return f"the reply was cut at the {N_CTX:,}-token context limit ({p:,} prompt + {n:,} reply tokens)"
