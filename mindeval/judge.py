@@ -304,28 +304,49 @@ class _Block:
     end: int | None = None  # end of the answer region holding it (line blocks)
 
 
-def _json_spans(text: str) -> list[tuple[int, int]]:
-    """Outermost ``{...}`` spans (string-aware brace matching)."""
-    spans, depth, start, in_str, esc = [], 0, -1, False, False
-    for i, ch in enumerate(text):
+def _object_end(text: str, start: int) -> int | None:
+    """End of the ``{...}`` opened at ``start`` (string-aware brace matching), or None when unclosed."""
+    depth, in_str, esc = 0, False, False
+    for i in range(start, len(text)):
+        ch = text[i]
         if in_str:
-            esc = (ch == "\\") and not esc
-            if ch == '"' and not esc:
-                in_str = False
-            elif ch != "\\":
+            if esc:
                 esc = False
-            continue
-        if ch == '"' and depth:
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
             in_str = True
         elif ch == "{":
-            if depth == 0:
-                start = i
             depth += 1
-        elif ch == "}" and depth:
+        elif ch == "}":
             depth -= 1
             if depth == 0:
-                spans.append((start, i + 1))
-    return spans
+                return i + 1
+    return None
+
+
+def _json_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
+    """``(start, end, object)`` of every outermost JSON object in ``text``.
+
+    A ``{`` that opens no readable object (a stray brace in the judge's reasoning, a truncated
+    draft) is skipped and the search goes on from the next one, so it never hides a later object."""
+    out, pos = [], 0
+    while (start := text.find("{", pos)) >= 0:
+        end = _object_end(text, start)
+        obj = _load_object(text[start:end]) if end else None
+        if obj is None:
+            pos = start + 1
+            continue
+        out.append((start, end, obj))
+        pos = end
+    return out
+
+
+def _is_code(value: Any, nonce: str | None) -> bool:
+    """``value`` is the round's answer code (any case, spaces around it allowed)."""
+    return bool(nonce) and isinstance(value, str) and value.strip().lower() == nonce.lower()  # type: ignore[union-attr]
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -351,12 +372,9 @@ def _load_object(segment: str) -> dict[str, Any] | None:
 def _json_blocks(text: str, aliases: dict[str, str], protocol: str, sc: _Scale,
                  nonce: str | None) -> tuple[list[_Block], list[tuple[int, int]]]:
     blocks, spans = [], []
-    for start, end in _json_spans(text):
-        obj = _load_object(text[start:end])
-        if obj is None:
-            continue
+    for start, end, obj in _json_objects(text):
         spans.append((start, end))
-        block = _Block(start, answer=bool(nonce) and obj.get(ANSWER_KEY) == nonce)
+        block = _Block(start, answer=_is_code(obj.get(ANSWER_KEY), nonce))
         flat = dict(obj)
         for nested in ("scores", "ratings"):
             if isinstance(obj.get(nested), dict):
@@ -441,8 +459,9 @@ def _regions(text: str, nonce: str | None) -> list[tuple[int, int]]:
     if not nonce:
         return []
     out, pos = [], 0
-    begin = re.compile(rf"^[\s*_`#>]*ANSWER[\s:]+{nonce}[\s*_`]*$", re.MULTILINE)
-    end = re.compile(rf"^[\s*_`#>]*END[\s:]+{nonce}[\s*_`]*$", re.MULTILINE)
+    code = f"(?i:{re.escape(nonce)})"  # the code in any case
+    begin = re.compile(rf"^[\s*_`#>]*ANSWER[\s:]+{code}[\s*_`]*$", re.MULTILINE)
+    end = re.compile(rf"^[\s*_`#>]*END[\s:]+{code}[\s*_`]*$", re.MULTILINE)
     while (b := begin.search(text, pos)):
         e = end.search(text, b.end())
         stop = e.start() if e else len(text)
@@ -556,8 +575,7 @@ def _inline_re(codes: tuple[str, ...], names: tuple[str, ...]) -> re.Pattern[str
 def _block_end(text: str, b: _Block) -> int:
     """Where an answer block ends: its JSON object's closing brace, else its region's end."""
     if text.startswith("{", b.start):
-        spans = [e for s, e in _json_spans(text[b.start:]) if s == 0]
-        return b.start + spans[0] if spans else len(text)
+        return _object_end(text, b.start) or len(text)
     return len(text) if b.end is None else b.end
 
 

@@ -48,6 +48,15 @@ def _digest(messages: list[dict[str, Any]]) -> str:
     return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
 
 
+def _stream(digest: str, n: int) -> str:
+    """At least ``n`` hex digits: ``digest``, then each further block the SHA-256 of the one before
+    (a reply shape of any size; the first 64 digits, and so shapes of up to 32 keys, unchanged)."""
+    out = [digest]
+    while sum(map(len, out)) < n:
+        out.append(hashlib.sha256(out[-1].encode()).hexdigest())
+    return "".join(out)
+
+
 _SLOT_RE = re.compile(r'"([A-Za-z][A-Za-z0-9_]*)": (?:<(\d+)-(\d+)>|"<([a-z0-9_|]+)>")')
 
 
@@ -91,8 +100,8 @@ def _reply(name: str, messages: list[dict[str, Any]]) -> str:
         n = sum(1 for m in messages if m.get("role") == "assistant")
         return f"Reply {n + 1} ({_digest(messages)[:6]}). You said: {last[:60]}"
     if name == "judge":
-        h = _digest(_without_code(messages))
         shape = _reply_shape(str(messages[-1].get("content", "")) if messages else "")
+        h = _stream(_digest(_without_code(messages)), 2 * len(shape))
         scores = {ax: choices[int(h[i * 2:i * 2 + 2], 16) % len(choices)] for i, (ax, choices) in enumerate(shape)}
         code = _answer_code(messages)
         return json.dumps({"answer_code": code, **scores} if code else scores)
