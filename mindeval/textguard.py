@@ -11,7 +11,10 @@ transcript in :mod:`mindeval.judge`) and shows what it changed instead of hiding
   ``<|…|>`` special and its full-width form ``<｜…｜>``, Llama 2 / Mistral (``[INST]``,
   ``[/INST]``, ``<<SYS>>``, ``<</SYS>>``, ``<s>``, ``</s>``, ``[SYSTEM_PROMPT]``,
   ``[TOOL_CALLS]`` …) and Gemma (``<start_of_turn>``, ``<end_of_turn>``, ``<bos>``,
-  ``<eos>``) — keep their name but their brackets become look-alikes
+  ``<eos>``) and the embedded model's (SmolLM2, from StarCoder: ``<repo_name>``, ``<reponame>``,
+  ``<file_sep>``, ``<filename>``, ``<gh_stars>``, ``<issue_start>``, ``<issue_comment>``,
+  ``<issue_closed>``, ``<jupyter_start>``, ``<jupyter_text>``, ``<jupyter_code>``,
+  ``<jupyter_output>``, ``<jupyter_script>``, ``<empty_output>``) — keep their name but their brackets become look-alikes
   (``<|im_start|>`` → ``‹|im_start|›``, ``[INST]`` → ``⁅INST⁆``), so no tokenizer or
   template matches them and a reader still sees them.
 * **Control characters** (C0 except ``\\n`` and ``\\t``, DEL, C1; a ``\\r\\n`` line end
@@ -52,6 +55,8 @@ _SPECIAL = re.compile(
     r"|<<\s*/?\s*SYS\s*>>"                        # Llama 2 system block
     r"|<\s*/?\s*s\s*>"                            # sentence start / end
     r"|<\s*(?:start_of_turn|end_of_turn|bos|eos|pad|unk|mask)\s*>"  # Gemma
+    r"|<\s*(?:repo_?name|file_?sep|filename|gh_stars|issue_(?:start|comment|closed)"  # SmolLM2 / StarCoder
+    r"|jupyter_(?:start|text|code|output|script)|empty_output)\s*>"
     r"|<\s*[|｜]|[|｜]\s*>",                   # a lone half of a <|...|> special
     re.IGNORECASE,
 )
