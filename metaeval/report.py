@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from mindeval.stats.precision import written, written_cell
+
 from .matrices import Matrix, MetricOptions, Verdict, long_table
 from .rollup import AVERAGE
 
@@ -257,17 +259,9 @@ def confidence_lines(result: Any, opts: MetricOptions) -> list[str]:
     return out
 
 
-def _clean(obj: Any) -> Any:
-    """JSON-safe copy: NaN and infinities become null."""
-    if isinstance(obj, float):
-        return None if math.isnan(obj) or math.isinf(obj) else obj
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return _clean(obj.item())
-    return obj
+def _csv_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` as the CSV files write it: every float (inside lists too) to the stated precision."""
+    return df.apply(lambda col: col.map(written_cell) if col.dtype.kind in "fO" else col)
 
 
 def json_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], extra: dict[str, Any]) -> dict[str, Any]:
@@ -288,7 +282,7 @@ def json_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], extra:
             f"{c.row}|{c.col}": {metric: c.summary(metric) for metric in c.values} for c in m.cells
         }
         out["matrices"][ax] = d
-    return _clean(out)
+    return written(out)
 
 
 # Colour scales: each metric its own map and range, each with a colour bar.
@@ -405,11 +399,13 @@ def calibration_plots(extra: dict[str, Any], out: Path) -> list[Path]:
 
 def write_outputs(out: Path, matrices: dict[str, Matrix], verdict_list: list[Verdict],
                   extra: dict[str, Any], *, plots: bool = True) -> dict[str, Path]:
-    """Write agreement.md, agreement.csv, agreement.json and the heatmaps into ``out``."""
+    """Write agreement.md, agreement.csv, agreement.json and the heatmaps into ``out``.
+
+    Floats are written to :data:`mindeval.stats.precision.DECIMALS` places (the Markdown to 4)."""
     out.mkdir(parents=True, exist_ok=True)
     paths = {"markdown": out / "agreement.md", "csv": out / "agreement.csv", "json": out / "agreement.json"}
     paths["markdown"].write_text(markdown_report(matrices, verdict_list, extra), encoding="utf-8")
-    long_table(matrices).to_csv(paths["csv"], index=False)
+    _csv_frame(long_table(matrices)).to_csv(paths["csv"], index=False)
     paths["json"].write_text(json.dumps(json_report(matrices, verdict_list, extra), indent=1, ensure_ascii=False),
                              encoding="utf-8")
     if plots:
@@ -423,9 +419,9 @@ def write_outputs(out: Path, matrices: dict[str, Matrix], verdict_list: list[Ver
             paths[f"calibration_{p.name}"] = p
     if extra.get("judge_diffs"):
         paths["judge_pairs"] = out / "judge_pairs.csv"
-        pd.DataFrame(extra["judge_diffs"]).to_csv(paths["judge_pairs"], index=False)
+        _csv_frame(pd.DataFrame(extra["judge_diffs"])).to_csv(paths["judge_pairs"], index=False)
     if extra.get("calibration"):
         paths["calibration"] = out / "calibration.csv"
-        pd.DataFrame([{k: v for k, v in r.items() if k not in ("confusion", "levels")} for r in extra["calibration"]]
-                     ).to_csv(paths["calibration"], index=False)
+        _csv_frame(pd.DataFrame([{k: v for k, v in r.items() if k not in ("confusion", "levels")}
+                                 for r in extra["calibration"]])).to_csv(paths["calibration"], index=False)
     return paths

@@ -15,6 +15,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..stats.precision import written
 from ..targets import target_of
 from .build import RANK_METRICS, Leaderboard, SystemHarm
 
@@ -225,23 +226,12 @@ def to_latex(lb: Leaderboard) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _clean(obj: Any) -> Any:
-    """JSON-safe copy: NaN and infinities become null."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    return obj
-
-
 def to_json(lb: Leaderboard) -> dict[str, Any]:
     """The whole leaderboard; ``target`` and ``safety`` only when there is something to say."""
     drop = {k for k in ("target", "safety", "levels") if not getattr(lb, k)}
     if lb.rank_by == "average":
         drop.add("rank_by")
-    out = _clean(lb.model_dump(mode="python", exclude=drop))
+    out = written(lb.model_dump(mode="python", exclude=drop))
     if not target_of(lb.target).legacy_files:
         out["table"]["criteria"] = list(lb.criteria)
     return out
