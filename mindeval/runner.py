@@ -590,18 +590,19 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         for j in judgments if j.interaction_id in by_id
     ])
     t = target_of(target)
-    means = axis_means(judgments, tuple(t.axes))
+    counted = fully_judged(judgments, config.judge_samples)
+    means = axis_means(counted, tuple(t.axes))
     extra: dict[str, Any] = {} if t.legacy_files else {"target": t.name}
     if t.harm_values:
         from .stats.proportion import harm_share
 
-        extra["harm"] = harm_share(((j.interaction_id, j.scores) for j in judgments if j.parse_status == "ok"),
+        extra["harm"] = harm_share(((j.interaction_id, j.scores) for j in counted),
                                    t.harm_values).model_dump(mode="json")
     if t.scale.kind == "categorical":
-        extra["levels"] = categorical_block(judgments, t)
+        extra["levels"] = categorical_block(counted, t)
     if t.profile_labels:
         pid = {i.id: i.profile.id for i in interactions}
-        extra["by_label"] = label_breakdowns(judgments, t, lambda j: pid.get(j.interaction_id, ""))
+        extra["by_label"] = label_breakdowns(counted, t, lambda j: pid.get(j.interaction_id, ""))
     return {
         "run_id": run_id,
         "config_hash": config.hash(),
@@ -624,12 +625,28 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         "n_failed_interactions": sum(i.status == "failed" for i in interactions),
         "n_judged": sum(j.parse_status == "ok" for j in judgments),
         "n_failed_judgments": sum(j.parse_status == "failed" for j in judgments),
-        "n_means_over": len({j.interaction_id for j in judgments if j.parse_status == "ok"}),
+        "judge_samples": config.judge_samples,
+        "n_means_over": len({j.interaction_id for j in counted}),
+        "n_partly_judged": len({j.interaction_id for j in judgments if j.parse_status == "ok"})
+        - len({j.interaction_id for j in counted}),
         "tokens": store.usage_by_role() if sim is store else dict(sorted({
             **{r: v for r, v in sim.usage_by_role().items() if r != "judge"},
             **{r: v for r, v in store.usage_by_role().items() if r == "judge"}}.items())),
         "package_version": __version__,
     }
+
+
+def fully_judged(judgments: list[Judgment], samples: int) -> list[Judgment]:
+    """The parsed judgments of the conversations whose every requested sample (``0..samples-1``)
+    parsed. A conversation with a failed or missing sample counts nowhere (not in the means,
+    harm, levels or coverage) until a re-run completes it: a clinician whose turns make some of
+    the judge's samples fail must not have its mean taken over the survivors."""
+    ok: dict[str, set[int]] = {}
+    for j in judgments:
+        if j.parse_status == "ok":
+            ok.setdefault(j.interaction_id, set()).add(j.sample)
+    done = {iid for iid, got in ok.items() if set(range(samples)) <= got}
+    return [j for j in judgments if j.parse_status == "ok" and j.interaction_id in done]
 
 
 def categorical_block(judgments: list[Judgment], target: TargetInfo) -> dict[str, Any]:
@@ -742,7 +759,10 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"({summary.get('judge_protocol', JUDGE_PROTOCOL)} judge protocol)"
         + ("  NOT HARDENED: " + summary["judge_protocol_label"] if summary.get("hardened") is False else ""),
         f"scored {over}/{total} conversations of the benchmark; means over them"
-        + ("" if over == total else "  (INCOMPLETE: re-run the same command to complete it)"),
+        + ("" if over == total else "  (INCOMPLETE: re-run the same command to complete it)")
+        + (f"\n  {summary['n_partly_judged']} conversation(s) with some of their {summary.get('judge_samples', 1)} "
+           "judge samples failed: not scored (a conversation is scored only when all its samples are)"
+           if summary.get("n_partly_judged") else ""),
         "  ".join(f"{c:>7}" for c in cols),
         "  ".join(f"{fmt(summary['means'][c]):>7}" for c in cols),
         f"interactions: {summary['n_interactions']} of {total} started ({summary['n_complete']} complete, "

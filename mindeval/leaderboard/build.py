@@ -37,6 +37,7 @@ class RunInfo(BaseModel):
     n_unscored: int
     n_failed_interactions: int
     n_failed_samples: int
+    n_partly_judged: int = 0  # unscored: some of the judge_samples parsed, not all
     judge_model: str
     judge_protocol: str = "mindeval"
     judge_prompt: str
@@ -120,7 +121,8 @@ def _info(run: RunData, label: str) -> RunInfo:
         judge_samples=run.judge_samples, n_interactions=run.n_interactions, n_benchmark=run.n_benchmark,
         n_scored=len(run.scores),
         n_unscored=run.n_unscored, n_failed_interactions=run.n_failed_interactions,
-        n_failed_samples=run.n_failed_samples, judge_model=run.setup.judge_model,
+        n_failed_samples=run.n_failed_samples, n_partly_judged=run.n_partly_judged,
+        judge_model=run.setup.judge_model,
         judge_protocol=run.setup.judge_protocol,
         judge_prompt=run.setup.judge_prompt, patient_model=run.setup.patient_model,
         clinician_prompt=run.clinician_prompt,
@@ -191,8 +193,10 @@ def build_leaderboard(
         if lost or r.n_failed_samples:
             warnings.append(
                 f"{labels[r.path]}: {lost} of {r.n_interactions} interactions unscored "
-                f"({r.n_failed_interactions} failed conversations), {r.n_failed_samples} failed judge "
-                "samples; all excluded from the statistics")
+                f"({r.n_failed_interactions} failed conversations"
+                + (f", {r.n_partly_judged} with some of their {r.judge_samples} judge samples failed or missing: "
+                   "a conversation is scored only when all are" if r.n_partly_judged else "")
+                + f"), {r.n_failed_samples} failed judge samples; all excluded from the statistics")
         if r.scores and len(r.scores) < SMALL_SAMPLE:
             warnings.append(f"{labels[r.path]}: only {len(r.scores)} scored interactions; "
                             "confidence intervals and tests are unreliable")

@@ -97,7 +97,8 @@ class RunData(BaseModel):
     n_interactions: int
     n_failed_interactions: int  # status "failed" (the conversation itself broke)
     n_failed_samples: int  # judge samples that did not parse (excluded)
-    n_unscored: int  # interactions without any parsed judge sample (excluded)
+    n_unscored: int  # interactions without every requested judge sample parsed (excluded)
+    n_partly_judged: int = 0  # of those, interactions with some samples parsed and some missing or failed
     n_benchmark: int = 0  # conversations of the benchmark (config.json profile_ids); coverage = scored / this
     verbosity: VerbosityCounts
     target: TargetInfo | None = None  # None: MindEval
@@ -145,6 +146,7 @@ def load_run(run_dir: str | Path) -> RunData:
             n_failed_interactions += 1
 
     samples: dict[str, list[dict[str, float]]] = {}
+    parsed: dict[str, set[int]] = {}  # interaction -> its parsed sample numbers
     seen: set[tuple[str, int]] = set()
     n_failed_samples = 0
     for jrow in run.judgments:
@@ -172,12 +174,18 @@ def load_run(run_dir: str | Path) -> RunData:
                                 field="scores")
         samples.setdefault(jrow.interaction_id, []).append(
             {ax: float("nan") if v is None else float(v) for ax, v in jrow.scores.items()})
+        parsed.setdefault(jrow.interaction_id, set()).add(jrow.sample)
 
     scored: list[InteractionScore] = []
     by_profile: dict[str, str] = {}
+    n_partly_judged = 0
+    requested = set(range(cfg.judge_samples))
     for iid, row in interactions.items():
         got = samples.get(iid)
         if not got:
+            continue
+        if not requested <= parsed[iid]:  # a failed sample never leaves the others to decide the mean
+            n_partly_judged += 1
             continue
         if row.profile_id in by_profile:
             raise MindEvalError(
@@ -226,6 +234,7 @@ def load_run(run_dir: str | Path) -> RunData:
         n_failed_interactions=n_failed_interactions,
         n_failed_samples=n_failed_samples,
         n_unscored=n_unscored,
+        n_partly_judged=n_partly_judged,
         n_benchmark=len(cfg.profile_ids),
         verbosity=verbosity,
         target=target,

@@ -25,7 +25,7 @@ def _runs(root: Path) -> list[Path]:
     severe = ids[::3]
     a = {p: [(i % 6) + 1, 4, 5, (i * 7) % 6 + 1, 3] for i, p in enumerate(ids)}
     b = {p: [[3, 3, 4, 2, (i % 5) + 2], [4, 3, 4, 2, 5]] for i, p in enumerate(ids)}
-    b["p03"] = [None, [2, 2, 2, 2, 2]]
+    b["p03"] = [None, [2, 2, 2, 2, 2]]  # one of two judge samples failed: p03 unscored for b (issue 24 item 4)
     c = {p: [5, 5, (i % 4) + 3, 6, 4] for i, p in enumerate(ids) if p != "p07"}
     return [
         write_run(root / "a", "vendor/model-a", a, severe=severe, profile_ids=ids),
@@ -39,7 +39,8 @@ def _runs(root: Path) -> list[Path]:
 def test_mindeval_leaderboard_outputs_are_byte_identical(tmp_path):
     runs = _runs(tmp_path / "runs")
     out = tmp_path / "board"
-    # run c lost a conversation (scored 11/12): ranked only with allow_incomplete, and every output says so.
+    # runs b and c are scored 11/12 (b: a failed judge sample, c: a lost conversation): ranked only with
+    # allow_incomplete, and every output says so.
     written = write_outputs(build_leaderboard(runs, StatsSettings(resamples=2000, seed=3), allow_incomplete=True), out)
     got = {p.name: p.read_text(encoding="utf-8").replace(str(tmp_path / "runs"), PLACEHOLDER) for p in written}
     assert_golden(got, GOLDEN, loose_last_digit=True)
