@@ -331,12 +331,18 @@ def _json_objects(text: str) -> list[tuple[int, int, dict[str, Any]]]:
     """``(start, end, object)`` of every outermost JSON object in ``text``.
 
     A ``{`` that opens no readable object (a stray brace in the judge's reasoning, a truncated
-    draft) is skipped and the search goes on from the next one, so it never hides a later object."""
+    draft) is skipped and the search goes on from the next one, so it never hides a later object.
+    Each ``{`` is decoded in place (linear time however many stray braces); an object that fails
+    only on a trailing comma is read again without it."""
     out, pos = [], 0
     while (start := text.find("{", pos)) >= 0:
-        end = _object_end(text, start)
-        obj = _load_object(text[start:end]) if end else None
-        if obj is None:
+        obj: Any = None
+        try:
+            obj, end = _DECODER.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            if text[exc.pos:exc.pos + 1] in ("}", "]") and text[start:exc.pos].rstrip().endswith(",") and (end := _object_end(text, start) or 0):
+                obj = _load_object(text[start:end])
+        if not isinstance(obj, dict):
             pos = start + 1
             continue
         out.append((start, end, obj))
@@ -357,6 +363,9 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             out.setdefault("\0duplicate", key)
         out.setdefault(key, value)
     return out
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs)
 
 
 def _load_object(segment: str) -> dict[str, Any] | None:

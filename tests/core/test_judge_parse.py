@@ -78,6 +78,7 @@ def test_the_answer_is_what_carries_the_code(text):
         "thinking {a} about { this and {that\n" + ANSWER + "\nthe end {",
         'a lone { here, "quoted\n' + ANSWER,
         "an unclosed draft {\"CAC\": 1,\n" + ANSWER,
+        '{ {"a": 1, x{"b ' * 2000 + ANSWER,  # many stray braces: each decoded in place (linear time)
         # the code in upper case, padded with spaces
         ANSWER.replace(CODE, CODE.upper()),
         ANSWER.replace(f'"{CODE}"', f'"  {CODE} "'),
