@@ -1,5 +1,9 @@
 """Byte-identity of every leaderboard output for MindEval runs (no ``target`` block).
 
+Floats are written to 6 decimals (mindeval.stats.precision); each number may differ from the
+pinned one by one unit in its last digit (a rounding boundary tipped by another CPU's last bit),
+all other text is byte-identical (tests/metaeval/test_golden_any_machine.py varies BLAS settings).
+
 The golden files under ``golden/`` were written by the leaderboard before it learnt
 about targets; a MindEval run must still produce exactly these bytes. Regenerate only
 for an intended change: ``MINDEVAL_UPDATE_GOLDEN=1 pytest tests/leaderboard/test_leaderboard_golden.py``.

@@ -37,3 +37,15 @@ def test_goldens_hold_under_other_blas_kernels_and_thread_counts(coretype, threa
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "2 passed" in done.stdout
+
+
+def test_the_loose_comparison_allows_only_a_last_digit_unit():
+    from support.golden import differences
+
+    assert differences("a 0.583333 b -1.5", "a 0.583334 b -1.5", loose_last_digit=True) == []
+    assert differences("0.5833", "0.5834", loose_last_digit=True) == []
+    assert differences("0.583333", "0.583335", loose_last_digit=True)  # two units
+    assert differences("0.5833", "0.58330", loose_last_digit=True) == []  # same value, another width
+    assert differences("a 0.5 b", "a 0.5 c", loose_last_digit=True)  # text differs
+    assert differences("1 0.5", "2 0.5", loose_last_digit=True)  # whole numbers are exact
+    assert differences("0.583333", "0.583334")  # strict by default
