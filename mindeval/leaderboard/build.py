@@ -194,8 +194,8 @@ def build_leaderboard(
             warnings.append(
                 f"{labels[r.path]}: {lost} of {r.n_interactions} interactions unscored "
                 f"({r.n_failed_interactions} failed conversations"
-                + (f", {r.n_partly_judged} with some of their {r.judge_samples} judge samples failed or missing: "
-                   "a conversation is scored only when all are" if r.n_partly_judged else "")
+                + (f", {r.n_partly_judged} with a judge sample failed or missing: a conversation is scored only "
+                   "when all its samples are" if r.n_partly_judged else "")
                 + f"), {r.n_failed_samples} failed judge samples; all excluded from the statistics")
         if r.scores and len(r.scores) < SMALL_SAMPLE:
             warnings.append(f"{labels[r.path]}: only {len(r.scores)} scored interactions; "

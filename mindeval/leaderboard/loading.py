@@ -179,7 +179,7 @@ def load_run(run_dir: str | Path) -> RunData:
     scored: list[InteractionScore] = []
     by_profile: dict[str, str] = {}
     n_partly_judged = 0
-    requested = set(range(cfg.judge_samples))
+    requested = set(range(cfg.judge_samples))  # every sample the run asked for (config.json)
     for iid, row in interactions.items():
         got = samples.get(iid)
         if not got:

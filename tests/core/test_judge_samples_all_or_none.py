@@ -72,7 +72,7 @@ def test_a_conversation_with_a_refused_sample_is_not_scored(runs):
     [bad] = [s for s in lb.table.systems if s.label.startswith("fake/script:clin-hostile")]
     assert bad.label in lb.incomplete and lb.coverage(bad.label) == "1/2"
     assert bad.results["average"].mean == 3.5
-    assert any("1 with some of their 4 judge samples failed or missing" in w for w in lb.warnings)
+    assert any("1 with a judge sample failed or missing" in w for w in lb.warnings)
 
 
 def test_a_rerun_retries_the_refused_samples_and_completes_the_conversation(runs):

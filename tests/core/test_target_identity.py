@@ -24,11 +24,13 @@ VOLATILE = {"latency_s", "elapsed_s"}
 # Issue 18 (judge answer channel) re-pinned config.json (answer_prompt), judgments.jsonl (answer_code in
 # the fake judge's reply, nonce and answer_channel fields; the scores are unchanged) and summary.json
 # (config hash, judge prompt tokens, judge_protocol_label). interactions.jsonl is unchanged.
+# Issue 24 item 4 re-pinned summary.json: it gained "judge_samples" and "n_partly_judged" (every other
+# key and value unchanged, checked against main at 0ead889).
 PINNED = {
     "config.json": "441dc950208bcffe3846252db3e2d5679f97266c031285b5fd8820d02cd2ba10",
     "interactions.jsonl": "cf5f12c9aedd21aadb7c31701550d03e0f5b60db1fcd23fa1dafd8a7c2ebde41",
     "judgments.jsonl": "3f255d9664d44b3639c960883d112edeb03bf8933190168ec9f5d14ce4551b00",
-    "summary.json": "43b24cb586a1960d6916d164ea6ae0bbdfac3f91f9f09fda5a465107e8acae00",
+    "summary.json": "f8c04cc03b83e065e97a8170756c01f10240e4dce5158005e6598d5b5a5131d7",
 }
 
 

@@ -100,19 +100,21 @@ def test_different_profile_sets_are_refused(make_run):
 def test_failed_judgments_are_excluded_and_counted_and_samples_averaged(make_run):
     scores = {f"p{i:02d}": [4] * 5 for i in range(20)}
     scores["p00"] = [[2, 2, 2, 2, 2], [5, 5, 5, 5, 5]]  # two samples -> 3.5
-    scores["p01"] = [None, [6, 6, 6, 6, 6]]  # a failed sample, then a good one -> 6
+    # a failed sample, then a good one: not scored (the mean would be over the survivor alone, 6; issue 24)
+    scores["p01"] = [None, [6, 6, 6, 6, 6]]
     scores["p02"] = [None, None]  # never parsed -> excluded
     run = load_run(make_run("r", "m", scores, failed_interactions=["p99"]))
     by_profile = {s.profile_id: s for s in run.scores}
     assert by_profile["p00"].scores["CAC"] == 3.5 and by_profile["p00"].n_samples == 2
-    assert by_profile["p01"].scores["average"] == 6.0 and by_profile["p01"].n_samples == 1
-    assert "p02" not in by_profile and "p99" not in by_profile
-    assert (run.n_failed_samples, run.n_unscored, run.n_failed_interactions, run.n_interactions) == (3, 2, 1, 21)
-    with pytest.raises(MindEvalError, match=r"(?s)not every conversation.*m \(.*\): scored 19/21"):
+    assert "p01" not in by_profile and "p02" not in by_profile and "p99" not in by_profile
+    assert (run.n_failed_samples, run.n_unscored, run.n_failed_interactions, run.n_interactions) == (3, 3, 1, 21)
+    assert run.n_partly_judged == 1
+    with pytest.raises(MindEvalError, match=r"(?s)not every conversation.*m \(.*\): scored 18/21"):
         build_leaderboard([run.path])
     lb = build_leaderboard([run.path], allow_incomplete=True)
-    assert lb.table.systems[0].n == 19 and lb.incomplete == ["m"] and lb.coverage("m") == "19/21"
-    assert any("2 of 21 interactions unscored" in w and "3 failed judge samples" in w for w in lb.warnings)
+    assert lb.table.systems[0].n == 18 and lb.incomplete == ["m"] and lb.coverage("m") == "18/21"
+    assert any("3 of 21 interactions unscored" in w and "1 with a judge sample failed or missing" in w
+               and "3 failed judge samples" in w for w in lb.warnings)
 
 
 def test_severity_turns_and_verbosity_breakdowns(make_run):
