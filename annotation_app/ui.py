@@ -13,6 +13,7 @@ import queue
 import re
 import string
 import threading
+import zlib
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -150,12 +151,13 @@ def render_pairs(pairs: list[tuple[str, str]]) -> None:
 
 
 def render_transcript(messages: list[Message], member_name: str, *, chat: bool = False,
-                      only: set[int] | None = None) -> None:
+                      only: set[int] | None = None, key: str = "turn") -> None:
     """The conversation, clinician and member clearly labelled, all text inert.
 
     ``chat=True`` uses chat bubbles (role-play, where the view follows the newest
     message); otherwise each turn is a bordered card read from the top (rating), keyed
-    ``turn-N`` so the page can scroll to it, and ``only`` limits the cards to those turns.
+    ``{key}-N`` so the page can scroll to it (a page showing several transcripts gives each
+    its own ``key``), and ``only`` limits the cards to those turns.
     """
     for n, m in enumerate(messages, start=1):
         if m.role == "clinician":
@@ -166,7 +168,7 @@ def render_transcript(messages: list[Message], member_name: str, *, chat: bool =
             with st.chat_message("assistant" if m.role == "clinician" else "user", avatar=icon):
                 st.markdown(f"**:{colour}[{who}]**  \n{inert(m.content)}")
         elif only is None or n in only:
-            with st.container(border=True, key=f"turn-{n}"):
+            with st.container(border=True, key=f"{key}-{n}"):
                 st.markdown(f"{icon} **:{colour}[{who}]** · turn {n}  \n{inert(m.content)}")
 
 
@@ -308,6 +310,25 @@ def pick_study(studies, state_key: str, reset_key: str) -> int:
         st.selectbox("Study", ids, format_func=lambda i: next(p.name for p in studies if p.study_id == i),
                      key=state_key, on_change=lambda: st.session_state.pop(reset_key, None))
     return st.session_state[state_key]
+
+
+def pick_by_id(label: str, ids: list[int], labels: dict[int, str], state_key: str) -> None:
+    """A list of ids shown by their labels; the choice is kept in ``st.session_state[state_key]``
+    (which must hold one of ``ids``), and only ever an id of the list.
+
+    The browser sends a list's choice back as its shown label, and a label it no longer
+    knows comes back as the label itself: so the list is a new widget whenever the choice or
+    any label changes (a session started, an item adjudicated), never reading a stale label."""
+    current = st.session_state[state_key]
+    digest = zlib.crc32(json.dumps([[i, labels[i]] for i in ids]).encode())
+    key = f"{state_key}_pick_{current}_{digest:08x}"
+
+    def chosen() -> None:
+        picked = st.session_state.get(key)
+        if picked in ids:
+            st.session_state[state_key] = picked
+
+    st.selectbox(label, ids, index=ids.index(current), format_func=labels.__getitem__, key=key, on_change=chosen)
 
 
 def admin_study_page(title: str, key: str):
