@@ -20,7 +20,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from annotation_app import handoff
+from annotation_app import handoff, proxy_check
 from annotation_app.services import Workspace, default_db_url
 from mindeval.store.annotations import signins
 from mindeval.store.annotations.models import Message, Viewer
@@ -75,6 +75,33 @@ def client_address() -> str:
     except Exception:  # no browser connection
         return ""
     return signins.client_key(ip if isinstance(ip, str) else None, trusted_header=header, values=values)
+
+
+def check_proxy_header() -> None:
+    """Once per browser connection: note whether the configured trusted proxy header is on it
+    (see :mod:`annotation_app.proxy_check`)."""
+    if st.session_state.get("_proxy_checked"):
+        return
+    st.session_state["_proxy_checked"] = True
+    try:
+        header = signins.trusted_proxy_header()
+        if not header:
+            return
+        present = bool(st.context.headers.get_all(header))
+        peer = st.context.ip_address
+    except Exception:  # no browser connection (e.g. a script test)
+        return
+    proxy_check.saw(header, present, peer if isinstance(peer, str) else None)
+
+
+def proxy_notice() -> None:
+    """For admins: say so while the configured trusted proxy header has never been seen."""
+    try:
+        note = proxy_check.missing_notice(signins.trusted_proxy_header())
+    except Exception:  # a bad header name is refused at start-up
+        return
+    if note:
+        st.warning(note, icon=":material/shield:")
 
 
 def viewer() -> Viewer | None:
