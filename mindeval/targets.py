@@ -356,6 +356,13 @@ def target_of(block: TargetInfo | None) -> TargetInfo:
     return block if block is not None else _mindeval_info()
 
 
+def target_identity(target: TargetInfo | None) -> str:
+    """``name version (sha12)`` of a run's target, ``mindeval`` for MindEval runs: what tells two
+    versions of one target apart (the SHA-256 over its files, :attr:`Target.sha256`)."""
+    t = target_of(target)
+    return t.name if t.legacy_files else f"{t.name} {t.version} ({t.sha256[:12]})"
+
+
 @lru_cache(maxsize=1)
 def _mindeval_info() -> TargetInfo:
     return TargetInfo.model_validate(load_target(DEFAULT_TARGET).info())

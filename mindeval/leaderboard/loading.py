@@ -30,7 +30,7 @@ from ..records import (
     read_run,
 )
 from ..stats.proportion import CategoricalReport, HarmShare, harm_share, level_shares
-from ..targets import target_of
+from ..targets import target_identity, target_of
 from .verbosity import VerbosityCounts
 
 CRITERIA: tuple[str, ...] = (*AXES, "average")  # MindEval's; a run's are criteria_of(run.target)
@@ -44,12 +44,6 @@ def axes_of(target: TargetInfo | None) -> tuple[str, ...]:
 def criteria_of(target: TargetInfo | None) -> tuple[str, ...]:
     """The leaderboard columns of a target: its axis codes and ``average``."""
     return (*axes_of(target), "average")
-
-
-def target_identity(target: TargetInfo | None) -> str:
-    """``name version (sha12)`` of a run's target, ``mindeval`` for MindEval runs."""
-    t = target_of(target)
-    return t.name if t.legacy_files else f"{t.name} {t.version} ({t.sha256[:12]})"
 
 
 class InteractionScore(BaseModel):

@@ -55,7 +55,7 @@ from mindeval.records import (
     read_jsonl,
     validate_row,
 )
-from mindeval.targets import DEFAULT_TARGET, Target, as_target, target_of
+from mindeval.targets import DEFAULT_TARGET, Target, as_target, target_identity, target_of
 
 from ..db import Database
 from .models import ImportReport
@@ -193,6 +193,8 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
         raise MindEvalError(f"this run is of target '{made_with}' but study '{study.name}' rates target "
                             f"'{name}': import it into a study created with --target {made_with}",
                             path=p, field="target")
+    if run_dir is not None:
+        _same_version(target_of(info), as_target(target), study.name, p)
     if kind == "run":
         judgments = _judgments(p / JUDGMENTS_FILE, info) if (p / JUDGMENTS_FILE).is_file() else {}
         return _import_interactions(db, study_id, p / INTERACTIONS_FILE, "run", judgments)
@@ -205,6 +207,16 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
 
 
 # ------------------------------------------------------------------ helpers
+
+
+def _same_version(made_with: TargetInfo, rates: Target, study: str, path: Path) -> None:
+    """Refuse a run made with another version of the study's target (same name, other files):
+    its scale, items or prompts may differ. Compared by the target's hash, as the leaderboard does."""
+    if made_with.sha256 == rates.sha256:
+        return
+    raise MindEvalError(f"this run was made with target {target_identity(made_with)} but study '{study}' rates "
+                        f"{target_identity(TargetInfo.model_validate(rates.info()))}: another version of the "
+                        "target; import it into a study of that version", path=path, field="target")
 
 
 def _from_authors_layout(obj: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
