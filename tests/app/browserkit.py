@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -31,44 +32,13 @@ def playwright_api():
     return pytest.importorskip("playwright.sync_api")
 
 
-# This process's playwright and Chromium while a module's browser tests run (see shared_browser).
-_shared: list = []
-
-
-def shared_browser():
-    """One headless Chromium for the test process, launched on first use; each test gets its own
-    context (own cookies and storage). ``tests/app/conftest.py`` closes it after each module:
-    playwright's sync API holds an asyncio loop, which must not outlive the browser tests."""
-    if not _shared:
-        pw = playwright_api().sync_playwright().start()
-        try:
-            _shared[:] = [pw, pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)]
-        except BaseException:
-            pw.stop()
-            raise
-    return _shared[1]
-
-
-def close_shared_browser() -> None:
-    """Close the shared Chromium and stop playwright (no-op when none was started)."""
-    if _shared:
-        pw, browser = _shared
-        _shared.clear()
-        try:
-            browser.close()
-        finally:
-            pw.stop()
-
-
 def open_browser(tmp_path: Path, width: int = 1400, height: int = 1000):
-    """Generator of one page in a fresh context of the shared Chromium (skips when chromium or
-    playwright is missing; fails in CI). ``tmp_path`` is kept for callers: contexts live in memory."""
-    ctx = shared_browser().new_context(viewport={"width": width, "height": height})
-    try:
+    """Generator of one page (skips when chromium or playwright is missing; fails in CI)."""
+    with playwright_api().sync_playwright() as p:
+        ctx = chromium_context(p, tempfile.mkdtemp(dir=tmp_path), width, height)
         page = ctx.new_page()
         page.set_default_timeout(30_000)
         yield page
-    finally:
         ctx.close()
 
 

@@ -7,16 +7,8 @@ from pathlib import Path
 
 import pytest
 from appkit import make_workspace
-from browserkit import close_shared_browser
 
 from annotation_app.services import DB_ENV, Workspace
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_browser_per_module() -> Iterator[None]:
-    """The module's tests share one Chromium (``browserkit.shared_browser``); it closes after them."""
-    yield
-    close_shared_browser()
 
 
 @pytest.fixture
