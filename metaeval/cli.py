@@ -12,7 +12,7 @@ import warnings
 
 from mindeval import __version__
 from mindeval.cli import Parser, at_least, out_dir, run_cli
-from mindeval.commands.run import add_judge_options, add_role_options, add_target_option, role_spec
+from mindeval.cli.options import add_judge_options, add_role_options, add_target_option, role_spec
 from mindeval.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_RETRIES,
@@ -49,7 +49,7 @@ def _level(text: str) -> float:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import CompareOptions, run_compare
+    from .comparison import CompareOptions, run_compare
     from .report import confidence_lines, main_layout, markdown_matrix, write_outputs
 
     paper = args.paper_compatible
@@ -105,7 +105,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_power(args: argparse.Namespace) -> int:
-    from .compare import CompareOptions
+    from .comparison import CompareOptions
     from .power import power_lines, run_power
 
     opts = CompareOptions(humans=args.humans, judges=args.judges, study=args.study, mapping=args.mapping,
@@ -135,13 +135,13 @@ def cmd_judge(args: argparse.Namespace) -> int:
     study) give the judge run over them."""
     from pathlib import Path
 
-    from mindeval.commands import judge as mindeval_judge
+    from mindeval.cli import judging
 
     if Path(args.annotations).is_dir():
         args.sources, args.quiet, args.max_retries, args.retry_budget_s = [args.annotations], False, \
             DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BUDGET_S
-        return mindeval_judge.handle(args)
-    return mindeval_judge.judge_annotations(args.annotations, args)
+        return judging.handle(args)
+    return judging.judge_annotations(args.annotations, args)
 
 
 def cmd_realism(args: argparse.Namespace) -> int:

@@ -38,8 +38,8 @@ from mindeval.stats.clusters import greedy_clusters
 from mindeval.stats.significance import bootstrap_pvalue
 from mindeval.stats.ties import tie_calibrated_accuracy
 
-from . import resampled
-from .agreement import TIE_RULES, kendall_tau, mipsa
+from mindeval.stats import resampled
+from mindeval.stats.agreement import TIE_RULES, kendall_tau, mipsa
 from .matrices import AVG_LABEL, Matrix, MetricOptions, Panel, Scores
 
 DEFAULT_MARGIN = METAEVAL_MARGIN

@@ -23,8 +23,8 @@ from pydantic import BaseModel, Field
 
 from mindeval.stats.exact import exact_mean, snap
 
-from . import resampled
-from .agreement import (
+from mindeval.stats import resampled
+from mindeval.stats.agreement import (
     MIN_ITEMS,
     AgreementWarning,
     PairIndex,
@@ -57,7 +57,7 @@ class MetricOptions(BaseModel):
     # order, the arithmetic of the published tables (--paper-compatible).
     exact: bool = True
     # Bootstrap intervals: 0 resamples = point values only. Interactions are resampled for τ,
-    # α and κ, whole profiles for MIPSA; one seeded draw for every cell (metaeval.resampled).
+    # α and κ, whole profiles for MIPSA; one seeded draw for every cell (mindeval.stats.resampled).
     resamples: int = 0
     ci: float = 0.95
     seed: int = 0

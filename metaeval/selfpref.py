@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from mindeval.stats.exact import exact_mean, snap
 
-from .agreement import AgreementWarning, TieRule, pairwise_accuracy
+from mindeval.stats.agreement import AgreementWarning, TieRule, pairwise_accuracy
 from .matrices import Panel
 from .rollup import AVERAGE
 from .sources import RaterScores

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metaeval.agreement import kendall_tau, mipsa
+from mindeval.stats.agreement import kendall_tau, mipsa
 from metaeval.matrices import AVG_LABEL, MetricOptions, Panel, build_matrix, verdicts
 from metaeval.sources import SCORE_COLUMNS, RaterScores
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metaeval.agreement import AgreementWarning
+from mindeval.stats.agreement import AgreementWarning
 from metaeval.matrices import Panel
 from metaeval.selfpref import (
     find_self_system,

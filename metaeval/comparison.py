@@ -8,8 +8,6 @@ humans) and Krippendorff's α (nominal); the average score keeps τ, MIPSA and �
 
 from __future__ import annotations
 
-import sys
-import types
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,8 +21,8 @@ from mindeval.authors import AUTHORS_FEWSHOT_IDS, load_mapping
 from mindeval.config import DEFAULT_RESAMPLES
 from mindeval.errors import MindEvalError
 
-from . import resampled
-from .agreement import AgreementWarning, TauVariant, TieRule
+from mindeval.stats import resampled
+from mindeval.stats.agreement import AgreementWarning, TauVariant, TieRule
 from .confidence import (
     DEFAULT_MARGIN,
     Calibration,
@@ -299,15 +297,3 @@ def _table5(panel: Panel, humans: list[RaterScores], judges: list[RaterScores], 
         if unknown:
             raise MindEvalError(f"--self-system names unknown judge(s) {', '.join(unknown)}", field="--self-system")
     return {"leaderboards": boards, "table5": rows}
-
-
-class _CallableModule(types.ModuleType):
-    """``metaeval.compare`` is this module once imported; calling it is :func:`metaeval.api.compare`."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from .api import compare
-
-        return compare(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
