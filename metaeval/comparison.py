@@ -20,9 +20,9 @@ from pydantic import BaseModel, Field
 from mindeval.authors import AUTHORS_FEWSHOT_IDS, load_mapping
 from mindeval.config import DEFAULT_RESAMPLES
 from mindeval.errors import MindEvalError
-
 from mindeval.stats import resampled
 from mindeval.stats.agreement import AgreementWarning, TauVariant, TieRule
+
 from .confidence import (
     DEFAULT_MARGIN,
     Calibration,

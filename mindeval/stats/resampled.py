@@ -26,9 +26,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .bootstrap import cluster_counts, percentile_interval, resample_counts
-
 from .agreement import PairIndex, TauVariant, TieRule, mipsa_profiles
+from .bootstrap import cluster_counts, percentile_interval, resample_counts
 
 
 class Resampler:
