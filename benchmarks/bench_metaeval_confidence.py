@@ -30,8 +30,8 @@ import time
 import numpy as np
 from scipy.stats import kendalltau
 
-from mindeval.stats.resampled import kendall_tau
 from mindeval.stats.bootstrap import percentile_interval, resample_counts
+from mindeval.stats.resampled import kendall_tau
 from mindeval.stats.significance import bootstrap_pvalue
 
 

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mindeval.stats import agreement as point
-from mindeval.stats import resampled
 from metaeval.confidence import OUTCOMES, calibration, confident_verdicts, judge_pairs
 from metaeval.matrices import AVG_LABEL, MetricOptions, Panel, build_matrix
 from metaeval.sources import SCORE_COLUMNS, RaterScores
+from mindeval.stats import agreement as point
+from mindeval.stats import resampled
 from mindeval.stats.bootstrap import percentile_interval, resample_counts
 from mindeval.stats.power import power_at, required_n
 from mindeval.stats.significance import PairedTest, bootstrap_pvalue
@@ -375,8 +375,8 @@ def test_resampled_leaderboard_accuracy_is_table5s_on_the_drawn_profiles(seed):
 
 
 def test_every_figure_carries_its_n_and_warns_below_the_minimum(tiny_authors):
-    from mindeval.stats.agreement import MIN_ITEMS
     from metaeval.comparison import CompareOptions, run_compare
+    from mindeval.stats.agreement import MIN_ITEMS
 
     res = run_compare(CompareOptions(humans=[str(tiny_authors)], resamples=50))
     assert any(f"agreement figures on 12 shared interactions, below the minimum of {MIN_ITEMS}" in w
