@@ -25,7 +25,9 @@ from ..records import (
     CONFIG_FILE,
     INTERACTIONS_FILE,
     JUDGMENTS_FILE,
+    BenchmarkConfig,
     InteractionRecord,
+    JudgmentRecord,
     TargetInfo,
     read_run,
 )
@@ -124,12 +126,43 @@ def load_run(run_dir: str | Path) -> RunData:
     cfg = run.config.benchmark(cpath)
     target = run.config.target(cpath)
     axes = axes_of(target)
+    interactions, verbosity, n_failed_interactions = _read_interactions(run.interactions, cfg, ipath)
+    samples, n_failed_samples = _read_samples(run.judgments, cfg, interactions, target, jpath)
+    scored = _score(interactions, samples, axes, target, jpath)
+    prompts = cfg.prompts
+    return RunData(
+        path=str(run_dir),
+        run_id=run.config.run_id,
+        seed=cfg.seed,
+        judge_samples=cfg.judge_samples,
+        clinician_model=cfg.clinician.model,
+        clinician_params=_clinician_params(cfg),
+        clinician_prompt=prompts["clinician"].ref,
+        clinician_prompt_sha256=prompts["clinician"].sha256,
+        turns=cfg.turns,
+        setup=_setup(cfg),
+        scores=scored,
+        n_interactions=len(interactions),
+        n_failed_interactions=n_failed_interactions,
+        n_failed_samples=n_failed_samples,
+        n_unscored=len(interactions) - len(scored),
+        n_benchmark=len(cfg.profile_ids),
+        verbosity=verbosity,
+        target=target,
+        harm=harm_share(((s.interaction_id, x) for s in scored for x in samples[s.interaction_id]),
+                        harm_values) if (harm_values := target_of(target).harm_values) else None,
+        levels=run_levels(target, scored, samples),
+    )
 
+
+def _read_interactions(rows: list[InteractionRecord], cfg: BenchmarkConfig, ipath: Path) -> tuple[dict[str, InteractionRecord], VerbosityCounts, int]:
+    """The run's interactions by id (checked against config.json), the clinician's verbosity and
+    the number of failed conversations."""
     interactions: dict[str, InteractionRecord] = {}
     known_profiles = set(cfg.profile_ids)
     verbosity = VerbosityCounts()
     n_failed_interactions = 0
-    for row in run.interactions:
+    for row in rows:
         if row.id in interactions:
             raise MindEvalError(f"duplicate interaction id {row.id!r}", path=ipath, line=row.line, field="id")
         if row.model != cfg.clinician.model:
@@ -143,11 +176,17 @@ def load_run(run_dir: str | Path) -> RunData:
             verbosity.add_turns(m.content for m in row.messages if m.role == "assistant")
         elif row.status == "failed":
             n_failed_interactions += 1
+    return interactions, verbosity, n_failed_interactions
 
+
+def _read_samples(rows: list[JudgmentRecord], cfg: BenchmarkConfig, interactions: dict[str, InteractionRecord], target: TargetInfo | None,
+                  jpath: Path) -> tuple[dict[str, list[dict[str, float]]], int]:
+    """Parsed judge samples per interaction (``None`` ratings as NaN) and the number that failed."""
+    axes = axes_of(target)
     samples: dict[str, list[dict[str, float]]] = {}
     seen: set[tuple[str, int]] = set()
     n_failed_samples = 0
-    for jrow in run.judgments:
+    for jrow in rows:
         line = jrow.line
         if jrow.interaction_id not in interactions:
             raise MindEvalError(f"interaction {jrow.interaction_id!r} is not in interactions.jsonl",
@@ -172,7 +211,12 @@ def load_run(run_dir: str | Path) -> RunData:
                                 field="scores")
         samples.setdefault(jrow.interaction_id, []).append(
             {ax: float("nan") if v is None else float(v) for ax, v in jrow.scores.items()})
+    return samples, n_failed_samples
 
+
+def _score(interactions: dict[str, InteractionRecord], samples: dict[str, list[dict[str, float]]],
+           axes: tuple[str, ...], target: TargetInfo | None, jpath: Path) -> list[InteractionScore]:
+    """One row per judged interaction: the mean of its parsed samples per axis, and ``average``."""
     scored: list[InteractionScore] = []
     by_profile: dict[str, str] = {}
     for iid, row in interactions.items():
@@ -192,12 +236,15 @@ def load_run(run_dir: str | Path) -> RunData:
         worst = worst_levels(got, axes) if target_of(target).scale.kind == "categorical" else {}
         scored.append(InteractionScore(interaction_id=iid, profile_id=row.profile_id, severe=row.severe,
                                        n_samples=len(got), scores=per_axis, worst=worst))
-    n_unscored = len(interactions) - len(scored)
+    return scored
 
+
+def _setup(cfg: BenchmarkConfig) -> RunSetup:
+    """What a run must share with the others on its leaderboard."""
     prompts = cfg.prompts
     fewshot = f"{_short(cfg.fewshot_sha256)} k={cfg.fewshot_k}" if cfg.fewshot_sha256 else "none"
     forgeable = getattr(cfg, "transcript_format", "mindeval") == "authors"
-    setup = RunSetup(
+    return RunSetup(
         judge_protocol=cfg.judge_protocol + (", authors' transcript format: forgeable, not hardened" if forgeable else ""),
         judge_model=cfg.judge.model,
         judge_prompt=f"{prompts['judge'].ref} ({_short(prompts['judge'].sha256)})",
@@ -207,32 +254,13 @@ def load_run(run_dir: str | Path) -> RunData:
         patient_prompt=f"{prompts['patient'].ref} ({_short(prompts['patient'].sha256)})",
         profile_ids=tuple(sorted(set(cfg.profile_ids))),
     )
+
+
+def _clinician_params(cfg: BenchmarkConfig) -> dict[str, Any]:
     params = cfg.clinician.model_dump(exclude={"model"}, exclude_none=True)
     if not params.get("extra"):
         params.pop("extra", None)
-    return RunData(
-        path=str(run_dir),
-        run_id=run.config.run_id,
-        seed=cfg.seed,
-        judge_samples=cfg.judge_samples,
-        clinician_model=cfg.clinician.model,
-        clinician_params=params,
-        clinician_prompt=prompts["clinician"].ref,
-        clinician_prompt_sha256=prompts["clinician"].sha256,
-        turns=cfg.turns,
-        setup=setup,
-        scores=scored,
-        n_interactions=len(interactions),
-        n_failed_interactions=n_failed_interactions,
-        n_failed_samples=n_failed_samples,
-        n_unscored=n_unscored,
-        n_benchmark=len(cfg.profile_ids),
-        verbosity=verbosity,
-        target=target,
-        harm=harm_share(((s.interaction_id, x) for s in scored for x in samples[s.interaction_id]),
-                        harm_values) if (harm_values := target_of(target).harm_values) else None,
-        levels=run_levels(target, scored, samples),
-    )
+    return params
 
 
 def relevant_scores(got: list[dict[str, float]], axes: tuple[str, ...]) -> dict[str, float]:
