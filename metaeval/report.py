@@ -311,10 +311,10 @@ def json_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], extra:
     return _clean(out)
 
 
-# Colour scales: each metric its own map and range (its registry entry's heatmap), each with a colour bar.
-SCALES: dict[str, tuple[str, float, float, str]] = {
-    key: (st.heatmap.cmap, st.heatmap.vmin, st.heatmap.vmax, st.heatmap.title) for key, st in STATISTICS.items()
-}
+def _scale(metric: str) -> tuple[str, float, float, str]:
+    """Colour scale of a metric (its registry entry's heatmap): each metric its own map, range and colour bar."""
+    h = STATISTICS[metric].heatmap
+    return h.cmap, h.vmin, h.vmax, h.title
 
 
 def _pyplot() -> Any:
@@ -342,17 +342,17 @@ def heatmap(m: Matrix, layout: str, path: Path) -> list[Path]:
             tri[metric][i, j] = m.cell(a, b).point(metric)
     size = 2.4 + 1.5 * n
     fig, ax = plt.subplots(figsize=(size + 1.6, size * 0.8))
-    metrics = [lower] if SCALES[lower][0] == SCALES[upper][0] and SCALES[lower][3] == SCALES[upper][3] else [lower, upper]
+    metrics = [lower] if _scale(lower)[0] == _scale(upper)[0] and _scale(lower)[3] == _scale(upper)[3] else [lower, upper]
     shown = {}
     for metric in (lower, upper):
-        cmap, vmin, vmax, _ = SCALES[metric]
+        cmap, vmin, vmax, _ = _scale(metric)
         shown[metric] = ax.imshow(np.ma.masked_invalid(tri[metric]), cmap=cmap, vmin=vmin, vmax=vmax)
     from mpl_toolkits.axes_grid1 import make_axes_locatable
 
     divider = make_axes_locatable(ax)
     for pos, metric in enumerate(metrics):
         bar = fig.colorbar(shown[metric], cax=divider.append_axes("right", size="3%", pad=0.15 if pos == 0 else 0.75))
-        bar.set_label(SCALES[metric][3] + (" (below the diagonal)" if len(metrics) == 2 and metric == lower else
+        bar.set_label(_scale(metric)[3] + (" (below the diagonal)" if len(metrics) == 2 and metric == lower else
                                            " (above the diagonal)" if len(metrics) == 2 else ""), fontsize=8)
     for i in range(n):
         for j in range(n):
@@ -362,7 +362,7 @@ def heatmap(m: Matrix, layout: str, path: Path) -> list[Path]:
             label = label.replace(" ci [", "\n[").replace(" [", "\n[").replace(" n=", "\nn=")
             metric = lower if i > j else upper
             v = tri[metric][i, j]
-            cmap, vmin, vmax, _ = SCALES[metric]
+            cmap, vmin, vmax, _ = _scale(metric)
             strong = np.isfinite(v) and abs((v - vmin) / (vmax - vmin) - (0.5 if vmin < 0 else 0.0)) > (
                 0.3 if vmin < 0 else 0.6)
             ax.text(j, i, label, ha="center", va="center", fontsize=6, color="white" if strong else "black")
