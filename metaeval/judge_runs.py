@@ -234,8 +234,8 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
             run_pool(todo, work, concurrency=opts.concurrency, desc="judgments", progress=echo is not None)
         finally:  # on an error or Ctrl-C: what was judged is committed; export it
             store.writer.close()  # type: ignore[union-attr]  # commit what is queued before exporting
-            summary = _export(store, out, data, evaluate, label, log, time.perf_counter() - started,
-                              opts.judge_protocol, resumed, info)
+            summary = _export(store, out, data, evaluate, log, ExportFacts(
+                label=label, protocol=opts.judge_protocol, resumed=resumed, target=info, started=started))
     say(f"wrote {out / JUDGMENTS_FILE}: {summary['n_judged']} judgments, {summary['n_failed_judgments']} failed; "
         + calls_line(summary["calls_made"], summary["calls_reused"]))
     if failed:  # as `mindeval run` prints them: one line per distinct error, with the provider's message
@@ -248,9 +248,21 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     return summary
 
 
-def _export(store: RunStore, out: Path, data: HumanSource, evaluate: list[AnnotatedInteraction],
-            label: str, log: Any, elapsed: float, protocol: str, resumed: bool,
-            target: TargetInfo | None = None) -> dict[str, Any]:
+class ExportFacts(BaseModel):
+    """What the exported files say about the run besides its judgments."""
+
+    label: str
+    protocol: str
+    resumed: bool
+    target: TargetInfo | None = None
+    started: float  # time.perf_counter() when the run started (elapsed_s in summary.json)
+
+
+def _export(store: RunStore, out: Path, data: HumanSource, evaluate: list[AnnotatedInteraction], log: Any,
+            facts: ExportFacts) -> dict[str, Any]:
+    """Write judgments.jsonl and summary.json from the store; return the summary."""
+    label, protocol, resumed, target = facts.label, facts.protocol, facts.resumed, facts.target
+    elapsed = time.perf_counter() - facts.started
     keep = {it.interaction_id for it in evaluate}
     judgments = sorted((j for j in store.judgments(protocol, target_of(target).name)
                         if j.interaction_id in keep),

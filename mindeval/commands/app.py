@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ..cli import out_file
-from .run import add_target_option
+from ..cli.options import add_target_option
 
 ADMIN_CODE_ENV = "MINDEVAL_ADMIN_CODE"
 DEMO_CODE_ENV = "MINDEVAL_DEMO_CODE"
