@@ -22,11 +22,11 @@ from collections.abc import Callable
 
 from sqlalchemy.exc import IntegrityError
 
-from mindeval.config import spec_with_defaults
 from mindeval.errors import MindEvalError, ModelCallError
 from mindeval.llm.gateway import ModelSpec
 from mindeval.prompts import PromptTemplate, load_template, render_clinician
 from mindeval.records import Profile, Turn, profile_from_json
+from mindeval.run_config import spec_with_defaults
 from mindeval.simulate import model_turn, role_view
 from mindeval.store import CallLog, Database
 from mindeval.store.annotations import roleplay as sessions_store

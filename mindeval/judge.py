@@ -134,15 +134,10 @@ def response_format(g: Guidelines | None = None, nonce: str | None = None,
 
 
 def supports_schema(spec: ModelSpec) -> bool:
-    """True when litellm says the judge model accepts a JSON-schema ``response_format``."""
-    if spec.provider in ("fake", "local"):
-        return False
-    from .llm.gateway import litellm_module
+    """True when the judge model accepts a JSON-schema ``response_format`` (the provider table's rule)."""
+    from .llm.providers import supports_schema as table_says
 
-    try:
-        return bool(litellm_module().supports_response_schema(model=spec.model))
-    except Exception:  # noqa: BLE001 - litellm raises for models it does not know: no schema then
-        return False
+    return table_says(spec.model)
 
 
 def answer_instruction(nonce: str, protocol: str = "mindeval") -> str:
@@ -820,7 +815,7 @@ async def judge_transcript(
     shared = cache_prefix(tpl, base[0]["content"], fewshot, g, protocol, transcript_format, fields)
     channel = "authors" if authors else "nonce"
     rf = None
-    if not authors and protocol == "mindeval" and (spec.provider == "local" or supports_schema(spec)):
+    if not authors and protocol == "mindeval" and supports_schema(spec):
         rf, channel = response_format(g, nonce, allowed), "schema"
     history = list(base)
     last_raw, last_error = "", "no attempt made"

@@ -68,9 +68,22 @@ def add_retry_options(parser: argparse.ArgumentParser) -> None:
 
 
 def retry_policy(args: argparse.Namespace):
-    from ..config import RetryPolicy
+    """The :class:`~mindeval.llm.retry.RetryPolicy` of ``--max-retries`` / ``--retry-budget-s``
+    (None when the command has no such options: the defaults, which are the same)."""
+    from ..llm.retry import RetryPolicy
 
+    if getattr(args, "max_retries", None) is None:
+        return None
     return RetryPolicy(max_retries=args.max_retries, budget_s=args.retry_budget_s)
+
+
+def with_policy(opts, policy):
+    """``opts`` (:class:`~mindeval.runner.RunOptions`) with ``policy`` on every role's model
+    spec: the retry policy travels with each call, no process-wide setting."""
+    if policy is None:
+        return opts
+    return opts.model_copy(update={role: getattr(opts, role).model_copy(update={"retry": policy})
+                                   for role in ("patient", "clinician", "judge")})
 
 
 def seconds(option: str):
@@ -188,7 +201,6 @@ def add_judge_options(p: argparse.ArgumentParser, *, fewshot_file_help: str = ""
 def handle(args: argparse.Namespace) -> int:
     """Exit 0 when every profile was simulated and judged; 1 when something failed or
     --max-cost stopped the run (re-running continues it)."""
-    from ..llm.gateway import set_default_policy
     from ..runner import (
         estimate_run,
         format_estimate,
@@ -198,7 +210,7 @@ def handle(args: argparse.Namespace) -> int:
         run_sweep,
     )
 
-    set_default_policy(retry_policy(args))
+    policy = retry_policy(args)
     opts = options_of(args)
     runs = [opts]
     replay = None
@@ -208,7 +220,7 @@ def handle(args: argparse.Namespace) -> int:
         rf = read_run_file(args.config)
         explicit = _explicit(args, opts)
         if "max_retries" not in explicit and "retry_budget_s" not in explicit:
-            set_default_policy(rf.policy())
+            policy = rf.policy()
         if "clinician" in explicit:
             rf.clinicians = [opts.clinician]
         if "judge" in explicit:
@@ -220,6 +232,7 @@ def handle(args: argparse.Namespace) -> int:
             runs = [o.model_copy(update={"progress": False}) for o in runs]
     elif args.out is None:
         raise MindEvalError("give --out DIR (or --config FILE)", field="--out")
+    runs = [with_policy(o, policy) for o in runs]
     if args.dry_run:
         for o in runs:
             prep = prepare(o)
