@@ -249,14 +249,7 @@ async def _attempt(
     limiter = limiter_for(role, spec.model, spec.api_base, spec.rpm, spec.tpm)
     async with limiter.slot(estimate, shared_prefix=cache_prefix is not None) as adaptive:
         try:
-            if route == "http":
-                body = openai_http.request_body(spec.model.split("/", 1)[1], sent, params)
-                resp = await asyncio.wait_for(
-                    openai_http.post(spec.api_base or "", entry.api_key(), body, timeout), timeout + 5)
-            else:
-                resp = await asyncio.wait_for(litellm_module().acompletion(
-                    model=spec.model, messages=sent, **params, num_retries=0, max_retries=0, timeout=timeout),
-                    timeout + 5)
+            resp = await asyncio.wait_for(_send(spec, route, sent, params, timeout), timeout + 5)
         except Exception as exc:
             if to_model_error(exc, role, spec.model).status == 429:
                 adaptive.throttled(retry_after_s(exc))
@@ -270,6 +263,16 @@ async def _attempt(
     out.finish_reason = _get(choice, "finish_reason")
     limiter.settle(estimate, out.usage.prompt_tokens + out.usage.completion_tokens)
     return out
+
+
+def _send(spec: ModelSpec, route: str, messages: list[dict[str, Any]], params: dict[str, Any],
+          timeout: float) -> Coroutine[Any, Any, Any]:
+    """One request over the route the provider table chose: MindEval's HTTP client or litellm."""
+    if route == "http":
+        body = openai_http.request_body(spec.model.split("/", 1)[1], messages, params)
+        return openai_http.post(spec.api_base or "", spec.entry.api_key(), body, timeout)
+    return litellm_module().acompletion(model=spec.model, messages=messages, **params,
+                                        num_retries=0, max_retries=0, timeout=timeout)
 
 
 async def aclose_clients() -> int:

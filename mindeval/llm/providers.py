@@ -27,7 +27,6 @@ import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Literal
 
 RequestPath = Literal["inprocess", "openai-compatible", "litellm"]
@@ -108,7 +107,6 @@ PROVIDERS: dict[str, Provider] = {p.name: p for p in (
 )}
 
 
-@lru_cache(maxsize=512)
 def provider_of(model: str) -> Provider:
     """The table entry of ``model``'s provider (``PROVIDER/NAME``); any other provider gets
     a litellm entry without a key check (litellm reports a missing key itself)."""

@@ -1,4 +1,4 @@
-"""The retry policy travels with each call: the CLI's reaches its own calls and nothing else."""
+"""What travels with a call: its retry policy (the CLI's reaches its own calls only) and its provider entry."""
 
 from __future__ import annotations
 
@@ -29,3 +29,13 @@ def test_the_cli_policy_governs_its_run_and_does_not_outlive_it(server, tmp_path
 def test_a_python_caller_gets_the_clis_defaults():
     assert DEFAULT_POLICY == RetryPolicy(max_retries=DEFAULT_MAX_RETRIES, budget_s=DEFAULT_RETRY_BUDGET_S)
     assert ModelSpec().retry is None and "retry" not in ModelSpec(retry=RetryPolicy(max_retries=1)).model_dump()
+
+
+def test_an_in_process_provider_is_one_module_and_one_table_entry(monkeypatch):
+    from mindeval.llm.providers import PROVIDERS, Provider, supports_schema
+
+    monkeypatch.setitem(PROVIDERS, "toy", Provider("toy", path="inprocess", schema="never",
+                                                   handler="toy_provider:complete"))
+    c = complete(ModelSpec(model="toy/one"), MSGS, seed=7)
+    assert c.text == "toy one heard 1 messages (seed 7)" and c.usage.prompt_tokens == 1 and c.cost_usd is None
+    assert not supports_schema("toy/one")
