@@ -245,7 +245,7 @@ def _answer(db: Database, annotator_id: int, session_id: int, on_text: Callable[
     system = _clinician_system(study, _profile(sp))
     spec = clinician_spec(study)
     idx = len(turns)
-    from mindeval.llm import embedded  # loads litellm: only when a reply is due
+    from mindeval.llm import embedded  # the embedded model's module: only when a reply is due
 
     messages = role_view(system, turns, "clinician")
     try:

@@ -19,7 +19,7 @@ code* (:func:`new_nonce`, ``secrets``; never derived from the transcript), store
 before the first call (so a resumed run re-sends the identical request and reuses the
 stored reply) and appends an instruction (``prompts/judge/answer/*.txt``): the answer is
 the JSON object carrying ``"answer_code": "<code>"``, or the lines between ``ANSWER <code>``
-and ``END <code>``. Where litellm says the model supports JSON schemas, the code is also
+and ``END <code>``. Where the provider table says the model supports JSON schemas, the code is also
 enforced by ``response_format`` (an ``enum`` of the one code). A block without the code
 is never the answer; answer blocks that disagree, or a score after the answer that
 disagrees with it, refuse the reply.
