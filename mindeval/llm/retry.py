@@ -192,7 +192,7 @@ def connect_failure(exc: BaseException, api_base: str | None = None) -> str | No
 def to_model_error(exc: BaseException, role: str, model: str, api_base: str | None = None) -> ModelCallError:
     """Turn any exception of one attempt into a one-line :class:`ModelCallError`."""
     own = _own_error(exc)
-    if own is not None:  # raised by MindEval code (custom provider, fake model) under litellm
+    if own is not None:  # raised by MindEval code (an in-process provider, a custom clinician)
         exc = own
         if exc.role == role and exc.model == model and role:
             return exc
