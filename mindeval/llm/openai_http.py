@@ -99,7 +99,7 @@ async def post(api_base: str, key: str | None, body: dict[str, Any], timeout: fl
                                    timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
             raw = await resp.read()
             status, got = resp.status, resp.headers
-    except TimeoutError:
+    except (TimeoutError, asyncio.TimeoutError):  # one class from Python 3.11, two before
         raise Timeout(f"no answer within {timeout:g} s") from None
     except aiohttp.ClientError as exc:
         raise APIConnectionError(f"{type(exc).__name__}: {exc}") from exc
