@@ -33,7 +33,7 @@ def _lookup(model: str) -> tuple[Prices, float] | None:
     if entry.path == "openai-compatible":
         info = model_info(model)
     else:
-        from .gateway import litellm_module
+        from .litellm_lib import litellm_module
 
         try:
             info = litellm_module().get_model_info(model=model)

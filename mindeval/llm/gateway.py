@@ -39,6 +39,7 @@ from . import custom, openai_http
 from .caching import with_breakpoints
 from .cost import cost_usd
 from .limits import limiter_for
+from .litellm_lib import imported, litellm_module
 from .providers import Provider, Reply, known, provider_of
 from .reasoning import split_reasoning
 from .retry import (
@@ -51,11 +52,10 @@ from .retry import (
     to_model_error,
 )
 
-__all__ = ["CALL_SETTINGS", "EMBEDDED_MODEL", "Completion", "ModelSpec", "acomplete", "complete"]
+__all__ = ["CALL_SETTINGS", "EMBEDDED_MODEL", "Completion", "ModelSpec", "acomplete", "complete", "litellm_module"]
 T = TypeVar("T")
 
 _setup_lock = threading.Lock()
-_litellm: Any = None
 
 
 class ModelSpec(ModelRecord):
@@ -111,25 +111,6 @@ class Completion(BaseModel):
     attempts: int = 1  # requests sent for this reply (retries included)
     seed: int | None = None  # the seed of the request that gave this reply (a new one after an empty reply)
     finish_reason: str | None = None  # the provider's; "length": the reply was cut (see :func:`cut_note`)
-
-
-def litellm_module() -> Any:
-    """Import litellm once, for a call or a check that needs it (offline cost map, quiet)."""
-    global _litellm
-    if _litellm is not None:
-        return _litellm
-    with _setup_lock:
-        if _litellm is None:
-            import litellm
-
-            import mindeval  # noqa: F401  (sets LITELLM_LOCAL_MODEL_COST_MAP before import)
-
-            litellm.telemetry = False
-            litellm.suppress_debug_info = True
-            litellm.drop_params = True
-            litellm.modify_params = True  # e.g. Anthropic needs a user message first
-            _litellm = litellm
-    return _litellm
 
 
 def check_model_string(model: str) -> None:
@@ -285,9 +266,10 @@ async def aclose_clients() -> int:
     ``cache_dict``); read, never patched. The worker pool calls this as its loop's last step.
     """
     closed = await openai_http.aclose_sessions()
-    if _litellm is None:
+    litellm = imported()
+    if litellm is None:
         return closed
-    cache = getattr(_litellm, "in_memory_llm_clients_cache", None)
+    cache = getattr(litellm, "in_memory_llm_clients_cache", None)
     entries = getattr(cache, "cache_dict", None)
     if not isinstance(entries, dict):
         return closed

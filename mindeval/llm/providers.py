@@ -128,7 +128,7 @@ def supports_schema(model: str) -> bool:
         from .modelmap import supports_response_schema
 
         return supports_response_schema(model)
-    from .gateway import litellm_module
+    from .litellm_lib import litellm_module
 
     try:
         return bool(litellm_module().supports_response_schema(model=model))

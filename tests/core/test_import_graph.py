@@ -84,6 +84,48 @@ def test_no_upward_imports(importers, forbidden, exempt):
     assert _offenders(importers, forbidden, exempt) == []
 
 
+def _circles(prefix: str) -> list[list[str]]:
+    """Import circles among the modules under ``prefix`` (strongly connected components > 1)."""
+    nodes = sorted(m for m in GRAPH if _within(m, (prefix,)))
+    # a module naming its own package (``from . import x``) is not an edge: the package's __init__
+    # runs before any of its modules
+    edges = {m: sorted(n for n in GRAPH[m] if n in GRAPH and n != m and _within(n, (prefix,))
+                       and not m.startswith(n + ".")) for m in nodes}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in nodes:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_library_has_no_import_circles():
+    """e.g. config -> llm.gateway -> llm.retry -> config was one; lazy imports count."""
+    assert _circles("mindeval") == []
+
+
 def test_records_import_nothing_of_mindeval_but_errors():
     mine = {n for n in GRAPH["mindeval.records"] if _within(n, ("mindeval",))}
     assert mine <= {"mindeval.errors", "mindeval.errors.MindEvalError", "mindeval.files", "mindeval.files.atomic_write"}
