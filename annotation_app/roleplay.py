@@ -22,11 +22,11 @@ from collections.abc import Callable
 
 from sqlalchemy.exc import IntegrityError
 
-from mindeval.config import spec_with_defaults
 from mindeval.errors import MindEvalError, ModelCallError
 from mindeval.llm.gateway import ModelSpec
 from mindeval.prompts import PromptTemplate, load_template, render_clinician
 from mindeval.records import Profile, Turn, profile_from_json
+from mindeval.run_config import spec_with_defaults
 from mindeval.simulate import model_turn, role_view
 from mindeval.store import CallLog, Database
 from mindeval.store.annotations import roleplay as sessions_store
@@ -263,7 +263,7 @@ def _answer(db: Database, annotator_id: int, session_id: int, on_text: Callable[
     system = _clinician_system(study, _profile(sp))
     spec = clinician_spec(study)
     idx = len(turns)
-    from mindeval.llm import embedded  # loads litellm: only when a reply is due
+    from mindeval.llm import embedded  # the embedded model's module: only when a reply is due
 
     messages = role_view(system, turns, "clinician")
     try:

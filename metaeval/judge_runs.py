@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from mindeval import __version__
 from mindeval.authors import load_mapping
-from mindeval.config import DEFAULT_FEWSHOT_K, hash_config
+from mindeval.config import DEFAULT_FEWSHOT_K
 from mindeval.errors import MindEvalError
 from mindeval.files import sha256_file
 from mindeval.records import (
@@ -41,6 +41,7 @@ from mindeval.records import (
     RunSummary,
     TargetInfo,
 )
+from mindeval.run_config import hash_config
 from mindeval.store.runs import RunStore
 from mindeval.targets import target_of
 from mindeval.workers import check_concurrency, run_pool

@@ -19,7 +19,7 @@ code* (:func:`new_nonce`, ``secrets``; never derived from the transcript), store
 before the first call (so a resumed run re-sends the identical request and reuses the
 stored reply) and appends an instruction (``prompts/judge/answer/*.txt``): the answer is
 the JSON object carrying ``"answer_code": "<code>"``, or the lines between ``ANSWER <code>``
-and ``END <code>``. Where litellm says the model supports JSON schemas, the code is also
+and ``END <code>``. Where the provider table says the model supports JSON schemas, the code is also
 enforced by ``response_format`` (an ``enum`` of the one code). A block without the code
 is never the answer; answer blocks that disagree, or a score after the answer that
 disagrees with it, refuse the reply.
@@ -134,15 +134,10 @@ def response_format(g: Guidelines | None = None, nonce: str | None = None,
 
 
 def supports_schema(spec: ModelSpec) -> bool:
-    """True when litellm says the judge model accepts a JSON-schema ``response_format``."""
-    if spec.provider in ("fake", "local"):
-        return False
-    from .llm.gateway import litellm_module
+    """True when the judge model accepts a JSON-schema ``response_format`` (the provider table's rule)."""
+    from .llm.providers import supports_schema as table_says
 
-    try:
-        return bool(litellm_module().supports_response_schema(model=spec.model))
-    except Exception:  # noqa: BLE001 - litellm raises for models it does not know: no schema then
-        return False
+    return table_says(spec.model)
 
 
 def answer_instruction(nonce: str, protocol: str = "mindeval") -> str:
@@ -847,7 +842,7 @@ async def judge_transcript(
     shared = cache_prefix(tpl, base[0]["content"], fewshot, g, protocol, transcript_format, fields)
     channel = "authors" if authors else "nonce"
     rf = None
-    if not authors and protocol == "mindeval" and (spec.provider == "local" or supports_schema(spec)):
+    if not authors and protocol == "mindeval" and supports_schema(spec):
         rf, channel = response_format(g, nonce, allowed), "schema"
     history = list(base)
     last_raw, last_error = "", "no attempt made"

@@ -622,7 +622,7 @@ class RunConfigRecord(_Document):
     (``read_run``, the leaderboard, replay and re-judging, ``metaeval compare``, the app).
 
     ``kind`` says what ``config`` holds: a :class:`BenchmarkConfig` (``benchmark()``; the
-    writer's :class:`mindeval.config.RunConfig`) or a :class:`JudgeRunConfig`
+    writer's :class:`mindeval.run_config.RunConfig`) or a :class:`JudgeRunConfig`
     (``judge_run()``). ``config`` is stored as written, so a file keeps its bytes and hash.
     Files written by earlier versions are read by :meth:`_compatible` (the one place that
     knows their shapes).

@@ -18,9 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .config import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BUDGET_S, RetryPolicy
+from .config import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BUDGET_S
 from .errors import MindEvalError
 from .llm.gateway import ModelSpec
+from .llm.retry import RetryPolicy
 from .records import CONFIG_FILE, RunConfigRecord, validate_row
 from .runner import RunOptions
 
@@ -139,10 +140,10 @@ def _replay(rec: RunConfigRecord, path: Path) -> RunFile:
 
 def check_replay(rf: RunFile, config: Any, path: str | Path = CONFIG_FILE) -> None:
     """A replayed ``config.json`` must give back its own configuration (``config``: the rebuilt
-    :class:`~mindeval.config.RunConfig`); otherwise the differences are the error."""
+    :class:`~mindeval.run_config.RunConfig`); otherwise the differences are the error."""
     if not rf.replay_of or rf.replay_of == config.hash():
         return
-    from .config import config_diff, hashed_view
+    from .run_config import config_diff, hashed_view
 
     diff = config_diff(hashed_view(rf.replay_config), config.hashed_view()) \
         or ["  (a file it names has changed or moved)"]

@@ -29,11 +29,6 @@ from .config import (
     JUDGE_PROTOCOL,
     PAPER_JUDGE_PROMPT,
     TOKENS_PER_MESSAGE,
-    PromptRef,
-    RunConfig,
-    judge_spec_for_protocol,
-    simulation_view,
-    spec_with_defaults,
 )
 from .errors import MindEvalError, ModelCallError
 from .files import sha256_file
@@ -62,6 +57,13 @@ from .records import (
     TargetInfo,
     Usage,
     load_profiles,
+)
+from .run_config import (
+    PromptRef,
+    RunConfig,
+    judge_spec_for_protocol,
+    simulation_view,
+    spec_with_defaults,
 )
 from .simulate import run_interaction
 from .store import runs
@@ -349,7 +351,7 @@ class OpenedRun(BaseModel):
 def open_run(db: Database, config: RunConfig, new_run: bool) -> OpenedRun:
     """Resume the run with this configuration, or start one.
 
-    A stored run that differs only in the judge (:func:`mindeval.config.simulation_view`)
+    A stored run that differs only in the judge (:func:`mindeval.run_config.simulation_view`)
     lends its conversations: the new run judges them and simulates nothing. Any other
     stored configuration is refused with a diff unless ``new_run``.
     """

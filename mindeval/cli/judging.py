@@ -25,12 +25,10 @@ def _is_annotations(source: str) -> bool:
 
 def handle(args: argparse.Namespace) -> int:
     """Exit 0 when every conversation was judged; 1 when a judgment failed."""
-    from ..llm.gateway import set_default_policy
     from ..runfile import rejudge_options, slug
     from ..runner import is_complete, run_benchmark, run_sweep
-    from .options import retry_policy
+    from .options import retry_policy, with_policy
 
-    set_default_policy(retry_policy(args))
     sources = list(args.sources)
     annotated = [s for s in sources if _is_annotations(s)]
     if annotated:
@@ -41,9 +39,9 @@ def handle(args: argparse.Namespace) -> int:
     runs = []
     for src in sources:
         name = Path(src).parent.name if Path(src).is_file() else Path(src).name
-        runs.append(rejudge_options(src, args.out / slug(name) if many else args.out, _judge_options(args),
-                                    db_url=args.db, concurrency=args.concurrency,
-                                    progress=not args.quiet and not many))
+        runs.append(with_policy(rejudge_options(src, args.out / slug(name) if many else args.out,
+                                                _judge_options(args), db_url=args.db, concurrency=args.concurrency,
+                                                progress=not args.quiet and not many), retry_policy(args)))
     summaries = run_sweep(runs) if many else [run_benchmark(runs[0])]
     return 0 if all(is_complete(s) for s in summaries) else 1
 
@@ -55,7 +53,7 @@ def judge_annotations(source: str, args: argparse.Namespace, *, echo: bool = Tru
     from metaeval.judge_runs import JudgeRunOptions, run_judge
 
     from ..profiles.official import official_file
-    from .options import role_spec
+    from .options import retry_policy, role_spec
 
     path = str(official_file("human_annotations.jsonl")) if source == "official" else source
     given = {k: getattr(args, k) for k in ("target", "seed", "mapping", "limit", "label", "zeros", "study", "new_run")
@@ -63,7 +61,8 @@ def judge_annotations(source: str, args: argparse.Namespace, *, echo: bool = Tru
     opts = JudgeRunOptions(
         annotations=path, judge=args.judge, prompt=args.judge_prompt, fewshot_k=args.fewshot_k,
         fewshot_source=args.fewshot_file, repetitions=args.judge_samples, out=str(args.out), db_url=args.db,
-        params=role_spec(args, "judge").model_dump(exclude={"model"}), retries=args.judge_retries,
+        params={**role_spec(args, "judge").model_dump(exclude={"model"}), "retry": retry_policy(args)},
+        retries=args.judge_retries,
         concurrency=args.concurrency, judge_protocol=args.judge_protocol, **given,
     )
     summary = run_judge(opts, echo=print if echo else None)

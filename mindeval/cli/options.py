@@ -62,9 +62,22 @@ def add_retry_options(parser: argparse.ArgumentParser) -> None:
 
 
 def retry_policy(args: argparse.Namespace):
-    from ..config import RetryPolicy
+    """The :class:`~mindeval.llm.retry.RetryPolicy` of ``--max-retries`` / ``--retry-budget-s``
+    (None when the command has no such options: the defaults, which are the same)."""
+    from ..llm.retry import RetryPolicy
 
+    if getattr(args, "max_retries", None) is None:
+        return None
     return RetryPolicy(max_retries=args.max_retries, budget_s=args.retry_budget_s)
+
+
+def with_policy(opts, policy):
+    """``opts`` (:class:`~mindeval.runner.RunOptions`) with ``policy`` on every role's model
+    spec: the retry policy travels with each call, no process-wide setting."""
+    if policy is None:
+        return opts
+    return opts.model_copy(update={role: getattr(opts, role).model_copy(update={"retry": policy})
+                                   for role in ("patient", "clinician", "judge")})
 
 
 def seconds(option: str):

@@ -14,6 +14,7 @@ from ..cli.options import (
     add_target_option,
     retry_policy,
     role_spec,
+    with_policy,
 )
 from ..config import (
     DEFAULT_CONCURRENCY,
@@ -89,7 +90,6 @@ def role_tokens(text: str) -> tuple[str, int]:
 def handle(args: argparse.Namespace) -> int:
     """Exit 0 when every profile was simulated and judged; 1 when something failed or
     --max-cost stopped the run (re-running continues it)."""
-    from ..llm.gateway import set_default_policy
     from ..runner import (
         estimate_run,
         format_estimate,
@@ -99,7 +99,7 @@ def handle(args: argparse.Namespace) -> int:
         run_sweep,
     )
 
-    set_default_policy(retry_policy(args))
+    policy = retry_policy(args)
     opts = options_of(args)
     runs = [opts]
     replay = None
@@ -109,7 +109,7 @@ def handle(args: argparse.Namespace) -> int:
         rf = read_run_file(args.config)
         explicit = _explicit(args, opts)
         if "max_retries" not in explicit and "retry_budget_s" not in explicit:
-            set_default_policy(rf.policy())
+            policy = rf.policy()
         if "clinician" in explicit:
             rf.clinicians = [opts.clinician]
         if "judge" in explicit:
@@ -121,6 +121,7 @@ def handle(args: argparse.Namespace) -> int:
             runs = [o.model_copy(update={"progress": False}) for o in runs]
     elif args.out is None:
         raise MindEvalError("give --out DIR (or --config FILE)", field="--out")
+    runs = [with_policy(o, policy) for o in runs]
     if args.dry_run:
         for o in runs:
             prep = prepare(o)

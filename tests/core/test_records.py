@@ -133,8 +133,8 @@ PINNED_CONFIG = Path(__file__).parent / "data" / "config_before_model_home.json"
 
 def test_a_config_saved_before_keeps_its_hash_and_bytes(tmp_path):
     """Model settings have one home (ModelRecord, which ModelSpec builds on): old runs still resume."""
-    from mindeval.config import RunConfig
     from mindeval.llm.gateway import ModelSpec
+    from mindeval.run_config import RunConfig
 
     assert issubclass(ModelSpec, ModelRecord)
     rec = RunConfigRecord.read(PINNED_CONFIG)

@@ -11,7 +11,6 @@ from urllib.request import Request, urlopen
 import pytest
 from support.fault_server import FaultServer, count_tokens
 
-from mindeval.config import RunConfig
 from mindeval.judge import build_judge_messages, cache_prefix
 from mindeval.llm.caching import uses_breakpoints, with_breakpoints
 from mindeval.llm.cost import billed_input_tokens, cost_usd, price_per_token
@@ -19,6 +18,7 @@ from mindeval.llm.gateway import ModelSpec, acomplete, complete
 from mindeval.prompts import load_template
 from mindeval.records import Usage, load_profiles
 from mindeval.resources import data_dir
+from mindeval.run_config import RunConfig
 
 CLAUDE = "anthropic/claude-haiku-4-5"
 
