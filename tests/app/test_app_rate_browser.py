@@ -409,7 +409,7 @@ def kept_in_browser(page, n: int) -> None:
 
 def test_scores_of_a_tab_that_crashed_are_restored_by_the_next_tab(app, tmp_path):
     """Three clicks that never reached the server (the connection drops what the page sends),
-    then the tab crashes (no leave prompt, no unload): a new tab on the same transcript finds
+    then the tab dies without its leave prompt: a new tab on the same transcript finds
     them, says "Restored 3 unsent changes", and stores them, and nothing else."""
     base, ws = app
     gen = open_browser(tmp_path, 1280, 720)
@@ -430,8 +430,9 @@ def test_scores_of_a_tab_that_crashed_are_restored_by_the_next_tab(app, tmp_path
         kept_in_browser(tab, 3)
         whole_rating(ws, v, aid, {})  # nothing reached the server
         assert errors == []
-        tab.context.new_cdp_session(tab).send("Page.crash")  # no beforeunload, no pagehide
-        new = tab.context.new_page()
+        ctx = tab.context
+        tab.close()  # the tab dies: no leave prompt (run_before_unload is off), its sessionStorage gone
+        new = ctx.new_page()
         new.set_default_timeout(60_000)
         new_errors = page_errors(new)
         new.goto(url)
