@@ -228,12 +228,16 @@ def compact_page() -> None:
 
 
 def save_status(saved: list[str], text: str, *, texts: dict[str, str] | None = None, assignment: int = 0,
-                version: int = 0, refused: int = 0) -> None:
+                version: int = 0, refused: int = 0, form: str = "", subaxes: list[str] | None = None,
+                owner: str = "") -> None:
     """What the database holds, as the labels the form shows ("" when unset), and its texts, for
     the page to compare with what it shows (assets/rate_keys.js says "Not saved yet" while a
     shown score or text differs from the stored one, and keeps such changes in the browser);
     ``refused`` counts this tab's writes refused as stale (the browser then forgets the changes
-    made on this page load; see assets/rate_keys.js)."""
+    made on this page load; see assets/rate_keys.js). ``form`` is the widget-key prefix of the
+    form shown and ``subaxes`` its sub-axis ids in order (the script finds a field's radio group
+    by ``st-key-<form>_<sub-axis>``, never by position); ``owner`` names the rating (user, study,
+    transcript) under which the browser keeps unsent changes."""
     values = html.escape(json.dumps(saved))
     stored = html.escape(json.dumps(texts or {}))
     run = st.session_state["_rate_run"] = st.session_state.get("_rate_run", 0) + 1  # a new render, seen by the page
@@ -241,6 +245,8 @@ def save_status(saved: list[str], text: str, *, texts: dict[str, str] | None = N
             f'data-mindeval-run="{run}" '
             f'data-mindeval-texts="{stored}" data-mindeval-assignment="{int(assignment)}" '
             f'data-mindeval-version="{int(version)}" data-mindeval-refused="{int(refused)}" '
+            f'data-mindeval-form="{html.escape(form)}" data-mindeval-subaxes="{html.escape(json.dumps(subaxes or []))}" '
+            f'data-mindeval-owner="{html.escape(owner)}" '
             f'data-mindeval-text="{html.escape(text)}">{html.escape(text)}</p>')
 
 
