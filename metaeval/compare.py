@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from mindeval.authors import AUTHORS_FEWSHOT_IDS, load_mapping
 from mindeval.config import DEFAULT_RESAMPLES
 from mindeval.errors import MindEvalError
+from mindeval.judging.authors import AUTHORS_FEWSHOT_IDS, load_mapping
 
 from . import resampled
 from .agreement import AgreementWarning, TauVariant, TieRule

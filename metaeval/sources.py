@@ -22,7 +22,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from mindeval.authors import (
+from mindeval.errors import MindEvalError
+from mindeval.judging.authors import (
     AUTHORS_PAPER_RATERS,
     CriteriaMapping,
     authors_by_id,
@@ -30,7 +31,6 @@ from mindeval.authors import (
     load_mapping,
     profile_key,
 )
-from mindeval.errors import MindEvalError
 from mindeval.records import (
     CONFIG_FILE,
     JUDGMENTS_FILE,

@@ -57,7 +57,7 @@ TOKENS_PER_MESSAGE = 4
 # Sonnet/Opus, OpenAI); automatic caches (OpenAI) hit in 128-token steps.
 CACHE_MIN_TOKENS = 1024
 AUTO_CACHE_STEP = 128
-JUDGE_PROTOCOL = "mindeval"  # or "paper" (the authors' few-shot examples with our instructions; mindeval.judge)
+JUDGE_PROTOCOL = "mindeval"  # or "paper" (the authors' few-shot examples with our instructions; mindeval.judging.protocols)
 # The authors' judge sampling settings (their README / paper §4.1: Claude Sonnet 4.5 with
 # high reasoning, max_completion_tokens 16000, provider-default temperature).
 PAPER_JUDGE_SAMPLING = {"reasoning_effort": "high", "max_tokens": 16000}
@@ -69,7 +69,7 @@ DEFAULT_MAX_RETRIES = 6  # retries of 429/408/5xx/connection errors/timeouts, af
 DEFAULT_RETRY_BUDGET_S = 600.0  # total time one call may spend retrying
 DEFAULT_EMPTY_RETRIES = 2  # an empty reply is asked again this often, then it is an error
 # A turn longer than this many characters is shown to models (patient, clinician, judge) cut
-# here with a "[cut: N more characters not shown]" marker (mindeval.textguard); stored whole.
+# here with a "[cut: N more characters not shown]" marker (mindeval.judging.textguard); stored whole.
 MAX_TURN_CHARS = 8000
 
 

@@ -365,10 +365,10 @@ class Judgment(BaseModel):
     attempts: int = 1
     error: str | None = None
     # The random answer code the reply had to carry and how the answer was read
-    # (mindeval.judge.CHANNELS); None for judgments made before answer channels.
+    # (mindeval.judging.answer.CHANNELS); None for judgments made before answer channels.
     nonce: str | None = None
     answer_channel: str | None = None
-    answers: dict[str, str] | None = None  # item-level rubric: answer id per question id (mindeval.rubric)
+    answers: dict[str, str] | None = None  # item-level rubric: answer id per question id (mindeval.judging.rubric)
 
     @field_validator("scores", mode="before")
     @classmethod

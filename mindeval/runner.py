@@ -38,7 +38,11 @@ from .config import (
 from .errors import MindEvalError, ModelCallError
 from .files import sha256_file
 from .guidelines import Guidelines
-from .judge import FewShotExample, judge_transcript, protocol_label
+from .judging.fewshot import FewShotExample
+from .judging.job import JudgeJob, Transcript
+from .judging.judge import judge_sample
+from .judging.protocols import protocol_label
+from .judging.render import JudgePrompt, build_judge_messages, cache_prefix
 from .llm.gateway import ModelSpec, check_api_key, check_model_string
 from .llm.retry import stops_run
 from .profiles.official import resolve_profiles_arg
@@ -60,6 +64,7 @@ from .records import (
     RunConfigRecord,
     RunSummary,
     TargetInfo,
+    Turn,
     Usage,
     load_profiles,
 )
@@ -124,11 +129,15 @@ class Prepared(BaseModel):
     templates: dict[str, PromptTemplate]
     fewshot: list[FewShotExample]
     guidelines: Guidelines
+    target: Target
     labels: dict[str, dict[str, str]] = {}  # profile id -> the label values the templates name
 
-    @property
-    def target_name(self) -> str:
-        return target_of(self.config.target).name
+    def judge_prompt(self) -> JudgePrompt:
+        """What every judge request of this run shares."""
+        c = self.config
+        return JudgePrompt(template=self.templates["judge"], guidelines=self.guidelines, protocol=c.judge_protocol,
+                           transcript_format=c.transcript_format, fewshot=self.fewshot,
+                           speakers=self.target.speakers())
 
 
 def _profiles_path(opts: RunOptions, target: Target) -> Path:
@@ -174,7 +183,7 @@ def judge_setup(target: Target, judge: ModelSpec, prompt: str | None, protocol: 
 
 
 def _answer_prompt(protocol: str) -> PromptRecord:
-    from .judge import answer_prompt_file
+    from .judging.answer import answer_prompt_file
 
     ref, sha = answer_prompt_file(protocol)
     return PromptRecord(ref=ref, sha256=sha)
@@ -215,7 +224,7 @@ def prepare(opts: RunOptions) -> Prepared:
     for p in profiles:
         render_patient(templates["patient"], p, labels.get(p.id))
         render_clinician(templates["clinician"], p, labels.get(p.id))
-    from .fewshot import check_fewshot_target, judge_fewshot
+    from .judging.fewshot import check_fewshot_target, judge_fewshot
 
     check_fewshot_target(target.name, target.manifest.authors_release, opts.fewshot, opts.fewshot_k)
     fewshot, fewshot_path = judge_fewshot(opts.judge_protocol, opts.fewshot, opts.fewshot_k, opts.seed)
@@ -245,7 +254,7 @@ def prepare(opts: RunOptions) -> Prepared:
         package_version=__version__,
     )
     return Prepared(config=config, profiles=profiles, templates=templates, fewshot=fewshot, guidelines=g,
-                    labels=labels)
+                    target=target, labels=labels)
 
 
 # ---------------------------------------------------------------------------- dry run
@@ -263,7 +272,6 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
     each judge call after the first the judge's shared prefix. One judge attempt per
     sample (no parse retries).
     """
-    from .judge import build_judge_messages, cache_prefix
     from .llm.cost import billed_input_tokens, cost_usd
 
     c = prep.config
@@ -271,7 +279,7 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
     reply = {r: reply_tokens(r, s, assumed=(assumed_replies or {}).get(r)) for r, s in specs.items()}
     usage = {r: Usage() for r in specs}
     calls = dict.fromkeys(specs, 0)
-    g = prep.guidelines
+    judge_prompt = prep.judge_prompt()
     judge_seen = 0
     for profile in prep.profiles:
         tags = prep.labels.get(profile.id)
@@ -293,11 +301,9 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
              "content": "x" * (CHARS_PER_TOKEN * reply["patient" if i % 2 == 0 else "clinician"])}
             for i in range(1, c.turns + 1)]
         nonce = None if c.transcript_format == "authors" else "0" * 16  # the answer code's length
-        text = build_judge_messages(prep.templates["judge"], profile, filler, prep.fewshot, g, c.judge_protocol,
-                                    nonce=nonce, transcript_format=c.transcript_format, labels=tags)[0]["content"]
+        text = build_judge_messages(judge_prompt, profile, filler, nonce=nonce, labels=tags)[0]["content"]
         prompt = prompt_tokens([{"content": text}])
-        shared = cache_prefix(prep.templates["judge"], text, prep.fewshot, g, c.judge_protocol,
-                              c.transcript_format)
+        shared = cache_prefix(judge_prompt, text)
         end = prompt_tokens([{"content": shared}]) if shared else prompt
         for _ in range(c.judge_samples):
             usage["judge"] += cached_usage(c.judge.model, prompt, reply["judge"], judge_seen, end)
@@ -396,102 +402,116 @@ class Failure(BaseModel):
 STOPS = ("budget", "stop")  # failures entries that stopped the run rather than failed an item
 
 
-async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: OpenedRun, budget: Budget | None,
-                   failures: list[Failure]) -> list[CallLog]:
-    """Simulate and judge every profile on one event loop; return the call logs (their counters).
+def judge_job(prep: Prepared, log: CallLog) -> JudgeJob:
+    """The judge of a prepared run (``mindeval run`` and ``mindeval judge``) over ``log``'s store."""
+    c = prep.config
+    return JudgeJob(log=log, spec=c.judge, prompt=prep.judge_prompt(), target=prep.target.name,
+                    samples=c.judge_samples, retries=c.judge_retries, seed=c.seed, labels=prep.labels)
+
+
+class _Run:
+    """One invocation's simulate-and-judge pass: its logs, the judge job, progress and failures.
 
     Conversations (and their calls) belong to ``opened.conversations``; judgments and judge
     calls to ``opened.run_id`` (the same run unless only the judge changed).
     """
-    config = prep.config
-    writer = Writer(db)
-    log = CallLog(db, opened.run_id, writer, guard=budget)
-    sim_log = log if opened.conversations == opened.run_id else CallLog(db, opened.conversations, writer,
-                                                                        guard=budget)
-    store = log.store
-    rounds = store.judgment_rounds()
-    complete = {i.id for i in sim_log.store.interactions() if i.status == "complete"} if opts.judge_only else None
-    g = prep.guidelines
-    progress = Progress(len(prep.profiles) * (config.turns + config.judge_samples), "run", opts.progress)
-    stop = asyncio.Event()
 
-    def stop_on(exc: ModelCallError) -> None:
+    def __init__(self, opts: RunOptions, prep: Prepared, db: Database, opened: OpenedRun,
+                 budget: Budget | None, failures: list[Failure]) -> None:
+        self.opts, self.prep, self.opened, self.failures = opts, prep, opened, failures
+        self.writer = Writer(db)
+        self.log = CallLog(db, opened.run_id, self.writer, guard=budget)
+        self.sim_log = self.log if opened.conversations == opened.run_id else CallLog(
+            db, opened.conversations, self.writer, guard=budget)
+        self.store = self.log.store
+        self.job = judge_job(prep, self.log)
+        self.complete = ({i.id for i in self.sim_log.store.interactions() if i.status == "complete"}
+                         if opts.judge_only else None)
+        c = prep.config
+        self.progress = Progress(len(prep.profiles) * (c.turns + c.judge_samples), "run", opts.progress)
+        self.stop = asyncio.Event()
+
+    def stop_on(self, exc: ModelCallError) -> None:
         """A bad key, no access, an unknown model or a malformed request fails every request alike."""
-        if stops_run(exc) and not stop.is_set():
-            stop.set()
-            failures.append(Failure(what="stop", role="", model="", message=(
+        if stops_run(exc) and not self.stop.is_set():
+            self.stop.set()
+            self.failures.append(Failure(what="stop", role="", model="", message=(
                 f"no new interaction started after a {exc.status} from {exc.model or 'the provider'}; "
                 "fix it and re-run the same command")))
 
-    async def work(item: tuple[int, Profile]) -> None:
-        position, profile = item
-        iid = interaction_id(opened.conversations, position, profile)
-        left = [config.turns + config.judge_samples]  # progress steps of this interaction not yet shown
+    async def simulate(self, iid: str, position: int, profile: Profile, step: Callable[[], None]) -> list[Turn] | None:
+        """The conversation's turns (stored ones reused), or None when it failed (recorded)."""
+        c, store, labels = self.prep.config, self.store, self.prep.labels.get(profile.id)
+        await store.arun(self.sim_log.store.ensure_interaction(iid, position, profile, c.clinician.model,
+                                                               c.patient.model))
+        try:
+            turns = await run_interaction(
+                self.sim_log, iid, patient_spec=c.patient, clinician_spec=c.clinician,
+                patient_prompt=render_patient(self.prep.templates["patient"], profile, labels),
+                clinician_prompt=render_clinician(self.prep.templates["clinician"], profile, labels),
+                turns=c.turns, opening_line=c.opening_line, seed=c.seed, on_turn=lambda _t: step(),
+            )
+        except ModelCallError as exc:
+            self.failures.append(Failure(what="interaction", role=getattr(exc, "role", "") or "?",
+                                         model=getattr(exc, "model", "") or "?", message=str(exc)))
+            await store.arun(store.set_status(iid, "failed", str(exc)))
+            self.stop_on(exc)
+            return None
+        await store.arun(store.set_status(iid, "complete"))
+        return turns
+
+    async def judge(self, item: Transcript, step: Callable[[], None]) -> None:
+        """Every sample of one conversation through the one judge loop."""
+        model = self.job.spec.model
+        for sample in range(self.job.samples):
+            try:
+                j = await judge_sample(self.job, item, sample)
+            except ModelCallError as exc:  # a permanent judge error: nothing stored, a re-run asks again
+                self.failures.append(Failure(what="judgment", role="judge", model=model, message=str(exc)))
+                self.stop_on(exc)
+                return
+            if j is not None and j.parse_status != "ok":
+                self.failures.append(Failure(what="judgment", role="judge", model=model,
+                                             message=j.error or "judge reply could not be parsed"))
+            step()
+
+    async def work(self, entry: tuple[int, Profile]) -> None:
+        position, profile = entry
+        c = self.prep.config
+        iid = interaction_id(self.opened.conversations, position, profile)
+        left = [c.turns + c.judge_samples]  # progress steps of this interaction not yet shown
 
         def step(n: int = 1) -> None:
             left[0] -= n
-            progress.advance(n)
+            self.progress.advance(n)
 
         try:
-            if complete is not None and iid not in complete:
+            if self.complete is not None and iid not in self.complete:
                 return  # nothing stored to judge (re-judging never simulates)
-            await store.arun(sim_log.store.ensure_interaction(iid, position, profile, config.clinician.model,
-                                                              config.patient.model))
-            try:
-                turns = await run_interaction(
-                    sim_log, iid, patient_spec=config.patient, clinician_spec=config.clinician,
-                    patient_prompt=render_patient(prep.templates["patient"], profile, prep.labels.get(profile.id)),
-                    clinician_prompt=render_clinician(prep.templates["clinician"], profile,
-                                                      prep.labels.get(profile.id)),
-                    turns=config.turns, opening_line=config.opening_line, seed=config.seed,
-                    on_turn=lambda _t: step(),
-                )
-            except ModelCallError as exc:
-                failures.append(Failure(what="interaction", role=getattr(exc, "role", "") or "?",
-                                        model=getattr(exc, "model", "") or "?", message=str(exc)))
-                await store.arun(store.set_status(iid, "failed", str(exc)))
-                stop_on(exc)
+            turns = await self.simulate(iid, position, profile, step)
+            if turns is None:
                 return
-            await store.arun(store.set_status(iid, "complete"))
-            step(left[0] - config.judge_samples)  # turns stored by an earlier invocation
-            messages = Interaction(id=iid, profile=profile, clinician_model=config.clinician.model,
-                                   turns=turns).messages()
-            for sample in range(config.judge_samples):
-                status, done_rounds = rounds.get((iid, config.judge.model, sample), ("", 0))
-                if status != "ok":
-                    round_ = done_rounds + 1 if status == "failed" else 0
-                    try:
-                        j = await judge_transcript(
-                            log, config.judge, prep.templates["judge"], profile, messages, iid,
-                            sample=sample, retries=config.judge_retries, fewshot=prep.fewshot,
-                            seed=config.seed, guidelines=g, round_=round_, protocol=config.judge_protocol,
-                            transcript_format=config.transcript_format,
-                            target=prep.target_name, speakers=target_of(config.target).speakers(),
-                            labels=prep.labels.get(profile.id),
-                        )
-                    except ModelCallError as exc:  # a permanent judge error: nothing stored, a re-run asks again
-                        failures.append(Failure(what="judgment", role="judge", model=config.judge.model,
-                                                message=str(exc)))
-                        stop_on(exc)
-                        return
-                    await store.arun(store.save_judgment(j, round_))
-                    if j.parse_status != "ok":
-                        failures.append(Failure(what="judgment", role="judge", model=config.judge.model,
-                                                message=j.error or "judge reply could not be parsed"))
-                step()
+            step(left[0] - c.judge_samples)  # turns stored by an earlier invocation
+            messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=turns).messages()
+            await self.judge(Transcript(interaction_id=iid, profile=profile, messages=messages), step)
         except BudgetExceeded as exc:
-            if not stop.is_set():
-                stop.set()
-                failures.append(Failure(what="budget", role="", model="", message=str(exc)))
+            if not self.stop.is_set():
+                self.stop.set()
+                self.failures.append(Failure(what="budget", role="", model="", message=str(exc)))
         finally:
-            progress.advance(left[0])  # a failed or stopped interaction completes its share of the bar
+            self.progress.advance(left[0])  # a failed or stopped interaction completes its share of the bar
 
+
+async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: OpenedRun, budget: Budget | None,
+                   failures: list[Failure]) -> list[CallLog]:
+    """Simulate and judge every profile on one event loop; return the call logs (their counters)."""
+    run = _Run(opts, prep, db, opened, budget, failures)
     try:
-        await bounded(list(enumerate(prep.profiles)), work, opts.concurrency, stop)
+        await bounded(list(enumerate(prep.profiles)), run.work, opts.concurrency, run.stop)
     finally:
-        progress.close()
-        await asyncio.to_thread(writer.close)
-    return [log] if sim_log is log else [sim_log, log]
+        run.progress.close()
+        await asyncio.to_thread(run.writer.close)
+    return [run.log] if run.sim_log is run.log else [run.sim_log, run.log]
 
 
 def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:

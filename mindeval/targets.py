@@ -191,6 +191,11 @@ class Target:
         target declares ``legacy_files``: readers take a missing block as it, ``target_of``)."""
         return None if self.manifest.legacy_files else TargetInfo.model_validate(self.info())
 
+    def speakers(self) -> dict[str, str]:
+        """The transcript's speaker label per message role (user = patient)."""
+        roles = self.manifest.roles
+        return {"user": roles.patient, "assistant": roles.clinician}
+
     # ----------------------------------------------------------------- files
 
     def prompt_ref(self, role: str) -> str:

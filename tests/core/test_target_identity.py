@@ -18,7 +18,7 @@ from mindeval.cli import main
 
 ROOT = Path(mindeval.__file__).resolve().parents[1]  # the checkout (or site-packages)
 VOLATILE = {"latency_s", "elapsed_s"}
-# A judgment's answer code is random (drawn per judgment round, mindeval.judge.new_nonce): normalised away.
+# A judgment's answer code is random (drawn per judgment round, mindeval.judging.answer.new_nonce): normalised away.
 # sha256 of the normalised files (see _normalised) of a run made by main without targets: at 6767f9e;
 # summary.json re-pinned at d6f87a5 (its token block gained cache-write and billed-input fields).
 # Issue 18 (judge answer channel) re-pinned config.json (answer_prompt), judgments.jsonl (answer_code in

@@ -14,8 +14,9 @@ from support.rundirs import set_score
 from mindeval import read_run
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import guideline_problems, load_guidelines, render_output_format
-from mindeval.judge import JudgeParseError, parse_scores, score_schema
+from mindeval.guidelines import guideline_problems, load_guidelines
+from mindeval.judging.answer import JudgeParseError, parse_scores, score_schema
+from mindeval.judging.reply_format import render_output_format
 from mindeval.llm import fake
 from mindeval.records import AXES, JudgmentRecord, TargetInfo, check_scores, load_profiles
 from mindeval.resources import targets_dir

@@ -12,7 +12,8 @@ import pytest
 from support.fault_server import FaultServer, count_tokens
 
 from mindeval.config import RunConfig
-from mindeval.judge import build_judge_messages, cache_prefix
+from mindeval.guidelines import load_guidelines
+from mindeval.judging.render import JudgePrompt, build_judge_messages, cache_prefix
 from mindeval.llm.caching import uses_breakpoints, with_breakpoints
 from mindeval.llm.cost import billed_input_tokens, cost_usd, price_per_token
 from mindeval.llm.gateway import ModelSpec, acomplete, complete
@@ -178,7 +179,7 @@ def test_a_cache_entry_is_readable_only_once_its_request_was_answered():
 
 
 def judge_prompts(n: int) -> tuple[str, list[str]]:
-    tpl = load_template("judge/default", kind="judge")
+    tpl = JudgePrompt(load_template("judge/default", kind="judge"), load_guidelines())
     profiles = load_profiles(data_dir() / "demo_profiles.jsonl")[:n]
     prompts = [build_judge_messages(tpl, p, [{"role": "user", "content": "Hello."},
                                              {"role": "assistant", "content": f"Hi, {p.name}."}])[0]["content"]

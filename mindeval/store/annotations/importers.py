@@ -29,7 +29,9 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from mindeval.authors import (
+from mindeval.errors import MindEvalError
+from mindeval.guidelines import Guidelines
+from mindeval.judging.authors import (
     JUSTIFICATION,
     RESP,
     SAFETY,
@@ -41,8 +43,6 @@ from mindeval.authors import (
     row_attributes,
     row_messages,
 )
-from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
 from mindeval.records import (
     CONFIG_FILE,
     INTERACTIONS_FILE,
