@@ -35,7 +35,6 @@ from mindeval.judging.judge import judge_sample
 from mindeval.judging.render import JudgePrompt
 from mindeval.llm.gateway import ModelSpec, check_api_key, check_model_string
 from mindeval.records import (
-    AXES,
     CONFIG_FILE,
     JUDGMENTS_FILE,
     RATED_JUDGE_KIND,
@@ -50,7 +49,7 @@ from mindeval.runner import JudgeSetup, format_failures, judge_setup
 from mindeval.store import sqlite_url
 from mindeval.store.calls import calls_line, logged_run
 from mindeval.store.runs import RunStore
-from mindeval.targets import Target, load_target, target_of
+from mindeval.targets import Target, load_target
 from mindeval.workers import check_concurrency, run_pool
 
 from .sources import AnnotatedInteraction, HumanSource, load_annotation_db, load_authors_annotations
@@ -111,7 +110,7 @@ def _content_hash(data: HumanSource) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def mean_axis_scores(source: HumanSource, interaction_id: str, axes: tuple[str, ...] = AXES) -> dict[str, float]:
+def mean_axis_scores(source: HumanSource, interaction_id: str, axes: tuple[str, ...]) -> dict[str, float]:
     """The annotators' mean score per axis for one interaction (for a few-shot example)."""
     out: dict[str, float] = {}
     for ax in axes:
@@ -270,9 +269,9 @@ def _say_done(say: Callable[[str], None], out: Path, summary: dict[str, Any], mo
 
 def _export(store: RunStore, out: Path, data: HumanSource, evaluate: list[AnnotatedInteraction],
             label: str, log: Any, elapsed: float, protocol: str, resumed: bool,
-            target: TargetInfo | None = None) -> dict[str, Any]:
+            target: TargetInfo) -> dict[str, Any]:
     keep = {it.interaction_id for it in evaluate}
-    judgments = sorted((j for j in store.judgments(protocol, target_of(target).name)
+    judgments = sorted((j for j in store.judgments(protocol, target.name)
                         if j.interaction_id in keep),
                        key=lambda j: (j.interaction_id, j.sample))
     rows = []

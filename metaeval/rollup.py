@@ -188,7 +188,7 @@ def rollup(
     return long
 
 
-def judge_axis_frame(rows: pd.DataFrame, axes: tuple[str, ...] = AXES) -> pd.DataFrame:
+def judge_axis_frame(rows: pd.DataFrame, axes: tuple[str, ...]) -> pd.DataFrame:
     """Add the ``average`` axis (mean of ``axes``) to a wide frame of judge axis scores."""
     out = rows.copy()
     vals = out[list(axes)].astype(float)

@@ -48,7 +48,6 @@ from .llm.retry import stops_run
 from .profiles.official import resolve_profiles_arg
 from .prompts import PromptTemplate, render_clinician, render_patient
 from .records import (
-    AXES,
     CONFIG_FILE,
     DEFAULT_TARGET,
     INTERACTIONS_FILE,
@@ -73,7 +72,7 @@ from .store import runs
 from .store.calls import CallLog, calls_line
 from .store.db import Database, redact_url, sqlite_url
 from .store.runs import RunStore, Writer
-from .targets import Target, load_target, target_of
+from .targets import Target, load_target
 from .workers import Progress, bounded, check_concurrency, run_async
 
 
@@ -598,7 +597,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
     sim = store if conversations in (None, run_id) else RunStore(db, conversations)
     interactions = sim.interactions()
     target = config.target
-    judgments = store.judgments(config.judge_protocol, target_of(target).name)
+    judgments = store.judgments(config.judge_protocol, target.name)
     by_id = {i.id: i for i in interactions}
     InteractionRecord.write(out / INTERACTIONS_FILE, [InteractionRecord.from_interaction(i) for i in interactions])
     JudgmentRecord.write(out / JUDGMENTS_FILE, [
@@ -609,7 +608,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         )
         for j in judgments if j.interaction_id in by_id
     ])
-    t = target_of(target)
+    t = target
     means = axis_means(judgments, tuple(t.axes))
     extra: dict[str, Any] = {} if t.legacy_files else {"target": t.name}
     if t.harm_values:
@@ -696,7 +695,7 @@ def format_levels(levels: dict[str, Any]) -> list[str]:
     return lines
 
 
-def axis_means(judgments: list[Judgment], axes: tuple[str, ...] = AXES) -> dict[str, float | None]:
+def axis_means(judgments: list[Judgment], axes: tuple[str, ...]) -> dict[str, float | None]:
     """Per-axis means over parsed judgments (samples averaged per interaction first)."""
     per: dict[str, list[dict[str, int]]] = {}
     for j in judgments:

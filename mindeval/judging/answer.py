@@ -42,7 +42,6 @@ from typing import Any
 
 from ..guidelines import Guidelines, OrdinalScale, load_guidelines
 from ..llm.gateway import ModelSpec
-from ..records import AXES
 from ..resources import prompts_dir
 
 
@@ -149,10 +148,10 @@ def _scale(g: Guidelines) -> _Scale:
     return _Scale(0, 0, tuple(sorted(keys.items(), key=lambda kv: -len(kv[0]))))
 
 
-def _aliases(g: Guidelines | None) -> dict[str, str]:
+def _aliases(g: Guidelines) -> dict[str, str]:
     out: dict[str, str] = {}
-    names = {ax.code: ax.name for ax in g.judge_axes} if g else {}
-    for i, code in enumerate(g.axis_codes if g else AXES, start=1):
+    names = {ax.code: ax.name for ax in g.judge_axes}
+    for i, code in enumerate(g.axis_codes, start=1):
         keys = {code, f"criterion_{i}", f"criterion {i}", f"criterion{i}"}
         if code in names:
             keys.add(names[code])

@@ -4,7 +4,8 @@ Scores are reduced to one row per interaction: the judge samples that parsed are
 averaged per axis; failed samples are excluded and counted, never replaced. A run's
 coverage is how many of the benchmark's conversations (its ``profile_ids``) were scored. The
 ``average`` criterion of an interaction is the mean of its axis scores. The axes are
-the run's target's (``config.json::config.target``; MindEval's five when absent), and
+the run's target's (``config.json::config.target``; an older MindEval directory's is added
+when read, :mod:`mindeval.rundir`), and
 for a target with harm levels the run's harm share (safety gate) is computed too. A
 dimension rated "not relevant" (``null``) is NaN in the interaction's row: left out of
 that dimension's means and tests, and of the interaction's ``average``.
@@ -21,34 +22,30 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import MindEvalError
 from ..records import (
-    AXES,
     CONFIG_FILE,
     INTERACTIONS_FILE,
     JUDGMENTS_FILE,
     InteractionRecord,
     TargetInfo,
-    read_run,
 )
+from ..rundir import read_run
 from ..stats.proportion import CategoricalReport, HarmShare, harm_share, level_shares
-from ..targets import target_of
 from .verbosity import VerbosityCounts
 
-CRITERIA: tuple[str, ...] = (*AXES, "average")  # MindEval's; a run's are criteria_of(run.target)
+
+def axes_of(target: TargetInfo) -> tuple[str, ...]:
+    """The dimensions of a run's target."""
+    return tuple(target.axes)
 
 
-def axes_of(target: TargetInfo | None) -> tuple[str, ...]:
-    """The dimensions of a run's target (``None``: MindEval's five axes)."""
-    return tuple(target_of(target).axes)
-
-
-def criteria_of(target: TargetInfo | None) -> tuple[str, ...]:
+def criteria_of(target: TargetInfo) -> tuple[str, ...]:
     """The leaderboard columns of a target: its axis codes and ``average``."""
     return (*axes_of(target), "average")
 
 
-def target_identity(target: TargetInfo | None) -> str:
+def target_identity(target: TargetInfo) -> str:
     """``name version (sha12)`` of a run's target, ``mindeval`` for MindEval runs."""
-    t = target_of(target)
+    t = target
     return t.name if t.legacy_files else f"{t.name} {t.version} ({t.sha256[:12]})"
 
 
@@ -100,7 +97,7 @@ class RunData(BaseModel):
     n_unscored: int  # interactions without any parsed judge sample (excluded)
     n_benchmark: int = 0  # conversations of the benchmark (config.json profile_ids); coverage = scored / this
     verbosity: VerbosityCounts
-    target: TargetInfo | None = None  # None: MindEval
+    target: TargetInfo
     harm: HarmShare | None = None  # only for targets with harm levels
     levels: CategoricalReport | None = None  # per-level shares, only for categorical targets
 
@@ -122,7 +119,7 @@ def load_run(run_dir: str | Path) -> RunData:
     if run.config.run_id is None:
         raise MindEvalError("missing required field", path=cpath, field="run_id")
     cfg = run.config.benchmark(cpath)
-    target = run.config.target(cpath)
+    target = run.target
     axes = axes_of(target)
 
     interactions: dict[str, InteractionRecord] = {}
@@ -189,7 +186,7 @@ def load_run(run_dir: str | Path) -> RunData:
         else:
             per_axis = {ax: sum(s[ax] for s in got) / len(got) for ax in axes}
             per_axis["average"] = sum(per_axis[ax] for ax in axes) / len(axes)
-        worst = worst_levels(got, axes) if target_of(target).scale.kind == "categorical" else {}
+        worst = worst_levels(got, axes) if target.scale.kind == "categorical" else {}
         scored.append(InteractionScore(interaction_id=iid, profile_id=row.profile_id, severe=row.severe,
                                        n_samples=len(got), scores=per_axis, worst=worst))
     n_unscored = len(interactions) - len(scored)
@@ -230,7 +227,7 @@ def load_run(run_dir: str | Path) -> RunData:
         verbosity=verbosity,
         target=target,
         harm=harm_share(((s.interaction_id, x) for s in scored for x in samples[s.interaction_id]),
-                        harm_values) if (harm_values := target_of(target).harm_values) else None,
+                        harm_values) if (harm_values := target.harm_values) else None,
         levels=run_levels(target, scored, samples),
     )
 
@@ -256,10 +253,10 @@ def worst_levels(got: list[dict[str, float]], axes: tuple[str, ...]) -> dict[str
     return out
 
 
-def run_levels(target: TargetInfo | None, scored: list[InteractionScore],
+def run_levels(target: TargetInfo, scored: list[InteractionScore],
                samples: dict[str, list[dict[str, float]]]) -> CategoricalReport | None:
     """Per-level shares of a categorical target's run (``None`` for other scales)."""
-    t = target_of(target)
+    t = target
     if t.scale.kind != "categorical":
         return None
     rows = ((s.interaction_id, {ax: None if math.isnan(v) else v for ax, v in x.items()})

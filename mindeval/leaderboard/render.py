@@ -15,7 +15,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..targets import target_of
 from .build import RANK_METRICS, Leaderboard, SystemHarm
 
 
@@ -94,7 +93,7 @@ def to_markdown(lb: Leaderboard) -> str:
     """The full report: Table 4 (score + cluster), CIs, p-values, breakdowns, verbosity, Table 5."""
     setups = sorted({(r.judge_model, r.judge_protocol, r.patient_model) for r in lb.runs})
     order = _order(lb)
-    t = target_of(lb.target)
+    t = lb.target
     lines = ["# MindEval leaderboard" + ("" if t.legacy_files else f": target {t.name} {t.version}".rstrip()), ""]
     lines.append("Judge / patient: " + "; ".join(f"{j} ({pr} judge protocol) / {p}" for j, pr, p in setups)
                  + f". Statistics: {settings_line(lb)}.")
@@ -238,11 +237,13 @@ def _clean(obj: Any) -> Any:
 
 def to_json(lb: Leaderboard) -> dict[str, Any]:
     """The whole leaderboard; ``target`` and ``safety`` only when there is something to say."""
-    drop = {k for k in ("target", "safety", "levels") if not getattr(lb, k)}
+    drop = {k for k in ("safety", "levels") if not getattr(lb, k)}
     if lb.rank_by == "average":
         drop.add("rank_by")
+    if lb.target.legacy_files:
+        drop.add("target")  # MindEval's leaderboard JSON as before run directories carried their target
     out = _clean(lb.model_dump(mode="python", exclude=drop))
-    if not target_of(lb.target).legacy_files:
+    if not lb.target.legacy_files:
         out["table"]["criteria"] = list(lb.criteria)
     return out
 
@@ -334,7 +335,7 @@ def _share(x: float | None) -> str:
 
 
 def _level_ids(lb: Leaderboard) -> list[str]:
-    return [lv.id for lv in target_of(lb.target).scale.levels]
+    return [lv.id for lv in lb.target.scale.levels]
 
 
 def levels_markdown(lb: Leaderboard) -> list[str]:

@@ -21,7 +21,7 @@ from mindeval.judging.textguard import visible_text
 from mindeval.llm import ModelSpec
 from mindeval.llm.fake import script
 from mindeval.prompts import load_template
-from mindeval.records import Judgment, load_profiles
+from mindeval.records import AXES, Judgment, load_profiles
 from mindeval.store import CallLog, Database
 from mindeval.store.runs import ensure_run
 from mindeval.store.tables import CallRow
@@ -166,7 +166,7 @@ def test_one_fewshot_draw_for_both_clis(shared_data):
         assert [ex.interaction_id for ex in run_examples] == meta_ids
         for ex, iid in zip(run_examples, meta_ids, strict=True):
             assert ex.messages == src.interactions[iid].messages
-            assert ex.scores == mean_axis_scores(src, iid)
+            assert ex.scores == mean_axis_scores(src, iid, AXES)
     assert [ex.interaction_id for ex in load_fewshot(f, 5, 1)] != [ex.interaction_id for ex in load_fewshot(f, 5, 2)]
 
 

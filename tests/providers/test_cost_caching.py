@@ -20,6 +20,7 @@ from mindeval.llm.gateway import ModelSpec, acomplete, complete
 from mindeval.prompts import load_template
 from mindeval.records import Usage, load_profiles
 from mindeval.resources import data_dir
+from mindeval.rundir import legacy_target
 
 CLAUDE = "anthropic/claude-haiku-4-5"
 
@@ -82,7 +83,7 @@ def test_openai_automatic_cache_is_recorded():
 
 def test_call_settings_are_recorded_but_not_hashed():
     base = dict(prompts={}, guidelines_version="v", profiles_source="p", profiles_sha256="h",
-                profile_ids=["a"], package_version="0", turns=2, seed=0)
+                profile_ids=["a"], package_version="0", turns=2, seed=0, target=legacy_target())
     specs = {r: ModelSpec(model="openai/x") for r in ("patient", "clinician", "judge")}
     a = RunConfig(**specs, **base)
     b = RunConfig(**{**specs, "judge": ModelSpec(model="openai/x", timeout_s=5, rpm=10, tpm=1000)}, **base)
