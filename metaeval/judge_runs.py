@@ -43,12 +43,10 @@ from mindeval.records import (
     JudgmentRecord,
     RunConfigRecord,
     RunSummary,
-    TargetInfo,
 )
 from mindeval.runner import JudgeSetup, format_failures, judge_setup
 from mindeval.store import sqlite_url
 from mindeval.store.calls import calls_line, logged_run
-from mindeval.store.runs import RunStore
 from mindeval.targets import Target, load_target
 from mindeval.workers import check_concurrency, run_pool
 
@@ -239,7 +237,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         ).write(out / CONFIG_FILE)
         prompt = JudgePrompt(template=tpl, guidelines=target.guidelines, protocol=opts.judge_protocol,
                              fewshot=shots.examples, speakers=target.speakers())
-        job = JudgeJob(log=log, spec=spec, prompt=prompt, target=target.name, samples=opts.repetitions,
+        job = JudgeJob(log=log, spec=spec, prompt=prompt, target=config.target, samples=opts.repetitions,
                        retries=opts.retries, seed=opts.seed, labels=labels)
         todo = [(it, r) for it in evaluate for r in range(opts.repetitions) if job.pending(it.interaction_id, r)]
         say(f"{'resuming' if resumed else 'starting'} run {log.run_id}: judge {spec.model} ({tpl.ref}) on "
@@ -251,8 +249,7 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
             failed = _judge_all(job, todo, opts.concurrency, echo is not None)
         finally:  # on an error or Ctrl-C: what was judged is committed; export it
             log.store.writer.close()  # type: ignore[union-attr]  # commit what is queued before exporting
-            summary = _export(log.store, out, data, evaluate, label, log, time.perf_counter() - started,
-                              opts.judge_protocol, resumed, config.target)
+            summary = _export(job, out, data, evaluate, label, time.perf_counter() - started, resumed)
     _say_done(say, out, summary, spec.model, failed)
     return summary
 
@@ -267,9 +264,10 @@ def _say_done(say: Callable[[str], None], out: Path, summary: dict[str, Any], mo
             say(line)
 
 
-def _export(store: RunStore, out: Path, data: HumanSource, evaluate: list[AnnotatedInteraction],
-            label: str, log: Any, elapsed: float, protocol: str, resumed: bool,
-            target: TargetInfo) -> dict[str, Any]:
+def _export(job: JudgeJob, out: Path, data: HumanSource, evaluate: list[AnnotatedInteraction],
+            label: str, elapsed: float, resumed: bool) -> dict[str, Any]:
+    """Write judgments.jsonl (checked against the run's target) and summary.json; return the summary."""
+    store, log, protocol, target = job.log.store, job.log, job.prompt.protocol, job.target
     keep = {it.interaction_id for it in evaluate}
     judgments = sorted((j for j in store.judgments(protocol, target.name)
                         if j.interaction_id in keep),

@@ -188,16 +188,9 @@ def _answer_prompt(protocol: str) -> PromptRecord:
     return PromptRecord(ref=ref, sha256=sha)
 
 
-def prepare(opts: RunOptions) -> Prepared:
-    """Validate every input before any model is called.
-
-    The target gives the profiles, prompts, guidelines, turns and opening line; explicit
-    options (``--profiles``, ``--turns``, ``--ROLE-prompt``) override it.
-    """
+def _check_options(opts: RunOptions, turns: int) -> None:
     for spec in (opts.patient, opts.clinician, opts.judge):
         check_model_string(spec.model)
-    target = load_target(opts.target)
-    turns = opts.turns if opts.turns is not None else target.manifest.turns
     if turns < 1:
         raise MindEvalError("--turns must be at least 1")
     if opts.max_cost is not None and opts.max_cost <= 0:
@@ -206,6 +199,17 @@ def prepare(opts: RunOptions) -> Prepared:
     check_concurrency(opts.concurrency)
     if opts.judge_samples < 1 or opts.judge_retries < 1:
         raise MindEvalError("--judge-samples and --judge-retries must be at least 1")
+
+
+def prepare(opts: RunOptions) -> Prepared:
+    """Validate every input before any model is called.
+
+    The target gives the profiles, prompts, guidelines, turns and opening line; explicit
+    options (``--profiles``, ``--turns``, ``--ROLE-prompt``) override it.
+    """
+    target = load_target(opts.target)
+    turns = opts.turns if opts.turns is not None else target.manifest.turns
+    _check_options(opts, turns)
     path = _profiles_path(opts, target)
     profiles = load_profiles(path)
     if opts.limit is not None:
@@ -404,7 +408,7 @@ STOPS = ("budget", "stop")  # failures entries that stopped the run rather than 
 def judge_job(prep: Prepared, log: CallLog) -> JudgeJob:
     """The judge of a prepared run (``mindeval run`` and ``mindeval judge``) over ``log``'s store."""
     c = prep.config
-    return JudgeJob(log=log, spec=c.judge, prompt=prep.judge_prompt(), target=prep.target.name,
+    return JudgeJob(log=log, spec=c.judge, prompt=prep.judge_prompt(), target=c.target,
                     samples=c.judge_samples, retries=c.judge_retries, seed=c.seed, labels=prep.labels)
 
 
@@ -608,19 +612,8 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         )
         for j in judgments if j.interaction_id in by_id
     ])
-    t = target
-    means = axis_means(judgments, tuple(t.axes))
-    extra: dict[str, Any] = {} if t.legacy_files else {"target": t.name}
-    if t.harm_values:
-        from .stats.proportion import harm_share
-
-        extra["harm"] = harm_share(((j.interaction_id, j.scores) for j in judgments if j.parse_status == "ok"),
-                                   t.harm_values).model_dump(mode="json")
-    if t.scale.kind == "categorical":
-        extra["levels"] = categorical_block(judgments, t)
-    if t.profile_labels:
-        pid = {i.id: i.profile.id for i in interactions}
-        extra["by_label"] = label_breakdowns(judgments, t, lambda j: pid.get(j.interaction_id, ""))
+    means = axis_means(judgments, tuple(target.axes))
+    extra = _target_blocks(judgments, target, {i.id: i.profile.id for i in interactions})
     return {
         "run_id": run_id,
         "config_hash": config.hash(),
@@ -649,6 +642,21 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
             **{r: v for r, v in store.usage_by_role().items() if r == "judge"}}.items())),
         "package_version": __version__,
     }
+
+
+def _target_blocks(judgments: list[Judgment], t: TargetInfo, profile_of: dict[str, str]) -> dict[str, Any]:
+    """The summary's target-specific blocks: ``target`` (not MindEval's), ``harm``, ``levels``, ``by_label``."""
+    extra: dict[str, Any] = {} if t.legacy_files else {"target": t.name}
+    if t.harm_values:
+        from .stats.proportion import harm_share
+
+        extra["harm"] = harm_share(((j.interaction_id, j.scores) for j in judgments if j.parse_status == "ok"),
+                                   t.harm_values).model_dump(mode="json")
+    if t.scale.kind == "categorical":
+        extra["levels"] = categorical_block(judgments, t)
+    if t.profile_labels:
+        extra["by_label"] = label_breakdowns(judgments, t, lambda j: profile_of.get(j.interaction_id, ""))
+    return extra
 
 
 def categorical_block(judgments: list[Judgment], target: TargetInfo) -> dict[str, Any]:

@@ -91,7 +91,7 @@ async def ask_judge(job: JudgeJob, item: Transcript, sample: int = 0, round_: in
     history = list(req.base)
     last_raw, last_error, attempt = "", "no attempt made", 0
     done = dict(interaction_id=iid, judge_model=job.spec.model, sample=sample, protocol=prompt.protocol,
-                target=job.target, nonce=req.nonce, answer_channel=req.channel)
+                target=job.target.name, nonce=req.nonce, answer_channel=req.channel)
     for attempt in range(max(1, job.retries)):
         try:
             call = await job.log.call(

@@ -121,7 +121,7 @@ async def judge_items(job: JudgeJob, item: Transcript, sample: int = 0, round_: 
             assert i in (END, NOT_RELEVANT)
     common = dict(interaction_id=item.interaction_id, judge_model=job.spec.model, sample=sample,
                   raw_text="\n\n".join(raws), attempts=max(1, attempts), protocol=job.prompt.protocol,
-                  target=job.target, answers=answers or None, **channel)
+                  target=job.target.name, answers=answers or None, **channel)
     if error is not None:
         return Judgment(parse_status="failed", error=error, **common)
     return Judgment(scores=_scores(g, answers), rationale="\n".join(rationale) or None, parse_status="ok", **common)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..llm.gateway import ModelSpec
-from ..records import Profile
+from ..records import Profile, TargetInfo
 from ..store.calls import CallLog
 from .render import JudgePrompt
 
@@ -30,7 +30,7 @@ class JudgeJob:
     """The judge of one run.
 
     ``log``: the run's call log (its store holds the judgments and answer codes); ``target``:
-    the target's name, recorded on every judgment; ``samples``: judgments per conversation;
+    the run's target block (its name is recorded on every judgment); ``samples``: judgments per conversation;
     ``retries``: attempts per judgment round; ``labels``: per profile id the label values the
     judge template names. ``rounds`` is read from the store when the job is made: per
     ``(interaction, judge model, sample)`` the stored status and round, so a resumed run
@@ -40,7 +40,7 @@ class JudgeJob:
     log: CallLog
     spec: ModelSpec
     prompt: JudgePrompt
-    target: str
+    target: TargetInfo
     samples: int = 1
     retries: int = 3
     seed: int = 0

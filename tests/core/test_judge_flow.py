@@ -13,6 +13,7 @@ from mindeval.llm import ModelSpec
 from mindeval.llm.fake import script
 from mindeval.prompts import load_template
 from mindeval.records import load_profiles
+from mindeval.rundir import legacy_target
 from mindeval.store import CallLog, Database
 from mindeval.store.runs import ensure_run
 
@@ -21,7 +22,7 @@ GOOD = '{"answer_code": "<NONCE>", "CAC": 3, "EPC": 5, "AR": 2, "TRA": 4, "ASCQ"
 
 
 def judge_transcript(log, spec, tpl, profile, messages, iid, *, sample=0, round_=0, retries=3):
-    job = JudgeJob(log=log, spec=spec, prompt=JudgePrompt(tpl, load_guidelines()), target="mindeval", retries=retries)
+    job = JudgeJob(log=log, spec=spec, prompt=JudgePrompt(tpl, load_guidelines()), target=legacy_target(), retries=retries)
     return asyncio.run(_judge(job, Transcript(iid, profile, messages), sample, round_))
 
 

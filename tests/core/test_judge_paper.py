@@ -22,6 +22,7 @@ from mindeval.llm import ModelSpec
 from mindeval.llm.fake import script
 from mindeval.prompts import load_template
 from mindeval.records import AXES, Judgment, load_profiles
+from mindeval.rundir import legacy_target
 from mindeval.store import CallLog, Database
 from mindeval.store.runs import ensure_run
 from mindeval.store.tables import CallRow
@@ -93,7 +94,7 @@ def test_paper_judge_reply_format_and_fractional_scores(tmp_db_url, shared_data,
     for iid in PAPER_FEWSHOT_IDS:  # judge the authors' five transcripts themselves
         m = script(f"paper-{iid}", ["I'd say CAC: 3-4.", REPLY])
         prompt = JudgePrompt(load_template("judge/paper"), load_guidelines(), "paper", fewshot=examples)
-        job = JudgeJob(log=log, spec=ModelSpec(model=m), prompt=prompt, target="mindeval")
+        job = JudgeJob(log=log, spec=ModelSpec(model=m), prompt=prompt, target=legacy_target())
         j = asyncio.run(judge_transcript(job, Transcript(iid, profile, rows[iid]["messages"])))
         assert j.parse_status == "ok" and j.attempts == 2 and j.protocol == "paper"
         assert j.scores == {"CAC": 3.5, "EPC": 4, "AR": 3.25, "TRA": 3, "ASCQ": 2.5}

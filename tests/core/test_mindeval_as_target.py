@@ -75,3 +75,38 @@ def test_authors_release_needs_mindevals_dimensions(tmp_path):
     manifest.write_text(manifest.read_text().replace("guidelines: builtin:guidelines.yaml",
                                                      "guidelines: guidelines.yaml"))
     assert "authors_release" in [p.field for p in validate_target(folder)]
+
+
+def test_a_run_directory_made_before_target_blocks_is_read_resumed_and_upgraded(tmp_path):
+    """A MindEval run written before run directories carried their target (no block in
+    config.json nor in the store) reads as mindeval's, resumes with no call repeated, and is
+    written back with its block."""
+    import json
+
+    from sqlalchemy import select
+
+    from mindeval.cli import main
+    from mindeval.records import AXES
+    from mindeval.rundir import read_run
+    from mindeval.store.db import Database, sqlite_url
+    from mindeval.store.tables import RunRow
+
+    out = tmp_path / "run"
+    args = ["run", "--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge", "--profiles",
+            "demo", "--limit", "2", "--turns", "2", "--concurrency", "1", "--quiet", "--out", str(out)]
+    assert main(args) == 0
+    cfg = json.loads((out / "config.json").read_text())
+    block = cfg["config"].pop("target")  # as the code before target blocks wrote it
+    (out / "config.json").write_text(json.dumps(cfg, indent=2))
+    db = Database(sqlite_url(out / "run.db"))
+    with db.write() as s:
+        for row in s.scalars(select(RunRow)):
+            row.config_json = {k: v for k, v in row.config_json.items() if k != "target"}
+    db.close()
+    run = read_run(out)
+    assert run.target == legacy_target() and run.axes == AXES and len(run.judgments) == 2
+    assert main(args) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["resumed"] and summary["calls_made"] == 0 and summary["run_id"] == cfg["run_id"]
+    again = json.loads((out / "config.json").read_text())
+    assert again["config"]["target"] == block and again["config_hash"] == cfg["config_hash"]

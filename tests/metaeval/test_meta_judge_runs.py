@@ -62,9 +62,9 @@ def test_rerun_makes_no_call_and_other_config_is_refused(tiny_authors, tmp_path)
 
 
 def test_interrupted_run_resumes_without_repeating(tiny_authors, tmp_path, monkeypatch):
-    import metaeval.judge_runs as jr
+    from mindeval.store.runs import RunStore
 
-    real_save = jr.RunStore.save_judgment
+    real_save = RunStore.save_judgment
     saved = []
 
     def crashing_save(store, j, round_=0):
@@ -73,7 +73,7 @@ def test_interrupted_run_resumes_without_repeating(tiny_authors, tmp_path, monke
         saved.append(j)
         return real_save(store, j, round_)
 
-    monkeypatch.setattr(jr.RunStore, "save_judgment", crashing_save)
+    monkeypatch.setattr(RunStore, "save_judgment", crashing_save)
     out = tmp_path / "part"
     before = fake.CALLS["judge"]
     with pytest.raises(KeyboardInterrupt):
@@ -81,7 +81,7 @@ def test_interrupted_run_resumes_without_repeating(tiny_authors, tmp_path, monke
     made_first = fake.CALLS["judge"] - before
     # the crash stops the run: at most the worker's next call starts after it
     assert 6 <= made_first <= 7
-    monkeypatch.setattr(jr.RunStore, "save_judgment", real_save)
+    monkeypatch.setattr(RunStore, "save_judgment", real_save)
     s = run_judge(opts(tiny_authors, out, concurrency=1, fewshot_k=0), echo=None)
     assert s["n_judged"] == 12
     # calls made before the crash whose judgments were not saved are answered from the store
