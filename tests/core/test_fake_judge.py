@@ -6,15 +6,14 @@ import json
 
 import pytest
 
-from mindeval.llm.fake import FakeProvider
+from mindeval.llm.fake import complete
 
 
 @pytest.mark.parametrize("n", [5, 32, 33, 40, 200])
 def test_fake_judge_fills_a_reply_shape_of_any_size(n):
     slots = ", ".join(f'"D{i:03d}": <1-6>' for i in range(n))
     prompt = f"Use this shape:\n{{{slots}, \"rationale\": \"<optional, brief>\"}}\n\nAnswer code: 0123456789abcdef\n"
-    resp = FakeProvider().completion("fake/judge", [{"role": "user", "content": prompt}])
-    reply = json.loads(resp.choices[0].message.content)
+    reply = json.loads(complete("fake/judge", [{"role": "user", "content": prompt}], {}).text)
     assert reply.pop("answer_code") == "0123456789abcdef"
     assert list(reply) == [f"D{i:03d}" for i in range(n)]
     assert all(v in range(1, 7) for v in reply.values())
@@ -30,5 +29,5 @@ def test_fake_judge_keeps_its_replies_for_small_shapes():
     from mindeval.llm.fake import _digest
 
     h = _digest(messages)
-    reply = json.loads(FakeProvider().completion("fake/judge", messages).choices[0].message.content)
+    reply = json.loads(complete("fake/judge", messages, {}).text)
     assert list(reply.values()) == [int(h[i * 2:i * 2 + 2], 16) for i in range(32)]

@@ -216,7 +216,7 @@ def test_compare_a_toy_study_rated_in_the_app_database_against_a_toy_run(tmp_pat
         upgrade(db.engine)
         create_study(db, "toy-study", "rating", k=2, target=str(TOY))
         for run in runs:
-            import_path(db, g, "toy-study", run, target=target.name)
+            import_path(db, g, "toy-study", run, target=target)  # the study's loaded target, as the app passes it
         people = {name: add_annotator(db, name)[0].id for name in ("ann1", "ann2")}
         assign(db, "toy-study", annotators=list(people))
         with db.read() as s:
