@@ -12,7 +12,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import IntegrityError
 
 from annotation_app.services import SYSTEM, Workspace
-from mindeval.store.annotations import (
+from annotation_app.store import (
     VERSION_TABLE,
     AnnotationBase,
     AssignmentRow,
@@ -20,8 +20,8 @@ from mindeval.store.annotations import (
     RatingValueRow,
     RoleplaySessionRow,
 )
-from mindeval.store.annotations.auth import hash_code
-from mindeval.store.annotations.migrations import (
+from annotation_app.store.auth import hash_code
+from annotation_app.store.migrations import (
     current_revision,
     head_revision,
     include_object,

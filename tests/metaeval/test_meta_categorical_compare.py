@@ -200,13 +200,13 @@ def test_compare_a_toy_study_rated_in_the_app_database_against_a_toy_run(tmp_pat
     annotation database, then `metaeval compare` reads the study's target by itself."""
     from sqlalchemy import select
 
+    from annotation_app.store.importers import import_path
+    from annotation_app.store.migrations import upgrade
+    from annotation_app.store.people import add_annotator
+    from annotation_app.store.ratings import na_value, save_text, save_value, submit
+    from annotation_app.store.studies import assign, create_study
+    from annotation_app.store.tables import AssignmentRow, ItemRow
     from mindeval.store import Database
-    from mindeval.store.annotations.importers import import_path
-    from mindeval.store.annotations.migrations import upgrade
-    from mindeval.store.annotations.people import add_annotator
-    from mindeval.store.annotations.ratings import na_value, save_text, save_value, submit
-    from mindeval.store.annotations.studies import assign, create_study
-    from mindeval.store.annotations.tables import AssignmentRow, ItemRow
 
     runs = fake_target_runs(tmp_path, TOY)
     target = load_target(TOY)

@@ -55,9 +55,9 @@ from mindeval.records import (
     read_jsonl,
     validate_row,
 )
+from mindeval.store.db import Database
 from mindeval.targets import DEFAULT_TARGET, Target, as_target, target_identity, target_of
 
-from ..db import Database
 from .models import ImportReport
 from .people import imported_annotator
 from .studies import get_study

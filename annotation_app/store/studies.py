@@ -10,9 +10,9 @@ from sqlalchemy.exc import IntegrityError
 from mindeval.config import DEFAULT_PROMPTS
 from mindeval.errors import MindEvalError
 from mindeval.llm.gateway import EMBEDDED_MODEL
+from mindeval.store.db import Database
 from mindeval.targets import DEFAULT_TARGET
 
-from ..db import Database
 from .assign import annotator_order, balanced_assignment
 from .common import NotFound
 from .models import AnnotatorProgress, AssignReport, StudyInfo, StudyProgress
