@@ -48,6 +48,7 @@ from annotation_app.store.models import (
     StudyInfo,
     StudyProgress,
     StudyResults,
+    StudySpec,
     SubAxisView,
     Viewer,
 )
@@ -236,7 +237,8 @@ class Workspace:
         self._admin(v)
         t = load_target(target)
         ref = t.name if t.is_builtin else str(t.root.resolve())
-        return studies.create_study(self.db, name, kind, target=ref, guidelines_version=t.guidelines.version, **kw)
+        spec = StudySpec(name=name, kind=kind, target=ref, guidelines_version=t.guidelines.version, **kw)
+        return studies.create_study(self.db, spec)
 
     def studies(self, v: Viewer) -> list[StudyInfo]:
         self._admin(v)
