@@ -26,7 +26,7 @@ def test_wheel_contents(wheel):
               "mindeval/_bundled/targets/mindeval/target.yaml",
               "metaeval/cli.py", "annotation_app/app.py", "annotation_app/store/migrations/env.py",
               "annotation_app/store/migrations/versions/0001_initial.py",
-              "mindeval/store/migrations/__init__.py"):
+              "mindeval/store/migrations.py"):
         assert f in names, f
     entry = [n for n in names if n.endswith("entry_points.txt")][0]
     text = zipfile.ZipFile(wheel).read(entry).decode()
