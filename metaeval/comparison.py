@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from mindeval.authors import AUTHORS_FEWSHOT_IDS, load_mapping
 from mindeval.config import DEFAULT_RESAMPLES
 from mindeval.errors import MindEvalError
+from mindeval.judging.authors import AUTHORS_FEWSHOT_IDS, load_mapping
 from mindeval.stats import resampled
 from mindeval.stats.agreement import AgreementWarning, TauVariant, TieRule
 
@@ -136,9 +136,9 @@ def _split_label(arg: str) -> tuple[str | None, str]:
 def resolve_dimensions(target_ref: str | None, judges: Sequence[RaterScores]) -> Dimensions | None:
     """The target's dimensions from ``--target`` (``target_ref``) or the judge runs (all of one
     target); ``None`` when neither says (then the study's target, else MindEval)."""
-    from mindeval.targets import load_target, target_of
+    from mindeval.targets import load_target
 
-    infos = {target_of(j.target).name: j for j in judges}
+    infos = {j.target.name: j for j in judges if j.target}  # every judge run carries its target
     if len(infos) > 1:
         raise MindEvalError("judge runs of different targets cannot be compared: "
                             + ", ".join(f"{j.source} is {name}" for name, j in infos.items()), field="--judges")
@@ -152,7 +152,7 @@ def resolve_dimensions(target_ref: str | None, judges: Sequence[RaterScores]) ->
     if not infos:
         return None
     (name, j), = infos.items()
-    info = target_of(j.target)  # no block: the built-in mindeval target (pinned compatibility)
+    info = j.target
     try:
         t = load_target(name)
     except MindEvalError:

@@ -197,7 +197,7 @@ def _scores(frame: pd.DataFrame, dims: Dimensions, zeros: str, source: str) -> p
     return frame
 
 
-def judge_axis_frame(rows: pd.DataFrame, axes: tuple[str, ...] = AXES) -> pd.DataFrame:
+def judge_axis_frame(rows: pd.DataFrame, axes: tuple[str, ...]) -> pd.DataFrame:
     """Add the ``average`` axis (mean of ``axes``) to a wide frame of judge axis scores."""
     out = rows.copy()
     vals = out[list(axes)].astype(float)

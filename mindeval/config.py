@@ -47,7 +47,7 @@ TOKENS_PER_MESSAGE = 4
 # Sonnet/Opus, OpenAI); automatic caches (OpenAI) hit in 128-token steps.
 CACHE_MIN_TOKENS = 1024
 AUTO_CACHE_STEP = 128
-JUDGE_PROTOCOL = "mindeval"  # or "paper" (the authors' few-shot examples with our instructions; mindeval.judge)
+JUDGE_PROTOCOL = "mindeval"  # or "paper" (the authors' few-shot examples with our instructions; mindeval.judging.protocols)
 # The authors' judge sampling settings (their README / paper §4.1: Claude Sonnet 4.5 with
 # high reasoning, max_completion_tokens 16000, provider-default temperature).
 PAPER_JUDGE_SAMPLING = {"reasoning_effort": "high", "max_tokens": 16000}
@@ -63,5 +63,5 @@ DEFAULT_EMPTY_RETRIES = 2  # an empty reply is asked again this often, then it i
 DEFAULT_BASE_DELAY_S = 1.0  # the first backoff of a retry; doubles per attempt, with full jitter
 DEFAULT_MAX_DELAY_S = 60.0
 # A turn longer than this many characters is shown to models (patient, clinician, judge) cut
-# here with a "[cut: N more characters not shown]" marker (mindeval.textguard); stored whole.
+# here with a "[cut: N more characters not shown]" marker (mindeval.judging.textguard); stored whole.
 MAX_TURN_CHARS = 8000

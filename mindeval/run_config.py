@@ -22,7 +22,7 @@ from .config import (
     PAPER_JUDGE_SAMPLING,
 )
 from .llm.gateway import ModelSpec
-from .records import ROLES, BenchmarkConfig, PromptRecord
+from .records import ROLES, BenchmarkConfig, PromptRecord, identity_view
 
 
 def spec_with_defaults(role: str, spec: ModelSpec) -> ModelSpec:
@@ -81,7 +81,7 @@ class RunConfig(BenchmarkConfig):
 
 def hashed_view(config: dict[str, Any]) -> dict[str, Any]:
     """What of a benchmark configuration (as JSON, any version) its hash covers."""
-    data = dict(config)
+    data = dict(identity_view(config))
     data.pop("package_version", None)
     data.pop("profiles_source", None)  # the content hash identifies the profiles
     data.pop("fewshot_source", None)
@@ -100,7 +100,7 @@ JUDGE_KEYS = ("judge", "judge_retries", "judge_samples", "fewshot_sha256", "fews
 def simulation_view(config: dict[str, Any]) -> dict[str, Any]:
     """The part of a stored benchmark configuration (``RunConfig`` as JSON, any version) that
     decides its conversations: everything hashed except the judge's settings and prompt."""
-    data = {k: v for k, v in config.items()
+    data = {k: v for k, v in identity_view(config).items()
             if k not in JUDGE_KEYS and k not in ("package_version", "profiles_source")}
     data["prompts"] = {k: v for k, v in (config.get("prompts") or {}).items() if k != "judge"}
     for role in ("patient", "clinician"):

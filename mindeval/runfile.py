@@ -23,6 +23,7 @@ from .errors import MindEvalError
 from .llm.gateway import ModelSpec
 from .llm.retry import RetryPolicy
 from .records import CONFIG_FILE, RunConfigRecord, validate_row
+from .rundir import read_config
 from .runner import RunOptions
 
 
@@ -96,7 +97,7 @@ def read_run_file(path: str | Path) -> RunFile:
     if not isinstance(data, dict):
         raise MindEvalError("expected a mapping of options", path=p, line=1)
     if "config_hash" in data and "config" in data:
-        return _replay(RunConfigRecord.read(p), p)
+        return _replay(read_config(p), p)
     data = dict(data)
     retry = {k: data.pop(k) for k in ("max_retries", "retry_budget_s") if k in data}
     clinicians = data.pop("clinicians", data.pop("clinician", "local/smollm2"))
@@ -127,7 +128,7 @@ def _replay(rec: RunConfigRecord, path: Path) -> RunFile:
     if "profiles_source" not in extra:
         raise MindEvalError("missing required field", path=path, field="config.profiles_source")
     options = {
-        "patient": c["patient"], "target": cfg.target.name if cfg.target else "mindeval",
+        "patient": c["patient"], "target": cfg.target.name,
         **{f"{role}_prompt": cfg.prompts[role].ref.split("@")[0] for role in ("patient", "clinician", "judge")},
         "profiles": extra["profiles_source"], "limit": len(cfg.profile_ids), "turns": cfg.turns,
         "seed": cfg.seed or 0, "judge_retries": extra.get("judge_retries", 3), "judge_samples": cfg.judge_samples,
@@ -172,7 +173,7 @@ def rejudge_options(source: str | Path, out: str | Path, judge: dict[str, Any], 
     if not cfg_path.is_file():
         raise MindEvalError(f"not a run directory ({CONFIG_FILE} not found)", path=src)
     rf = read_run_file(cfg_path)
-    rec = RunConfigRecord.read(cfg_path)
+    rec = read_config(cfg_path)
     options = {**rf.options, "clinician": rf.clinicians[0], "judge": rf.judges[0], "out": Path(out)}
     unknown = set(judge) - set(JUDGE_OPTIONS)
     if unknown:

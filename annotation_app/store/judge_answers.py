@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 
 from mindeval.guidelines import Guidelines
-from mindeval.rubric import walk
+from mindeval.judging.rubric import walk
 from mindeval.store.db import Database
 
 from .studies import get_study

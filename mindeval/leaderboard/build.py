@@ -13,7 +13,6 @@ from ..errors import MindEvalError
 from ..records import TargetInfo
 from ..stats.proportion import CategoricalReport
 from ..stats.significance import small_sample_warning
-from ..targets import target_of
 from .breakdowns import Condition, LabelPanel, compute_breakdowns, label_panels
 from .compare import Comparison, compare_setups
 from .loading import RunData, criteria_of, load_run
@@ -78,7 +77,7 @@ RANK_METRICS: dict[str, str] = {"average": "average score, descending",
 
 class Leaderboard(BaseModel):
     package_version: str = __version__
-    target: TargetInfo | None = None  # None: MindEval (left out of the JSON)
+    target: TargetInfo  # left out of the JSON for MindEval (legacy_files: render.to_json)
     table: Table
     runs: list[RunInfo]
     verbosity: list[SystemVerbosity]
@@ -177,7 +176,7 @@ def build_leaderboard(
         for s in table.systems
         if (h := by_label[s.label].harm) is not None and h.share is not None and h.ci95 is not None
     ]
-    rank_by = target_of(target).rank_by
+    rank_by = target.rank_by
     if rank_by != "average":
         table = rerank(table, rank_by, by_label)
     levels = [SystemLevels(system=s.label, report=by_label[s.label].levels) for s in table.systems
@@ -190,10 +189,10 @@ def build_leaderboard(
     )
 
 
-def _check_by(target: TargetInfo | None, by: Sequence[str]) -> None:
+def _check_by(target: TargetInfo, by: Sequence[str]) -> None:
     for name in by:
-        if name not in target_of(target).labels:
-            known = ", ".join(target_of(target).labels) or "none"
+        if name not in target.labels:
+            known = ", ".join(target.labels) or "none"
             raise MindEvalError(f"no profile label '{name}' in the runs' target (labels: {known})", field="--by")
 
 

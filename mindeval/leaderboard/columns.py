@@ -18,7 +18,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..targets import target_of
 from .build import Leaderboard, SystemHarm
 from .table import SystemResult
 
@@ -137,7 +136,7 @@ def _coverage_csv(lb: Leaderboard) -> list[Field]:
 
 
 def level_ids(lb: Leaderboard) -> list[str]:
-    return [lv.id for lv in target_of(lb.target).scale.levels]
+    return [lv.id for lv in lb.target.scale.levels]
 
 
 def level_columns(lb: Leaderboard) -> list[str]:

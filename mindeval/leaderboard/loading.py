@@ -4,7 +4,8 @@ Scores are reduced to one row per interaction: the judge samples that parsed are
 averaged per axis; failed samples are excluded and counted, never replaced. A run's
 coverage is how many of the benchmark's conversations (its ``profile_ids``) were scored. The
 ``average`` criterion of an interaction is the mean of its axis scores. The axes are
-the run's target's (``config.json::config.target``; MindEval's five when absent), and
+the run's target's (``config.json::config.target``; an older MindEval directory's is added
+when read, :mod:`mindeval.rundir`), and
 for a target with harm levels the run's harm share (safety gate) is computed too. A
 dimension rated "not relevant" (``null``) is NaN in the interaction's row: left out of
 that dimension's means and tests, and of the interaction's ``average``.
@@ -21,7 +22,6 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import MindEvalError
 from ..records import (
-    AXES,
     CONFIG_FILE,
     INTERACTIONS_FILE,
     JUDGMENTS_FILE,
@@ -29,21 +29,19 @@ from ..records import (
     InteractionRecord,
     JudgmentRecord,
     TargetInfo,
-    read_run,
 )
+from ..rundir import read_run
 from ..stats.proportion import CategoricalReport, HarmShare, harm_share, level_shares
-from ..targets import target_identity, target_of
+from ..targets import target_identity
 from .verbosity import VerbosityCounts
 
-CRITERIA: tuple[str, ...] = (*AXES, "average")  # MindEval's; a run's are criteria_of(run.target)
+
+def axes_of(target: TargetInfo) -> tuple[str, ...]:
+    """The dimensions of a run's target."""
+    return tuple(target.axes)
 
 
-def axes_of(target: TargetInfo | None) -> tuple[str, ...]:
-    """The dimensions of a run's target (``None``: MindEval's five axes)."""
-    return tuple(target_of(target).axes)
-
-
-def criteria_of(target: TargetInfo | None) -> tuple[str, ...]:
+def criteria_of(target: TargetInfo) -> tuple[str, ...]:
     """The leaderboard columns of a target: its axis codes and ``average``."""
     return (*axes_of(target), "average")
 
@@ -97,7 +95,7 @@ class RunData(BaseModel):
     n_partly_judged: int = 0  # of those, interactions with some samples parsed and some missing or failed
     n_benchmark: int = 0  # conversations of the benchmark (config.json profile_ids); coverage = scored / this
     verbosity: VerbosityCounts
-    target: TargetInfo | None = None  # None: MindEval
+    target: TargetInfo
     harm: HarmShare | None = None  # only for targets with harm levels
     levels: CategoricalReport | None = None  # per-level shares, only for categorical targets
 
@@ -119,7 +117,7 @@ def load_run(run_dir: str | Path) -> RunData:
     if run.config.run_id is None:
         raise MindEvalError("missing required field", path=cpath, field="run_id")
     cfg = run.config.benchmark(cpath)
-    target = run.config.target(cpath)
+    target = run.target
     interactions, verbosity, n_failed_interactions = _read_interactions(run.interactions, cfg, ipath)
     samples, parsed, n_failed_samples = _read_samples(run.judgments, cfg, interactions, target, jpath)
     scored, n_partly_judged = _score(interactions, samples, parsed, cfg, target, jpath)
@@ -145,7 +143,7 @@ def load_run(run_dir: str | Path) -> RunData:
         verbosity=verbosity,
         target=target,
         harm=harm_share(((s.interaction_id, x) for s in scored for x in samples[s.interaction_id]),
-                        harm_values) if (harm_values := target_of(target).harm_values) else None,
+                        harm_values) if (harm_values := target.harm_values) else None,
         levels=run_levels(target, scored, samples),
     )
 
@@ -174,7 +172,7 @@ def _read_interactions(rows: list[InteractionRecord], cfg: BenchmarkConfig, ipat
     return interactions, verbosity, n_failed_interactions
 
 
-def _read_samples(rows: list[JudgmentRecord], cfg: BenchmarkConfig, interactions: dict[str, InteractionRecord], target: TargetInfo | None,
+def _read_samples(rows: list[JudgmentRecord], cfg: BenchmarkConfig, interactions: dict[str, InteractionRecord], target: TargetInfo,
                   jpath: Path) -> tuple[dict[str, list[dict[str, float]]], dict[str, set[int]], int]:
     """Parsed judge samples per interaction (``None`` ratings as NaN), each interaction's parsed
     sample numbers, and the number of samples that failed."""
@@ -213,7 +211,7 @@ def _read_samples(rows: list[JudgmentRecord], cfg: BenchmarkConfig, interactions
 
 
 def _score(interactions: dict[str, InteractionRecord], samples: dict[str, list[dict[str, float]]],
-           parsed: dict[str, set[int]], cfg: BenchmarkConfig, target: TargetInfo | None,
+           parsed: dict[str, set[int]], cfg: BenchmarkConfig, target: TargetInfo,
            jpath: Path) -> tuple[list[InteractionScore], int]:
     """One row per interaction with every requested sample parsed: the mean of its samples per
     axis, and ``average``; and the number of interactions only partly judged (left unscored)."""
@@ -239,7 +237,7 @@ def _score(interactions: dict[str, InteractionRecord], samples: dict[str, list[d
         else:
             per_axis = {ax: sum(s[ax] for s in got) / len(got) for ax in axes}
             per_axis["average"] = sum(per_axis[ax] for ax in axes) / len(axes)
-        worst = worst_levels(got, axes) if target_of(target).scale.kind == "categorical" else {}
+        worst = worst_levels(got, axes) if target.scale.kind == "categorical" else {}
         scored.append(InteractionScore(interaction_id=iid, profile_id=row.profile_id, severe=row.severe,
                                        n_samples=len(got), scores=per_axis, worst=worst))
     return scored, n_partly_judged
@@ -290,10 +288,10 @@ def worst_levels(got: list[dict[str, float]], axes: tuple[str, ...]) -> dict[str
     return out
 
 
-def run_levels(target: TargetInfo | None, scored: list[InteractionScore],
+def run_levels(target: TargetInfo, scored: list[InteractionScore],
                samples: dict[str, list[dict[str, float]]]) -> CategoricalReport | None:
     """Per-level shares of a categorical target's run (``None`` for other scales)."""
-    t = target_of(target)
+    t = target
     if t.scale.kind != "categorical":
         return None
     rows = ((s.interaction_id, {ax: None if math.isnan(v) else v for ax, v in x.items()})

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from ..stats.precision import written
-from ..targets import target_of
 from .build import RANK_METRICS, Leaderboard
 from .columns import (
     fields,
@@ -66,7 +65,7 @@ def to_markdown(lb: Leaderboard) -> str:
 
 def _md_head(lb: Leaderboard) -> list[str]:
     setups = sorted({(r.judge_model, r.judge_protocol, r.patient_model) for r in lb.runs})
-    t = target_of(lb.target)
+    t = lb.target
     lines = ["# MindEval leaderboard" + ("" if t.legacy_files else f": target {t.name} {t.version}".rstrip()), ""]
     lines.append("Judge / patient: " + "; ".join(f"{j} ({pr} judge protocol) / {p}" for j, pr, p in setups)
                  + f". Statistics: {settings_line(lb)}.")
@@ -199,11 +198,13 @@ def to_latex(lb: Leaderboard) -> str:
 
 def to_json(lb: Leaderboard) -> dict[str, Any]:
     """The whole leaderboard; ``target`` and ``safety`` only when there is something to say."""
-    drop = {k for k in ("target", "safety", "levels") if not getattr(lb, k)}
+    drop = {k for k in ("safety", "levels") if not getattr(lb, k)}
     if lb.rank_by == "average":
         drop.add("rank_by")
+    if lb.target.legacy_files:
+        drop.add("target")  # MindEval's leaderboard JSON as before run directories carried their target
     out = written(lb.model_dump(mode="python", exclude=drop))
-    if not target_of(lb.target).legacy_files:
+    if not lb.target.legacy_files:
         out["table"]["criteria"] = list(lb.criteria)
     extra = json_columns(lb)  # columns whose figures are not fields of the model
     if extra:

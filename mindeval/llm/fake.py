@@ -67,7 +67,7 @@ def _reply_shape(prompt: str) -> list[tuple[str, list[Any]]]:
             for m in _SLOT_RE.findall(lines[-1])]
 
 
-_CODE_RE = re.compile(r"^Answer code: ([0-9a-f]{16})$", re.MULTILINE)  # mindeval.judge.ANSWER_CODE_RE
+_CODE_RE = re.compile(r"^Answer code: ([0-9a-f]{16})$", re.MULTILINE)  # mindeval.judging.answer.ANSWER_CODE_RE
 
 
 def _answer_code(messages: list[dict[str, Any]]) -> str | None:

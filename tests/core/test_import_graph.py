@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("mindeval", "metaeval", "annotation_app")
 # The command lines sit on top: they may import anything.
 CLI = ("mindeval.cli", "mindeval.commands", "mindeval.__main__", "metaeval.cli")
+# The judge loop and what it reads replies with (the stores may read the authors' format and rubric items).
+JUDGE_LOOP = tuple(f"mindeval.judging.{m}" for m in ("judge", "call", "items", "job", "answer", "render", "protocols"))
 
 
 def _module(path: Path) -> str:
@@ -85,7 +87,9 @@ def test_the_graph_was_read():
         # profiles (sampling, download, backstories) sit below the benchmark runner
         (("mindeval.profiles",), ("mindeval.runner",), (), ()),
         # the stores sit below the runner and the judge
-        (("mindeval.store", "mindeval.llm"), ("mindeval.runner", "mindeval.judge"), (), ()),
+        (("mindeval.store", "mindeval.llm"), ("mindeval.runner", *JUDGE_LOOP), (), ()),
+        # the judging package sits below every run kind that calls its loop
+        (("mindeval.judging",), ("mindeval.runner", "mindeval.simulate"), (), ()),
         # the defaults are constants: config.py imports nothing of the packages (no circle through it)
         (("mindeval.config",), ("mindeval", "metaeval", "annotation_app"), (), ()),
         # the model layer sits below run configurations and the stores
