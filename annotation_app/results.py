@@ -14,14 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from annotation_app.store.exporters import submitted_ratings
+from annotation_app.store.models import StudyResults
+from annotation_app.store.ratings import na_value
+from annotation_app.store.studies import get_study, progress
 from mindeval.guidelines import Guidelines
 from mindeval.stats import agreement, harm_share, resampled
 from mindeval.stats.seeding import rng_for
 from mindeval.store import Database
-from mindeval.store.annotations.exporters import submitted_ratings
-from mindeval.store.annotations.models import StudyResults
-from mindeval.store.annotations.ratings import na_value
-from mindeval.store.annotations.studies import get_study, progress
 
 
 def _mean(xs: list[float]) -> float | None:

@@ -22,6 +22,16 @@ from collections.abc import Callable
 
 from sqlalchemy.exc import IntegrityError
 
+from annotation_app.store import roleplay as sessions_store
+from annotation_app.store.common import Conflict, ReplyFailed, TimeUp, attribute_pairs
+from annotation_app.store.models import Message, RoleplayView, SessionEntry
+from annotation_app.store.tables import (
+    RoleplaySessionRow,
+    StudyProfileRow,
+    StudyRow,
+    as_utc,
+    utcnow,
+)
 from mindeval.errors import MindEvalError, ModelCallError
 from mindeval.llm.gateway import ModelSpec
 from mindeval.prompts import PromptTemplate, load_template, render_clinician
@@ -29,16 +39,6 @@ from mindeval.records import Profile, Turn, profile_from_json
 from mindeval.run_config import spec_with_defaults
 from mindeval.simulate import model_turn, role_view
 from mindeval.store import CallLog, Database
-from mindeval.store.annotations import roleplay as sessions_store
-from mindeval.store.annotations.common import Conflict, ReplyFailed, TimeUp, attribute_pairs
-from mindeval.store.annotations.models import Message, RoleplayView, SessionEntry
-from mindeval.store.annotations.tables import (
-    RoleplaySessionRow,
-    StudyProfileRow,
-    StudyRow,
-    as_utc,
-    utcnow,
-)
 from mindeval.store.runs import RunStore, ensure_run, load_turns, save_turn
 from mindeval.targets import load_target
 

@@ -2,8 +2,8 @@
 
 Every call names the person making it (a :class:`Viewer`); annotator calls only
 reach that person's own assignments and sessions, and admin calls require an
-admin. Views returned to annotators are blinded (see :mod:`mindeval.store.annotations.models`).
-The queries themselves live in :mod:`mindeval.store.annotations`; this layer adds
+admin. Views returned to annotators are blinded (see :mod:`annotation_app.store.models`).
+The queries themselves live in :mod:`annotation_app.store`; this layer adds
 the permission checks.
 """
 
@@ -13,10 +13,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
-from mindeval.store import Database
-from mindeval.store.annotations import (
+from annotation_app.store import (
     exporters,
     importers,
     people,
@@ -25,7 +22,7 @@ from mindeval.store.annotations import (
     signins,
     studies,
 )
-from mindeval.store.annotations.common import (
+from annotation_app.store.common import (
     AccessDenied,
     Conflict,
     NotFound,
@@ -35,9 +32,9 @@ from mindeval.store.annotations.common import (
     Stale,
     TimeUp,
 )
-from mindeval.store.annotations.importers import parse_annotator_map
-from mindeval.store.annotations.migrations import upgrade
-from mindeval.store.annotations.models import (
+from annotation_app.store.importers import parse_annotator_map
+from annotation_app.store.migrations import upgrade
+from annotation_app.store.models import (
     AnnotatorInfo,
     AssignReport,
     FlagView,
@@ -51,10 +48,14 @@ from mindeval.store.annotations.models import (
     StudyInfo,
     StudyProgress,
     StudyResults,
+    StudySpec,
     SubAxisView,
     Viewer,
 )
-from mindeval.store.annotations.signins import SignInThrottled
+from annotation_app.store.signins import SignInThrottled
+from mindeval.errors import MindEvalError
+from mindeval.guidelines import Guidelines
+from mindeval.store import Database
 from mindeval.targets import DEFAULT_TARGET, Target, builtin_names, load_target
 
 from . import results, roleplay
@@ -236,7 +237,8 @@ class Workspace:
         self._admin(v)
         t = load_target(target)
         ref = t.name if t.is_builtin else str(t.root.resolve())
-        return studies.create_study(self.db, name, kind, target=ref, guidelines_version=t.guidelines.version, **kw)
+        spec = StudySpec(name=name, kind=kind, target=ref, guidelines_version=t.guidelines.version, **kw)
+        return studies.create_study(self.db, spec)
 
     def studies(self, v: Viewer) -> list[StudyInfo]:
         self._admin(v)
@@ -285,7 +287,7 @@ class Workspace:
     def judge_answers(self, v: Viewer, study: int | str) -> list:
         """Admin: the judge's answers to an item-level rubric, per item (why each level was given)."""
         self._admin(v)
-        from mindeval.store.annotations.judge_answers import judge_answers
+        from annotation_app.store.judge_answers import judge_answers
 
         return judge_answers(self.db, self.guidelines(study), study)
 

@@ -22,8 +22,8 @@ import streamlit as st
 
 from annotation_app import handoff, proxy_check
 from annotation_app.services import Workspace, default_db_url
-from mindeval.store.annotations import signins
-from mindeval.store.annotations.models import Message, Viewer
+from annotation_app.store import signins
+from annotation_app.store.models import Message, Viewer
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 LEGACY_TOKEN_PARAM = "s"  # old links carried the session in the URL; it is ignored and removed
@@ -67,7 +67,7 @@ def _cookie_token() -> str | None:
 def client_address() -> str:
     """The browser's IP address for sign-in throttling: the trusted proxy header's when one is
     configured (``mindeval app --trusted-proxy-header``), else the connection's ("" on this
-    machine or without a browser). See :func:`mindeval.store.annotations.signins.client_key`."""
+    machine or without a browser). See :func:`annotation_app.store.signins.client_key`."""
     try:
         ip = st.context.ip_address
         header = signins.trusted_proxy_header()

@@ -92,7 +92,7 @@ def load_human_turns(source: str, study: str | None = None) -> list[HumanTurn]:
     if "://" in source:
         if not study:
             raise MindEvalError("reading role-play turns from a database needs --study NAME", field="--study")
-        from mindeval.store.annotations import read_user_turns
+        from annotation_app.store import read_user_turns
 
         where, rows = read_user_turns(source, study)
         turns = [_turn_from_json(obj, where, n) for n, obj in enumerate(rows, start=1)]

@@ -298,7 +298,7 @@ def load_annotation_db(
     Annotators are labelled by name, except the authors' four, who get P1-P4. The
     dimensions are the study's target's (``dims``, when given, must be that target).
     """
-    from mindeval.store.annotations import read_ratings
+    from annotation_app.store import read_ratings
     from mindeval.targets import load_target
 
     study_ratings = read_ratings(url, study)

@@ -10,8 +10,8 @@ import streamlit as st
 
 from annotation_app import ui
 from annotation_app.services import MindEvalError, RatingIncomplete
-from mindeval.store.annotations.models import Message
-from mindeval.store.annotations.ratings import na_value
+from annotation_app.store.models import Message
+from annotation_app.store.ratings import na_value
 
 v, ws, studies, chosen = ui.admin_study_page("Disagreements", "review_study")
 ui.show_flash()

@@ -13,7 +13,7 @@ import streamlit as st
 
 from annotation_app import ui
 from annotation_app.services import Conflict, MindEvalError, ReplyFailed, TimeUp
-from mindeval.store.annotations.models import Message
+from annotation_app.store.models import Message
 
 URL_STUDY, URL_SESSION = "study", "session"  # ?study=ID&session=ID: a reload or restart comes back here
 

@@ -158,8 +158,7 @@ def _launch(args: argparse.Namespace) -> int:
 
     require("app", "mindeval app")
     from annotation_app.services import DB_ENV, default_db_url
-
-    from ..store.annotations.signins import (
+    from annotation_app.store.signins import (
         PROXY_HEADER_ENV,
         check_header_name,
         trusted_proxy_header,
@@ -261,8 +260,7 @@ def _assign(args: argparse.Namespace) -> int:
 
 def _import(args: argparse.Namespace) -> int:
     from annotation_app.services import SYSTEM
-
-    from ..store.annotations.importers import parse_annotator_map
+    from annotation_app.store.importers import parse_annotator_map
 
     mapped = parse_annotator_map(args.map_annotator)
     if str(args.path) == "official":

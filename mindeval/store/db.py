@@ -3,7 +3,8 @@
 SQLite connections use WAL and a busy timeout. Benchmark runs write through one
 writer thread (:class:`mindeval.store.runs.Writer`); :meth:`Database.write` is the
 blocking path of the annotation app, serialised within the process by a lock.
-Columns added to the run tables since a store was created are added on open.
+Opening with ``create=True`` creates a new store or upgrades an older one through the
+run store's one list of migrations (:mod:`mindeval.store.migrations`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import Engine, create_engine, event, inspect, text
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..errors import MindEvalError
-from .tables import RunBase
+from .migrations import upgrade
 
 
 def sqlite_url(path: str | Path) -> str:
@@ -57,18 +58,6 @@ def redact_url(url: str) -> str:
         return "<database url>"
 
 
-def add_missing_columns(engine: Engine) -> None:
-    """Add nullable columns the run tables gained since this store was created."""
-    insp = inspect(engine)
-    for table in RunBase.metadata.sorted_tables:
-        have = {c["name"] for c in insp.get_columns(table.name)}
-        for col in table.columns:
-            if col.name not in have and col.nullable:
-                kind = col.type.compile(dialect=engine.dialect)
-                with engine.begin() as conn:
-                    conn.execute(text(f'ALTER TABLE {table.name} ADD COLUMN "{col.name}" {kind}'))
-
-
 class Database:
     """An engine, a session factory and a write lock."""
 
@@ -79,8 +68,7 @@ class Database:
         self.write_lock = threading.RLock()
         if create:
             try:
-                RunBase.metadata.create_all(self.engine)
-                add_missing_columns(self.engine)
+                upgrade(self.engine)
             except OperationalError as exc:
                 raise MindEvalError(
                     f"cannot open database {redact_url(url)}: {exc.orig}"

@@ -13,7 +13,7 @@ from appkit import ROOT, free_port, make_workspace, start_app, stop, wait_health
 from browserkit import open_browser, settle, sign_in
 from sqlalchemy import select
 
-from mindeval.store.annotations import RatingRow
+from annotation_app.store import RatingRow
 from mindeval.store.tables import TurnRow
 
 pytestmark = pytest.mark.browser

@@ -12,7 +12,7 @@ from appkit import DEMO_CODE, SYSTEM, make_workspace, viewer
 from sqlalchemy import func, select
 
 from annotation_app.services import Conflict, Workspace
-from mindeval.store.annotations import RatingRevisionRow, RatingRow
+from annotation_app.store import RatingRevisionRow, RatingRow
 from mindeval.store.tables import TurnRow
 
 

@@ -110,7 +110,7 @@ def test_a_run_directory_keeps_judge_scores_for_the_admin_only(tmp_path):
     rep = ws.import_path(SYSTEM, "S", run)
     assert (rep.kind, rep.items_added, rep.skipped) == ("run", 1, 1)
     with ws.db.read() as s:
-        from mindeval.store.annotations import ItemRow
+        from annotation_app.store import ItemRow
 
         item = s.query(ItemRow).one()
     assert item.meta["judgments"][0]["judge_model"] == "j/x" and item.clinician_model == "x/clin"

@@ -13,10 +13,10 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import IntegrityError
 
 from annotation_app.services import SYSTEM, MindEvalError, Workspace
+from annotation_app.store import AnnotatorRow, ItemRow
+from annotation_app.store.auth import hash_code
+from annotation_app.store.migrations import upgrade
 from mindeval.resources import data_dir
-from mindeval.store.annotations import AnnotatorRow, ItemRow
-from mindeval.store.annotations.auth import hash_code
-from mindeval.store.annotations.migrations import upgrade
 
 
 def _write(path: Path, rows: list[dict], prefix: str = "") -> Path:

@@ -184,7 +184,7 @@ def test_skip_and_flag_need_a_reason_and_are_kept_apart_from_the_scores(any_db_u
 def test_active_time_is_added_per_item_and_each_gap_is_capped(any_db_url):
     from appkit import make_workspace
 
-    from mindeval.store.annotations.ratings import MAX_ACTIVE_STEP
+    from annotation_app.store.ratings import MAX_ACTIVE_STEP
 
     ws = make_workspace(any_db_url)
     try:

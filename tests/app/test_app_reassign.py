@@ -10,7 +10,7 @@ from appkit import ADMIN_CODE, sign_in, viewer
 from sqlalchemy import select
 
 from annotation_app.services import SYSTEM, MindEvalError, Workspace
-from mindeval.store.annotations import AssignmentRow
+from annotation_app.store import AssignmentRow
 
 NEW = {"Dr Ana": "ANA-CODE-000001", "Dr Ben": "BEN-CODE-000001"}
 

@@ -13,8 +13,8 @@ from appkit import ADMIN_CODE, DEMO_CODE, sign_in, viewer
 from sqlalchemy import select, update
 
 from annotation_app.services import SYSTEM, AccessDenied, RatingIncomplete, Workspace
+from annotation_app.store import AnnotatorRow, AssignmentRow
 from metaeval.sources import load_annotation_db
-from mindeval.store.annotations import AnnotatorRow, AssignmentRow
 
 BEA = "BEA-CODE-000001"
 

@@ -10,8 +10,8 @@ from appkit import DEMO_CODE, SYSTEM, all_text, sign_in, viewer
 from sqlalchemy import delete, select, update
 
 from annotation_app.services import Conflict
+from annotation_app.store import ItemRow, RoleplaySessionRow, StudyRow, utcnow
 from mindeval.llm import fake
-from mindeval.store.annotations import ItemRow, RoleplaySessionRow, StudyRow, utcnow
 from mindeval.store.tables import CallRow, TurnRow
 
 

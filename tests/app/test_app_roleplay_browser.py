@@ -14,7 +14,7 @@ from appkit import DEMO_CODE, free_port, make_workspace, start_app, stop, viewer
 from browserkit import open_browser, settle, sign_in
 from sqlalchemy import update
 
-from mindeval.store.annotations import RoleplaySessionRow, utcnow
+from annotation_app.store import RoleplaySessionRow, utcnow
 
 
 @pytest.fixture

@@ -164,7 +164,7 @@ def test_a_signed_out_tab_cannot_write_even_once(two):
 def test_role_play_errors_do_not_name_the_model(demo_ws, caplog):
     from sqlalchemy import update
 
-    from mindeval.store.annotations import StudyRow
+    from annotation_app.store import StudyRow
 
     with demo_ws.db.write() as s:
         s.execute(update(StudyRow).where(StudyRow.id == 2).values(clinician_model="fake/error"))

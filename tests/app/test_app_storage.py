@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -12,7 +14,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.exc import IntegrityError
 
 from annotation_app.services import SYSTEM, Workspace
-from mindeval.store.annotations import (
+from annotation_app.store import (
     VERSION_TABLE,
     AnnotationBase,
     AssignmentRow,
@@ -20,14 +22,18 @@ from mindeval.store.annotations import (
     RatingValueRow,
     RoleplaySessionRow,
 )
-from mindeval.store.annotations.auth import hash_code
-from mindeval.store.annotations.migrations import (
+from annotation_app.store.auth import hash_code
+from annotation_app.store.migrations import (
     current_revision,
     head_revision,
     include_object,
     upgrade,
 )
+from annotation_app.store.read import read_ratings
+from mindeval.store.migrations import HEAD as RUN_HEAD
+from mindeval.store.migrations import current_version
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 NOW = "2026-01-02 03:04:05"
 
 
@@ -92,6 +98,27 @@ def test_the_models_match_the_migrations(any_db_url):
         diffs = compare_metadata(ctx, AnnotationBase.metadata)
     ws.close()
     assert diffs == []
+
+
+def test_a_database_made_by_main_0ead889_is_upgraded_and_read(tmp_path):
+    """tests/fixtures/main_0ead889/app.db: seeded demo workspace with one submitted rating, made by
+    make_app_db.py at commit 0ead889 (SQLite; its run tables had no schema version then)."""
+    db = tmp_path / "app.db"
+    shutil.copyfile(FIXTURES / "main_0ead889" / "app.db", db)
+    url = f"sqlite:///{db}"
+    ws = Workspace(url)  # opening runs both databases' migrations
+    assert current_revision(ws.db.engine) == head_revision()
+    assert current_version(ws.db.engine) == RUN_HEAD
+    with ws.db.engine.connect() as conn:
+        ctx = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE,
+                                                     "include_object": include_object})
+        assert compare_metadata(ctx, AnnotationBase.metadata) == []
+    v = viewer(ws, "demo", DEMO_CODE)  # the access code made by the old code still signs in
+    assert [e.state for e in ws.queue(v, 1)][:2] == ["submitted", "todo"]
+    ws.close()
+    ratings = read_ratings(url, "Demo: rate transcripts")
+    assert len(ratings.ratings) == 1 and ratings.ratings[0].justification == "kept through the upgrade"
+    assert set(ratings.ratings[0].values.values()) == {4}
 
 
 def test_constraints_forbid_duplicates_and_bad_values(any_db_url):

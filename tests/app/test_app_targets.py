@@ -24,13 +24,13 @@ from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import IntegrityError
 
 from annotation_app.services import SYSTEM, MindEvalError, Workspace
-from mindeval.cli import main
-from mindeval.store.annotations.migrations import (
+from annotation_app.store.migrations import (
     current_revision,
     downgrade,
     head_revision,
     upgrade,
 )
+from mindeval.cli import main
 from mindeval.targets import load_target
 
 NOW = "2026-01-02 03:04:05"
@@ -206,7 +206,7 @@ def test_results_and_exports_follow_the_target(demo_ws):
     assert res.subaxis_means[na_sub] == 1.0 and res.axis_means[g.judge_axes[0].code] == 1.0
     assert res.agreement is None and "metaeval compare" in res.agreement_note
 
-    from mindeval.store.annotations import read_ratings  # what metaeval compare reads
+    from annotation_app.store import read_ratings  # what metaeval compare reads
 
     got = read_ratings(demo_ws.db.engine.url.render_as_string(hide_password=False), sid)
     assert (got.target, got.na_value) == (demo_ws.study(SYSTEM, sid).target, na)
@@ -290,7 +290,7 @@ def test_create_study_takes_a_target_by_path_and_refuses_an_unknown_one(tmp_path
 
 def test_roleplay_of_a_target_uses_its_clinician_prompt_and_its_sessions_stay_with_the_target(tmp_path):
     from annotation_app.roleplay import clinician_template
-    from mindeval.store.annotations.tables import StudyRow
+    from annotation_app.store.tables import StudyRow
 
     ws = Workspace(f"sqlite:///{tmp_path / 'x.db'}")
     ws.create_study(SYSTEM, "Play", "roleplay", clinician_model="fake/echo", target=TOY_TARGET)
@@ -373,7 +373,7 @@ def test_a_run_of_the_target_is_imported_with_its_judge_scores_and_rated_on_its_
     rep = ws.import_path(SYSTEM, "Safety", out)
     assert (rep.kind, rep.items_added) == ("run", 2)
     with ws.db.read() as s:
-        from mindeval.store.annotations import ItemRow
+        from annotation_app.store import ItemRow
 
         judged = [j["scores"] for item in s.query(ItemRow).all() for j in item.meta["judgments"]]
     g = ws.guidelines(sid)

@@ -11,8 +11,8 @@ from appkit import ADMIN_CODE, DEMO_CODE, all_text, sign_in
 from sqlalchemy import select
 
 from annotation_app.services import SYSTEM, SignInThrottled, Workspace
-from mindeval.store.annotations import signins
-from mindeval.store.annotations.tables import SignInEventRow, as_utc
+from annotation_app.store import signins
+from annotation_app.store.tables import SignInEventRow, as_utc
 
 
 def _age(ws: Workspace, seconds: float) -> None:

@@ -17,8 +17,8 @@ from appkit import ADMIN_CODE, DEMO_CODE, ROOT, free_port, make_workspace, stop,
 from browserkit import CHROMIUM, FLAGS, playwright_api
 
 from annotation_app.services import DB_ENV, SYSTEM, SignInThrottled
-from mindeval.store.annotations import signins
-from mindeval.store.annotations.signins import PROXY_HEADER_ENV, client_key
+from annotation_app.store import signins
+from annotation_app.store.signins import PROXY_HEADER_ENV, client_key
 
 XFF = "X-Forwarded-For"
 

@@ -51,13 +51,15 @@ def _within(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-def _offenders(importers: tuple[str, ...], forbidden: tuple[str, ...], exempt: tuple[str, ...] = ()) -> list[str]:
+def _offenders(importers: tuple[str, ...], forbidden: tuple[str, ...], exempt: tuple[str, ...] = (),
+               allowed: tuple[str, ...] = ()) -> list[str]:
+    """Imports by ``importers`` (but not ``exempt``) of ``forbidden`` names (but not ``allowed`` ones)."""
     return sorted(
         f"{mod} imports {name}"
         for mod, names in GRAPH.items()
         if _within(mod, importers) and not _within(mod, exempt)
         for name in names
-        if _within(name, forbidden)
+        if _within(name, forbidden) and not _within(name, allowed)
     )
 
 
@@ -66,33 +68,44 @@ def test_the_graph_was_read():
 
 
 @pytest.mark.parametrize(
-    ("importers", "forbidden", "exempt"),
+    ("importers", "forbidden", "exempt", "allowed"),
     [
         # the library never reaches up into the app, the meta-evaluation or the command lines
-        (("mindeval",), ("annotation_app", "metaeval", "mindeval.cli", "mindeval.commands"), CLI),
-        # the meta-evaluation reads app data through mindeval.store, never through the app
-        (("metaeval",), ("annotation_app",), ()),
+        (("mindeval",), ("annotation_app", "metaeval", "mindeval.cli", "mindeval.commands"), CLI, ()),
+        # the meta-evaluation reads ratings through the app's data package, never its pages or services
+        (("metaeval",), ("annotation_app",), (), ("annotation_app.store",)),
+        # the app's data package depends only on the mindeval library: not on the pages, the
+        # meta-evaluation or a command line
+        (("annotation_app.store",), ("annotation_app", "metaeval", "streamlit", *CLI), (), ("annotation_app.store",)),
         # no package imports a command line: the CLI is its own layer on top
-        (("metaeval", "annotation_app"), CLI, CLI),
+        (("metaeval", "annotation_app"), CLI, CLI, ()),
         # the app computes agreement with the pure statistics (mindeval.stats), not through metaeval
-        (("annotation_app",), ("metaeval",), ()),
+        (("annotation_app",), ("metaeval",), (), ()),
         # the two command lines share mindeval.cli (options, judging handlers), never each other's commands
-        (("metaeval.cli",), ("mindeval.commands",), ()),
-        (("mindeval.commands",), ("metaeval.cli",), ()),
+        (("metaeval.cli",), ("mindeval.commands",), (), ()),
+        (("mindeval.commands",), ("metaeval.cli",), (), ()),
         # profiles (sampling, download, backstories) sit below the benchmark runner
-        (("mindeval.profiles",), ("mindeval.runner",), ()),
+        (("mindeval.profiles",), ("mindeval.runner",), (), ()),
         # the stores sit below the runner and the judge
-        (("mindeval.store", "mindeval.llm"), ("mindeval.runner", *JUDGE_LOOP), ()),
+        (("mindeval.store", "mindeval.llm"), ("mindeval.runner", *JUDGE_LOOP), (), ()),
         # the judging package sits below every run kind that calls its loop
-        (("mindeval.judging",), ("mindeval.runner", "mindeval.simulate"), ()),
+        (("mindeval.judging",), ("mindeval.runner", "mindeval.simulate"), (), ()),
         # the defaults are constants: config.py imports nothing of the packages (no circle through it)
-        (("mindeval.config",), ("mindeval", "metaeval", "annotation_app"), ()),
+        (("mindeval.config",), ("mindeval", "metaeval", "annotation_app"), (), ()),
         # the model layer sits below run configurations and the stores
-        (("mindeval.llm",), ("mindeval.run_config", "mindeval.store", "mindeval.runner"), ()),
+        (("mindeval.llm",), ("mindeval.run_config", "mindeval.store", "mindeval.runner"), (), ()),
     ],
 )
-def test_no_upward_imports(importers, forbidden, exempt):
-    assert _offenders(importers, forbidden, exempt) == []
+def test_no_upward_imports(importers, forbidden, exempt, allowed):
+    assert _offenders(importers, forbidden, exempt, allowed) == []
+
+
+def test_the_app_data_package_is_where_metaeval_reads_ratings():
+    """The one allowed arrow from metaeval into the app is to its data package (and it is used)."""
+    used = {n for mod, names in GRAPH.items() if _within(mod, ("metaeval",)) for n in names
+            if _within(n, ("annotation_app",))}
+    assert used and all(_within(n, ("annotation_app.store",)) for n in used)
+    assert not [m for m in GRAPH if m.startswith("mindeval.store.annotations")]  # no shim left behind
 
 
 def _module_graph() -> dict[str, set[str]]:

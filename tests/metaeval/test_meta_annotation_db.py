@@ -12,16 +12,17 @@ from mindeval.errors import MindEvalError
 
 
 def import_study(url: str, path, name: str = "ratings") -> None:
+    from annotation_app.store.importers import import_path
+    from annotation_app.store.migrations import upgrade
+    from annotation_app.store.models import StudySpec
+    from annotation_app.store.studies import create_study
     from mindeval.guidelines import load_guidelines
     from mindeval.store import Database
-    from mindeval.store.annotations.importers import import_path
-    from mindeval.store.annotations.migrations import upgrade
-    from mindeval.store.annotations.studies import create_study
 
     db = Database(url)
     try:
         upgrade(db.engine)
-        create_study(db, name, "rating")
+        create_study(db, StudySpec(name=name, kind="rating"))
         import_path(db, load_guidelines(), name, path)
     finally:
         db.close()

@@ -200,13 +200,14 @@ def test_compare_a_toy_study_rated_in_the_app_database_against_a_toy_run(tmp_pat
     annotation database, then `metaeval compare` reads the study's target by itself."""
     from sqlalchemy import select
 
+    from annotation_app.store.importers import import_path
+    from annotation_app.store.migrations import upgrade
+    from annotation_app.store.models import StudySpec
+    from annotation_app.store.people import add_annotator
+    from annotation_app.store.ratings import na_value, save_text, save_value, submit
+    from annotation_app.store.studies import assign, create_study
+    from annotation_app.store.tables import AssignmentRow, ItemRow
     from mindeval.store import Database
-    from mindeval.store.annotations.importers import import_path
-    from mindeval.store.annotations.migrations import upgrade
-    from mindeval.store.annotations.people import add_annotator
-    from mindeval.store.annotations.ratings import na_value, save_text, save_value, submit
-    from mindeval.store.annotations.studies import assign, create_study
-    from mindeval.store.annotations.tables import AssignmentRow, ItemRow
 
     runs = fake_target_runs(tmp_path, TOY)
     target = load_target(TOY)
@@ -214,7 +215,7 @@ def test_compare_a_toy_study_rated_in_the_app_database_against_a_toy_run(tmp_pat
     db = Database(tmp_db_url)
     try:
         upgrade(db.engine)
-        create_study(db, "toy-study", "rating", k=2, target=str(TOY))
+        create_study(db, StudySpec(name="toy-study", kind="rating", k=2, target=str(TOY)))
         for run in runs:
             import_path(db, g, "toy-study", run, target=target)  # the study's loaded target, as the app passes it
         people = {name: add_annotator(db, name)[0].id for name in ("ann1", "ann2")}

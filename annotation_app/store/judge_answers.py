@@ -14,9 +14,10 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import select
 
-from ...guidelines import Guidelines
-from ...judging.rubric import walk
-from ..db import Database
+from mindeval.guidelines import Guidelines
+from mindeval.judging.rubric import walk
+from mindeval.store.db import Database
+
 from .studies import get_study
 from .tables import ItemRow, StudyItemRow
 

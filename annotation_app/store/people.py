@@ -9,8 +9,8 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 
 from mindeval.errors import MindEvalError
+from mindeval.store.db import Database
 
-from ..db import Database
 from . import signins
 from .auth import (
     MIN_CODE_LEN,

@@ -27,8 +27,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 
 from mindeval.errors import MindEvalError
+from mindeval.store.db import Database
 
-from ..db import Database
 from .models import SignInEvent
 from .tables import SignInEventRow, as_utc, name_key, utcnow
 

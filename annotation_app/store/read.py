@@ -12,9 +12,10 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from ...errors import MindEvalError
-from ...targets import DEFAULT_TARGET, load_target
-from ..db import Database, redact_url
+from mindeval.errors import MindEvalError
+from mindeval.store.db import Database, redact_url
+from mindeval.targets import DEFAULT_TARGET, load_target
+
 from .exporters import submitted_ratings, user_turns_rows
 from .ratings import na_value
 from .studies import get_study

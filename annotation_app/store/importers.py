@@ -24,10 +24,13 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
@@ -55,9 +58,9 @@ from mindeval.records import (
     validate_row,
 )
 from mindeval.rundir import run_target
+from mindeval.store.db import Database
 from mindeval.targets import DEFAULT_TARGET, Target, as_target, target_identity
 
-from ..db import Database
 from .models import ImportReport
 from .people import imported_annotator
 from .studies import get_study
@@ -392,9 +395,8 @@ def _import_authors(db: Database, g: Guidelines, study_id: int, path: Path, mapp
     if not rows and not problems.items:
         raise MindEvalError("the file is empty: there is nothing to import", path=path)
     seen_users: set[str] = set()
-    people: dict[str, AnnotatorRow] = {}
     with db.write() as s:
-        study = s.get(StudyRow, study_id)
+        ctx = _AuthorsImport(s=s, study=s.get(StudyRow, study_id), path=path, report=report, g=g, mapped=mapped)
         for row in rows:
             per_user: dict[str, dict[str, Any]] = {}
             order: list[str] = []
@@ -418,8 +420,7 @@ def _import_authors(db: Database, g: Guidelines, study_id: int, path: Path, mapp
                                  messages=row.messages, clinician_model=row.model, patient_kind="model",
                                  meta={"authors": meta, "id": row.raw["id"], "source_line": row.line})
                 for user in order:
-                    _store_imported_rating(s, study, item, user, per_user[user], path, row.line, report, g, mapped,
-                                           people)
+                    _store_imported_rating(ctx, item, user, per_user[user], row.line)
         unknown = sorted(set(mapped) - seen_users)
         if unknown:
             problems.items.append(MindEvalError(
@@ -428,9 +429,23 @@ def _import_authors(db: Database, g: Guidelines, study_id: int, path: Path, mapp
     return report
 
 
-def _store_imported_rating(s, study: StudyRow, item: ItemRow, user: str, rec: dict[str, Any], path: Path,
-                           line: int, report: ImportReport, g: Guidelines, mapped: dict[str, str],
-                           people: dict[str, AnnotatorRow]) -> None:
+@dataclass
+class _AuthorsImport:
+    """What every rating of one authors-format import shares: the session, study, file, report,
+    form, the ``--map-annotator`` names and the annotators met so far (by the file's user key)."""
+
+    s: Session
+    study: StudyRow
+    path: Path
+    report: ImportReport
+    g: Guidelines
+    mapped: dict[str, str]
+    people: dict[str, AnnotatorRow] = dataclass_field(default_factory=dict)
+
+
+def _store_imported_rating(ctx: _AuthorsImport, item: ItemRow, user: str, rec: dict[str, Any], line: int) -> None:
+    """One annotator's rating of ``item`` from line ``line``; an identical one already there is kept."""
+    s, study, path, report, g, mapped, people = ctx.s, ctx.study, ctx.path, ctx.report, ctx.g, ctx.mapped, ctx.people
     person = people.get(user)
     if person is None:  # once per annotator and import
         try:

@@ -17,8 +17,8 @@ from sqlalchemy.exc import IntegrityError
 
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
+from mindeval.store.db import Database
 
-from ..db import Database
 from .common import AccessDenied, Conflict, NotFound, RatingIncomplete, Stale, intake_pairs
 from .models import (
     FlagView,

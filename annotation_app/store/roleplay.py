@@ -12,9 +12,9 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 
 from mindeval.records import Turn
+from mindeval.store.db import Database
+from mindeval.store.runs import RunStore
 
-from ..db import Database
-from ..runs import RunStore
 from .common import AccessDenied, Conflict
 from .tables import ItemRow, RoleplayQueueRow, RoleplaySessionRow, StudyProfileRow, StudyRow, utcnow
 

@@ -24,11 +24,11 @@ from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.judging.authors import JUSTIFICATION, RESP, SAFETY, STATUS, USERS, load_mapping
 from mindeval.records import ATTRIBUTE_FIELDS
+from mindeval.store.db import Database
+from mindeval.store.runs import load_turns
+from mindeval.store.tables import InteractionRow
 from mindeval.targets import Target, as_target
 
-from ..db import Database
-from ..runs import load_turns
-from ..tables import InteractionRow
 from .ratings import flagged, scale_view
 from .studies import get_study
 from .tables import (

@@ -9,13 +9,33 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from mindeval.stats.proportion import HarmShare
+from mindeval.targets import DEFAULT_TARGET
 
 StudyKind = Literal["rating", "roleplay"]
 ItemState = Literal["todo", "draft", "submitted"]
 FlagKind = Literal["skip", "flag"]  # an annotator skips an item, or flags a problem with it
+
+
+class StudySpec(BaseModel):
+    """What a new study is: its name and kind, annotators per item, seed and form; role-play
+    studies also name the clinician model, its limits and the session length in minutes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kind: str  # "rating" | "roleplay" (checked with a clear message by create_study)
+    k: int = 1
+    seed: int = 0
+    description: str = ""
+    target: str = DEFAULT_TARGET  # a built-in target's name or a target folder
+    guidelines_version: str = ""
+    clinician_model: str | None = None
+    clinician_max_tokens: int | None = None
+    clinician_temperature: float | None = None
+    minutes: int | None = None
 
 
 class Viewer(BaseModel):

@@ -1,6 +1,6 @@
 """SQLAlchemy tables of the annotation platform (studies, people, ratings, role-play).
 
-The schema is owned by the Alembic migrations in ``mindeval/store/annotations/migrations``;
+The schema is owned by the Alembic migrations in ``annotation_app/store/migrations``;
 these models describe the head revision. Constraints carry the concurrency
 guarantees: one assignment per (study, item, annotator), one rating per
 assignment, one value per (rating, sub-axis), one revision row per submission and
@@ -34,7 +34,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, validates
 
-from ..tables import Created, Keyed, utcnow  # one clock and column shapes for both databases
+from mindeval.store.tables import (  # one clock and column shapes for both databases
+    Created,
+    Keyed,
+    utcnow,
+)
 
 NA_VALUE = 0  # stored value for "not applicable" / "not rated"
 ADJUDICATED = "adjudicated"  # origin (and name) of the rater who holds adjudicated ratings (review.py)

@@ -15,14 +15,14 @@ import logging
 import sqlalchemy as sa
 from alembic import op
 
-from mindeval.store.annotations.tables import name_key
+from annotation_app.store.tables import name_key
 
 revision = "0003"
 down_revision = "0002"
 branch_labels = None
 depends_on = None
 
-log = logging.getLogger("mindeval.store.annotations.migrations")
+log = logging.getLogger("annotation_app.store.migrations")
 
 
 def upgrade() -> None:

@@ -16,8 +16,8 @@ from sqlalchemy import func, select
 
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
+from mindeval.store.db import Database
 
-from ..db import Database
 from .common import RatingIncomplete
 from .exporters import submitted_ratings
 from .ratings import MAX_TEXT, check_value, na_value, problems

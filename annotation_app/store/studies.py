@@ -10,12 +10,12 @@ from sqlalchemy.exc import IntegrityError
 from mindeval.config import DEFAULT_PROMPTS
 from mindeval.errors import MindEvalError
 from mindeval.llm.gateway import EMBEDDED_MODEL
+from mindeval.store.db import Database
 from mindeval.targets import DEFAULT_TARGET
 
-from ..db import Database
 from .assign import annotator_order, balanced_assignment
 from .common import NotFound
-from .models import AnnotatorProgress, AssignReport, StudyInfo, StudyProgress
+from .models import AnnotatorProgress, AssignReport, StudyInfo, StudyProgress, StudySpec
 from .people import find_person
 from .tables import (
     AnnotatorRow,
@@ -30,55 +30,46 @@ from .tables import (
 DEFAULT_MINUTES = 25  # the paper's role-play sessions lasted 25 minutes (§3.1)
 
 
-def create_study(
-    db: Database,
-    name: str,
-    kind: str,
-    *,
-    k: int = 1,
-    seed: int = 0,
-    description: str = "",
-    target: str = DEFAULT_TARGET,
-    guidelines_version: str = "",
-    clinician_model: str | None = None,
-    clinician_max_tokens: int | None = None,
-    clinician_temperature: float | None = None,
-    minutes: int | None = None,
-) -> StudyInfo:
-    name = name.strip()
-    if not name:
-        raise MindEvalError("a study needs a name", field="name")
-    if kind not in ("rating", "roleplay"):
-        raise MindEvalError(f"kind must be 'rating' or 'roleplay', not '{kind}'", field="kind")
-    if k < 1:
-        raise MindEvalError("k (annotators per item) must be at least 1", field="k")
-    if kind == "roleplay":
-        clinician_model = clinician_model or EMBEDDED_MODEL
-        minutes = minutes or DEFAULT_MINUTES
-        if minutes < 1:
-            raise MindEvalError("minutes must be at least 1", field="minutes")
-        from mindeval.llm.gateway import check_model_string
-
-        check_model_string(clinician_model)
-    elif clinician_model or minutes:
-        raise MindEvalError("clinician model and minutes apply to role-play studies only", field="kind")
+def create_study(db: Database, spec: StudySpec) -> StudyInfo:
+    """Add the study ``spec`` describes (role-play studies default to the embedded clinician)."""
+    spec = _checked(spec)
     try:
         with db.write() as s:
             row = StudyRow(
-                name=name, kind=kind, k=k, seed=seed, description=description, target=target,
-                guidelines_version=guidelines_version, clinician_model=clinician_model,
-                clinician_max_tokens=clinician_max_tokens, clinician_temperature=clinician_temperature,
+                **spec.model_dump(),
                 # other targets' role-play uses the target's own clinician prompt
-                clinician_prompt=DEFAULT_PROMPTS["clinician"] if kind == "roleplay" and target == DEFAULT_TARGET
-                else None,
-                minutes=minutes,
+                clinician_prompt=DEFAULT_PROMPTS["clinician"]
+                if spec.kind == "roleplay" and spec.target == DEFAULT_TARGET else None,
             )
             s.add(row)
             s.flush()
             study_id = row.id
     except IntegrityError:
-        raise MindEvalError(f"a study named '{name}' already exists", field="name") from None
+        raise MindEvalError(f"a study named '{spec.name}' already exists", field="name") from None
     return study_info(db, study_id)
+
+
+def _checked(spec: StudySpec) -> StudySpec:
+    """``spec`` with a stripped name and role-play defaults, or a clear error naming the field."""
+    name = spec.name.strip()
+    if not name:
+        raise MindEvalError("a study needs a name", field="name")
+    if spec.kind not in ("rating", "roleplay"):
+        raise MindEvalError(f"kind must be 'rating' or 'roleplay', not '{spec.kind}'", field="kind")
+    if spec.k < 1:
+        raise MindEvalError("k (annotators per item) must be at least 1", field="k")
+    if spec.kind != "roleplay":
+        if spec.clinician_model or spec.minutes:
+            raise MindEvalError("clinician model and minutes apply to role-play studies only", field="kind")
+        return spec.model_copy(update={"name": name})
+    minutes = spec.minutes or DEFAULT_MINUTES
+    if minutes < 1:
+        raise MindEvalError("minutes must be at least 1", field="minutes")
+    clinician_model = spec.clinician_model or EMBEDDED_MODEL
+    from mindeval.llm.gateway import check_model_string
+
+    check_model_string(clinician_model)
+    return spec.model_copy(update={"name": name, "minutes": minutes, "clinician_model": clinician_model})
 
 
 def study_target(db: Database, ref: int | str) -> str:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from alembic import context
 
-from mindeval.store.annotations.migrations import include_object
-from mindeval.store.annotations.tables import VERSION_TABLE, AnnotationBase
+from annotation_app.store.migrations import include_object
+from annotation_app.store.tables import VERSION_TABLE, AnnotationBase
 
 connection = context.config.attributes.get("connection")
 if connection is None:  # pragma: no cover - only reachable from a bare `alembic` call
-    raise RuntimeError("run migrations through mindeval.store.annotations.migrations.upgrade(engine)")
+    raise RuntimeError("run migrations through annotation_app.store.migrations.upgrade(engine)")
 
 context.configure(
     connection=connection,

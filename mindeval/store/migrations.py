@@ -1,0 +1,100 @@
+"""Migrations of the run store: one ordered list and a version table (the only way its schema changes).
+
+A new store is created at the head of :data:`MIGRATIONS`. A store is upgraded when it is
+opened: every migration above its recorded version runs, in order, in one transaction, and
+the version is written. A store newer than this code is refused. A store made before
+versions were recorded (no ``run_schema_version`` table) is brought to version 1 by
+:func:`_baseline`, which adds the nullable columns those stores gained one by one.
+
+To change the schema: change :mod:`mindeval.store.tables` and append a :class:`Migration`
+whose ``apply`` makes the same change to an existing store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import Connection, Engine, inspect, text
+
+from ..errors import MindEvalError
+from .tables import RunBase
+
+VERSION_TABLE = "run_schema_version"
+
+# Nullable columns the run tables gained before the schema had a version (stores made by
+# older releases may lack any of them): table -> columns.
+UNVERSIONED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "calls": ("response_text", "reasoning", "error", "cached_tokens", "cache_write_tokens", "cost_usd", "finish_reason"),
+    "interactions": ("patient_model", "error"),
+    "turns": ("reasoning", "model", "call_id"),
+    "judgments": ("scores_json", "rationale", "round", "error", "nonce", "answer_channel", "answers_json"),
+}
+
+
+class Migration(BaseModel):
+    """One numbered schema change of the run store."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    version: int
+    summary: str
+    apply: Callable[[Connection], None]
+
+
+def _add_column(conn: Connection, table: str, column: str) -> None:
+    col = RunBase.metadata.tables[table].columns[column]
+    kind = col.type.compile(dialect=conn.dialect)
+    conn.execute(text(f'ALTER TABLE {table} ADD COLUMN "{column}" {kind}'))
+
+
+def _baseline(conn: Connection) -> None:
+    """Version 1: the schema of the first versioned release (tables and columns a store may lack)."""
+    RunBase.metadata.create_all(conn)
+    insp = inspect(conn)
+    for table, columns in UNVERSIONED_COLUMNS.items():
+        have = {c["name"] for c in insp.get_columns(table)}
+        for column in columns:
+            if column not in have:
+                _add_column(conn, table, column)
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(version=1, summary="baseline: run tables, unversioned nullable columns", apply=_baseline),
+)
+HEAD = MIGRATIONS[-1].version
+
+
+def current_version(engine: Engine | Connection) -> int | None:
+    """The recorded schema version; ``None`` for an empty or unversioned store."""
+    conn_or_engine = engine
+    if isinstance(conn_or_engine, Engine):
+        with conn_or_engine.connect() as conn:
+            return current_version(conn)
+    conn = conn_or_engine
+    if not inspect(conn).has_table(VERSION_TABLE):
+        return None
+    return conn.execute(text(f"SELECT version FROM {VERSION_TABLE}")).scalar()
+
+
+def upgrade(engine: Engine) -> int:
+    """Bring the store to :data:`HEAD` (creating it when empty); return the version found before."""
+    with engine.begin() as conn:
+        found = current_version(conn)
+        if found is not None and found > HEAD:
+            raise MindEvalError(
+                f"the run store has schema version {found}, newer than this mindeval knows ({HEAD}); "
+                "upgrade mindeval to open it"
+            )
+        if found == HEAD:
+            return found
+        if found is None and not inspect(conn).has_table("runs"):
+            RunBase.metadata.create_all(conn)  # a new store starts at the head
+        else:
+            for migration in MIGRATIONS:
+                if migration.version > (found or 0):
+                    migration.apply(conn)
+        conn.execute(text(f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} (version INTEGER NOT NULL)"))
+        conn.execute(text(f"DELETE FROM {VERSION_TABLE}"))
+        conn.execute(text(f"INSERT INTO {VERSION_TABLE} (version) VALUES (:v)"), {"v": HEAD})
+    return found or 0

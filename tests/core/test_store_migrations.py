@@ -1,0 +1,91 @@
+"""The run store changes its schema one way: the ordered migrations of mindeval.store.migrations.
+
+The fixture ``tests/fixtures/main_0ead889/run`` was made by ``mindeval run`` at commit 0ead889
+(before the run store had a schema version): fake models, 2 demo profiles x 2 turns, 6 calls.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect
+
+from mindeval.cli import main
+from mindeval.errors import MindEvalError
+from mindeval.store.db import Database, sqlite_url
+from mindeval.store.migrations import HEAD, MIGRATIONS, VERSION_TABLE, current_version
+from mindeval.store.tables import RunBase
+
+ROOT = Path(__file__).resolve().parents[2]
+OLD_RUN = ROOT / "tests" / "fixtures" / "main_0ead889" / "run"
+ARGS = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge", "--profiles", "demo",
+        "--limit", "2", "--turns", "2", "--quiet"]
+
+
+def _copy(tmp_path: Path) -> Path:
+    out = tmp_path / "old"
+    shutil.copytree(OLD_RUN, out)
+    return out
+
+
+def _sql(db: Path, *stmts: str) -> list:
+    with sqlite3.connect(db) as c:
+        return [c.execute(s).fetchall() for s in stmts]
+
+
+def test_the_migrations_are_numbered_in_order():
+    assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1)) and HEAD == len(MIGRATIONS)
+
+
+def test_a_run_made_by_main_0ead889_is_read_resumed_and_upgraded(tmp_path):
+    out = _copy(tmp_path)
+    db = out / "run.db"
+    assert _sql(db, f"SELECT name FROM sqlite_master WHERE name = '{VERSION_TABLE}'") == [[]]  # unversioned
+    before = json.loads((out / "summary.json").read_text())
+    assert before["calls_made"] == 6
+    assert main(["run", *ARGS, "--out", str(out)]) == 0
+    after = json.loads((out / "summary.json").read_text())
+    assert after["calls_made"] == 0 and after["n_complete"] == 2 and after["n_judged"] == 2
+    assert after["means"] == before["means"]
+    assert _sql(db, "SELECT count(*) FROM calls", "SELECT count(*) FROM runs") == [[(6,)], [(1,)]]
+    assert current_version(Database(sqlite_url(db), create=False).engine) == HEAD
+
+
+def test_an_unversioned_store_gains_the_columns_it_lacks(tmp_path):
+    db = _copy(tmp_path) / "run.db"
+    _sql(db, "ALTER TABLE judgments DROP COLUMN answers_json", "ALTER TABLE calls DROP COLUMN finish_reason")
+    store = Database(sqlite_url(db))
+    cols = {t: {c["name"] for c in inspect(store.engine).get_columns(t)} for t in ("judgments", "calls")}
+    assert "answers_json" in cols["judgments"] and "finish_reason" in cols["calls"]
+    assert current_version(store.engine) == HEAD
+    assert _sql(db, "SELECT count(*) FROM judgments WHERE answers_json IS NULL") == [[(2,)]]  # rows kept
+
+
+def test_a_new_store_starts_at_the_head_with_every_table(tmp_path):
+    store = Database(sqlite_url(tmp_path / "new.db"))
+    assert current_version(store.engine) == HEAD
+    have = set(inspect(store.engine).get_table_names())
+    assert set(RunBase.metadata.tables) | {VERSION_TABLE} == have
+    Database(sqlite_url(tmp_path / "new.db"))  # opening again changes nothing
+    assert _sql(tmp_path / "new.db", f"SELECT version FROM {VERSION_TABLE}") == [[(HEAD,)]]
+
+
+def test_a_store_newer_than_the_code_is_refused(tmp_path):
+    db = tmp_path / "new.db"
+    Database(sqlite_url(db))
+    _sql(db, f"UPDATE {VERSION_TABLE} SET version = {HEAD + 1}")
+    with pytest.raises(MindEvalError, match=f"schema version {HEAD + 1}, newer than this mindeval knows"):
+        Database(sqlite_url(db))
+
+
+def test_no_schema_change_outside_the_migrations():
+    """One way to change each schema: only the two migration homes alter tables."""
+    homes = {ROOT / "mindeval" / "store" / "migrations.py", *(ROOT / "annotation_app" / "store" / "migrations").rglob("*.py")}
+    offenders = [str(p.relative_to(ROOT)) for pkg in ("mindeval", "metaeval", "annotation_app")
+                 for p in (ROOT / pkg).rglob("*.py")
+                 if p not in homes and any(s in p.read_text(encoding="utf-8") for s in ("ALTER TABLE", "add_column("))]
+    assert offenders == []
