@@ -12,7 +12,14 @@ import warnings
 
 from mindeval import __version__
 from mindeval.cli import Parser, at_least, out_dir, run_cli
-from mindeval.commands.run import add_judge_options, add_role_options, add_target_option, role_spec
+from mindeval.commands.run import (
+    add_cost_options,
+    add_judge_options,
+    add_overwrite_option,
+    add_role_options,
+    add_target_option,
+    role_spec,
+)
 from mindeval.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_RETRIES,
@@ -205,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_compare)
 
     w = sub.add_parser("power", help="from a pilot study: interactions (and raters) needed to tell two judges apart")
-    w.add_argument("--humans", nargs="+", metavar="SRC", required=True, help="the pilot's human ratings (as in compare)")
+    w.add_argument("--humans", nargs="+", metavar="SRC", required=True, type=release_arg("human_annotations.jsonl"),
+                   help="the pilot's human ratings (as in compare; 'official': the downloaded file)")
     w.add_argument("--judges", nargs="+", metavar="[LABEL=]DIR", required=True,
                    help="the pilot's judge runs (at least two)")
     w.add_argument("--pair", nargs=2, metavar="LABEL", help="the two judges to compare (default: the first two)")
@@ -257,6 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--mapping", help="criterion → sub-axis mapping file for the few-shot scores")
     add_zeros_option(j)
     j.add_argument("--limit", type=int, help="judge only the first N evaluation interactions")
+    add_overwrite_option(j)
+    add_cost_options(j, "judge 120")
     j.set_defaults(func=cmd_judge)
 
     r = sub.add_parser("realism", help="patient realism: human vs LLM patient turns (t-SNE, distances, style)")

@@ -41,6 +41,7 @@ from mindeval.records import (
     RunSummary,
     TargetInfo,
 )
+from mindeval.rundir_guard import check_store, run_dir_lock
 from mindeval.store.runs import RunStore
 from mindeval.targets import target_of
 from mindeval.workers import check_concurrency, run_pool
@@ -71,6 +72,10 @@ class JudgeRunOptions(BaseModel):
     study: str | None = None
     judge_protocol: str = "mindeval"
     new_run: bool = False
+    overwrite: bool = False  # run even where outputs exist without their store (buys their calls again)
+    max_cost: float | None = None  # stop cleanly before the spend could exceed this many dollars
+    dry_run: bool = False  # print the estimated calls, tokens and dollars; call no model
+    assume_reply_tokens: dict[str, int] = {}  # for dry_run: the judge's reply length
 
 
 def _is_url(source: str) -> bool:
@@ -131,11 +136,9 @@ def draw_fewshot(source: HumanSource, k: int, seed: int) -> list[str]:
 def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
     """Judge every evaluation interaction ``repetitions`` times; write the run directory."""
     from mindeval.fewshot import check_fewshot_target
-    from mindeval.judge import FewShotExample, judge_transcript
+    from mindeval.judge import FewShotExample
     from mindeval.llm.gateway import ModelSpec, check_api_key, check_model_string
     from mindeval.runner import judge_setup
-    from mindeval.store import sqlite_url
-    from mindeval.store.calls import calls_line, logged_run
     from mindeval.targets import load_target
 
     say = echo or (lambda _m: None)
@@ -193,11 +196,37 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         mapping_version=mapping.version, repetitions=opts.repetitions, retries=opts.retries, seed=opts.seed,
         interaction_ids=[it.interaction_id for it in evaluate], target=info, prompts={"judge": tpl.ref},
     )
+    if opts.dry_run:
+        from mindeval.judge_estimate import estimate_judging
+
+        est = estimate_judging(spec, tpl, [(it.profile, it.messages, labels.get(it.profile.id)) for it in evaluate],
+                               fewshot, g, opts.judge_protocol, opts.repetitions, opts.assume_reply_tokens.get("judge"))
+        say(est)
+        return {}
     out = Path(opts.out)
-    out.mkdir(parents=True, exist_ok=True)
+    with run_dir_lock(out):
+        check_store(out, opts.db_url, overwrite=opts.overwrite)
+        return _judge_all(opts, out, spec, tpl, config, evaluate, fewshot, shot_ids, data, labels, target, say, echo)
+
+
+def _judge_all(opts: JudgeRunOptions, out: Path, spec: Any, tpl: Any, config: JudgeRunConfig,
+               evaluate: list[AnnotatedInteraction], fewshot: list, shot_ids: list[str], data: HumanSource,
+               labels: dict, target: Any, say: Callable[[str], None], echo: Callable[[str], None] | None
+               ) -> dict[str, Any]:
+    """Judge the interactions still to judge in ``out`` (held by the caller's lock)."""
+    from mindeval.judge import judge_transcript
+    from mindeval.store import sqlite_url
+    from mindeval.store.calls import calls_line, logged_run
+
+    g, info = target.guidelines, target.block()
     label = opts.label or spec.model
     hashed = config.hashed()
     with logged_run(opts.db_url or sqlite_url(out / "run.db"), KIND, hashed, new_run=opts.new_run) as (log, resumed):
+        if opts.max_cost is not None:
+            from mindeval.budget import Budget
+
+            log.guard = Budget(opts.max_cost, log.store.spent_usd())
+            log.guard.check_priced({"judge": spec})
         RunConfigRecord(
             run_id=log.run_id, config_hash=hash_config(hashed), kind=KIND, label=label,
             fewshot_interaction_ids=shot_ids, config=config.model_dump(mode="json"),

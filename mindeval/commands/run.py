@@ -25,6 +25,7 @@ from ..config import (
 from ..errors import MindEvalError
 from ..profiles.official import release_arg
 from ..records import DEFAULT_TARGET, PROTOCOLS, ROLES, TRANSCRIPT_FORMATS
+from ..sampling import sampling_arg
 
 MODEL_OPTIONS = ("temperature", "max-tokens", "reasoning-effort", "api-base")
 
@@ -40,7 +41,8 @@ def add_role_options(parser: argparse.ArgumentParser, roles=ROLES, *, required: 
         g = parser.add_argument_group(f"{role} model")
         g.add_argument(f"--{role}", default=None if required else DEFAULT_MODEL, required=required,
                        metavar="MODEL", help=f"litellm model string for the {role}")
-        g.add_argument(f"--{role}-temperature", type=float, default=None, metavar="T")
+        g.add_argument(f"--{role}-temperature", type=sampling_arg(f"--{role}-temperature", "temperature"),
+                       default=None, metavar="T", help="sampling temperature, 0 to 2")
         g.add_argument(f"--{role}-max-tokens", type=int, default=None, metavar="N")
         g.add_argument(f"--{role}-reasoning-effort", default=None, metavar="LEVEL",
                        help="low | medium | high (providers that support it)")
@@ -48,7 +50,7 @@ def add_role_options(parser: argparse.ArgumentParser, roles=ROLES, *, required: 
                        help="OpenAI-compatible server URL (e.g. http://127.0.0.1:8000/v1)")
         for name in MODEL_OPTIONS if plain_aliases else ():
             g.add_argument(f"--{name}", dest=f"{role}_{name.replace('-', '_')}", default=argparse.SUPPRESS,
-                           type=float if name == "temperature" else int if name == "max-tokens" else str,
+                           type=sampling_arg("--temperature", "temperature") if name == "temperature" else int if name == "max-tokens" else str,
                            help=argparse.SUPPRESS)
         g.add_argument(f"--{role}-timeout", type=seconds(f"--{role}-timeout"), default=DEFAULT_TIMEOUT_S[role],
                        metavar="S", help=f"seconds per request before it is retried (default {DEFAULT_TIMEOUT_S[role]:g})")
@@ -137,15 +139,26 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "--judge-protocol paper): their <member>/<therapist> tags and first-match `Name: score` "
                    "reading. Forgeable by the clinician, labelled not hardened")
     p.add_argument("--new-run", action="store_true", help="start a new run even if --out holds one")
+    add_overwrite_option(p)
+    add_cost_options(p)
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=handle, _parser=p)
+
+
+def add_overwrite_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--overwrite", action="store_true",
+                   help="run even where --out holds a run's outputs without its store run.db (or with another "
+                   "run's): their calls are bought again and the outputs replaced")
+
+
+def add_cost_options(p: argparse.ArgumentParser, roles: str = "patient 80, clinician 150, judge 120") -> None:
+    """``--max-cost``, ``--dry-run`` and ``--assume-reply-tokens`` (``mindeval run``/``judge``, ``metaeval judge``)."""
     p.add_argument("--max-cost", type=float, default=None, metavar="USD",
                    help="stop cleanly (resumable) before the run's spend could exceed USD (default: no cap)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the number of calls and estimated tokens and dollars per role; call no model")
     p.add_argument("--assume-reply-tokens", type=role_tokens, action="append", default=[], metavar="ROLE=N",
-                   help="for --dry-run: the reply length of ROLE in tokens (default patient 80, clinician 150, "
-                   "judge 120; repeatable)")
-    p.add_argument("--quiet", action="store_true", help="no progress output")
-    p.set_defaults(func=handle, _parser=p)
+                   help=f"for --dry-run: the reply length of ROLE in tokens (default {roles}; repeatable)")
 
 
 def role_tokens(text: str) -> tuple[str, int]:
@@ -188,6 +201,9 @@ def add_judge_options(p: argparse.ArgumentParser, *, fewshot_file_help: str = ""
 def handle(args: argparse.Namespace) -> int:
     """Exit 0 when every profile was simulated and judged; 1 when something failed or
     --max-cost stopped the run (re-running continues it)."""
+    from .precheck import check_run_inputs
+
+    check_run_inputs(args)  # before the heavy imports below
     from ..llm.gateway import set_default_policy
     from ..runner import (
         estimate_run,
@@ -249,7 +265,7 @@ def options_of(args: argparse.Namespace):
         concurrency=args.concurrency, seed=args.seed, judge_retries=args.judge_retries,
         judge_samples=args.judge_samples, fewshot=args.fewshot_file, fewshot_k=args.fewshot_k,
         judge_protocol=args.judge_protocol, transcript_format=args.transcript_format, new_run=args.new_run,
-        progress=not args.quiet, max_cost=args.max_cost,
+        progress=not args.quiet, max_cost=args.max_cost, overwrite=args.overwrite,
     )
 
 
@@ -264,9 +280,12 @@ def _explicit(args: argparse.Namespace, opts) -> set[str]:
     return out
 
 
+SWEEP_LEADERBOARD = "_leaderboard"  # the sweep's leaderboard folder, beside its run directories
+
+
 def _sweep_leaderboards(runs: list, out: Path) -> None:
-    """The sweep's leaderboard over its run directories, written beside them (one per judge,
-    in ``leaderboard_<judge>/``, when several judges were swept)."""
+    """The sweep's leaderboard over its run directories, in their parent's :data:`SWEEP_LEADERBOARD`
+    folder (so ``out/*`` names run directories only; one sub-folder per judge when judges were swept)."""
     from ..leaderboard import StatsSettings, build_leaderboard, to_markdown, write_outputs
     from ..runfile import slug
 
@@ -276,5 +295,6 @@ def _sweep_leaderboards(runs: list, out: Path) -> None:
     for judge, dirs in by_judge.items():
         lb = build_leaderboard(dirs, StatsSettings())
         print(to_markdown(lb), end="")
-        for path in write_outputs(lb, out if len(by_judge) == 1 else out / f"leaderboard_{slug(judge)}"):
+        folder = out / SWEEP_LEADERBOARD
+        for path in write_outputs(lb, folder if len(by_judge) == 1 else folder / slug(judge)):
             print(f"wrote {path}", file=sys.stderr)

@@ -26,7 +26,7 @@ from collections.abc import Coroutine
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import extras
 from ..errors import ModelCallError
@@ -64,6 +64,15 @@ class ModelSpec(ModelRecord):
     timeout_s: float | None = Field(None, gt=0)
     rpm: int | None = Field(None, gt=0)
     tpm: int | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _sampling_in_range(self) -> ModelSpec:
+        from ..sampling import out_of_range
+
+        problem = out_of_range({**self.extra, "temperature": self.temperature})
+        if problem:
+            raise ValueError(problem)
+        return self
 
     @property
     def provider(self) -> str:
