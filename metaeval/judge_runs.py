@@ -154,7 +154,8 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     info = target.block()
     setup = judge_setup(target, ModelSpec(model=opts.judge, **opts.params), opts.prompt, opts.judge_protocol)
     spec, tpl = setup.spec, setup.template
-    check_api_key(spec, "judge")  # before the first call
+    if not opts.dry_run:
+        check_api_key(spec, "judge")  # before the first call
     mapping = load_mapping(opts.mapping)
     data = load_annotated(opts.annotations, mapping, opts.zeros, opts.study)
     shot_src = data

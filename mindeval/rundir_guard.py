@@ -81,7 +81,7 @@ def check_store(out: str | Path, db_url: str | None = None, *, overwrite: bool =
 def check_not_source(out: str | Path, source: str | Path) -> None:
     """``--out`` must not be the source run directory (its outputs would be replaced)."""
     if Path(out).resolve() == Path(source).resolve():
-        raise MindEvalError(f"is the source run directory {source}: re-judging writes a new run directory "
+        raise MindEvalError(f"{out} is the source run directory: re-judging writes a new run directory "
                             "beside it; give another --out", field="--out")
 
 

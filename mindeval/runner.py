@@ -206,7 +206,7 @@ def prepare(opts: RunOptions) -> Prepared:
         if opts.limit < 1:
             raise MindEvalError("--limit must be at least 1")
         if opts.limit > len(profiles):
-            raise MindEvalError(f"--limit {opts.limit} is more than the {len(profiles)} profiles of {path}",
+            raise MindEvalError(f"{opts.limit} is more than the {len(profiles)} profiles of {path}",
                                 field="--limit")
         profiles = profiles[: opts.limit]
     judge = judge_setup(target, opts.judge, opts.judge_prompt, opts.judge_protocol, opts.transcript_format)
