@@ -549,7 +549,8 @@ async def _arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | Non
         budget = None
         if opts.max_cost is not None:
             budget = Budget(opts.max_cost, RunStore(db, run_id).spent_usd())
-            budget.check_priced({"patient": config.patient, "clinician": config.clinician, "judge": config.judge})
+            budget.check_priced({r: getattr(config, r) for r in ("patient", "clinician", "judge")
+                                 if r == "judge" or not opts.judge_only})  # a re-judge run calls only its judge
         RunConfigRecord(run_id=run_id, config_hash=config.hash(), config=config.model_dump(mode="json"),
                         database=redact_url(db.url)).write(out / CONFIG_FILE)
         if echo:
