@@ -116,3 +116,19 @@ def test_a_second_process_on_the_same_out_is_told_which_one_runs(server, tmp_pat
     assert third.returncode == 0, third.stderr
     assert f"taking over the lock of pid {first.pid}" in third.stderr
     assert not (out / ".mindeval.lock").exists()
+
+
+def test_metaeval_judge_dry_run_and_max_cost(server, tmp_path, capsys, shared_data):
+    from metaeval.cli import main as meta
+
+    base = ["judge", "--annotations", str(shared_data / "human_annotations.jsonl"), "--judge", "openai/gpt-4.1",
+            "--judge-api-base", server.url, "--limit", "2", "--fewshot-k", "0", "--out", str(tmp_path / "J")]
+    assert meta([*base, "--dry-run", "--judge-samples", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "dry run: 2 rated interactions x 3 judge samples; no model was called" in out
+    assert next(line.split() for line in out.splitlines() if line.startswith("judge "))[1:3] == ["openai/gpt-4.1", "6"]
+    assert not server.requests and not (tmp_path / "J").exists()
+    assert meta([*base, "--max-cost", "0.000001"]) == 2
+    assert "stopped before exceeding --max-cost" in capsys.readouterr().err and not server.requests
+    assert meta([*base, "--max-cost", "5"]) == 0
+    assert len(server.requests) == 2
