@@ -21,6 +21,7 @@ def _page(name: str, title: str, icon: str, default: bool = False) -> st.Page:
     return st.Page(str(HERE / "views" / f"{name}.py"), title=title, icon=icon, default=default)
 
 
+ui.check_proxy_header()
 viewer = ui.viewer()
 if viewer is None:
     nav = st.navigation([_page("signin", "Sign in", ":material/login:", default=True)], position="hidden")
@@ -43,6 +44,8 @@ else:
     nav = st.navigation(pages)
     with st.sidebar:
         st.caption(f"Signed in as **{ui.inert(viewer.name)}**")
+        if viewer.is_admin:
+            ui.proxy_notice()
         if st.button("Sign out", key="sign_out"):
             ui.sign_out()
             st.rerun()

@@ -1,4 +1,4 @@
-"""Study results for the admin: progress, per-axis means, human agreement (via metaeval).
+"""Study results for the admin: progress, per-axis means, human agreement (mindeval.stats.agreement).
 
 Everything follows the study's target: its axes and sub-axes, its scale's values (a
 categorical level counts as its number), "not applicable" left out, and for a target
@@ -7,14 +7,16 @@ with harm levels the share of ratings with any dimension rated at one.
 
 from __future__ import annotations
 
-import importlib
 import math
 import warnings
 from collections import defaultdict
 from typing import Any
 
+import numpy as np
+
 from mindeval.guidelines import Guidelines
-from mindeval.stats import harm_share
+from mindeval.stats import agreement, harm_share, resampled
+from mindeval.stats.seeding import rng_for
 from mindeval.store import Database
 from mindeval.store.annotations.exporters import submitted_ratings
 from mindeval.store.annotations.models import StudyResults
@@ -38,7 +40,7 @@ def axis_scores(g: Guidelines, values: dict[str, int]) -> dict[str, float]:
 
 
 def agreement_summary(ratings: list[dict[str, Any]], g: Guidelines) -> tuple[dict[str, float | None] | None, str]:
-    """Human-human agreement on the average score, computed with metaeval's metrics.
+    """Human-human agreement on the average score, computed with the statistics `metaeval compare` uses.
 
     Mean pairwise Kendall τ-b over shared transcripts, mean pairwise MIPSA (τ-b tie
     rule) and Krippendorff's α (interval). ``None`` values could not be computed.
@@ -47,12 +49,6 @@ def agreement_summary(ratings: list[dict[str, Any]], g: Guidelines) -> tuple[dic
     if g.scale_kind != "ordinal":
         return None, ("Agreement on categorical levels is per dimension (Cohen's and Fleiss' κ, "
                       "Krippendorff's α nominal): run `metaeval compare` on this study.")
-    try:
-        agreement = importlib.import_module("metaeval.agreement")
-    except ImportError:
-        return None, "The agreement summary appears here when the metaeval module is installed."
-    import numpy as np
-
     items: dict[str, int] = {}
     profiles: list[str] = []
     raters: dict[str, dict[int, float]] = defaultdict(dict)
@@ -100,22 +96,16 @@ RESULTS_RESAMPLES = 1000
 
 
 def _intervals(m: Any, profiles: list[str]) -> dict[str, float | None]:
-    """95% intervals of the three summary figures, from metaeval's resampled statistics (seed 0)."""
-    import numpy as np
-
-    from metaeval.agreement import PairIndex
-    from metaeval.resampled import Resampler, kendall_tau, krippendorff_alpha, mipsa
-    from mindeval.stats.seeding import rng_for
-
-    pairs = PairIndex(profiles)
-    boot = Resampler(pairs, pairs.item_profile, RESULTS_RESAMPLES, rng_for(0, "metaeval", "bootstrap"))
+    """95% intervals of the three summary figures, from the resampled statistics (seed 0, as metaeval's)."""
+    pairs = agreement.PairIndex(profiles)
+    boot = resampled.Resampler(pairs, pairs.item_profile, RESULTS_RESAMPLES, rng_for(0, "metaeval", "bootstrap"))
     raters = range(m.shape[0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        taus = np.nanmean([kendall_tau(m[a], m[b], boot.items) for a in raters for b in raters if a < b], axis=0)
-        mipsas = np.nanmean([mipsa(m[a], m[b], pairs, boot.profiles, "taub") for a in raters for b in raters if a < b],
+        taus = np.nanmean([resampled.kendall_tau(m[a], m[b], boot.items) for a in raters for b in raters if a < b], axis=0)
+        mipsas = np.nanmean([resampled.mipsa(m[a], m[b], pairs, boot.profiles, "taub") for a in raters for b in raters if a < b],
                             axis=0)
-        alpha = krippendorff_alpha(m, "interval", boot.items)
+        alpha = resampled.krippendorff_alpha(m, "interval", boot.items)
     out: dict[str, float | None] = {}
     for name, draws in (("mean_pairwise_kendall_tau", taus), ("mean_pairwise_mipsa", mipsas),
                         ("krippendorff_alpha_interval", alpha)):

@@ -22,11 +22,11 @@ from collections.abc import Callable
 
 from sqlalchemy.exc import IntegrityError
 
-from mindeval.config import spec_with_defaults
 from mindeval.errors import MindEvalError, ModelCallError
 from mindeval.llm.gateway import ModelSpec
 from mindeval.prompts import PromptTemplate, load_template, render_clinician
 from mindeval.records import Profile, Turn, profile_from_json
+from mindeval.run_config import spec_with_defaults
 from mindeval.simulate import model_turn, role_view
 from mindeval.store import CallLog, Database
 from mindeval.store.annotations import roleplay as sessions_store
@@ -50,6 +50,9 @@ EMBEDDED_TIMEOUT_S = 3600.0  # per reply of the embedded clinician (the retry bu
 logger = logging.getLogger(__name__)
 _busy: set[int] = set()  # sessions whose clinician reply is being written by this process
 _busy_lock = threading.Lock()  # also orders "queue a message" against "the last reply is done"
+# The reply being streamed per session, as written so far: a page that reruns meanwhile (the
+# patient sent another message) shows it until the stored reply replaces it.
+_partial: dict[int, str] = {}
 
 
 def _profile(sp: StudyProfileRow) -> Profile:
@@ -98,6 +101,7 @@ def view(db: Database, annotator_id: int, session_id: int) -> RoleplayView:
         messages=[Message(role=t.role, content=t.content) for t in turns],
         awaiting_reply=bool(turns) and turns[-1].role == "patient" and sess.status == "active",
         queued=sessions_store.queued(db, sess.id), replying=sess.id in _busy,
+        partial=_partial.get(sess.id, "") if sess.id in _busy and turns and turns[-1].role == "patient" else "",
         minutes=study.minutes or 0, seconds_left=left, time_up=left is not None and left <= 0,
     )
 
@@ -184,7 +188,10 @@ def reply(db: Database, annotator_id: int, session_id: int, on_text: Callable[[s
             return
         _busy.add(session_id)
     try:
-        _answer(db, annotator_id, session_id, on_text)
+        try:
+            _answer(db, annotator_id, session_id, _kept(session_id, on_text) if on_text else None)
+        finally:
+            _partial.pop(session_id, None)  # stored (or failed): the page shows the turn instead
         more = _next(db, annotator_id, session_id)
     except BaseException:
         _release(session_id)
@@ -196,6 +203,17 @@ def reply(db: Database, annotator_id: int, session_id: int, on_text: Callable[[s
     else:
         threading.Thread(target=_answer_queue_logged, args=(db, annotator_id, session_id), daemon=True,
                          name=f"roleplay-{session_id}").start()
+
+
+def _kept(session_id: int, on_text: Callable[[str], None]) -> Callable[[str], None]:
+    """``on_text`` that also keeps the reply written so far in :data:`_partial`."""
+    _partial[session_id] = ""
+
+    def keep(piece: str) -> None:
+        _partial[session_id] = _partial.get(session_id, "") + piece
+        on_text(piece)
+
+    return keep
 
 
 def _release(session_id: int) -> None:
@@ -245,7 +263,7 @@ def _answer(db: Database, annotator_id: int, session_id: int, on_text: Callable[
     system = _clinician_system(study, _profile(sp))
     spec = clinician_spec(study)
     idx = len(turns)
-    from mindeval.llm import embedded  # loads litellm: only when a reply is due
+    from mindeval.llm import embedded  # the embedded model's module: only when a reply is due
 
     messages = role_view(system, turns, "clinician")
     try:

@@ -13,13 +13,14 @@ import queue
 import re
 import string
 import threading
+import zlib
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 import streamlit as st
 
-from annotation_app import handoff
+from annotation_app import handoff, proxy_check
 from annotation_app.services import Workspace, default_db_url
 from mindeval.store.annotations import signins
 from mindeval.store.annotations.models import Message, Viewer
@@ -74,6 +75,33 @@ def client_address() -> str:
     except Exception:  # no browser connection
         return ""
     return signins.client_key(ip if isinstance(ip, str) else None, trusted_header=header, values=values)
+
+
+def check_proxy_header() -> None:
+    """Once per browser connection: note whether the configured trusted proxy header is on it
+    (see :mod:`annotation_app.proxy_check`)."""
+    if st.session_state.get("_proxy_checked"):
+        return
+    st.session_state["_proxy_checked"] = True
+    try:
+        header = signins.trusted_proxy_header()
+        if not header:
+            return
+        present = bool(st.context.headers.get_all(header))
+        peer = st.context.ip_address
+    except Exception:  # no browser connection (e.g. a script test)
+        return
+    proxy_check.saw(header, present, peer if isinstance(peer, str) else None)
+
+
+def proxy_notice() -> None:
+    """For admins: say so while the configured trusted proxy header has never been seen."""
+    try:
+        note = proxy_check.missing_notice(signins.trusted_proxy_header())
+    except Exception:  # a bad header name is refused at start-up
+        return
+    if note:
+        st.warning(note, icon=":material/shield:")
 
 
 def viewer() -> Viewer | None:
@@ -150,12 +178,13 @@ def render_pairs(pairs: list[tuple[str, str]]) -> None:
 
 
 def render_transcript(messages: list[Message], member_name: str, *, chat: bool = False,
-                      only: set[int] | None = None) -> None:
+                      only: set[int] | None = None, key: str = "turn") -> None:
     """The conversation, clinician and member clearly labelled, all text inert.
 
     ``chat=True`` uses chat bubbles (role-play, where the view follows the newest
     message); otherwise each turn is a bordered card read from the top (rating), keyed
-    ``turn-N`` so the page can scroll to it, and ``only`` limits the cards to those turns.
+    ``{key}-N`` so the page can scroll to it (a page showing several transcripts gives each
+    its own ``key``), and ``only`` limits the cards to those turns.
     """
     for n, m in enumerate(messages, start=1):
         if m.role == "clinician":
@@ -166,7 +195,7 @@ def render_transcript(messages: list[Message], member_name: str, *, chat: bool =
             with st.chat_message("assistant" if m.role == "clinician" else "user", avatar=icon):
                 st.markdown(f"**:{colour}[{who}]**  \n{inert(m.content)}")
         elif only is None or n in only:
-            with st.container(border=True, key=f"turn-{n}"):
+            with st.container(border=True, key=f"{key}-{n}"):
                 st.markdown(f"{icon} **:{colour}[{who}]** · turn {n}  \n{inert(m.content)}")
 
 
@@ -199,12 +228,16 @@ def compact_page() -> None:
 
 
 def save_status(saved: list[str], text: str, *, texts: dict[str, str] | None = None, assignment: int = 0,
-                version: int = 0, refused: int = 0) -> None:
+                version: int = 0, refused: int = 0, form: str = "", subaxes: list[str] | None = None,
+                owner: str = "") -> None:
     """What the database holds, as the labels the form shows ("" when unset), and its texts, for
     the page to compare with what it shows (assets/rate_keys.js says "Not saved yet" while a
     shown score or text differs from the stored one, and keeps such changes in the browser);
     ``refused`` counts this tab's writes refused as stale (the browser then forgets the changes
-    made on this page load; see assets/rate_keys.js)."""
+    made on this page load; see assets/rate_keys.js). ``form`` is the widget-key prefix of the
+    form shown and ``subaxes`` its sub-axis ids in order (the script finds a field's radio group
+    by ``st-key-<form>_<sub-axis>``, never by position); ``owner`` names the rating (user, study,
+    transcript) under which the browser keeps unsent changes."""
     values = html.escape(json.dumps(saved))
     stored = html.escape(json.dumps(texts or {}))
     run = st.session_state["_rate_run"] = st.session_state.get("_rate_run", 0) + 1  # a new render, seen by the page
@@ -212,6 +245,8 @@ def save_status(saved: list[str], text: str, *, texts: dict[str, str] | None = N
             f'data-mindeval-run="{run}" '
             f'data-mindeval-texts="{stored}" data-mindeval-assignment="{int(assignment)}" '
             f'data-mindeval-version="{int(version)}" data-mindeval-refused="{int(refused)}" '
+            f'data-mindeval-form="{html.escape(form)}" data-mindeval-subaxes="{html.escape(json.dumps(subaxes or []))}" '
+            f'data-mindeval-owner="{html.escape(owner)}" '
             f'data-mindeval-text="{html.escape(text)}">{html.escape(text)}</p>')
 
 
@@ -308,6 +343,25 @@ def pick_study(studies, state_key: str, reset_key: str) -> int:
         st.selectbox("Study", ids, format_func=lambda i: next(p.name for p in studies if p.study_id == i),
                      key=state_key, on_change=lambda: st.session_state.pop(reset_key, None))
     return st.session_state[state_key]
+
+
+def pick_by_id(label: str, ids: list[int], labels: dict[int, str], state_key: str) -> None:
+    """A list of ids shown by their labels; the choice is kept in ``st.session_state[state_key]``
+    (which must hold one of ``ids``), and only ever an id of the list.
+
+    The browser sends a list's choice back as its shown label, and a label it no longer
+    knows comes back as the label itself: so the list is a new widget whenever the choice or
+    any label changes (a session started, an item adjudicated), never reading a stale label."""
+    current = st.session_state[state_key]
+    digest = zlib.crc32(json.dumps([[i, labels[i]] for i in ids]).encode())
+    key = f"{state_key}_pick_{current}_{digest:08x}"
+
+    def chosen() -> None:
+        picked = st.session_state.get(key)
+        if picked in ids:
+            st.session_state[state_key] = picked
+
+    st.selectbox(label, ids, index=ids.index(current), format_func=labels.__getitem__, key=key, on_change=chosen)
 
 
 def admin_study_page(title: str, key: str):

@@ -6,7 +6,7 @@ Simulated studies with a *known* population Kendall τ between a human and a jud
 integer 1-6 and the human's is the mean of two integer sub-scores (half steps), as in
 MindEval; its population τ-b is taken from one sample of 400,000 interactions.
 
-1. **Coverage** of the 95% interval of τ (``metaeval.resampled.kendall_tau`` on the same
+1. **Coverage** of the 95% interval of τ (``mindeval.stats.resampled.kendall_tau`` on the same
    bootstrap draw as ``metaeval compare``, percentile interval of
    ``mindeval.stats.bootstrap.percentile_interval``): share of studies whose interval holds the
    population τ; target 93-97% at n = 55.
@@ -30,8 +30,8 @@ import time
 import numpy as np
 from scipy.stats import kendalltau
 
-from metaeval.resampled import kendall_tau
 from mindeval.stats.bootstrap import percentile_interval, resample_counts
+from mindeval.stats.resampled import kendall_tau
 from mindeval.stats.significance import bootstrap_pvalue
 
 

@@ -1,8 +1,8 @@
 """metaeval: judges and simulated patients against human experts.
 
 ``metaeval.compare(humans=[...], judges=["A=DIR", ...], resamples=1000)`` returns frames
-(:class:`metaeval.api.CompareFrames`); imported lazily so ``import metaeval`` stays light. Once
-the ``metaeval.compare`` module is imported it takes this name, and calling it does the same.
+(:class:`metaeval.api.CompareFrames`); imported lazily so ``import metaeval`` stays light. The
+computation lives in :mod:`metaeval.comparison` (``run_compare``, ``CompareOptions``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Python API: ``metaeval.compare(...)`` returns pandas frames of everything `metaeval compare` prints.
 
-The same computation as the command (:func:`metaeval.compare.run_compare`): one implementation
+The same computation as the command (:func:`metaeval.comparison.run_compare`): one implementation
 of every statistic, frames instead of text.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from .compare import CompareOptions, CompareResult, run_compare
+from .comparison import CompareOptions, CompareResult, run_compare
 from .matrices import long_table
 
 
@@ -20,7 +20,7 @@ class CompareFrames(BaseModel):
     """``agreement``: one row per rater pair, axis and metric (q1/median/q3 over runs, ci_low/ci_high,
     n_interactions, n_raters); ``judge_pairs``: judge-vs-judge tests; ``clusters``: tied judges;
     ``verdicts``: verdicts with confidence (one row per judge and metric); ``calibration``; ``ties``;
-    ``result``: the full :class:`~metaeval.compare.CompareResult`."""
+    ``result``: the full :class:`~metaeval.comparison.CompareResult`."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -34,7 +34,7 @@ class CompareFrames(BaseModel):
 
 
 def compare(humans: Sequence[str] = (), judges: Sequence[str] = (), **options: Any) -> CompareFrames:
-    """Compare judges with humans; ``options`` are :class:`~metaeval.compare.CompareOptions` fields
+    """Compare judges with humans; ``options`` are :class:`~metaeval.comparison.CompareOptions` fields
     (``resamples``, ``ci``, ``seed``, ``alpha_level``, ``margin``, ``mipsa_ties``, ``zeros``...)."""
     res = run_compare(CompareOptions(humans=list(humans), judges=list(judges), **options))
     verdict_rows = [{"judge": v.judge, "axis": v.axis, "overall": v.outcome, **m.model_dump()}

@@ -12,7 +12,7 @@ import warnings
 
 from mindeval import __version__
 from mindeval.cli import Parser, at_least, out_dir, run_cli
-from mindeval.commands.run import (
+from mindeval.cli.options import (
     add_cost_options,
     add_judge_options,
     add_overwrite_option,
@@ -56,7 +56,7 @@ def _level(text: str) -> float:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .compare import CompareOptions, run_compare
+    from .comparison import CompareOptions, run_compare
     from .report import confidence_lines, main_layout, markdown_matrix, write_outputs
 
     paper = args.paper_compatible
@@ -112,7 +112,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_power(args: argparse.Namespace) -> int:
-    from .compare import CompareOptions
+    from .comparison import CompareOptions
     from .power import power_lines, run_power
 
     opts = CompareOptions(humans=args.humans, judges=args.judges, study=args.study, mapping=args.mapping,
@@ -142,13 +142,13 @@ def cmd_judge(args: argparse.Namespace) -> int:
     study) give the judge run over them."""
     from pathlib import Path
 
-    from mindeval.commands import judge as mindeval_judge
+    from mindeval.cli import judging
 
     if Path(args.annotations).is_dir():
         args.sources, args.quiet, args.max_retries, args.retry_budget_s = [args.annotations], False, \
             DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BUDGET_S
-        return mindeval_judge.handle(args)
-    return mindeval_judge.judge_annotations(args.annotations, args)
+        return judging.handle(args)
+    return judging.judge_annotations(args.annotations, args)
 
 
 def cmd_realism(args: argparse.Namespace) -> int:
@@ -171,7 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="metaeval", description="Validate MindEval's judge and patient against humans.")
     parser.add_argument("--version", action="version", version=f"metaeval {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in (_add_compare, _add_power, _add_judge, _add_realism):
+        add(sub)
+    return parser
 
+
+def _add_compare(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("compare", help="agreement of judges with human experts (Kendall τ, MIPSA, Krippendorff α; "
                        "Cohen's/Fleiss' κ on categorical scales)")
     c.add_argument("--humans", nargs="+", metavar="SRC", type=release_arg("human_annotations.jsonl"),
@@ -211,6 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write agreement.md/.csv/.json and heatmaps here (default: print only)")
     c.set_defaults(func=cmd_compare)
 
+
+def _add_power(sub: argparse._SubParsersAction) -> None:
     w = sub.add_parser("power", help="from a pilot study: interactions (and raters) needed to tell two judges apart")
     w.add_argument("--humans", nargs="+", metavar="SRC", required=True, type=release_arg("human_annotations.jsonl"),
                    help="the pilot's human ratings (as in compare; 'official': the downloaded file)")
@@ -234,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--out", type=out_dir(), default=None, metavar="DIR", help="write power.json here")
     w.set_defaults(func=cmd_power)
 
+
+def _add_judge(sub: argparse._SubParsersAction) -> None:
     j = sub.add_parser("judge", help="run a judge (N repetitions) over already-annotated interactions")
     j.add_argument("--annotations", required=True, type=release_arg("human_annotations.jsonl"),
                    help="annotated interactions: the authors' human_annotations.jsonl ('official': the downloaded "
@@ -269,6 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_cost_options(j, "judge 120")
     j.set_defaults(func=cmd_judge)
 
+
+def _add_realism(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("realism", help="patient realism: human vs LLM patient turns (t-SNE, distances, style)")
     r.add_argument("--human-turns", required=True, type=release_arg("human_user_turns.jsonl"),
                    help="human patient turns: the authors' human_user_turns.jsonl ('official': the downloaded one) "
@@ -289,7 +300,6 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY,
                    help="patient calls in parallel")
     r.set_defaults(func=cmd_realism)
-    return parser
 
 
 def _format_warning(message: Warning | str, category: type[Warning], *_args: object, **_kw: object) -> str:

@@ -34,17 +34,17 @@ import numpy as np
 from pydantic import BaseModel
 
 from mindeval.config import METAEVAL_MARGIN
+from mindeval.stats import resampled
+from mindeval.stats.agreement import TIE_RULES, mipsa
 from mindeval.stats.clusters import greedy_clusters
 from mindeval.stats.significance import bootstrap_pvalue
 from mindeval.stats.ties import tie_calibrated_accuracy
 
-from . import resampled
-from .agreement import TIE_RULES, kendall_tau, mipsa
 from .matrices import AVG_LABEL, Matrix, MetricOptions, Panel, Scores
+from .statistics import STATISTICS, verdict_keys
 
 DEFAULT_MARGIN = METAEVAL_MARGIN
 OUTCOMES = ("as good as humans", "worse than humans", "inconclusive (n too small)")
-METRIC_NAMES = {"tau": "τ", "mipsa": "MIPSA"}
 
 
 class Draws:
@@ -59,20 +59,16 @@ class Draws:
         self.boot = boot
 
     def point(self, xs: np.ndarray, y: np.ndarray, metric: str) -> float:
+        st = STATISTICS[metric]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            vals = [kendall_tau(x, y, self.opts.tau_variant) if metric == "tau"
-                    else mipsa(x, y, self.panel.pairs, self.opts.mipsa_ties) for x in np.atleast_2d(xs)]
+            vals = [st.point(x, y, self.panel.pairs, self.opts) for x in np.atleast_2d(xs)]
         return float(np.median(vals)) if len(vals) > 1 else float(vals[0])
 
     def draws(self, xs: np.ndarray, y: np.ndarray, metric: str) -> np.ndarray:
-        per_run = []
-        for x in np.atleast_2d(xs):
-            if metric == "tau":
-                per_run.append(resampled.kendall_tau(x, y, self.boot.items, self.opts.tau_variant))
-            else:
-                per_run.append(resampled.mipsa(x, y, self.panel.pairs, self.boot.profiles, self.opts.mipsa_ties))
-        return resampled.median_over_runs(per_run)
+        st = STATISTICS[metric]
+        return resampled.median_over_runs([st.on_draw(x, y, self.panel.pairs, self.boot, self.opts)
+                                           for x in np.atleast_2d(xs)])
 
 
 # ----------------------------------------------------------------------- judge vs judge
@@ -117,7 +113,7 @@ def judge_pairs(panel: Panel, opts: MetricOptions, axes: Sequence[str], alpha: f
         for ref_label, ref in refs.items():
             if references is not None and ref_label not in references:
                 continue
-            for metric in ("tau", "mipsa"):
+            for metric in verdict_keys():
                 points = {j: st.point(x, ref, metric) for j, x in sc.judge.items()}
                 draws = {j: st.draws(x, ref, metric) for j, x in sc.judge.items()}
                 found: dict[tuple[str, str], JudgeDiff] = {}
@@ -172,7 +168,7 @@ class ConfidentVerdict(BaseModel):
     def line(self, opts: MetricOptions) -> str:
         parts = []
         for m in self.metrics:
-            name = f"τ-{opts.tau_variant}" if m.metric == "tau" else "MIPSA"
+            name = STATISTICS[m.metric].short(opts)
             parts.append(
                 f"{name} vs {AVG_LABEL} {m.judge_vs_avg:.4f} [{m.judge_vs_avg_ci[0]:.4f}, {m.judge_vs_avg_ci[1]:.4f}] "
                 f"(human-human {m.human_low:.4f} to {m.human_high:.4f}); leave-one-out judge {m.judge_loo:.4f} vs "
@@ -204,7 +200,7 @@ def confident_verdicts(panel: Panel, matrix: Matrix, margin: float = DEFAULT_MAR
     out: list[ConfidentVerdict] = []
     human_pts: dict[str, float] = {}
     human_draws: dict[str, np.ndarray] = {}
-    for metric in ("tau", "mipsa"):
+    for metric in verdict_keys():
         pts = [st.point(sc.human[h], loos[h], metric) for h in humans]
         human_pts[metric] = float(np.nanmean(pts)) if np.isfinite(pts).any() else float("nan")
         with warnings.catch_warnings():
@@ -213,7 +209,7 @@ def confident_verdicts(panel: Panel, matrix: Matrix, margin: float = DEFAULT_MAR
                                              axis=0)
     for j, runs in sc.judge.items():
         mv: list[MetricVerdict] = []
-        for metric in ("tau", "mipsa"):
+        for metric in verdict_keys():
             hh = [matrix.cell(a, b).point(metric) for i, a in enumerate(humans) for b in humans[i + 1:]]
             hh = [v for v in hh if np.isfinite(v)] or [float("nan")]
             cell = matrix.cell(j, AVG_LABEL)
@@ -226,7 +222,7 @@ def confident_verdicts(panel: Panel, matrix: Matrix, margin: float = DEFAULT_MAR
             obs = judge_loo - human_pts[metric]
             low, high = st.boot.interval(delta)
             p = float(bootstrap_pvalue(delta, np.array([obs]), "two")[0]) if np.isfinite(obs) else float("nan")
-            mg = margin if metric == "tau" else margin / 2
+            mg = margin * STATISTICS[metric].margin
             mv.append(MetricVerdict(
                 metric=metric, judge_vs_avg=cell.point(metric),
                 judge_vs_avg_ci=cell.ci.get(metric, [float("nan")] * 2), human_low=min(hh), human_high=max(hh),

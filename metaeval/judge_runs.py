@@ -22,15 +22,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from mindeval import __version__
-from mindeval.authors import load_mapping
-from mindeval.config import DEFAULT_FEWSHOT_K, hash_config
+from mindeval.config import DEFAULT_FEWSHOT_K
 from mindeval.errors import MindEvalError
 from mindeval.files import sha256_file
+from mindeval.judging.authors import load_mapping
+from mindeval.judging.fewshot import FewShotExample, check_fewshot_target, draw_ids, paper_fewshot
+from mindeval.judging.job import JudgeJob, Transcript
+from mindeval.judging.judge import judge_sample
+from mindeval.judging.render import JudgePrompt
+from mindeval.llm.gateway import ModelSpec, check_api_key, check_model_string
 from mindeval.records import (
-    AXES,
     CONFIG_FILE,
     JUDGMENTS_FILE,
     RATED_JUDGE_KIND,
@@ -39,11 +43,13 @@ from mindeval.records import (
     JudgmentRecord,
     RunConfigRecord,
     RunSummary,
-    TargetInfo,
 )
+from mindeval.run_config import hash_config
 from mindeval.rundir_guard import check_store, run_dir_lock
-from mindeval.store.runs import RunStore
-from mindeval.targets import target_of
+from mindeval.runner import JudgeSetup, format_failures, judge_setup
+from mindeval.store import sqlite_url
+from mindeval.store.calls import calls_line, logged_run
+from mindeval.targets import Target, load_target
 from mindeval.workers import check_concurrency, run_pool
 
 from .sources import AnnotatedInteraction, HumanSource, load_annotation_db, load_authors_annotations
@@ -108,7 +114,7 @@ def _content_hash(data: HumanSource) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def mean_axis_scores(source: HumanSource, interaction_id: str, axes: tuple[str, ...] = AXES) -> dict[str, float]:
+def mean_axis_scores(source: HumanSource, interaction_id: str, axes: tuple[str, ...]) -> dict[str, float]:
     """The annotators' mean score per axis for one interaction (for a few-shot example)."""
     out: dict[str, float] = {}
     for ax in axes:
@@ -124,8 +130,7 @@ def mean_axis_scores(source: HumanSource, interaction_id: str, axes: tuple[str, 
 
 
 def draw_fewshot(source: HumanSource, k: int, seed: int) -> list[str]:
-    """``k`` interaction ids by the one few-shot draw (:func:`mindeval.fewshot.draw_ids`)."""
-    from mindeval.fewshot import draw_ids
+    """``k`` interaction ids by the one few-shot draw (:func:`mindeval.judging.fewshot.draw_ids`)."""
 
     try:
         return draw_ids(list(source.interactions), k, seed)
@@ -133,33 +138,28 @@ def draw_fewshot(source: HumanSource, k: int, seed: int) -> list[str]:
         raise MindEvalError(exc.message, path=source.source) from None
 
 
-def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
-    """Judge every evaluation interaction ``repetitions`` times; write the run directory."""
-    from mindeval.fewshot import check_fewshot_target
-    from mindeval.judge import FewShotExample
-    from mindeval.llm.gateway import ModelSpec, check_api_key, check_model_string
-    from mindeval.runner import judge_setup
-    from mindeval.targets import load_target
-
-    say = echo or (lambda _m: None)
+def _check_options(opts: JudgeRunOptions) -> None:
     if opts.repetitions < 1:
         raise MindEvalError("--repetitions must be at least 1", field="--repetitions")
     check_concurrency(opts.concurrency)
     if opts.fewshot_k < 0:
         raise MindEvalError("--fewshot must be 0 or more", field="--fewshot")
-    check_model_string(opts.judge)
-    paper = opts.judge_protocol == "paper"
-    target = load_target(opts.target)
-    g = target.guidelines
-    info = target.block()
-    setup = judge_setup(target, ModelSpec(model=opts.judge, **opts.params), opts.prompt, opts.judge_protocol)
-    spec, tpl = setup.spec, setup.template
-    if not opts.dry_run:
-        check_api_key(spec, "judge")  # before the first call
-    mapping = load_mapping(opts.mapping)
-    data = load_annotated(opts.annotations, mapping, opts.zeros, opts.study)
-    shot_src = data
-    fewshot_k = opts.fewshot_k
+
+
+class _Shots(BaseModel):
+    """The few-shot examples of a judge run and where they were drawn from."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    source: HumanSource
+    ids: list[str]
+    examples: list[FewShotExample]
+
+
+def _fewshot(opts: JudgeRunOptions, target: Target, mapping: Any, data: HumanSource) -> _Shots:
+    """The examples: the authors' five (``paper``), else ``k`` drawn with the seed (never another
+    target's examples from the authors' schema)."""
+    shot_src, fewshot_k = data, opts.fewshot_k
     if not target.manifest.authors_release and not _is_url(opts.fewshot_source or opts.annotations):
         # The authors' schema holds MindEval ratings: never examples of another target's dimensions.
         # An explicit file is refused (as by `mindeval run`); the rated file is not drawn from.
@@ -167,59 +167,89 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         fewshot_k = 0
     if opts.fewshot_source and opts.fewshot_source != opts.annotations:
         shot_src = load_annotated(opts.fewshot_source, mapping, opts.zeros, opts.study)
-    if paper:
-        from mindeval.fewshot import paper_fewshot
-
+    if opts.judge_protocol == "paper":
         shot_file = opts.fewshot_source or opts.annotations
         _, fewshot = paper_fewshot(None if _is_url(shot_file) else Path(shot_file))
-        shot_ids = [ex.interaction_id for ex in fewshot]
-    else:
-        shot_ids = draw_fewshot(shot_src, fewshot_k, opts.seed) if fewshot_k else []
-        fewshot = [
-            FewShotExample(
-                intake=shot_src.interactions[i].profile.intake(), messages=shot_src.interactions[i].messages,
-                scores=mean_axis_scores(shot_src, i, g.axis_codes), interaction_id=i,
-            )
-            for i in shot_ids
-        ]
-    evaluate: list[AnnotatedInteraction] = [it for iid, it in data.interactions.items() if iid not in set(shot_ids)]
+        return _Shots(source=shot_src, ids=[ex.interaction_id for ex in fewshot], examples=fewshot)
+    ids = draw_fewshot(shot_src, fewshot_k, opts.seed) if fewshot_k else []
+    axes = target.guidelines.axis_codes
+    fewshot = [FewShotExample(intake=shot_src.interactions[i].profile.intake(), messages=shot_src.interactions[i].messages,
+                              scores=mean_axis_scores(shot_src, i, axes), interaction_id=i) for i in ids]
+    return _Shots(source=shot_src, ids=ids, examples=fewshot)
+
+
+def _run_config(opts: JudgeRunOptions, setup: JudgeSetup, target: Target, data: HumanSource, shots: _Shots,
+                evaluate: list[AnnotatedInteraction], mapping: Any) -> JudgeRunConfig:
+    tpl = setup.template
+    return JudgeRunConfig(
+        judge=setup.spec.model_dump(mode="json"),
+        prompt={"ref": tpl.ref, "sha256": tpl.sha256},
+        annotations_sha256=_content_hash(data) if _is_url(opts.annotations) else sha256_file(opts.annotations),
+        fewshot_sha256=(None if not opts.fewshot_source else _content_hash(shots.source)
+                        if _is_url(opts.fewshot_source) else sha256_file(opts.fewshot_source)),
+        fewshot_k=len(shots.ids), judge_protocol=opts.judge_protocol, fewshot_interaction_ids=shots.ids,
+        fewshot_scores={i: ex.scores for i, ex in zip(shots.ids, shots.examples, strict=True)}, zeros=opts.zeros,
+        mapping_version=mapping.version, repetitions=opts.repetitions, retries=opts.retries, seed=opts.seed,
+        interaction_ids=[it.interaction_id for it in evaluate], target=target.block(), prompts={"judge": tpl.ref},
+    )
+
+
+def _judge_all(job: JudgeJob, todo: list[tuple[AnnotatedInteraction, int]], concurrency: int,
+               progress: bool) -> list[str]:
+    """Every pending judgment through the one judge loop; the errors of the failed ones.
+
+    A permanent judge error (400/401/403/404) raises from the loop and stops the run; the
+    CLI prints it as one line with the provider's message."""
+    failed: list[str] = []
+
+    async def work(entry: tuple[AnnotatedInteraction, int]) -> None:
+        it, rep = entry
+        j = await judge_sample(job, Transcript(interaction_id=it.interaction_id, profile=it.profile,
+                                               messages=it.messages), rep)
+        if j is not None and j.parse_status != "ok":
+            failed.append(j.error or "judge reply could not be parsed")
+
+    run_pool(todo, work, concurrency=concurrency, desc="judgments", progress=progress)
+    return failed
+
+
+def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
+    """Judge every evaluation interaction ``repetitions`` times; write the run directory."""
+    say = echo or (lambda _m: None)
+    _check_options(opts)
+    check_model_string(opts.judge)
+    target = load_target(opts.target)
+    setup = judge_setup(target, ModelSpec(model=opts.judge, **opts.params), opts.prompt, opts.judge_protocol)
+    spec, tpl = setup.spec, setup.template
+    if not opts.dry_run:
+        check_api_key(spec, "judge")  # before the first call
+    mapping = load_mapping(opts.mapping)
+    data = load_annotated(opts.annotations, mapping, opts.zeros, opts.study)
+    shots = _fewshot(opts, target, mapping, data)
+    evaluate = [it for iid, it in data.interactions.items() if iid not in set(shots.ids)]
     if opts.limit is not None:
         evaluate = evaluate[: max(0, opts.limit)]
     labels = target.template_labels([tpl], [it.profile for it in evaluate])  # those the judge template names
-    config = JudgeRunConfig(
-        judge=spec.model_dump(mode="json"),
-        prompt={"ref": tpl.ref, "sha256": tpl.sha256},
-        annotations_sha256=_content_hash(data) if _is_url(opts.annotations) else sha256_file(opts.annotations),
-        fewshot_sha256=(None if not opts.fewshot_source else _content_hash(shot_src)
-                        if _is_url(opts.fewshot_source) else sha256_file(opts.fewshot_source)),
-        fewshot_k=len(shot_ids), judge_protocol=opts.judge_protocol, fewshot_interaction_ids=shot_ids,
-        fewshot_scores={i: ex.scores for i, ex in zip(shot_ids, fewshot, strict=True)}, zeros=opts.zeros,
-        mapping_version=mapping.version, repetitions=opts.repetitions, retries=opts.retries, seed=opts.seed,
-        interaction_ids=[it.interaction_id for it in evaluate], target=info, prompts={"judge": tpl.ref},
-    )
+    config = _run_config(opts, setup, target, data, shots, evaluate, mapping)
+    prompt = JudgePrompt(template=tpl, guidelines=target.guidelines, protocol=opts.judge_protocol,
+                         fewshot=shots.examples, speakers=target.speakers())
     if opts.dry_run:
         from mindeval.judge_estimate import estimate_judging
 
-        est = estimate_judging(spec, tpl, [(it.profile, it.messages, labels.get(it.profile.id)) for it in evaluate],
-                               fewshot, g, opts.judge_protocol, opts.repetitions, opts.assume_reply_tokens.get("judge"))
-        say(est)
+        say(estimate_judging(spec, prompt, [(it.profile, it.messages, labels.get(it.profile.id)) for it in evaluate],
+                             opts.repetitions, opts.assume_reply_tokens.get("judge")))
         return {}
     out = Path(opts.out)
-    with run_dir_lock(out):
+    with run_dir_lock(out):  # one process per directory; outputs without their store are refused
         check_store(out, opts.db_url, overwrite=opts.overwrite)
-        return _judge_all(opts, out, spec, tpl, config, evaluate, fewshot, shot_ids, data, labels, target, say, echo)
+        return _write_run(opts, out, spec, config, prompt, shots, evaluate, labels, data, say, echo)
 
 
-def _judge_all(opts: JudgeRunOptions, out: Path, spec: Any, tpl: Any, config: JudgeRunConfig,
-               evaluate: list[AnnotatedInteraction], fewshot: list, shot_ids: list[str], data: HumanSource,
-               labels: dict, target: Any, say: Callable[[str], None], echo: Callable[[str], None] | None
-               ) -> dict[str, Any]:
-    """Judge the interactions still to judge in ``out`` (held by the caller's lock)."""
-    from mindeval.judge import judge_transcript
-    from mindeval.store import sqlite_url
-    from mindeval.store.calls import calls_line, logged_run
-
-    g, info = target.guidelines, target.block()
+def _write_run(opts: JudgeRunOptions, out: Path, spec: ModelSpec, config: JudgeRunConfig, prompt: JudgePrompt,
+               shots: _Shots, evaluate: list[AnnotatedInteraction], labels: dict, data: HumanSource,
+               say: Callable[[str], None], echo: Callable[[str], None] | None) -> dict[str, Any]:
+    """The judge run in ``out`` (held by the caller): create or resume it, judge what is pending, export."""
+    tpl = prompt.template
     label = opts.label or spec.model
     hashed = config.hashed()
     with logged_run(opts.db_url or sqlite_url(out / "run.db"), KIND, hashed, new_run=opts.new_run) as (log, resumed):
@@ -230,59 +260,43 @@ def _judge_all(opts: JudgeRunOptions, out: Path, spec: Any, tpl: Any, config: Ju
             log.guard.check_priced({"judge": spec})
         RunConfigRecord(
             run_id=log.run_id, config_hash=hash_config(hashed), kind=KIND, label=label,
-            fewshot_interaction_ids=shot_ids, config=config.model_dump(mode="json"),
+            fewshot_interaction_ids=shots.ids, config=config.model_dump(mode="json"),
             annotations_source=_shown(opts.annotations), fewshot_source=_shown(opts.fewshot_source),
             package_version=__version__,
         ).write(out / CONFIG_FILE)
-        store = log.store
-        done = store.judgment_rounds()
-        todo = [(it, r) for it in evaluate for r in range(opts.repetitions)
-                if done.get((it.interaction_id, spec.model, r), ("",))[0] != "ok"]
+        job = JudgeJob(log=log, spec=spec, prompt=prompt, target=config.target, samples=opts.repetitions,
+                       retries=opts.retries, seed=opts.seed, labels=labels)
+        todo = [(it, r) for it in evaluate for r in range(opts.repetitions) if job.pending(it.interaction_id, r)]
         say(f"{'resuming' if resumed else 'starting'} run {log.run_id}: judge {spec.model} ({tpl.ref}) on "
-            f"{len(evaluate)} interactions × {opts.repetitions} runs; {len(shot_ids)} few-shot examples "
+            f"{len(evaluate)} interactions × {opts.repetitions} runs; {len(shots.ids)} few-shot examples "
             f"(seed {opts.seed}); {len(todo)} judgments to make, "
             f"{len(evaluate) * opts.repetitions - len(todo)} already stored")
-        started = time.perf_counter()
-
-        async def work(job: tuple[AnnotatedInteraction, int]) -> None:
-            it, rep = job
-            status, rounds = done.get((it.interaction_id, spec.model, rep), ("", 0))
-            round_ = rounds + 1 if status == "failed" else 0
-            j = await judge_transcript(log, spec, tpl, it.profile, it.messages, it.interaction_id, sample=rep,
-                                       retries=opts.retries, fewshot=fewshot, seed=opts.seed, round_=round_,
-                                       protocol=opts.judge_protocol, guidelines=g, target=target.name,
-                                       speakers=target_of(info).speakers(),
-                                       labels=labels.get(it.profile.id))
-            await store.arun(store.save_judgment(j, round_))
-            if j.parse_status != "ok":
-                failed.append(j.error or "judge reply could not be parsed")
-
-        # A permanent judge error (400/401/403/404) raises from judge_transcript and stops the run;
-        # the CLI prints it as one line with the provider's message.
-        failed: list[str] = []
+        started, failed = time.perf_counter(), []
         try:
-            run_pool(todo, work, concurrency=opts.concurrency, desc="judgments", progress=echo is not None)
+            failed = _judge_all(job, todo, opts.concurrency, echo is not None)
         finally:  # on an error or Ctrl-C: what was judged is committed; export it
-            store.writer.close()  # type: ignore[union-attr]  # commit what is queued before exporting
-            summary = _export(store, out, data, evaluate, label, log, time.perf_counter() - started,
-                              opts.judge_protocol, resumed, info)
-    say(f"wrote {out / JUDGMENTS_FILE}: {summary['n_judged']} judgments, {summary['n_failed_judgments']} failed; "
-        + calls_line(summary["calls_made"], summary["calls_reused"]))
-    if failed:  # as `mindeval run` prints them: one line per distinct error, with the provider's message
-        from mindeval.runner import format_failures
-
-        say("FAILED:")
-        for line in format_failures([{"what": "judgment", "role": "judge", "model": spec.model, "message": m}
-                                     for m in dict.fromkeys(failed)]):
-            say(line)
+            log.store.writer.close()  # type: ignore[union-attr]  # commit what is queued before exporting
+            summary = _export(job, out, data, evaluate, label, time.perf_counter() - started, resumed)
+    _say_done(say, out, summary, spec.model, failed)
     return summary
 
 
-def _export(store: RunStore, out: Path, data: HumanSource, evaluate: list[AnnotatedInteraction],
-            label: str, log: Any, elapsed: float, protocol: str, resumed: bool,
-            target: TargetInfo | None = None) -> dict[str, Any]:
+def _say_done(say: Callable[[str], None], out: Path, summary: dict[str, Any], model: str, failed: list[str]) -> None:
+    say(f"wrote {out / JUDGMENTS_FILE}: {summary['n_judged']} judgments, {summary['n_failed_judgments']} failed; "
+        + calls_line(summary["calls_made"], summary["calls_reused"]))
+    if failed:  # as `mindeval run` prints them: one line per distinct error, with the provider's message
+        say("FAILED:")
+        for line in format_failures([{"what": "judgment", "role": "judge", "model": model, "message": m}
+                                     for m in dict.fromkeys(failed)]):
+            say(line)
+
+
+def _export(job: JudgeJob, out: Path, data: HumanSource, evaluate: list[AnnotatedInteraction],
+            label: str, elapsed: float, resumed: bool) -> dict[str, Any]:
+    """Write judgments.jsonl (checked against the run's target) and summary.json; return the summary."""
+    store, log, protocol, target = job.log.store, job.log, job.prompt.protocol, job.target
     keep = {it.interaction_id for it in evaluate}
-    judgments = sorted((j for j in store.judgments(protocol, target_of(target).name)
+    judgments = sorted((j for j in store.judgments(protocol, target.name)
                         if j.interaction_id in keep),
                        key=lambda j: (j.interaction_id, j.sample))
     rows = []

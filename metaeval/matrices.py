@@ -21,46 +21,27 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from mindeval.stats.exact import exact_mean, snap
-
-from . import resampled
-from .agreement import (
+from mindeval.stats import resampled
+from mindeval.stats.agreement import (
     MIN_ITEMS,
     AgreementWarning,
     PairIndex,
-    TauVariant,
-    TieRule,
-    cohen_kappa,
-    fleiss_kappa,
-    kendall_tau,
-    krippendorff_alpha,
-    mipsa,
     quartiles,
 )
+from mindeval.stats.exact import exact_mean, snap
+
 from .rollup import AVERAGE, Dimensions
 from .sources import RaterScores
+from .statistics import (
+    STATISTICS,
+    MetricOptions,
+    group_statistics_for,
+    statistics_for,
+    verdict_keys,
+)
 
 AVG_LABEL = "Avg. P"
-METRICS: tuple[str, ...] = ("tau", "mipsa", "alpha_ordinal", "alpha_interval")
-CATEGORICAL_METRICS: tuple[str, ...] = ("kappa", "alpha_nominal")
 Key = tuple[str, str]
-
-
-class MetricOptions(BaseModel):
-    """Which variants the matrices use (recorded in every output)."""
-
-    tau_variant: TauVariant = "b"
-    mipsa_ties: TieRule = "sign"
-    alpha: bool = True
-    # Scores and the average annotator as exact rationals (mindeval.stats.exact), so ties and
-    # τ do not depend on the order raters are averaged in. False = plain float means in rater
-    # order, the arithmetic of the published tables (--paper-compatible).
-    exact: bool = True
-    # Bootstrap intervals: 0 resamples = point values only. Interactions are resampled for τ,
-    # α and κ, whole profiles for MIPSA; one seeded draw for every cell (metaeval.resampled).
-    resamples: int = 0
-    ci: float = 0.95
-    seed: int = 0
 
 
 class Cell(BaseModel):
@@ -179,33 +160,15 @@ class _Scorer:
     def pair(self, x: np.ndarray, y: np.ndarray) -> tuple[dict[str, float], int, list[str]]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", AgreementWarning)
-            if self.categorical:
-                vals = {"kappa": cohen_kappa(x, y)}
-                if self.opts.alpha:
-                    vals["alpha_nominal"] = krippendorff_alpha(np.vstack([x, y]), "nominal")
-            else:
-                vals = {
-                    "tau": kendall_tau(x, y, self.opts.tau_variant),
-                    "mipsa": mipsa(x, y, self.panel.pairs, self.opts.mipsa_ties),
-                }
-                if self.opts.alpha:
-                    both = np.vstack([x, y])
-                    vals["alpha_ordinal"] = krippendorff_alpha(both, "ordinal")
-                    vals["alpha_interval"] = krippendorff_alpha(both, "interval")
+            vals = {st.key: st.point(x, y, self.panel.pairs, self.opts)
+                    for st in statistics_for(self.categorical, self.opts)}
         n = int(np.sum(~(np.isnan(x) | np.isnan(y))))
         return vals, n, sorted({str(w.message) for w in caught if issubclass(w.category, AgreementWarning)})
 
     def resampled_pair(self, x: np.ndarray, y: np.ndarray, metric: str) -> np.ndarray:
         """One metric of ``x`` and ``y`` on every resample of the panel's draw."""
-        b = self.boot
-        assert b is not None
-        if metric == "tau":
-            return resampled.kendall_tau(x, y, b.items, self.opts.tau_variant)
-        if metric == "mipsa":
-            return resampled.mipsa(x, y, self.panel.pairs, b.profiles, self.opts.mipsa_ties)
-        if metric == "kappa":
-            return resampled.cohen_kappa(x, y, b.items)
-        return resampled.krippendorff_alpha(np.vstack([x, y]), metric.removeprefix("alpha_"), b.items)
+        assert self.boot is not None
+        return STATISTICS[metric].on_draw(x, y, self.panel.pairs, self.boot, self.opts)
 
     def cell(self, row: str, col: str, pairs: list[tuple[np.ndarray, np.ndarray]], n_raters: int = 2) -> Cell:
         values: dict[str, list[float]] = {}
@@ -296,31 +259,7 @@ def build_matrix(
             cells.append(scorer.cell(AVG_LABEL, h, [(loo, human[h])], n_raters=len(hl)))
         for j in jl:
             cells.append(scorer.cell(j, AVG_LABEL, [(x, avg_all) for x in judge[j]], n_raters=len(hl) + 1))
-    group: dict[str, float] = {}
-    group_ci: dict[str, list[float]] = {}
-    group_n: dict[str, int] = {}
-    if len(human) >= 2 and (opts.alpha or categorical):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", AgreementWarning)
-            if categorical:
-                group = {"fleiss_kappa": fleiss_kappa(all_h)}
-                if opts.alpha:
-                    group["nominal"] = krippendorff_alpha(all_h, "nominal")
-            else:
-                group = {lvl: krippendorff_alpha(all_h, lvl) for lvl in ("ordinal", "interval")}
-        group_n = {"interactions": int(((~np.isnan(all_h)).sum(axis=0) >= 2).sum()), "raters": len(hl)}
-        if categorical:
-            group_n["fleiss_interactions"] = int((~np.isnan(all_h).any(axis=0)).sum())
-        if scorer.boot is not None:
-            for key in group:
-                draws = (resampled.fleiss_kappa(all_h, scorer.boot.items) if key == "fleiss_kappa"
-                         else resampled.krippendorff_alpha(all_h, key, scorer.boot.items))
-                group_ci[key] = list(scorer.boot.interval(draws))
-        n_fleiss = group_n.get("fleiss_interactions", group_n["interactions"])
-        if n_fleiss < MIN_ITEMS:
-            what = "Fleiss' κ" if categorical else "all-humans Krippendorff α"
-            warnings.warn(f"{what} ({axis}) on {n_fleiss} interactions × {len(hl)} raters, below the minimum of "
-                          f"{MIN_ITEMS} interactions (docs/metaeval.md): unreliable", AgreementWarning, stacklevel=2)
+    group, group_ci, group_n = _group(all_h, axis, opts, categorical, scorer.boot)
     kinds = {**{h: "human" for h in hl}, **{j: "judge" for j in jl}}
     if avg_all is not None:
         kinds[AVG_LABEL] = "average"
@@ -332,6 +271,28 @@ def build_matrix(
         options=opts, cells=cells, group_alpha=group, group_ci=group_ci, group_n=group_n, categorical=categorical,
         title=title,
     )
+
+
+def _group(all_h: np.ndarray, axis: str, opts: MetricOptions, categorical: bool,
+           boot: resampled.Resampler | None) -> tuple[dict[str, float], dict[str, list[float]], dict[str, int]]:
+    """All humans together (:data:`metaeval.statistics.GROUP_STATISTICS`): values, intervals, sizes."""
+    stats = group_statistics_for(categorical, opts)
+    n_raters = all_h.shape[0]
+    if n_raters < 2 or not stats:
+        return {}, {}, {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AgreementWarning)
+        group = {g.key: g.point(all_h) for g in stats}
+    group_n = {"interactions": int(((~np.isnan(all_h)).sum(axis=0) >= 2).sum()), "raters": n_raters}
+    if categorical:
+        group_n["fleiss_interactions"] = int((~np.isnan(all_h).any(axis=0)).sum())
+    group_ci = {g.key: list(boot.interval(g.resampled(all_h, boot.items))) for g in stats} if boot is not None else {}
+    n_fleiss = group_n.get("fleiss_interactions", group_n["interactions"])
+    if n_fleiss < MIN_ITEMS:
+        what = "Fleiss' κ" if categorical else "all-humans Krippendorff α"
+        warnings.warn(f"{what} ({axis}) on {n_fleiss} interactions × {n_raters} raters, below the minimum of "
+                      f"{MIN_ITEMS} interactions (docs/metaeval.md): unreliable", AgreementWarning, stacklevel=3)
+    return group, group_ci, group_n
 
 
 def build_all(
@@ -360,8 +321,8 @@ class Verdict(BaseModel):
     def line(self, opts: MetricOptions) -> str:
         parts = []
         for m, d in self.metrics.items():
-            name = {"tau": f"τ-{opts.tau_variant} vs {AVG_LABEL}", "mipsa": f"MIPSA vs {AVG_LABEL}",
-                    "kappa": "Cohen's κ vs the humans (median)"}[m]
+            st = STATISTICS[m]
+            name = st.short(opts) + (" vs the humans (median)" if st.scale == "categorical" else f" vs {AVG_LABEL}")
             parts.append(f"{name} {d['value']:.4f} is {d['position']} the human-human range "
                          f"[{d['low']:.4f}, {d['high']:.4f}]")
         word = "YES" if self.inside else "NO"
@@ -385,7 +346,7 @@ def verdicts(matrix: Matrix) -> list[Verdict]:
     for j in judges:
         metrics: dict[str, dict[str, float | str]] = {}
         ok = True
-        for m in ("kappa",) if matrix.categorical else ("tau", "mipsa"):
+        for m in verdict_keys(matrix.categorical):
             hh = [matrix.cell(a, b).point(m) for i, a in enumerate(humans) for b in humans[i + 1:]]
             hh = [v for v in hh if not np.isnan(v)]
             if matrix.categorical:
@@ -415,23 +376,13 @@ def long_table(matrices: dict[str, Matrix]) -> pd.DataFrame:
                 q = s if len(s) == 3 else [np.nan, s[0], np.nan]
                 rows.append({
                     "axis": ax, "rater_a": c.row, "rater_b": c.col, "metric": metric,
-                    "variant": _variant(metric, m.options), "n_runs": len(vals),
+                    "variant": STATISTICS[metric].variant(m.options), "n_runs": len(vals),
                     "q1": q[0], "median": q[1], "q3": q[2],
                     "ci_low": c.ci.get(metric, [np.nan, np.nan])[0], "ci_high": c.ci.get(metric, [np.nan, np.nan])[1],
                     "n_interactions": int(np.median(c.n_items)) if c.n_items else 0,
                     "n_raters": c.n_raters,
                 })
     return pd.DataFrame(rows)
-
-
-def _variant(metric: str, opts: MetricOptions) -> str:
-    if metric == "tau":
-        return f"kendall tau-{opts.tau_variant}"
-    if metric == "mipsa":
-        return f"ties={opts.mipsa_ties}"
-    if metric == "kappa":
-        return "cohen kappa"
-    return metric.replace("alpha_", "krippendorff alpha ")
 
 
 __all__ = ["AVERAGE", "AVG_LABEL", "Matrix", "MetricOptions", "Panel", "build_all", "build_matrix", "verdicts"]

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from mindeval.errors import MindEvalError
 from mindeval.stats.power import power_at, required_n
 
-from .compare import CompareOptions, load_humans, load_judges, resolve_dimensions
+from .comparison import CompareOptions, load_humans, load_judges, resolve_dimensions
 from .confidence import Draws
 from .matrices import MetricOptions, Panel, Scores
 from .rollup import AVERAGE

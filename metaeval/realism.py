@@ -143,9 +143,9 @@ def index_seed(seed: int, index: int) -> int:
 
 def generate(opts: RealismOptions, turns: list[HumanTurn], say: Callable[[str], None]) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """One LLM patient turn per human turn and variant; failures are counted, never filled in."""
-    from mindeval.config import hash_config, spec_with_defaults
     from mindeval.llm.gateway import ModelSpec, check_model_string
     from mindeval.prompts import load_template, render_patient
+    from mindeval.run_config import hash_config, spec_with_defaults
     from mindeval.store import sqlite_url
     from mindeval.store.calls import calls_line, logged_run
 

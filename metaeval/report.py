@@ -21,6 +21,7 @@ from mindeval.stats.precision import written, written_cell
 
 from .matrices import Matrix, MetricOptions, Verdict, long_table
 from .rollup import AVERAGE
+from .statistics import GROUP_STATISTICS, LAYOUTS, STATISTICS, layouts_for
 
 AXIS_TITLES: dict[str, str] = {
     "CAC": "Clinical Accuracy & Competence",
@@ -30,14 +31,11 @@ AXIS_TITLES: dict[str, str] = {
     "ASCQ": "AI-Specific Communication Quality",
     AVERAGE: "Average score",
 }
-LAYOUTS: dict[str, tuple[str, str]] = {
-    "tau_mipsa": ("tau", "mipsa"), "alpha": ("alpha_ordinal", "alpha_interval"), "kappa": ("kappa", "alpha_nominal"),
-}
 
 
 def main_layout(m: Matrix) -> str:
     """The layout a matrix is shown in first: τ/MIPSA, or κ/α for a categorical dimension."""
-    return "kappa" if m.categorical else "tau_mipsa"
+    return layouts_for(m.categorical, m.options)[0].key
 
 
 def title_of(m: Matrix) -> str:
@@ -69,16 +67,12 @@ def layout_caption(layout: str, opts: MetricOptions) -> str:
     if opts.resamples:
         runs += (f"; [low, high] = {opts.ci:.0%} bootstrap interval ({opts.resamples} resamples of the interactions, "
                  "of whole profiles for MIPSA; of the median for judges)")
-    if layout == "tau_mipsa":
-        return f"Kendall τ-{opts.tau_variant} below the diagonal, MIPSA (ties={opts.mipsa_ties}) above; {runs}"
-    if layout == "kappa":
-        return f"Cohen's κ below the diagonal, Krippendorff α (nominal) above; {runs}"
-    return f"Krippendorff α: ordinal below the diagonal, interval above; {runs}"
+    return f"{LAYOUTS[layout].describe(opts)}; {runs}"
 
 
 def grid(m: Matrix, layout: str) -> list[list[str]]:
     """The matrix as text cells (row-major, empty diagonal)."""
-    lower, upper = LAYOUTS[layout]
+    lower, upper = LAYOUTS[layout].lower, LAYOUTS[layout].upper
     rows: list[list[str]] = []
     for i, a in enumerate(m.labels):
         row = []
@@ -108,15 +102,18 @@ def markdown_matrix(m: Matrix, layout: str) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-def _group_table(matrices: dict[str, Matrix], intro: str, head: tuple[str, ...], keys: tuple[str, ...]) -> list[str]:
+def _group_table(matrices: dict[str, Matrix], intro: str, categorical: bool) -> list[str]:
     """The all-humans agreement per axis (``Matrix.group_alpha``) as a Markdown table, or nothing."""
     group = {ax: m for ax, m in matrices.items() if m.group_alpha}
     if not group:
         return []
-    head = (*head, "interactions × raters")
+    scale = "categorical" if categorical else "ordinal"
+    stats = [g for g in GROUP_STATISTICS.values() if g.scale == scale]
+    head = ("Dimension" if categorical else "Axis", *(g.header for g in stats), "interactions × raters")
     out = [intro, "| " + " | ".join(head) + " |\n" + "|---" * len(head) + "|"]
     for m in group.values():
-        cells = [fmt_cell([m.group_alpha[k]], m.group_ci.get(k)) if k in m.group_alpha else "—" for k in keys]
+        cells = [fmt_cell([m.group_alpha[g.key]], m.group_ci.get(g.key)) if g.key in m.group_alpha else "—"
+                 for g in stats]
         n = m.group_n
         cells.append(f"{n.get('fleiss_interactions', n.get('interactions', 0))} × {n.get('raters', 0)}")
         out.append(f"| {title_of(m)} | " + " | ".join(cells) + " |")
@@ -125,25 +122,41 @@ def _group_table(matrices: dict[str, Matrix], intro: str, head: tuple[str, ...],
 
 def markdown_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], extra: dict[str, Any]) -> str:
     """The whole report as Markdown."""
-    any_m = next(iter(matrices.values()))
+    opts = next(iter(matrices.values())).options
     parts = ["# metaeval compare", ""]
-    parts.append(f"Kendall τ variant: τ-{any_m.options.tau_variant}. MIPSA tie rule: {any_m.options.mipsa_ties}.")
-    for note in extra.get("notes", []):
-        parts.append(f"- {note}")
+    parts.append(f"Kendall τ variant: τ-{opts.tau_variant}. MIPSA tie rule: {opts.mipsa_ties}.")
+    parts += [f"- {note}" for note in extra.get("notes", [])]
     parts.append("")
+    parts += _verdict_sections(matrices, verdict_list, extra, opts)
+    parts += _test_sections(matrices, extra)
+    parts += _matrix_sections(matrices, opts)
+    parts += _leaderboard_section(extra)
+    parts += _table5_section(extra)
+    return "\n".join(parts)
+
+
+def _verdict_sections(matrices: dict[str, Matrix], verdict_list: list[Verdict], extra: dict[str, Any],
+                      opts: MetricOptions) -> list[str]:
+    parts: list[str] = []
     if verdict_list:
         per_dimension = any(m.categorical for m in matrices.values())
         parts.append("## Verdicts (per dimension and average score)\n" if per_dimension
                      else "## Verdicts (average score)\n")
-        parts += [f"- {v.line(any_m.options)}" for v in verdict_list]
+        parts += [f"- {v.line(opts)}" for v in verdict_list]
         parts.append("")
     confident = extra.get("confident") or []
     if confident:
         from .confidence import ConfidentVerdict
 
         parts.append("## Verdicts with confidence (average score)\n")
-        parts += [f"- {ConfidentVerdict(**v).line(any_m.options)}" for v in confident]
+        parts += [f"- {ConfidentVerdict(**v).line(opts)}" for v in confident]
         parts.append("")
+    return parts
+
+
+def _test_sections(matrices: dict[str, Matrix], extra: dict[str, Any]) -> list[str]:
+    """Judge vs judge, ties and calibration (each only when computed)."""
+    parts: list[str] = []
     if extra.get("judge_diffs"):
         parts.append("## Judge vs judge\n")
         for ax in matrices:
@@ -155,45 +168,52 @@ def markdown_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], ex
     if extra.get("calibration"):
         parts.append("## Calibration and distribution match\n")
         parts += calibration_lines(extra)
-    categorical = {ax: m for ax, m in matrices.items() if m.categorical}
-    ordinal = {ax: m for ax, m in matrices.items() if not m.categorical}
-    if categorical:
-        parts.append("## Categorical dimensions: Cohen's κ and Krippendorff α (nominal)\n")
-        parts += [markdown_matrix(m, "kappa") for m in categorical.values()]
-        parts += _group_table(categorical, "All humans together (Fleiss' κ on the interactions every human rated; "
-                              "Krippendorff α):\n", ("Dimension", "Fleiss κ", "α nominal"), ("fleiss_kappa", "nominal"))
-    parts.append("## Kendall τ and MIPSA\n")
-    parts += [markdown_matrix(m, "tau_mipsa") for m in ordinal.values()]
-    if any_m.options.alpha:
-        parts.append("## Krippendorff α\n")
-        parts += [markdown_matrix(m, "alpha") for m in ordinal.values()]
-        parts += _group_table(ordinal, "All humans together (Krippendorff α):\n", ("Axis", "ordinal", "interval"),
-                              ("ordinal", "interval"))
+    return parts
+
+
+def _matrix_sections(matrices: dict[str, Matrix], opts: MetricOptions) -> list[str]:
+    """One section per layout of the registry (metaeval.statistics.LAYOUTS) that has matrices to show."""
+    parts: list[str] = []
+    for lay in LAYOUTS.values():
+        shown = {ax: m for ax, m in matrices.items() if m.categorical == (lay.scale == "categorical")}
+        if not shown or (lay.optional and not opts.alpha):
+            continue
+        parts.append(f"## {lay.heading}\n")
+        parts += [markdown_matrix(m, lay.key) for m in shown.values()]
+        if lay.group_intro:
+            parts += _group_table(shown, lay.group_intro + "\n", lay.scale == "categorical")
+    return parts
+
+
+def _leaderboard_section(extra: dict[str, Any]) -> list[str]:
     board = extra.get("leaderboards")
-    if board:
-        raters = list(board)
-        systems = sorted({s for b in board.values() for s in b})
-        parts.append("## Leaderboards (mean average score per system)\n")
-        parts.append("| System | " + " | ".join(raters) + " |")
-        parts.append("|---" * (len(raters) + 1) + "|")
-        for s in systems:
-            parts.append(f"| {s} | " + " | ".join(fmt_values([board[r].get(s, float('nan'))]) for r in raters) + " |")
-        parts.append("")
+    if not board:
+        return []
+    raters = list(board)
+    systems = sorted({s for b in board.values() for s in b})
+    parts = ["## Leaderboards (mean average score per system)\n", "| System | " + " | ".join(raters) + " |",
+             "|---" * (len(raters) + 1) + "|"]
+    for s in systems:
+        parts.append(f"| {s} | " + " | ".join(fmt_values([board[r].get(s, float('nan'))]) for r in raters) + " |")
+    return [*parts, ""]
+
+
+def _table5_section(extra: dict[str, Any]) -> list[str]:
     table5 = extra.get("table5") or []
-    if table5:
-        parts.append("## Judge swaps (paper Table 5)\n")
-        parts.append("| Judge | Reference | Pairwise accuracy | Self system | Avg. rank Δ | % rank improvements | Profiles |")
-        parts.append("|---|---|---|---|---|---|---|")
-        for row in table5:
-            parts.append(
-                f"| {row['judge']} | {row['reference']} | "
-                f"{fmt_cell([row['pairwise_accuracy']], row.get('pairwise_accuracy_ci'))} | "
-                f"{row.get('self_system') or '—'} | {fmt_values([row['avg_rank_delta']]) if row.get('self_system') else '—'} | "
-                f"{fmt_values([row['pct_rank_improvements']]) if row.get('self_system') else '—'} | "
-                f"{row.get('n_profiles', '—')} |"
-            )
-        parts.append("")
-    return "\n".join(parts)
+    if not table5:
+        return []
+    parts = ["## Judge swaps (paper Table 5)\n",
+             "| Judge | Reference | Pairwise accuracy | Self system | Avg. rank Δ | % rank improvements | Profiles |",
+             "|---|---|---|---|---|---|---|"]
+    for row in table5:
+        parts.append(
+            f"| {row['judge']} | {row['reference']} | "
+            f"{fmt_cell([row['pairwise_accuracy']], row.get('pairwise_accuracy_ci'))} | "
+            f"{row.get('self_system') or '—'} | {fmt_values([row['avg_rank_delta']]) if row.get('self_system') else '—'} | "
+            f"{fmt_values([row['pct_rank_improvements']]) if row.get('self_system') else '—'} | "
+            f"{row.get('n_profiles', '—')} |"
+        )
+    return [*parts, ""]
 
 
 def _ci(v: list[float] | tuple[float, float]) -> str:
@@ -285,15 +305,10 @@ def json_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], extra:
     return written(out)
 
 
-# Colour scales: each metric its own map and range, each with a colour bar.
-SCALES: dict[str, tuple[str, float, float, str]] = {
-    "tau": ("RdBu", -1.0, 1.0, "Kendall τ"),
-    "mipsa": ("Greens", 0.0, 1.0, "MIPSA"),
-    "alpha_ordinal": ("PuOr", -1.0, 1.0, "Krippendorff α"),
-    "alpha_interval": ("PuOr", -1.0, 1.0, "Krippendorff α"),
-    "kappa": ("RdBu", -1.0, 1.0, "Cohen's κ"),
-    "alpha_nominal": ("PuOr", -1.0, 1.0, "Krippendorff α (nominal)"),
-}
+def _scale(metric: str) -> tuple[str, float, float, str]:
+    """Colour scale of a metric (its registry entry's heatmap): each metric its own map, range and colour bar."""
+    h = STATISTICS[metric].heatmap
+    return h.cmap, h.vmin, h.vmax, h.title
 
 
 def _pyplot() -> Any:
@@ -309,7 +324,7 @@ def heatmap(m: Matrix, layout: str, path: Path) -> list[Path]:
     """PNG and SVG of one matrix: lower and upper triangle each in its metric's colour scale, with
     colour bars; the cells show the value, its interval and n where the matrix has them."""
     plt = _pyplot()
-    lower, upper = LAYOUTS[layout]
+    lower, upper = LAYOUTS[layout].lower, LAYOUTS[layout].upper
     n = len(m.labels)
     tri = {lower: np.full((n, n), np.nan), upper: np.full((n, n), np.nan)}
     text = grid(m, layout)
@@ -321,17 +336,17 @@ def heatmap(m: Matrix, layout: str, path: Path) -> list[Path]:
             tri[metric][i, j] = m.cell(a, b).point(metric)
     size = 2.4 + 1.5 * n
     fig, ax = plt.subplots(figsize=(size + 1.6, size * 0.8))
-    metrics = [lower] if SCALES[lower][0] == SCALES[upper][0] and SCALES[lower][3] == SCALES[upper][3] else [lower, upper]
+    metrics = [lower] if _scale(lower)[0] == _scale(upper)[0] and _scale(lower)[3] == _scale(upper)[3] else [lower, upper]
     shown = {}
     for metric in (lower, upper):
-        cmap, vmin, vmax, _ = SCALES[metric]
+        cmap, vmin, vmax, _ = _scale(metric)
         shown[metric] = ax.imshow(np.ma.masked_invalid(tri[metric]), cmap=cmap, vmin=vmin, vmax=vmax)
     from mpl_toolkits.axes_grid1 import make_axes_locatable
 
     divider = make_axes_locatable(ax)
     for pos, metric in enumerate(metrics):
         bar = fig.colorbar(shown[metric], cax=divider.append_axes("right", size="3%", pad=0.15 if pos == 0 else 0.75))
-        bar.set_label(SCALES[metric][3] + (" (below the diagonal)" if len(metrics) == 2 and metric == lower else
+        bar.set_label(_scale(metric)[3] + (" (below the diagonal)" if len(metrics) == 2 and metric == lower else
                                            " (above the diagonal)" if len(metrics) == 2 else ""), fontsize=8)
     for i in range(n):
         for j in range(n):
@@ -341,7 +356,7 @@ def heatmap(m: Matrix, layout: str, path: Path) -> list[Path]:
             label = label.replace(" ci [", "\n[").replace(" [", "\n[").replace(" n=", "\nn=")
             metric = lower if i > j else upper
             v = tri[metric][i, j]
-            cmap, vmin, vmax, _ = SCALES[metric]
+            cmap, vmin, vmax, _ = _scale(metric)
             strong = np.isfinite(v) and abs((v - vmin) / (vmax - vmin) - (0.5 if vmin < 0 else 0.0)) > (
                 0.3 if vmin < 0 else 0.6)
             ax.text(j, i, label, ha="center", va="center", fontsize=6, color="white" if strong else "black")
@@ -409,9 +424,8 @@ def write_outputs(out: Path, matrices: dict[str, Matrix], verdict_list: list[Ver
     paths["json"].write_text(json.dumps(json_report(matrices, verdict_list, extra), indent=1, ensure_ascii=False),
                              encoding="utf-8")
     if plots:
-        alpha = next(iter(matrices.values())).options.alpha
         for ax, m in matrices.items():
-            for layout in ["kappa"] if m.categorical else ["tau_mipsa"] + (["alpha"] if alpha else []):
+            for layout in [lay.key for lay in layouts_for(m.categorical, m.options)]:
                 p = out / f"heatmap_{ax}_{layout}.png"
                 heatmap(m, layout, p)
                 paths[f"heatmap_{ax}_{layout}"] = p

@@ -135,35 +135,8 @@ def rollup(
     axes = list(dims.axes)
     if zeros not in ZERO_POLICIES:
         raise ValueError(f"zeros must be one of {ZERO_POLICIES}, got {zeros!r}")
-    missing = [c for c in RATING_COLUMNS if c not in ratings.columns]
-    if missing:
-        raise MindEvalError(f"ratings lack column(s) {', '.join(missing)}", path=source)
-    unknown = sorted(set(ratings["subaxis_id"]) - set(subaxis_axis))
-    if unknown:
-        raise MindEvalError(
-            f"unknown sub-axis id(s) {', '.join(map(str, unknown))}; known: {', '.join(sorted(subaxis_axis))}",
-            path=source, field="subaxis_id",
-        )
-    bad_axes = sorted(set(subaxis_axis.values()) - set(axes))
-    if bad_axes:
-        raise MindEvalError(f"sub-axes map to unknown axes {bad_axes}; axes are {tuple(axes)}", path=source)
-    frame = ratings.loc[:, list(RATING_COLUMNS)].copy()
-    if dims.categorical:
-        frame["score"] = frame["score"].map(dims.value).astype(float)
-        bad = frame["score"].notna() & ~frame["score"].isin([float(v) for v in dims.values])
-        what = "not a level of the scale (" + ", ".join(f"{k}={v}" for k, v in dims.levels.items()) + ")"
-    else:
-        lo, hi = min(dims.values), max(dims.values)
-        score = pd.to_numeric(frame["score"], errors="coerce").astype(float)
-        frame["score"] = score if zeros == "zero" else score.where(score != 0)
-        bad = frame["score"].notna() & ~frame["score"].between(0 if zeros == "zero" else lo, hi)
-        what = f"outside {lo}-{hi} (0 = not rated)"
-    if bad.any():
-        row = frame[bad].iloc[0]
-        raise MindEvalError(
-            f"score {row['score']:g} of rater {row['rater']} on {row['interaction_id']} is {what}",
-            path=source, field=str(row["subaxis_id"]),
-        )
+    _check_columns(ratings, subaxis_axis, axes, source)
+    frame = _scores(ratings.loc[:, list(RATING_COLUMNS)].copy(), dims, zeros, source)
     frame["axis"] = frame["subaxis_id"].map(subaxis_axis)
     dup = frame.duplicated(subset=[*KEY, "subaxis_id"])
     if dup.any():
@@ -188,7 +161,43 @@ def rollup(
     return long
 
 
-def judge_axis_frame(rows: pd.DataFrame, axes: tuple[str, ...] = AXES) -> pd.DataFrame:
+def _check_columns(ratings: pd.DataFrame, subaxis_axis: dict[str, str], axes: list[str], source: str) -> None:
+    missing = [c for c in RATING_COLUMNS if c not in ratings.columns]
+    if missing:
+        raise MindEvalError(f"ratings lack column(s) {', '.join(missing)}", path=source)
+    unknown = sorted(set(ratings["subaxis_id"]) - set(subaxis_axis))
+    if unknown:
+        raise MindEvalError(
+            f"unknown sub-axis id(s) {', '.join(map(str, unknown))}; known: {', '.join(sorted(subaxis_axis))}",
+            path=source, field="subaxis_id",
+        )
+    bad_axes = sorted(set(subaxis_axis.values()) - set(axes))
+    if bad_axes:
+        raise MindEvalError(f"sub-axes map to unknown axes {bad_axes}; axes are {tuple(axes)}", path=source)
+
+
+def _scores(frame: pd.DataFrame, dims: Dimensions, zeros: str, source: str) -> pd.DataFrame:
+    """``frame`` with its scores as numbers on the scale (NaN: not rated); a score off the scale is an error."""
+    if dims.categorical:
+        frame["score"] = frame["score"].map(dims.value).astype(float)
+        bad = frame["score"].notna() & ~frame["score"].isin([float(v) for v in dims.values])
+        what = "not a level of the scale (" + ", ".join(f"{k}={v}" for k, v in dims.levels.items()) + ")"
+    else:
+        lo, hi = min(dims.values), max(dims.values)
+        score = pd.to_numeric(frame["score"], errors="coerce").astype(float)
+        frame["score"] = score if zeros == "zero" else score.where(score != 0)
+        bad = frame["score"].notna() & ~frame["score"].between(0 if zeros == "zero" else lo, hi)
+        what = f"outside {lo}-{hi} (0 = not rated)"
+    if bad.any():
+        row = frame[bad].iloc[0]
+        raise MindEvalError(
+            f"score {row['score']:g} of rater {row['rater']} on {row['interaction_id']} is {what}",
+            path=source, field=str(row["subaxis_id"]),
+        )
+    return frame
+
+
+def judge_axis_frame(rows: pd.DataFrame, axes: tuple[str, ...]) -> pd.DataFrame:
     """Add the ``average`` axis (mean of ``axes``) to a wide frame of judge axis scores."""
     out = rows.copy()
     vals = out[list(axes)].astype(float)

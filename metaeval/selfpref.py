@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from mindeval.stats.agreement import AgreementWarning, TieRule, pairwise_accuracy
 from mindeval.stats.exact import exact_mean, snap
 
-from .agreement import AgreementWarning, TieRule, pairwise_accuracy
 from .matrices import Panel
 from .rollup import AVERAGE
 from .sources import RaterScores

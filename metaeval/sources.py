@@ -22,7 +22,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from mindeval.authors import (
+from mindeval.errors import MindEvalError
+from mindeval.judging.authors import (
     AUTHORS_PAPER_RATERS,
     CriteriaMapping,
     authors_by_id,
@@ -30,7 +31,6 @@ from mindeval.authors import (
     load_mapping,
     profile_key,
 )
-from mindeval.errors import MindEvalError
 from mindeval.records import (
     CONFIG_FILE,
     JUDGMENTS_FILE,
@@ -39,9 +39,8 @@ from mindeval.records import (
     RunConfigRecord,
     TargetInfo,
     read_jsonl,
-    read_run,
 )
-from mindeval.targets import target_of
+from mindeval.rundir import read_config, read_run, run_target
 
 from .rollup import AVERAGE, RATING_COLUMNS, Dimensions, judge_axis_frame, rollup
 
@@ -57,7 +56,7 @@ class RaterScores:
     source: str
     frame: pd.DataFrame
     meta: dict[str, Any] = field(default_factory=dict)
-    target: TargetInfo | None = None  # a judge run's target block (None: MindEval)
+    target: TargetInfo | None = None  # a judge run's target block (human raters: None)
 
     @property
     def runs(self) -> int:
@@ -217,13 +216,15 @@ def load_ratings_file(path: str | Path, dims: Dimensions, *, prefix: str = "") -
 # --------------------------------------------------------------------- judge runs
 
 
-def _judge_rows(path: Path) -> tuple[list[JudgmentRecord], RunConfigRecord, Path]:
-    """The judgments, config and judgments file of a run directory (or of a bare judgments file)."""
+def _judge_rows(path: Path) -> tuple[list[JudgmentRecord], RunConfigRecord, TargetInfo, Path]:
+    """The judgments, config, target and judgments file of a run directory (or of a bare
+    judgments file: its directory's config, if any)."""
     if path.is_file():
         run_dir, jpath = path.parent, path
         cpath = run_dir / CONFIG_FILE
-        config = RunConfigRecord.read(cpath) if cpath.is_file() else RunConfigRecord()
-        return JudgmentRecord.read(jpath), config, jpath
+        config = read_config(cpath) if cpath.is_file() else RunConfigRecord()
+        target = run_target(run_dir)
+        return JudgmentRecord.read(jpath, {"target": target}), config, target, jpath
     if not path.is_dir():
         raise MindEvalError("judge run not found", path=path)
     jpath = path / JUDGMENTS_FILE
@@ -231,7 +232,7 @@ def _judge_rows(path: Path) -> tuple[list[JudgmentRecord], RunConfigRecord, Path
         raise MindEvalError(f"no {JUDGMENTS_FILE} in this directory (is it a `mindeval run` or `metaeval judge` "
                             "output?)", path=path)
     run = read_run(path)
-    return run.judgments, run.config or RunConfigRecord(), jpath
+    return run.judgments, run.config or RunConfigRecord(), run.target, jpath
 
 
 def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScores]:
@@ -239,12 +240,11 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
 
     One :class:`RaterScores` per judge model in the file; each ``sample`` is a run.
     Failed judgments (no scores) are NaN and counted in ``meta["n_failed"]``. The
-    run's target block (``None`` for MindEval) is ``target``.
+    run's target block is ``target``.
     """
     root = Path(path)
-    judgments, config, jpath = _judge_rows(root)
-    target = config.target(jpath.parent / CONFIG_FILE)
-    axes = tuple(target_of(target).axes)
+    judgments, config, target, jpath = _judge_rows(root)
+    axes = tuple(target.axes)
     rows: dict[str, list[dict[str, Any]]] = {}
     for j in judgments:
         row: dict[str, Any] = {"profile_id": j.profile_id, "system": j.model, "interaction_id": j.interaction_id,

@@ -12,6 +12,7 @@ _os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 __version__ = "0.1.0"
 
-from .records import Run, read_run  # noqa: E402  (after the environment defaults above)
+from .records import Run  # noqa: E402  (after the environment defaults above)
+from .rundir import read_run  # noqa: E402
 
 __all__ = ["Run", "read_run", "__version__"]

@@ -1,22 +1,12 @@
-"""All defaults in one place, and the run configuration with its hash.
+"""All defaults in one place: constants only (this module imports nothing of MindEval).
 
-The config hash covers everything that changes results (models and parameters,
-prompt versions and contents, guideline version, profiles, turns, seeds, judge
-settings) and nothing that does not (concurrency, output paths, database URL, and the
-per-call settings: timeouts, rate limits, retries; a run may resume with other values).
+The run configuration and its hash are in :mod:`mindeval.run_config`; the retry policy
+in :mod:`mindeval.llm.retry`; the provider table in :mod:`mindeval.llm.providers`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
-
-from .llm.gateway import CALL_SETTINGS, EMBEDDED_MODEL, ModelSpec
-from .records import ROLES, BenchmarkConfig, PromptRecord
-
+EMBEDDED_MODEL = "local/smollm2"  # the embedded offline model (the `local` provider)
 DEFAULT_MODEL = EMBEDDED_MODEL
 DEFAULT_TURNS = 20  # patient + clinician turns after the opening "Hello." (paper fn. 13)
 OPENING_LINE = "Hello."
@@ -60,140 +50,21 @@ TOKENS_PER_MESSAGE = 4
 # Sonnet/Opus, OpenAI); automatic caches (OpenAI) hit in 128-token steps.
 CACHE_MIN_TOKENS = 1024
 AUTO_CACHE_STEP = 128
-JUDGE_PROTOCOL = "mindeval"  # or "paper" (the authors' few-shot examples with our instructions; mindeval.judge)
+JUDGE_PROTOCOL = "mindeval"  # or "paper" (the authors' few-shot examples with our instructions; mindeval.judging.protocols)
 # The authors' judge sampling settings (their README / paper §4.1: Claude Sonnet 4.5 with
 # high reasoning, max_completion_tokens 16000, provider-default temperature).
 PAPER_JUDGE_SAMPLING = {"reasoning_effort": "high", "max_tokens": 16000}
 PAPER_JUDGE_PROMPT = "judge/paper"
+# How a call is made, not what it asks: recorded with a run (config.json), never hashed.
+CALL_SETTINGS = ("timeout_s", "rpm", "tpm")
 # Per-call settings of real providers (not part of the config hash).
 DEFAULT_TIMEOUT_S = {"patient": 120.0, "clinician": 120.0, "judge": 300.0}  # reasoning judges are slow
 DEFAULT_CALL_TIMEOUT_S = 120.0  # a call made without a role (e.g. from the app)
 DEFAULT_MAX_RETRIES = 6  # retries of 429/408/5xx/connection errors/timeouts, after the first attempt
 DEFAULT_RETRY_BUDGET_S = 600.0  # total time one call may spend retrying
 DEFAULT_EMPTY_RETRIES = 2  # an empty reply is asked again this often, then it is an error
+DEFAULT_BASE_DELAY_S = 1.0  # the first backoff of a retry; doubles per attempt, with full jitter
+DEFAULT_MAX_DELAY_S = 60.0
 # A turn longer than this many characters is shown to models (patient, clinician, judge) cut
-# here with a "[cut: N more characters not shown]" marker (mindeval.textguard); stored whole.
+# here with a "[cut: N more characters not shown]" marker (mindeval.judging.textguard); stored whole.
 MAX_TURN_CHARS = 8000
-
-
-class RetryPolicy(BaseModel):
-    """How often and for how long one model call is retried on transient errors."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    max_retries: int = Field(DEFAULT_MAX_RETRIES, ge=0)
-    budget_s: float = Field(DEFAULT_RETRY_BUDGET_S, gt=0)
-    empty_retries: int = Field(DEFAULT_EMPTY_RETRIES, ge=0)
-    base_delay_s: float = Field(1.0, ge=0)  # first backoff; doubles per attempt, with jitter
-    max_delay_s: float = Field(60.0, ge=0)
-
-
-def spec_with_defaults(role: str, spec: ModelSpec) -> ModelSpec:
-    """Fill unset temperature / max_tokens of the embedded model with role defaults."""
-    if not spec.is_embedded:
-        return spec
-    data = spec.model_dump()
-    for key, val in EMBEDDED_DEFAULTS[role].items():
-        if data.get(key) is None:
-            data[key] = val
-    return ModelSpec(**data)
-
-
-def judge_spec_for_protocol(spec: ModelSpec, protocol: str) -> ModelSpec:
-    """Under the ``paper`` protocol, fill unset sampling settings with the authors' (not for
-    the embedded model, which has no reasoning mode)."""
-    if protocol != "paper" or spec.is_embedded:
-        return spec
-    data = spec.model_dump()
-    for key, val in PAPER_JUDGE_SAMPLING.items():
-        if data.get(key) is None:
-            data[key] = val
-    return ModelSpec(**data)
-
-
-class PromptRef(PromptRecord):
-    """A prompt template as recorded in a run: its ref (kind/name@vN) and content hash."""
-
-    source: str = Field(default="", exclude=True)
-
-
-class RunConfig(BenchmarkConfig):
-    """Everything that determines the results of a benchmark run.
-
-    The fields readers need are declared once, in :class:`mindeval.records.BenchmarkConfig`.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    patient: ModelSpec
-    clinician: ModelSpec
-    judge: ModelSpec
-    prompts: dict[str, PromptRef]
-    profiles_source: str
-    profiles_sha256: str
-    opening_line: str = OPENING_LINE
-    judge_retries: int = DEFAULT_JUDGE_RETRIES
-    fewshot_source: str | None = None
-    package_version: str
-
-    def hash(self) -> str:
-        blob = json.dumps(self.hashed_view(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()
-
-    def hashed_view(self) -> dict[str, Any]:
-        return hashed_view(self.model_dump(mode="json"))
-
-    def simulation_hash(self) -> str:
-        """The identity of the run's conversations: the config hash without the judge's part."""
-        return hash_config(simulation_view(self.model_dump(mode="json")))
-
-
-def hashed_view(config: dict[str, Any]) -> dict[str, Any]:
-    """What of a benchmark configuration (as JSON, any version) its hash covers."""
-    data = dict(config)
-    data.pop("package_version", None)
-    data.pop("profiles_source", None)  # the content hash identifies the profiles
-    data.pop("fewshot_source", None)
-    for role in ROLES:
-        if isinstance(data.get(role), dict):
-            data[role] = {k: v for k, v in data[role].items() if k not in CALL_SETTINGS}
-    return data
-
-
-# What only the judge reads: a run whose configuration differs from another's in these alone
-# shares its conversations (``simulation_view``).
-JUDGE_KEYS = ("judge", "judge_retries", "judge_samples", "fewshot_sha256", "fewshot_k", "fewshot_source",
-              "judge_protocol", "guidelines_version", "transcript_format", "answer_prompt")
-
-
-def simulation_view(config: dict[str, Any]) -> dict[str, Any]:
-    """The part of a stored benchmark configuration (``RunConfig`` as JSON, any version) that
-    decides its conversations: everything hashed except the judge's settings and prompt."""
-    data = {k: v for k, v in config.items()
-            if k not in JUDGE_KEYS and k not in ("package_version", "profiles_source")}
-    data["prompts"] = {k: v for k, v in (config.get("prompts") or {}).items() if k != "judge"}
-    for role in ("patient", "clinician"):
-        if isinstance(data.get(role), dict):
-            data[role] = {k: v for k, v in data[role].items() if k not in CALL_SETTINGS}
-    return data
-
-
-def hash_config(config: dict[str, Any]) -> str:
-    """SHA-256 of a JSON configuration with sorted keys (backstory, judge and realism runs)."""
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
-
-
-def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
-    """Readable lines ``key: old -> new`` for every differing leaf."""
-    lines: list[str] = []
-    for key in sorted(set(old) | set(new)):
-        a, b = old.get(key, "<unset>"), new.get(key, "<unset>")
-        name = f"{prefix}{key}"
-        if isinstance(a, dict) and isinstance(b, dict):
-            lines += config_diff(a, b, prefix=name + ".")
-        elif a != b:
-            if isinstance(a, list) and isinstance(b, list) and len(a) + len(b) > 6:
-                lines.append(f"  {name}: {len(a)} items -> {len(b)} items")
-            else:
-                lines.append(f"  {name}: {a!r} -> {b!r}")
-    return lines

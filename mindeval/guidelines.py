@@ -21,7 +21,6 @@ every problem at once.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -42,14 +41,13 @@ from pydantic import (
 )
 
 from .errors import MindEvalError
-from .resources import guidelines_dir
-from .rubric import (
-    ANSWER_LABELS,
+from .judging.rubric import (
     NOT_RELEVANT,
     LevelRule,
     Question,
     check_questions,
 )
+from .resources import guidelines_dir
 
 DEFAULT_FILE = "guidelines.yaml"
 SCALE_KINDS: tuple[str, ...] = ("ordinal", "categorical")
@@ -217,7 +215,7 @@ class JudgeAxis(_Frozen):
     what_to_evaluate: Text
     anchors: list[AnchorBand] = Field(min_length=1)
     not_relevant: bool = False  # the judge may answer "not_relevant" (no level; out of the denominators)
-    questions: list[Question] = Field(default_factory=list)  # item-level rubric (mindeval.rubric)
+    questions: list[Question] = Field(default_factory=list)  # item-level rubric (mindeval.judging.rubric)
     rule: LevelRule = Field(default_factory=LevelRule)  # how the level follows from the answers
 
     @field_validator("code")
@@ -437,7 +435,7 @@ class Guidelines(_Frozen):
 
     @property
     def has_items(self) -> bool:
-        """Some dimension is scored from questions or may be "not relevant" (mindeval.judge_items)."""
+        """Some dimension is scored from questions or may be "not relevant" (mindeval.judging.items)."""
         return any(a.questions or a.not_relevant for a in self.judge_axes)
 
     def best_level(self) -> Level:
@@ -659,71 +657,3 @@ def render_axis(axis: JudgeAxis, g: Guidelines | None = None) -> str:
 def render_rubric(g: Guidelines) -> str:
     """The rubric of every judge axis for the judge prompt's ``${rubric}`` field."""
     return "\n\n".join(render_axis(a, g) for a in g.judge_axes)
-
-
-def output_shape(g: Guidelines) -> dict[str, str]:
-    """Per axis code, the placeholder of its value in the reply (``<1-6>``, ``<a|b|c>``)."""
-    if isinstance(g.scale, OrdinalScale):
-        slot = f"<{g.scale.min}-{g.scale.max}>"
-    else:
-        slot = "<" + "|".join(lv.id for lv in g.scale.levels) + ">"
-    return {code: slot for code in g.axis_codes}
-
-
-def reply_slots(g: Guidelines, questions: bool = True) -> list[tuple[str, str, list[str]]]:
-    """``(key, what, allowed ids)`` the judge answers: a directly rated dimension's levels
-    (plus ``not_relevant`` when allowed), or each question of a question dimension."""
-    out: list[tuple[str, str, list[str]]] = []
-    levels = [lv.id for lv in g.levels]
-    for ax in g.judge_axes:
-        if ax.questions:
-            if questions:
-                out += [(q.id, f"question {q.id} of {ax.code}", list(q.answers)) for q in ax.questions]
-        else:
-            out.append((ax.code, ax.name, levels + ([NOT_RELEVANT] if ax.not_relevant else [])))
-    return out
-
-
-def render_slots_format(slots: list[tuple[str, str, list[str]]]) -> str:
-    """The reply instruction for ``slots`` (dimension codes and question ids)."""
-    body = ", ".join(f'"{key}": "<{"|".join(ids)}>"' for key, _, ids in slots)
-    names = ", ".join(f"{key} = {what}" for key, what, _ in slots)
-    return (
-        "Reply with exactly one JSON object and nothing else: no text before or after it and no code "
-        "fences. Use this shape, where every value is one of the ids listed for its key:\n"
-        f'{{{body}, "rationale": "<optional, brief>"}}\n'
-        f"The keys are: {names}. Answer every key. The \"rationale\" key is optional; if you include "
-        "it, keep it to a few sentences."
-    )
-
-
-def answer_label(answer: str) -> str:
-    return ANSWER_LABELS.get(answer, answer.replace("_", " ").capitalize())
-
-
-def render_output_format(g: Guidelines) -> str:
-    """The reply instruction for the target's dimensions: the judge prompt's ``${output_format}``."""
-    if g.has_items:
-        return render_slots_format(reply_slots(g, questions=g.question_mode == "together"))
-    shape = output_shape(g)
-    if isinstance(g.scale, OrdinalScale):
-        what = f"every rating is a whole number from {g.scale.min} to {g.scale.max}"
-        body = ", ".join(f'"{code}": {slot}' for code, slot in shape.items())
-    else:
-        what = "every rating is the id of one level (" + ", ".join(lv.id for lv in g.scale.levels) + ")"
-        body = ", ".join(f'"{code}": "{slot}"' for code, slot in shape.items())
-    names = ", ".join(f"{a.code} = {a.name}" for a in g.judge_axes)
-    return (
-        "Reply with exactly one JSON object and nothing else: no text before or after it and no code "
-        f"fences. Use this shape, where {what}:\n"
-        f'{{{body}, "rationale": "<optional, brief>"}}\n'
-        f"The keys are the dimension codes: {names}. The \"rationale\" key is optional; if you include "
-        "it, keep it to a few sentences."
-    )
-
-
-def output_json_example(g: Guidelines, values: dict[str, Any]) -> str:
-    """``values`` (per code) as the judge is asked to reply: numbers, or level ids when categorical."""
-    if isinstance(g.scale, OrdinalScale):
-        return json.dumps(values)
-    return json.dumps({k: g.level_of(v).id for k, v in values.items()})

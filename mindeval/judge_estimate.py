@@ -11,24 +11,23 @@ from .budget import cached_usage, prompt_tokens, reply_tokens
 from .records import Usage
 
 
-def estimate_judging(spec: Any, tpl: Any, items: Sequence[tuple[Any, list[dict[str, str]], Mapping[str, str] | None]],
-                     fewshot: Sequence[Any], guidelines: Any, protocol: str, samples: int,
-                     assumed_reply: int | None = None) -> str:
-    """``items``: (profile, messages, labels) of each interaction to judge ``samples`` times."""
-    from .judge import build_judge_messages, cache_prefix
+def estimate_judging(spec: Any, prompt: Any, items: Sequence[tuple[Any, list[dict[str, str]], Mapping[str, str] | None]],
+                     samples: int, assumed_reply: int | None = None) -> str:
+    """``prompt``: the run's :class:`~mindeval.judging.render.JudgePrompt`; ``items``: (profile,
+    messages, labels) of each interaction to judge ``samples`` times."""
+    from .judging.render import build_judge_messages, cache_prefix
     from .llm.cost import billed_input_tokens, cost_usd
     from .runner import format_estimate
 
     reply = reply_tokens("judge", spec, assumed=assumed_reply)
     usage, calls, seen = Usage(), 0, 0
     for profile, messages, labels in items:
-        text = build_judge_messages(tpl, profile, messages, fewshot, guidelines, protocol, nonce="0" * 16,
-                                    labels=labels)[0]["content"]
-        prompt = prompt_tokens([{"content": text}])
-        shared = cache_prefix(tpl, text, fewshot, guidelines, protocol)
-        end = prompt_tokens([{"content": shared}]) if shared else prompt
+        text = build_judge_messages(prompt, profile, messages, nonce="0" * 16, labels=labels)[0]["content"]
+        tokens = prompt_tokens([{"content": text}])
+        shared = cache_prefix(prompt, text)
+        end = prompt_tokens([{"content": shared}]) if shared else tokens
         for _ in range(samples):
-            usage += cached_usage(spec.model, prompt, reply, seen, end)
+            usage += cached_usage(spec.model, tokens, reply, seen, end)
             calls += 1
             seen = end if shared else 0
     billed = billed_input_tokens(spec.model, usage)

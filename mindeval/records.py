@@ -183,7 +183,6 @@ class Interaction(BaseModel):
 
 
 ParseStatus = Literal["ok", "failed"]
-SCORE_RANGE = (1, 6)
 # Judge protocols: "mindeval" scores are whole numbers; "paper" (the authors' own
 # examples) may be fractional.
 PROTOCOLS = ("mindeval", "paper")
@@ -223,8 +222,8 @@ class ScaleInfo(BaseModel):
 
 
 class TargetInfo(BaseModel):
-    """The ``target`` block of a run's ``config.json`` (absent for MindEval): what every
-    reader needs to know of the target from the run directory alone."""
+    """The ``target`` block of a run's ``config.json``: what every reader needs to know of the
+    target from the run directory alone (older MindEval files have none: mindeval.rundir adds it)."""
 
     name: str
     version: str = ""
@@ -238,7 +237,7 @@ class TargetInfo(BaseModel):
     profile_labels: dict[str, dict[str, str]] = Field(default_factory=dict)  # profile id -> label -> value
     rank_by: str = "average"  # the leaderboard's ranking metric (average | harm_share | all_best)
     roles: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_ROLES))  # transcript labels
-    legacy_files: bool = False  # the target's files carry no target fields (MindEval's, pinned; never written)
+    legacy_files: bool = False  # rows and summary carry no target fields (MindEval's, pinned: identity_view)
 
     def speakers(self) -> dict[str, str]:
         """The transcript's speaker label per message role (user = patient)."""
@@ -267,65 +266,91 @@ class TargetInfo(BaseModel):
         return tuple(lv.value for lv in self.scale.levels if lv.harm)
 
 
-def check_scores(scores: Any, protocol: str = "mindeval", target: TargetInfo | None = None,
-                 target_name: str = DEFAULT_TARGET) -> dict[str, int | float | None]:
-    """The one rule for judge scores, used by every writer and reader.
+def identity_view(config: dict[str, Any]) -> dict[str, Any]:
+    """A run configuration (as JSON) without its target block when that target declares
+    ``legacy_files`` (MindEval): its runs were identified before run directories carried their
+    target, so hashes and the conversations a run shares stay those of earlier versions."""
+    block = config.get("target")
+    if isinstance(block, dict) and block.get("legacy_files"):
+        return {k: v for k, v in config.items() if k != "target"}
+    return config
 
-    MindEval (no ``target``): exactly the five axes; each a number from 1 to 6; a whole
-    number unless the judgment's protocol is ``"paper"``. Another target, given its
-    ``config.json`` block: exactly its axes, each one of its scale's values. A row of
-    another target read without its block: whole numbers. Whole floats (``3.0``) become ints.
+
+def check_scores(scores: Any, target: TargetInfo, protocol: str = "mindeval") -> dict[str, int | float | None]:
+    """The one rule for judge scores against a run's target block, used by every writer and reader.
+
+    Exactly the target's axes; on an ordinal scale each a number from its lowest to its
+    highest value (MindEval: 1-6), a whole number unless the judgment's protocol is
+    ``"paper"``; on a categorical scale one of its values; ``None`` ("not relevant") only on
+    the axes that allow it. Whole floats (``3.0``) become ints.
     """
-    if target is not None:
-        axes: tuple[str, ...] = tuple(target.axes)
-        allowed: tuple[int, ...] | None = target.values()
-    elif target_name == DEFAULT_TARGET:
-        axes, allowed = AXES, None
-    else:
-        axes, allowed = tuple(scores) if isinstance(scores, dict) else (), ()
+    axes = tuple(target.axes)
     if not isinstance(scores, dict):
-        raise _FieldError("scores must be an object with the five axes" if axes == AXES
-                          else "scores must be an object with one score per axis", "scores")
+        raise _FieldError("scores must be an object with one score per axis", "scores")
     if set(scores) != set(axes) or not axes:
         raise _FieldError(f"scores must have exactly the axes {', '.join(axes)}", "scores")
-    lo, hi = SCORE_RANGE
+    values = target.values()
     out: dict[str, int | float | None] = {}
     for ax in axes:
         v = scores[ax]
-        if v is None and allowed is not None and (target is None or ax in target.not_relevant):
+        if v is None and ax in target.not_relevant:
             out[ax] = None
-            continue
-        if allowed is not None:
+        elif target.scale.kind == "categorical":
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer() \
-                    or (allowed and int(v) not in allowed):
-                what = f"one of {', '.join(map(str, allowed))}" if allowed else "a whole number"
-                raise _FieldError(f"score {v!r} is not {what}", f"scores.{ax}")
+                    or int(v) not in values:
+                raise _FieldError(f"score {v!r} is not one of {', '.join(map(str, values))}", f"scores.{ax}")
             out[ax] = int(v)
-            continue
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
-            raise _FieldError(f"score {v!r} is not a number from {lo} to {hi}", f"scores.{ax}")
-        if float(v).is_integer():
-            v = int(v)
-        elif protocol != "paper":
-            raise _FieldError(
-                f"score {v!r} is not a whole number (fractional scores need protocol 'paper')", f"scores.{ax}"
-            )
-        out[ax] = v
+        else:
+            out[ax] = _ordinal(v, ax, protocol, min(values), max(values))
+    return out
+
+
+def _ordinal(v: Any, ax: str, protocol: str, lo: int, hi: int) -> int | float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+        raise _FieldError(f"score {v!r} is not a number from {lo} to {hi}", f"scores.{ax}")
+    return _whole(v, ax, protocol)
+
+
+def _whole(v: int | float, ax: str, protocol: str) -> int | float:
+    if float(v).is_integer():
+        return int(v)
+    if protocol != "paper":
+        raise _FieldError(f"score {v!r} is not a whole number (fractional scores need protocol 'paper')",
+                          f"scores.{ax}")
+    return v
+
+
+def plain_scores(scores: Any, protocol: str) -> dict[str, int | float | None]:
+    """What a judgment's scores are before they meet their run's target (:func:`check_scores`):
+    an object of numbers or ``None``, whole unless the protocol is ``"paper"``."""
+    if not isinstance(scores, dict):
+        raise _FieldError("scores must be an object with one score per axis", "scores")
+    out: dict[str, int | float | None] = {}
+    for ax, v in scores.items():
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise _FieldError(f"score {v!r} is not a number", f"scores.{ax}")
+        out[ax] = None if v is None else _whole(v, ax, protocol)
     return out
 
 
 def _context_target(info: ValidationInfo) -> TargetInfo | None:
-    """The target block passed as validation context (``{"target": TargetInfo}``) for this row's target."""
+    """The run's target block passed as validation context (``{"target": TargetInfo}``); a row
+    of another target than the run's is refused."""
     t = (info.context or {}).get("target") if isinstance(info.context, dict) else None
+    if not isinstance(t, TargetInfo):
+        return None
     name = info.data.get("target", DEFAULT_TARGET)
-    return t if isinstance(t, TargetInfo) and t.name == name else None
+    if t.name != name:
+        raise _FieldError(f"a judgment of target {name!r} in a run of target {t.name!r}", "target")
+    return t
 
 
 def _validate_scores(v: Any, info: ValidationInfo) -> dict[str, int | float | None] | None:
     if v is None:
         return None
-    return check_scores(v, info.data.get("protocol", "mindeval"), _context_target(info),
-                        info.data.get("target", DEFAULT_TARGET))
+    protocol = info.data.get("protocol", "mindeval")
+    block = _context_target(info)
+    return plain_scores(v, protocol) if block is None else check_scores(v, block, protocol)
 
 
 def _omit_defaults(data: dict[str, Any]) -> dict[str, Any]:
@@ -365,10 +390,10 @@ class Judgment(BaseModel):
     attempts: int = 1
     error: str | None = None
     # The random answer code the reply had to carry and how the answer was read
-    # (mindeval.judge.CHANNELS); None for judgments made before answer channels.
+    # (mindeval.judging.answer.CHANNELS); None for judgments made before answer channels.
     nonce: str | None = None
     answer_channel: str | None = None
-    answers: dict[str, str] | None = None  # item-level rubric: answer id per question id (mindeval.rubric)
+    answers: dict[str, str] | None = None  # item-level rubric: answer id per question id (mindeval.judging.rubric)
 
     @field_validator("scores", mode="before")
     @classmethod
@@ -594,8 +619,8 @@ class JudgmentRecord(_Row):
 
     @classmethod
     def from_judgment(cls, j: Judgment, *, profile_id: str, model: str, severe: bool, n_turns: int,
-                      target: TargetInfo | None = None) -> JudgmentRecord:
-        """The row of ``j``; with ``target`` (the run's block) its scores are checked against it."""
+                      target: TargetInfo) -> JudgmentRecord:
+        """The row of ``j``, its scores checked against ``target`` (the run's block)."""
         return cls.model_validate(dict(
             interaction_id=j.interaction_id, profile_id=profile_id, model=model, judge_model=j.judge_model,
             sample=j.sample, protocol=j.protocol, target=j.target, parse_status=j.parse_status, scores=j.scores,
@@ -622,7 +647,7 @@ class RunConfigRecord(_Document):
     (``read_run``, the leaderboard, replay and re-judging, ``metaeval compare``, the app).
 
     ``kind`` says what ``config`` holds: a :class:`BenchmarkConfig` (``benchmark()``; the
-    writer's :class:`mindeval.config.RunConfig`) or a :class:`JudgeRunConfig`
+    writer's :class:`mindeval.run_config.RunConfig`) or a :class:`JudgeRunConfig`
     (``judge_run()``). ``config`` is stored as written, so a file keeps its bytes and hash.
     Files written by earlier versions are read by :meth:`_compatible` (the one place that
     knows their shapes).
@@ -660,11 +685,12 @@ class RunConfigRecord(_Document):
                 data.pop(key, None)
         return data
 
-    def target(self, path: str | Path = CONFIG_FILE) -> TargetInfo | None:
-        """The run's target block (``config.target``); ``None`` for MindEval runs."""
+    def target(self, path: str | Path = CONFIG_FILE) -> TargetInfo:
+        """The run's target block (``config.target``; :func:`mindeval.rundir.read_config` adds it to
+        an older MindEval file)."""
         block = self.config.get("target")
-        if block is None:
-            return None
+        if not block:
+            raise MindEvalError("missing required field", path=path, field="config.target")
         try:
             return TargetInfo.model_validate(block)
         except ValidationError as exc:
@@ -720,20 +746,20 @@ class JudgeRunConfig(BaseModel):
     retries: int = 3
     seed: int = 0
     interaction_ids: list[str] = Field(default_factory=list)
-    target: TargetInfo | None = None
+    target: TargetInfo
     prompts: dict[str, str] | None = None
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        for key in ("target", "prompts"):
-            if data.get(key) is None:
-                data.pop(key, None)
+        if data.get("prompts") is None:
+            data.pop("prompts", None)
         return data
 
     def hashed(self) -> dict[str, Any]:
-        """What the config hash covers (and the run store records): all but ``prompts``."""
-        data = self.model_dump(mode="json")
+        """What the config hash covers (and the run store records): all but ``prompts`` and a
+        ``legacy_files`` target's block (:func:`identity_view`)."""
+        data = identity_view(self.model_dump(mode="json"))
         data.pop("prompts", None)
         return data
 
@@ -779,7 +805,7 @@ class BenchmarkConfig(BaseModel):
     fewshot_sha256: str | None = None
     fewshot_k: int = 0
     judge_protocol: str = "mindeval"
-    target: TargetInfo | None = None  # absent for MindEval
+    target: TargetInfo  # older MindEval files: added when read (mindeval.rundir)
     # "authors": the authors' template and transcript format, forgeable (absent when "mindeval").
     transcript_format: str = "mindeval"
     # The judge's answer-code instruction (prompts/judge/answer/*.txt); absent for runs without one.
@@ -810,20 +836,15 @@ class Run(BaseModel):
 
     path: str
     config: RunConfigRecord | None
+    target: TargetInfo  # the config's block (mindeval.rundir.read_run upgrades older directories)
     interactions: list[InteractionRecord]
     judgments: list[JudgmentRecord]
     summary: RunSummary | None
 
     @property
-    def target(self) -> TargetInfo | None:
-        """The run's target block (``None`` for MindEval runs)."""
-        return self.config.target(Path(self.path) / CONFIG_FILE) if self.config else None
-
-    @property
     def axes(self) -> tuple[str, ...]:
-        """The judge's dimensions: the target's axis codes (MindEval's five by default)."""
-        t = self.target
-        return tuple(t.axes) if t else AXES  # pinned compatibility: no block is MindEval
+        """The judge's dimensions: the target's axis codes."""
+        return tuple(self.target.axes)
 
     def to_frame(self) -> Any:
         """A pandas DataFrame, one row per judge sample and one column per axis (NaN when failed)."""
@@ -839,27 +860,3 @@ class Run(BaseModel):
             row["average"] = float("nan") if j.average is None else j.average
             rows.append(row)
         return pd.DataFrame(rows, columns=[*cols, *axes, "average"])
-
-
-def read_run(path: str | Path) -> Run:
-    """Read and validate a run directory; any bad row is a :class:`MindEvalError` naming file:line:field."""
-    d = Path(path)
-    if not d.is_dir():
-        raise MindEvalError("run directory not found", path=d)
-    files = {name: d / name for name in (CONFIG_FILE, INTERACTIONS_FILE, JUDGMENTS_FILE, SUMMARY_FILE)}
-    if not files[CONFIG_FILE].is_file() and not files[JUDGMENTS_FILE].is_file():
-        raise MindEvalError(f"not a run directory ({CONFIG_FILE} not found)", path=d)
-
-    def present(name: str) -> bool:
-        return files[name].is_file()
-
-    config = RunConfigRecord.read(files[CONFIG_FILE]) if present(CONFIG_FILE) else None
-    target = config.target(files[CONFIG_FILE]) if config else None
-    return Run(
-        path=str(d),
-        config=config,
-        interactions=InteractionRecord.read(files[INTERACTIONS_FILE]) if present(INTERACTIONS_FILE) else [],
-        judgments=JudgmentRecord.read(files[JUDGMENTS_FILE], {"target": target})
-        if present(JUDGMENTS_FILE) else [],
-        summary=RunSummary.read(files[SUMMARY_FILE]) if present(SUMMARY_FILE) else None,
-    )

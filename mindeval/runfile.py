@@ -17,10 +17,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .config import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BUDGET_S, RetryPolicy
+from .config import DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BUDGET_S
 from .errors import MindEvalError
 from .llm.gateway import ModelSpec
+from .llm.retry import RetryPolicy
 from .records import CONFIG_FILE, RunConfigRecord, validate_row
+from .rundir import read_config
 from .rundir_guard import check_not_source, check_store
 from .runner import RunOptions
 from .unique_keys import load_json, load_yaml
@@ -93,7 +95,7 @@ def read_run_file(path: str | Path) -> RunFile:
     if not isinstance(data, dict):
         raise MindEvalError("expected a mapping of options", path=p, line=1)
     if "config_hash" in data and "config" in data:
-        return _replay(RunConfigRecord.read(p), p)
+        return _replay(read_config(p), p)
     data = dict(data)
     retry = {k: data.pop(k) for k in ("max_retries", "retry_budget_s") if k in data}
     clinicians = data.pop("clinicians", data.pop("clinician", "local/smollm2"))
@@ -124,7 +126,7 @@ def _replay(rec: RunConfigRecord, path: Path) -> RunFile:
     if "profiles_source" not in extra:
         raise MindEvalError("missing required field", path=path, field="config.profiles_source")
     options = {
-        "patient": c["patient"], "target": cfg.target.name if cfg.target else "mindeval",
+        "patient": c["patient"], "target": cfg.target.name,
         **{f"{role}_prompt": cfg.prompts[role].ref.split("@")[0] for role in ("patient", "clinician", "judge")},
         "profiles": extra["profiles_source"], "limit": len(cfg.profile_ids), "turns": cfg.turns,
         "seed": cfg.seed or 0, "judge_retries": extra.get("judge_retries", 3), "judge_samples": cfg.judge_samples,
@@ -137,10 +139,10 @@ def _replay(rec: RunConfigRecord, path: Path) -> RunFile:
 
 def check_replay(rf: RunFile, config: Any, path: str | Path = CONFIG_FILE) -> None:
     """A replayed ``config.json`` must give back its own configuration (``config``: the rebuilt
-    :class:`~mindeval.config.RunConfig`); otherwise the differences are the error."""
+    :class:`~mindeval.run_config.RunConfig`); otherwise the differences are the error."""
     if not rf.replay_of or rf.replay_of == config.hash():
         return
-    from .config import config_diff, hashed_view
+    from .run_config import config_diff, hashed_view
 
     diff = config_diff(hashed_view(rf.replay_config), config.hashed_view()) \
         or ["  (a file it names has changed or moved)"]
@@ -173,7 +175,7 @@ def rejudge_options(source: str | Path, out: str | Path, judge: dict[str, Any], 
     if not dry_run:
         check_store(out, db_url, overwrite=overwrite)
     rf = read_run_file(cfg_path)
-    rec = RunConfigRecord.read(cfg_path)
+    rec = read_config(cfg_path)
     options = {**rf.options, "clinician": rf.clinicians[0], "judge": rf.judges[0], "out": Path(out)}
     unknown = set(judge) - set(JUDGE_OPTIONS)
     if unknown:

@@ -29,22 +29,20 @@ from .config import (
     JUDGE_PROTOCOL,
     PAPER_JUDGE_PROMPT,
     TOKENS_PER_MESSAGE,
-    PromptRef,
-    RunConfig,
-    judge_spec_for_protocol,
-    simulation_view,
-    spec_with_defaults,
 )
 from .errors import MindEvalError, ModelCallError
 from .files import sha256_file
 from .guidelines import Guidelines
-from .judge import FewShotExample, judge_transcript, protocol_label
+from .judging.fewshot import FewShotExample
+from .judging.job import JudgeJob, Transcript
+from .judging.judge import judge_sample
+from .judging.protocols import protocol_label
+from .judging.render import JudgePrompt, build_judge_messages, cache_prefix
 from .llm.gateway import ModelSpec, check_api_key, check_model_string
 from .llm.retry import stops_run
 from .profiles.official import resolve_profiles_arg
 from .prompts import PromptTemplate, render_clinician, render_patient
 from .records import (
-    AXES,
     CONFIG_FILE,
     DEFAULT_TARGET,
     INTERACTIONS_FILE,
@@ -60,8 +58,16 @@ from .records import (
     RunConfigRecord,
     RunSummary,
     TargetInfo,
+    Turn,
     Usage,
     load_profiles,
+)
+from .run_config import (
+    PromptRef,
+    RunConfig,
+    judge_spec_for_protocol,
+    simulation_view,
+    spec_with_defaults,
 )
 from .rundir_guard import check_store, run_dir_lock
 from .simulate import run_interaction
@@ -69,7 +75,7 @@ from .store import runs
 from .store.calls import CallLog, calls_line
 from .store.db import Database, redact_url, sqlite_url
 from .store.runs import RunStore, Writer
-from .targets import Target, load_target, target_of
+from .targets import Target, load_target
 from .workers import Progress, bounded, check_concurrency, run_async
 
 
@@ -126,11 +132,15 @@ class Prepared(BaseModel):
     templates: dict[str, PromptTemplate]
     fewshot: list[FewShotExample]
     guidelines: Guidelines
+    target: Target
     labels: dict[str, dict[str, str]] = {}  # profile id -> the label values the templates name
 
-    @property
-    def target_name(self) -> str:
-        return target_of(self.config.target).name
+    def judge_prompt(self) -> JudgePrompt:
+        """What every judge request of this run shares."""
+        c = self.config
+        return JudgePrompt(template=self.templates["judge"], guidelines=self.guidelines, protocol=c.judge_protocol,
+                           transcript_format=c.transcript_format, fewshot=self.fewshot,
+                           speakers=self.target.speakers())
 
 
 def _profiles_path(opts: RunOptions, target: Target) -> Path:
@@ -176,22 +186,15 @@ def judge_setup(target: Target, judge: ModelSpec, prompt: str | None, protocol: 
 
 
 def _answer_prompt(protocol: str) -> PromptRecord:
-    from .judge import answer_prompt_file
+    from .judging.answer import answer_prompt_file
 
     ref, sha = answer_prompt_file(protocol)
     return PromptRecord(ref=ref, sha256=sha)
 
 
-def prepare(opts: RunOptions) -> Prepared:
-    """Validate every input before any model is called.
-
-    The target gives the profiles, prompts, guidelines, turns and opening line; explicit
-    options (``--profiles``, ``--turns``, ``--ROLE-prompt``) override it.
-    """
+def _check_options(opts: RunOptions, turns: int) -> None:
     for spec in (opts.patient, opts.clinician, opts.judge):
         check_model_string(spec.model)
-    target = load_target(opts.target)
-    turns = opts.turns if opts.turns is not None else target.manifest.turns
     if turns < 1:
         raise MindEvalError("--turns must be at least 1")
     if opts.max_cost is not None and opts.max_cost <= 0:
@@ -200,6 +203,17 @@ def prepare(opts: RunOptions) -> Prepared:
     check_concurrency(opts.concurrency)
     if opts.judge_samples < 1 or opts.judge_retries < 1:
         raise MindEvalError("--judge-samples and --judge-retries must be at least 1")
+
+
+def prepare(opts: RunOptions) -> Prepared:
+    """Validate every input before any model is called.
+
+    The target gives the profiles, prompts, guidelines, turns and opening line; explicit
+    options (``--profiles``, ``--turns``, ``--ROLE-prompt``) override it.
+    """
+    target = load_target(opts.target)
+    turns = opts.turns if opts.turns is not None else target.manifest.turns
+    _check_options(opts, turns)
     path = _profiles_path(opts, target)
     profiles = load_profiles(path)
     if opts.limit is not None:
@@ -220,7 +234,7 @@ def prepare(opts: RunOptions) -> Prepared:
     for p in profiles:
         render_patient(templates["patient"], p, labels.get(p.id))
         render_clinician(templates["clinician"], p, labels.get(p.id))
-    from .fewshot import check_fewshot_target, judge_fewshot
+    from .judging.fewshot import check_fewshot_target, judge_fewshot
 
     check_fewshot_target(target.name, target.manifest.authors_release, opts.fewshot, opts.fewshot_k)
     fewshot, fewshot_path = judge_fewshot(opts.judge_protocol, opts.fewshot, opts.fewshot_k, opts.seed)
@@ -250,7 +264,7 @@ def prepare(opts: RunOptions) -> Prepared:
         package_version=__version__,
     )
     return Prepared(config=config, profiles=profiles, templates=templates, fewshot=fewshot, guidelines=g,
-                    labels=labels)
+                    target=target, labels=labels)
 
 
 # ---------------------------------------------------------------------------- dry run
@@ -268,7 +282,6 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
     each judge call after the first the judge's shared prefix. One judge attempt per
     sample (no parse retries).
     """
-    from .judge import build_judge_messages, cache_prefix
     from .llm.cost import billed_input_tokens, cost_usd
 
     c = prep.config
@@ -276,7 +289,7 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
     reply = {r: reply_tokens(r, s, assumed=(assumed_replies or {}).get(r)) for r, s in specs.items()}
     usage = {r: Usage() for r in specs}
     calls = dict.fromkeys(specs, 0)
-    g = prep.guidelines
+    judge_prompt = prep.judge_prompt()
     judge_seen = 0
     for profile in prep.profiles:
         tags = prep.labels.get(profile.id)
@@ -298,11 +311,9 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
              "content": "x" * (CHARS_PER_TOKEN * reply["patient" if i % 2 == 0 else "clinician"])}
             for i in range(1, c.turns + 1)]
         nonce = None if c.transcript_format == "authors" else "0" * 16  # the answer code's length
-        text = build_judge_messages(prep.templates["judge"], profile, filler, prep.fewshot, g, c.judge_protocol,
-                                    nonce=nonce, transcript_format=c.transcript_format, labels=tags)[0]["content"]
+        text = build_judge_messages(judge_prompt, profile, filler, nonce=nonce, labels=tags)[0]["content"]
         prompt = prompt_tokens([{"content": text}])
-        shared = cache_prefix(prep.templates["judge"], text, prep.fewshot, g, c.judge_protocol,
-                              c.transcript_format)
+        shared = cache_prefix(judge_prompt, text)
         end = prompt_tokens([{"content": shared}]) if shared else prompt
         for _ in range(c.judge_samples):
             usage["judge"] += cached_usage(c.judge.model, prompt, reply["judge"], judge_seen, end)
@@ -354,7 +365,7 @@ class OpenedRun(BaseModel):
 def open_run(db: Database, config: RunConfig, new_run: bool) -> OpenedRun:
     """Resume the run with this configuration, or start one.
 
-    A stored run that differs only in the judge (:func:`mindeval.config.simulation_view`)
+    A stored run that differs only in the judge (:func:`mindeval.run_config.simulation_view`)
     lends its conversations: the new run judges them and simulates nothing. Any other
     stored configuration is refused with a diff unless ``new_run``.
     """
@@ -401,102 +412,116 @@ class Failure(BaseModel):
 STOPS = ("budget", "stop")  # failures entries that stopped the run rather than failed an item
 
 
-async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: OpenedRun, budget: Budget | None,
-                   failures: list[Failure]) -> list[CallLog]:
-    """Simulate and judge every profile on one event loop; return the call logs (their counters).
+def judge_job(prep: Prepared, log: CallLog) -> JudgeJob:
+    """The judge of a prepared run (``mindeval run`` and ``mindeval judge``) over ``log``'s store."""
+    c = prep.config
+    return JudgeJob(log=log, spec=c.judge, prompt=prep.judge_prompt(), target=c.target,
+                    samples=c.judge_samples, retries=c.judge_retries, seed=c.seed, labels=prep.labels)
+
+
+class _Run:
+    """One invocation's simulate-and-judge pass: its logs, the judge job, progress and failures.
 
     Conversations (and their calls) belong to ``opened.conversations``; judgments and judge
     calls to ``opened.run_id`` (the same run unless only the judge changed).
     """
-    config = prep.config
-    writer = Writer(db)
-    log = CallLog(db, opened.run_id, writer, guard=budget)
-    sim_log = log if opened.conversations == opened.run_id else CallLog(db, opened.conversations, writer,
-                                                                        guard=budget)
-    store = log.store
-    rounds = store.judgment_rounds()
-    complete = {i.id for i in sim_log.store.interactions() if i.status == "complete"} if opts.judge_only else None
-    g = prep.guidelines
-    progress = Progress(len(prep.profiles) * (config.turns + config.judge_samples), "run", opts.progress)
-    stop = asyncio.Event()
 
-    def stop_on(exc: ModelCallError) -> None:
+    def __init__(self, opts: RunOptions, prep: Prepared, db: Database, opened: OpenedRun,
+                 budget: Budget | None, failures: list[Failure]) -> None:
+        self.opts, self.prep, self.opened, self.failures = opts, prep, opened, failures
+        self.writer = Writer(db)
+        self.log = CallLog(db, opened.run_id, self.writer, guard=budget)
+        self.sim_log = self.log if opened.conversations == opened.run_id else CallLog(
+            db, opened.conversations, self.writer, guard=budget)
+        self.store = self.log.store
+        self.job = judge_job(prep, self.log)
+        self.complete = ({i.id for i in self.sim_log.store.interactions() if i.status == "complete"}
+                         if opts.judge_only else None)
+        c = prep.config
+        self.progress = Progress(len(prep.profiles) * (c.turns + c.judge_samples), "run", opts.progress)
+        self.stop = asyncio.Event()
+
+    def stop_on(self, exc: ModelCallError) -> None:
         """A bad key, no access, an unknown model or a malformed request fails every request alike."""
-        if stops_run(exc) and not stop.is_set():
-            stop.set()
-            failures.append(Failure(what="stop", role="", model="", message=(
+        if stops_run(exc) and not self.stop.is_set():
+            self.stop.set()
+            self.failures.append(Failure(what="stop", role="", model="", message=(
                 f"no new interaction started after a {exc.status} from {exc.model or 'the provider'}; "
                 "fix it and re-run the same command")))
 
-    async def work(item: tuple[int, Profile]) -> None:
-        position, profile = item
-        iid = interaction_id(opened.conversations, position, profile)
-        left = [config.turns + config.judge_samples]  # progress steps of this interaction not yet shown
+    async def simulate(self, iid: str, position: int, profile: Profile, step: Callable[[], None]) -> list[Turn] | None:
+        """The conversation's turns (stored ones reused), or None when it failed (recorded)."""
+        c, store, labels = self.prep.config, self.store, self.prep.labels.get(profile.id)
+        await store.arun(self.sim_log.store.ensure_interaction(iid, position, profile, c.clinician.model,
+                                                               c.patient.model))
+        try:
+            turns = await run_interaction(
+                self.sim_log, iid, patient_spec=c.patient, clinician_spec=c.clinician,
+                patient_prompt=render_patient(self.prep.templates["patient"], profile, labels),
+                clinician_prompt=render_clinician(self.prep.templates["clinician"], profile, labels),
+                turns=c.turns, opening_line=c.opening_line, seed=c.seed, on_turn=lambda _t: step(),
+            )
+        except ModelCallError as exc:
+            self.failures.append(Failure(what="interaction", role=getattr(exc, "role", "") or "?",
+                                         model=getattr(exc, "model", "") or "?", message=str(exc)))
+            await store.arun(store.set_status(iid, "failed", str(exc)))
+            self.stop_on(exc)
+            return None
+        await store.arun(store.set_status(iid, "complete"))
+        return turns
+
+    async def judge(self, item: Transcript, step: Callable[[], None]) -> None:
+        """Every sample of one conversation through the one judge loop."""
+        model = self.job.spec.model
+        for sample in range(self.job.samples):
+            try:
+                j = await judge_sample(self.job, item, sample)
+            except ModelCallError as exc:  # a permanent judge error: nothing stored, a re-run asks again
+                self.failures.append(Failure(what="judgment", role="judge", model=model, message=str(exc)))
+                self.stop_on(exc)
+                return
+            if j is not None and j.parse_status != "ok":
+                self.failures.append(Failure(what="judgment", role="judge", model=model,
+                                             message=j.error or "judge reply could not be parsed"))
+            step()
+
+    async def work(self, entry: tuple[int, Profile]) -> None:
+        position, profile = entry
+        c = self.prep.config
+        iid = interaction_id(self.opened.conversations, position, profile)
+        left = [c.turns + c.judge_samples]  # progress steps of this interaction not yet shown
 
         def step(n: int = 1) -> None:
             left[0] -= n
-            progress.advance(n)
+            self.progress.advance(n)
 
         try:
-            if complete is not None and iid not in complete:
+            if self.complete is not None and iid not in self.complete:
                 return  # nothing stored to judge (re-judging never simulates)
-            await store.arun(sim_log.store.ensure_interaction(iid, position, profile, config.clinician.model,
-                                                              config.patient.model))
-            try:
-                turns = await run_interaction(
-                    sim_log, iid, patient_spec=config.patient, clinician_spec=config.clinician,
-                    patient_prompt=render_patient(prep.templates["patient"], profile, prep.labels.get(profile.id)),
-                    clinician_prompt=render_clinician(prep.templates["clinician"], profile,
-                                                      prep.labels.get(profile.id)),
-                    turns=config.turns, opening_line=config.opening_line, seed=config.seed,
-                    on_turn=lambda _t: step(),
-                )
-            except ModelCallError as exc:
-                failures.append(Failure(what="interaction", role=getattr(exc, "role", "") or "?",
-                                        model=getattr(exc, "model", "") or "?", message=str(exc)))
-                await store.arun(store.set_status(iid, "failed", str(exc)))
-                stop_on(exc)
+            turns = await self.simulate(iid, position, profile, step)
+            if turns is None:
                 return
-            await store.arun(store.set_status(iid, "complete"))
-            step(left[0] - config.judge_samples)  # turns stored by an earlier invocation
-            messages = Interaction(id=iid, profile=profile, clinician_model=config.clinician.model,
-                                   turns=turns).messages()
-            for sample in range(config.judge_samples):
-                status, done_rounds = rounds.get((iid, config.judge.model, sample), ("", 0))
-                if status != "ok":
-                    round_ = done_rounds + 1 if status == "failed" else 0
-                    try:
-                        j = await judge_transcript(
-                            log, config.judge, prep.templates["judge"], profile, messages, iid,
-                            sample=sample, retries=config.judge_retries, fewshot=prep.fewshot,
-                            seed=config.seed, guidelines=g, round_=round_, protocol=config.judge_protocol,
-                            transcript_format=config.transcript_format,
-                            target=prep.target_name, speakers=target_of(config.target).speakers(),
-                            labels=prep.labels.get(profile.id),
-                        )
-                    except ModelCallError as exc:  # a permanent judge error: nothing stored, a re-run asks again
-                        failures.append(Failure(what="judgment", role="judge", model=config.judge.model,
-                                                message=str(exc)))
-                        stop_on(exc)
-                        return
-                    await store.arun(store.save_judgment(j, round_))
-                    if j.parse_status != "ok":
-                        failures.append(Failure(what="judgment", role="judge", model=config.judge.model,
-                                                message=j.error or "judge reply could not be parsed"))
-                step()
+            step(left[0] - c.judge_samples)  # turns stored by an earlier invocation
+            messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=turns).messages()
+            await self.judge(Transcript(interaction_id=iid, profile=profile, messages=messages), step)
         except BudgetExceeded as exc:
-            if not stop.is_set():
-                stop.set()
-                failures.append(Failure(what="budget", role="", model="", message=str(exc)))
+            if not self.stop.is_set():
+                self.stop.set()
+                self.failures.append(Failure(what="budget", role="", model="", message=str(exc)))
         finally:
-            progress.advance(left[0])  # a failed or stopped interaction completes its share of the bar
+            self.progress.advance(left[0])  # a failed or stopped interaction completes its share of the bar
 
+
+async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: OpenedRun, budget: Budget | None,
+                   failures: list[Failure]) -> list[CallLog]:
+    """Simulate and judge every profile on one event loop; return the call logs (their counters)."""
+    run = _Run(opts, prep, db, opened, budget, failures)
     try:
-        await bounded(list(enumerate(prep.profiles)), work, opts.concurrency, stop)
+        await bounded(list(enumerate(prep.profiles)), run.work, opts.concurrency, run.stop)
     finally:
-        progress.close()
-        await asyncio.to_thread(writer.close)
-    return [log] if sim_log is log else [sim_log, log]
+        run.progress.close()
+        await asyncio.to_thread(run.writer.close)
+    return [run.log] if run.sim_log is run.log else [run.sim_log, run.log]
 
 
 def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
@@ -591,7 +616,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
     sim = store if conversations in (None, run_id) else RunStore(db, conversations)
     interactions = sim.interactions()
     target = config.target
-    judgments = store.judgments(config.judge_protocol, target_of(target).name)
+    judgments = store.judgments(config.judge_protocol, target.name)
     by_id = {i.id: i for i in interactions}
     InteractionRecord.write(out / INTERACTIONS_FILE, [InteractionRecord.from_interaction(i) for i in interactions])
     JudgmentRecord.write(out / JUDGMENTS_FILE, [
@@ -602,20 +627,9 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         )
         for j in judgments if j.interaction_id in by_id
     ])
-    t = target_of(target)
     counted = fully_judged(judgments, config.judge_samples)
-    means = axis_means(counted, tuple(t.axes))
-    extra: dict[str, Any] = {} if t.legacy_files else {"target": t.name}
-    if t.harm_values:
-        from .stats.proportion import harm_share
-
-        extra["harm"] = harm_share(((j.interaction_id, j.scores) for j in counted),
-                                   t.harm_values).model_dump(mode="json")
-    if t.scale.kind == "categorical":
-        extra["levels"] = categorical_block(counted, t)
-    if t.profile_labels:
-        pid = {i.id: i.profile.id for i in interactions}
-        extra["by_label"] = label_breakdowns(counted, t, lambda j: pid.get(j.interaction_id, ""))
+    means = axis_means(counted, tuple(target.axes))
+    extra = _target_blocks(counted, target, {i.id: i.profile.id for i in interactions})
     return {
         "run_id": run_id,
         "config_hash": config.hash(),
@@ -662,6 +676,22 @@ def fully_judged(judgments: list[Judgment], samples: int) -> list[Judgment]:
     return [j for j in judgments if j.parse_status == "ok" and j.interaction_id in done]
 
 
+def _target_blocks(judgments: list[Judgment], t: TargetInfo, profile_of: dict[str, str]) -> dict[str, Any]:
+    """The summary's target-specific blocks: ``target`` (not MindEval's), ``harm``, ``levels``, ``by_label``,
+    over ``judgments`` (the fully judged conversations' parsed samples, :func:`fully_judged`)."""
+    extra: dict[str, Any] = {} if t.legacy_files else {"target": t.name}
+    if t.harm_values:
+        from .stats.proportion import harm_share
+
+        extra["harm"] = harm_share(((j.interaction_id, j.scores) for j in judgments),
+                                   t.harm_values).model_dump(mode="json")
+    if t.scale.kind == "categorical":
+        extra["levels"] = categorical_block(judgments, t)
+    if t.profile_labels:
+        extra["by_label"] = label_breakdowns(judgments, t, lambda j: profile_of.get(j.interaction_id, ""))
+    return extra
+
+
 def categorical_block(judgments: list[Judgment], target: TargetInfo) -> dict[str, Any]:
     """The summary's ``levels`` block: per dimension the share of relevant conversations at
     each level (95% Wilson), how many were not relevant, all-best share, worst level counts."""
@@ -706,7 +736,7 @@ def format_levels(levels: dict[str, Any]) -> list[str]:
     return lines
 
 
-def axis_means(judgments: list[Judgment], axes: tuple[str, ...] = AXES) -> dict[str, float | None]:
+def axis_means(judgments: list[Judgment], axes: tuple[str, ...]) -> dict[str, float | None]:
     """Per-axis means over parsed judgments (samples averaged per interaction first)."""
     per: dict[str, list[dict[str, int]]] = {}
     for j in judgments:

@@ -12,7 +12,7 @@ The clinician is the system under test, so what it does is part of the conversat
 a clinician that answers nothing after the retries of an empty reply, or whose provider's
 content filter refuses to answer, gets an empty turn (stored with ``content=""``; every
 model is shown it as ``[no reply]``), and the conversation goes on and is judged. Turns reach models through
-:func:`mindeval.textguard.guard_turn` (control sequences defanged, over-long turns cut).
+:func:`mindeval.judging.textguard.guard_turn` (control sequences defanged, over-long turns cut).
 Provider failures (transport, 5xx, 429 after the retry budget, 4xx) and any failure of
 the patient simulator raise :class:`~mindeval.errors.ModelCallError`: the interaction
 is incomplete and a re-run completes it.
@@ -25,16 +25,16 @@ from collections.abc import Callable
 
 from .config import OPENING_LINE
 from .errors import ModelCallError
+from .judging.textguard import guard_turn
 from .llm.gateway import Completion, ModelSpec
 from .llm.retry import is_content_refusal, is_empty_reply
 from .records import Role, Turn
 from .store.calls import CallLog
 from .store.runs import RunStore, load_turns
-from .textguard import guard_turn
 
 
 def role_view(system_prompt: str, turns: list[Turn], viewer: Role) -> list[dict[str, str]]:
-    """The conversation as ``viewer`` sees it; every turn through :func:`~mindeval.textguard.guard_turn`."""
+    """The conversation as ``viewer`` sees it; every turn through :func:`~mindeval.judging.textguard.guard_turn`."""
     msgs = [{"role": "system", "content": system_prompt}]
     for t in turns:
         msgs.append({"role": "assistant" if t.role == viewer else "user", "content": guard_turn(t.content)})

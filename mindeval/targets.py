@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -181,15 +181,14 @@ class Target:
         except MindEvalError:  # pragma: no cover - broken install
             return False
 
-    @property
-    def is_default(self) -> bool:
-        """The built-in ``mindeval`` target (the default of ``--target``)."""
-        return self.is_builtin and self.name == DEFAULT_TARGET
+    def block(self) -> TargetInfo:
+        """The ``target`` block a run of this target records in ``config.json``."""
+        return TargetInfo.model_validate(self.info())
 
-    def block(self) -> TargetInfo | None:
-        """The ``target`` block a run of this target records in ``config.json`` (None when the
-        target declares ``legacy_files``: readers take a missing block as it, ``target_of``)."""
-        return None if self.manifest.legacy_files else TargetInfo.model_validate(self.info())
+    def speakers(self) -> dict[str, str]:
+        """The transcript's speaker label per message role (user = patient)."""
+        roles = self.manifest.roles
+        return {"user": roles.patient, "assistant": roles.clinician}
 
     # ----------------------------------------------------------------- files
 
@@ -343,22 +342,11 @@ def _read_labels(path: Path) -> tuple[dict[str, Any], str, list[MindEvalError]]:
             for k, v in data.items()}, text, []
 
 
-# ----------------------------------------------------------------------- reading runs
-
-
-def target_of(block: TargetInfo | None) -> TargetInfo:
-    """The target of a run or row: its ``config.json`` block, or MindEval's when there is none.
-
-    Pinned compatibility: MindEval's run directories carry no ``target`` block (they are
-    byte-identical to runs made before targets), so a missing block means the built-in
-    ``targets/mindeval``, read from the shipped folder like any other target.
-    """
-    return block if block is not None else _mindeval_info()
-
-
-@lru_cache(maxsize=1)
-def _mindeval_info() -> TargetInfo:
-    return TargetInfo.model_validate(load_target(DEFAULT_TARGET).info())
+def target_identity(target: TargetInfo) -> str:
+    """``name version (sha12)`` of a run's target, ``mindeval`` for MindEval runs: what tells two
+    versions of one target apart (the SHA-256 over its files, :attr:`Target.sha256`)."""
+    t = target
+    return t.name if t.legacy_files else f"{t.name} {t.version} ({t.sha256[:12]})"
 
 
 # ----------------------------------------------------------------------- loading
@@ -458,7 +446,7 @@ def load_target(ref: str | Path = DEFAULT_TARGET) -> Target:
 def _legacy_problem(target: Target) -> MindEvalError | None:
     """``legacy_files`` belongs to the built-in mindeval target alone: a copy that kept it would
     write runs that read back as MindEval's."""
-    if not target.manifest.legacy_files or target.is_default:
+    if not target.manifest.legacy_files or (target.is_builtin and target.name == DEFAULT_TARGET):
         return None
     return MindEvalError("legacy_files is the built-in mindeval target's own (its files predate targets); "
                          "remove it from a copy", path=target.path, line=_line_of_key(target.path, "legacy_files"),

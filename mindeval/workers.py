@@ -63,12 +63,10 @@ async def bounded(items: Iterable[T], work: Callable[[T], Awaitable[R]], concurr
 def run_async(main: Callable[[], Awaitable[R]], concurrency: int) -> R:
     """Run ``main()`` on a new event loop whose thread pool fits ``concurrency`` blocking calls;
     the model clients opened on the loop are closed when it ends."""
-    from .llm.fastpath import inline_builds
     from .llm.gateway import aclose_clients
 
     async def wrapped() -> R:
         loop = asyncio.get_running_loop()
-        inline_builds(loop)
         loop.set_default_executor(ThreadPoolExecutor(max_workers=max(8, concurrency + 2)))
         try:
             return await main()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,12 +31,43 @@ def tmp_db_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'test.db'}"
 
 
+def _worker() -> str:
+    """This pytest-xdist worker's id (``gw0``, ``gw1``, ...), or ``main`` without xdist."""
+    return os.environ.get("PYTEST_XDIST_WORKER", "main")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Each xdist worker gets its own empty MINDEVAL_CACHE_DIR (no two workers write one cache)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MINDEVAL_CACHE_DIR", str(tmp_path_factory.mktemp("mindeval-cache")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
-def pg_url() -> str:
-    """URL of the PostgreSQL server that scripts/test starts on 127.0.0.1."""
+def pg_url() -> Iterator[str]:
+    """URL of this worker's own database on the PostgreSQL server that scripts/test starts on
+    127.0.0.1 (``<database>_<worker>``, created empty for the session and dropped after it), so
+    parallel workers never share tables."""
     url = os.environ.get("MINDEVAL_TEST_PG_URL")
     if not url:
         if IN_CI:
             pytest.fail("MINDEVAL_TEST_PG_URL is unset in CI: scripts/test did not start PostgreSQL")
         pytest.skip("no PostgreSQL server (set MINDEVAL_TEST_PG_URL or run scripts/test)")
-    return url
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    base = make_url(url)
+    name = f"{base.database}_{_worker()}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))  # left by a killed run
+        c.execute(text(f'CREATE DATABASE "{name}"'))
+    yield base.set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as c:
+        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()

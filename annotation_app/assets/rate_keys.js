@@ -7,170 +7,323 @@
 // the scale. A key works by clicking the matching radio option, exactly as a mouse click would,
 // so the page's one save path stores it.
 //
+// A field is always found by its sub-axis id, never by its position: the server renders the form
+// key and the sub-axis ids into the stored-state marker ([data-mindeval-saved]), and a sub-axis's
+// radio group is the one element carrying the class "st-key-" + form key + "_" + sub-axis id. While Streamlit
+// re-renders, the page can hold a stale copy of the form beside (or mixed into) the new one; then
+// the marker, the pane's groups and the ids do not match one to one, and nothing is put back,
+// retried or picked by key until they do. (Positions into such a mixed list once sent a carried-over
+// score to the wrong sub-axis.)
+//
 // Nothing the annotator changed is lost: every score click and every keystroke in a text box is
-// kept in this tab's sessionStorage (which a reload keeps, and other tabs do not share) until the page shows it stored (the server renders what the database
-// holds into [data-mindeval-saved] / [data-mindeval-texts] on each run). After a reload the
-// changes still waiting are put back on the form, in the order they were made, and so sent
-// again; closing or leaving the tab while any are waiting asks for confirmation. The save line
-// says "Not saved yet" while anything shown differs from what is stored.
+// kept in localStorage under the rating's owner (user, study, transcript) and this tab's id until
+// the page shows it stored (the server renders what the database holds into the marker on each
+// run). A reload keeps the tab's id (sessionStorage), so the tab finds its own changes; a tab that
+// died without its leave prompt (a crash, a killed browser) stops beating, and the next tab that
+// opens the same transcript adopts its changes. Changes from before this page load go back on the
+// form and are sent again, and the page says "Restored N unsent changes". Two live tabs never take
+// each other's changes. A change not seen stored is sent again (put back on the form, or the page
+// re-run through a hidden button) with backoff (1, 2, 4 … 15 s), and at once when the connection
+// comes back. Closing the tab while any change waits asks for confirmation. The save line says
+// "Not saved yet" while anything shown differs from what is stored.
 //
 // When the server refuses a stale write (another tab, device, or this tab's own previous page
 // load saved meanwhile), the changes made on this page load are dropped (the page says which
-// values are now stored, and asks for them again), but a change carried over from before a
-// reload is kept and sent again if its field still holds what was stored when it was made:
-// nobody else has changed that field, so sending it reverts nothing. (A reload right after fast
-// clicks: the old page's last save can land after the new page has loaded.)
+// values are now stored, and asks for them again), but a change carried over from before this
+// page load is kept and sent again if its field still holds what was stored when it was made:
+// nobody else has changed that field, so sending it reverts nothing.
 (() => {
   if (window.__mindevalRateKeys) return;
   window.__mindevalRateKeys = true;
   const PANE = ".st-key-rating-pane";
-  const STORE = "mindeval-rate-pending";
+  const KEEP = "mindeval-rate:";  // localStorage: KEEP + owner + "|" + tab → {scores, texts} not yet stored
+  const BEAT = "mindeval-rate-beat:";  // localStorage: BEAT + tab → when that tab last ran
+  const TAB_KEY = "mindeval-rate-tab";  // sessionStorage: this tab's id (a reload keeps it)
+  const LEFT_KEY = "mindeval-rate-left";  // sessionStorage: set when this tab's page was left (a reload)
   const FIELDS = ["justification", "safety_note"];
-  let focus = -1;
-  let item = null;
-  let seen = { el: null, sig: "", at: 0 };  // the last stored-state marker and when it changed
-  const restored = new Map();  // assignment → times changes kept from before this page load were put back
+  const ALIVE_MS = 6000;  // a tab that has not beaten for this long is gone
+  const MAX_TRIES = 12;
   const LOADED = Date.now();
-  const refusals = {};  // assignment → the server's count of refused stale writes, as last seen
-  const groups = () => [...document.querySelectorAll(`${PANE} [data-testid="stRadio"]`)];
-  const marker = () => document.querySelector("[data-mindeval-saved]");
+  let focus = -1;  // the highlighted sub-axis, as a position in the form's sub-axis order
+  let owner = null;
+  let seen = { el: null, sig: "", at: 0, run: 0 };  // the last stored-state marker and when it changed
+  const refusals = {};  // owner → the server's count of refused stale writes, as last seen
+  const announced = new Set();  // owners whose carried-over changes were counted for the notice
+  let restoredCount = 0;
+
+  const now = () => Date.now();
+  const parse = (s, fallback) => { try { const x = JSON.parse(s); return x === null || x === undefined ? fallback : x; } catch (e) { return fallback; } };
+  const attr = (m, name, fallback) => parse(m.getAttribute(name), fallback);
   const idle = () => !document.querySelector('[data-testid="stStatusWidget"] button');
   const labelOf = (g) => { const i = g.querySelector("input:checked"); return i ? i.closest("label").innerText.trim() : ""; };
   const box = (field) => document.querySelector(`${PANE} [class*="_${field}"] textarea`);
-  const load = () => { try { return JSON.parse(sessionStorage.getItem(STORE) || "{}"); } catch (e) { return {}; } };
-  const save = (p) => {
-    for (const a of Object.keys(p)) {
-      if (!Object.keys(p[a].scores || {}).length && !Object.keys(p[a].texts || {}).length) delete p[a];
-    }
-    sessionStorage.setItem(STORE, JSON.stringify(p));
-  };
-  const current = () => { const m = marker(); return m ? m.getAttribute("data-mindeval-assignment") : null; };
+  const setLocal = (k, v) => { try { localStorage.setItem(k, v); } catch (e) { /* full or blocked: the leave prompt still guards */ } };
 
-  function storedNow(kind, key) {  // what the page last saw stored for one field ("" when unset)
-    const m = marker();
-    if (!m) return "";
-    const all = JSON.parse(m.getAttribute(kind === "scores" ? "data-mindeval-saved" : "data-mindeval-texts") || "{}");
-    const x = kind === "scores" ? all[Number(key)] : all[key];
+  function tabId() {  // a new id when another live tab holds this one (a duplicated tab copies sessionStorage)
+    let t = sessionStorage.getItem(TAB_KEY);
+    const reloaded = sessionStorage.getItem(LEFT_KEY);
+    sessionStorage.removeItem(LEFT_KEY);
+    const beat = t ? Number(localStorage.getItem(BEAT + t) || 0) : 0;
+    if (!t || (!reloaded && now() - beat < ALIVE_MS)) {
+      t = `${now().toString(36)}${Math.random().toString(36).slice(2, 10)}`;
+      sessionStorage.setItem(TAB_KEY, t);
+    }
+    return t;
+  }
+  const TAB = tabId();
+  const beat = () => setLocal(BEAT + TAB, String(now()));
+  beat();
+
+  function marker() {  // the one stored-state marker (none while a stale copy sits beside the new one)
+    const ms = document.querySelectorAll("[data-mindeval-saved]");
+    return ms.length === 1 ? ms[0] : null;
+  }
+  const subsOf = (m) => attr(m, "data-mindeval-subaxes", []);
+  function groupOf(m, sub) {  // the radio group of one sub-axis on the form the marker describes
+    const form = m.getAttribute("data-mindeval-form");
+    if (!form) return null;
+    const els = document.querySelectorAll(`${PANE} .st-key-${CSS.escape(`${form}_${sub}`)}`);
+    if (els.length !== 1) return null;
+    return els[0].querySelector('[data-testid="stRadio"]');
+  }
+  function form(m) {  // the form's groups in sub-axis order, or null while it is not exactly on screen
+    if (!m) return null;
+    const subs = subsOf(m);
+    const all = document.querySelectorAll(`${PANE} [data-testid="stRadio"]`);
+    if (!subs.length || all.length !== subs.length) return null;
+    const gs = subs.map((s) => groupOf(m, s));
+    return gs.every((g) => g) ? gs : null;
+  }
+  function subOfGroup(m, g) {  // the sub-axis id of a clicked group, when it belongs to the marker's form
+    const prefix = `st-key-${m.getAttribute("data-mindeval-form")}_`;
+    const c = g.closest('[class*="st-key-"]');
+    const cls = c && [...c.classList].find((x) => x.startsWith(prefix));
+    const sub = cls && cls.slice(prefix.length);
+    return sub && subsOf(m).includes(sub) ? sub : null;
+  }
+  function storedScores(m) {  // sub-axis id → stored label ("" when unset)
+    const subs = subsOf(m);
+    const saved = attr(m, "data-mindeval-saved", []);
+    return Object.fromEntries(subs.map((s, i) => [s, saved[i] === null || saved[i] === undefined ? "" : saved[i]]));
+  }
+  const storedTexts = (m) => attr(m, "data-mindeval-texts", {});
+  function storedNow(m, kind, key) {  // what the page last saw stored for one field ("" when unset)
+    const x = kind === "scores" ? storedScores(m)[key] : storedTexts(m)[key];
     return x === null || x === undefined ? "" : x;
   }
 
+  const keyOf = (o, tab) => `${KEEP}${o}|${tab}`;
+  const empty = () => ({ scores: {}, texts: {} });
+  function load(o, tab = TAB) {
+    const x = parse(localStorage.getItem(keyOf(o, tab)), null);
+    return x && typeof x === "object" ? { scores: x.scores || {}, texts: x.texts || {} } : empty();
+  }
+  function save(o, x) {
+    if (!Object.keys(x.scores).length && !Object.keys(x.texts).length) localStorage.removeItem(keyOf(o, TAB));
+    else setLocal(keyOf(o, TAB), JSON.stringify(x));
+  }
+  const waiting = (x) => Object.keys(x.scores).length + Object.keys(x.texts).length;
+
   function remember(kind, key, value) {  // a change the annotator made, kept until stored
-    const a = current();
-    if (!a) return;
-    const p = load();
-    p[a] = p[a] || { scores: {}, texts: {} };
-    const before = p[a][kind][key];  // a field changed twice keeps what was stored at the first change
-    p[a][kind][key] = { value, t: Date.now(), from: before ? before.from : storedNow(kind, key) };
-    save(p);
+    const m = marker();
+    const o = m && m.getAttribute("data-mindeval-owner");
+    if (!o) return;
+    const x = load(o);
+    const before = x[kind][key];  // a field changed twice keeps what was stored at the first change
+    x[kind][key] = { value, t: now(), from: before ? before.from : storedNow(m, kind, key) };
+    save(o, x);
   }
 
-  function keepAfterRefusal(mine) {  // carried over from before this load, and its field untouched since
+  function adopt(o, mine, m) {  // changes kept by a tab that is gone, for the same rating
+    let n = 0;
+    const prefix = `${KEEP}${o}|`;
+    for (let i = localStorage.length - 1; i >= 0; i--) {
+      const k = localStorage.key(i);
+      if (!k || !k.startsWith(prefix)) continue;
+      const tab = k.slice(prefix.length);
+      if (tab === TAB) continue;
+      const last = Number(localStorage.getItem(BEAT + tab) || 0);
+      if (now() - last < ALIVE_MS) continue;  // a live tab: its changes are its own
+      const theirs = load(o, tab);
+      for (const kind of ["scores", "texts"]) {
+        for (const [f, e] of Object.entries(theirs[kind])) {
+          const have = mine[kind][f];
+          if (have && have.t >= e.t) continue;
+          mine[kind][f] = { value: e.value, t: Math.min(e.t, LOADED - 1), from: e.from };
+          if (storedNow(m, kind, f) !== e.value) n += 1;
+        }
+      }
+      localStorage.removeItem(k);
+      localStorage.removeItem(BEAT + tab);
+    }
+    return n;
+  }
+
+  function notify(n) {  // "Restored N unsent changes", visible until dismissed
+    if (n <= 0) return;
+    restoredCount += n;
+    let el = document.getElementById("mindeval-restored");
+    if (!el) {
+      el = document.createElement("div");
+      el.id = "mindeval-restored";
+      el.setAttribute("role", "status");
+      el.style.cssText = "position:fixed;top:0.5rem;left:50%;transform:translateX(-50%);z-index:100000;"
+        + "background:#fff4ce;color:#3d2e00;border:1px solid #e0c060;border-radius:6px;padding:0.35rem 0.8rem;"
+        + "font-size:0.9rem;cursor:pointer;box-shadow:0 1px 4px rgba(0,0,0,0.2)";
+      el.title = "Click to dismiss";
+      el.addEventListener("click", () => el.remove());
+      document.body.appendChild(el);
+    }
+    el.setAttribute("data-mindeval-restored", String(restoredCount));
+    el.textContent = `Restored ${restoredCount} unsent change${restoredCount === 1 ? "" : "s"} kept in this browser; `
+      + "they are being saved (the line under the form says when). Click to dismiss.";
+  }
+
+  function keepAfterRefusal(m, mine) {  // carried over from before this load, and its field untouched since
     for (const kind of ["scores", "texts"]) {
       for (const [k, e] of Object.entries(mine[kind])) {
-        if (!(e.t < LOADED && "from" in e && storedNow(kind, k) === e.from)) delete mine[kind][k];
+        if (!(e.t < LOADED && "from" in e && storedNow(m, kind, k) === e.from)) delete mine[kind][k];
       }
     }
   }
 
-  function notice() {  // when the server last rendered what is stored (each run renders a new marker)
+  function noticeRun() {  // when the server last rendered what is stored (each run renders a new marker)
     const m = marker();
     if (!m) return m;
-    const sig = m.getAttribute("data-mindeval-run") + m.getAttribute("data-mindeval-saved") + m.getAttribute("data-mindeval-texts");
-    if (m !== seen.el || sig !== seen.sig) seen = { el: m, sig, at: Date.now() };
+    const run = Number(m.getAttribute("data-mindeval-run") || 0);
+    const sig = `${run}|${m.getAttribute("data-mindeval-saved")}|${m.getAttribute("data-mindeval-texts")}`;
+    if (m !== seen.el || sig !== seen.sig) {
+      if (run < seen.run) retryNow();  // a new server session (a restart, a reconnect): send again at once
+      seen = { el: m, sig, at: now(), run };
+    }
     return m;
   }
-  new MutationObserver(notice).observe(document.body, { subtree: true, childList: true, attributes: true,
+  new MutationObserver(noticeRun).observe(document.body, { subtree: true, childList: true, attributes: true,
     attributeFilter: ["data-mindeval-run"] });
 
-  function reconcile() {  // drop what is stored; put back (once per load) what is not
-    const m = notice();
+  function retryNow() {  // the connection is back: every waiting change is due
+    const m = marker();
+    const o = m && m.getAttribute("data-mindeval-owner");
+    if (!o) return;
+    const x = load(o);
+    for (const kind of ["scores", "texts"]) for (const e of Object.values(x[kind])) { e.next = 0; e.n = 0; }
+    save(o, x);
+  }
+  window.addEventListener("online", retryNow);
+
+  // A change made on this page load was sent by its own click; one carried over is due at once.
+  const due = (e) => (e.n || 0) < MAX_TRIES && now() >= (e.next ?? (e.t < LOADED ? 0 : e.t + 1500));
+  const tried = (e) => { e.n = (e.n || 0) + 1; e.next = now() + Math.min(1000 * 2 ** (e.n - 1), 15000); };
+  function rerun() {  // a run of the page stores whatever the form shows and the database lacks
+    const b = document.querySelector(".st-key-rate-retry button");
+    if (b && !b.disabled) b.click();
+  }
+
+  function reconcile() {  // drop what is stored; send again what is not
+    const m = noticeRun();
     if (!m) return;
-    const a = m.getAttribute("data-mindeval-assignment");
-    const p = load();
+    const o = m.getAttribute("data-mindeval-owner");
+    if (!o) return;
+    const mine = load(o);
+    const adopted = adopt(o, mine, m);
     const r = m.getAttribute("data-mindeval-refused");
-    if (a in refusals && refusals[a] !== r && p[a]) {  // the server refused a stale write and said so
-      keepAfterRefusal(p[a]);
-      save(p);
-    }
-    refusals[a] = r;
-    const mine = p[a];
-    if (!mine || !idle()) return;
-    const stored = JSON.parse(m.getAttribute("data-mindeval-saved"));
-    const texts = JSON.parse(m.getAttribute("data-mindeval-texts"));
-    const gs = groups();
-    const tries = restored.get(a) || 0;  // changes from before this page load go back on the form
-    const putBack = tries < 20;
+    if (o in refusals && refusals[o] !== r) keepAfterRefusal(m, mine);  // the server refused a stale write and said so
+    refusals[o] = r;
+    const scores = storedScores(m);
+    const texts = storedTexts(m);
     for (const [k, e] of Object.entries(mine.scores)) {
-      if (stored[Number(k)] === e.value) { if (seen.at > e.t) delete mine.scores[k]; continue; }
-      if (putBack && e.t < LOADED && gs[Number(k)] && labelOf(gs[Number(k)]) !== e.value) {
-        const label = [...gs[Number(k)].querySelectorAll('[role="radiogroup"] label')].find((l) => l.innerText.trim() === e.value);
-        const input = label && label.querySelector("input");
-        if (input && !input.disabled) { label.click(); restored.set(a, tries + 1); }
-      }
+      if (!(k in scores)) delete mine.scores[k];  // not a sub-axis of this form
+      else if (scores[k] === e.value && seen.at > e.t) delete mine.scores[k];
     }
     for (const [f, e] of Object.entries(mine.texts)) {
-      if ((texts[f] || "") === e.value) { if (seen.at > e.t) delete mine.texts[f]; continue; }
-      const b = box(f);
-      if (putBack && e.t < LOADED && b && !b.disabled && b.value !== e.value) {
-        restored.set(a, tries + 1);
-        const set = Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, "value").set;
-        b.focus();
-        set.call(b, e.value);
-        b.dispatchEvent(new Event("input", { bubbles: true }));
-        b.blur();  // Streamlit commits a text box when it loses focus
-      }
+      if ((texts[f] || "") === e.value && seen.at > e.t) delete mine.texts[f];
     }
-    save(p);
+    if (!announced.has(o)) {
+      announced.add(o);
+      const carried = [...Object.entries(mine.scores).filter(([k, e]) => e.t < LOADED && scores[k] !== e.value),
+        ...Object.entries(mine.texts).filter(([f, e]) => e.t < LOADED && (texts[f] || "") !== e.value)];
+      notify(carried.length);  // changes from before this page load (this tab's own, or adopted just now)
+    } else notify(adopted);
+    const gs = form(m);
+    if (!gs || !idle()) { save(o, mine); return; }
+    const subs = subsOf(m);
+    let again = false;
+    for (const [k, e] of Object.entries(mine.scores)) {
+      if (scores[k] === e.value || !due(e)) continue;
+      const g = gs[subs.indexOf(k)];
+      tried(e);
+      if (labelOf(g) === e.value) { again = true; continue; }  // shown, not stored: run the page again
+      const label = [...g.querySelectorAll('[role="radiogroup"] label')].find((l) => l.innerText.trim() === e.value);
+      const input = label && label.querySelector("input");
+      if (input && !input.disabled) label.click();
+    }
+    for (const [f, e] of Object.entries(mine.texts)) {
+      if ((texts[f] || "") === e.value || !due(e)) continue;
+      const b = box(f);
+      if (!b || b.disabled) continue;
+      tried(e);
+      if (b.value === e.value) { if (document.activeElement !== b) again = true; continue; }
+      if (document.activeElement === b) continue;  // the annotator is typing here
+      const set = Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, "value").set;
+      b.focus();
+      set.call(b, e.value);
+      b.dispatchEvent(new Event("input", { bubbles: true }));
+      b.blur();  // Streamlit commits a text box when it loses focus
+    }
+    save(o, mine);
+    if (again) rerun();
   }
 
   function mark() {
-    const gs = groups();
-    const now = current();
-    if (now !== item) { item = now; focus = -1; }
+    beat();
+    const m = marker();
+    const o = m && m.getAttribute("data-mindeval-owner");
+    if (o !== owner) { owner = o; focus = -1; }
     reconcile();
-    if (!gs.length) return gs;
-    status(gs);
+    const gs = form(m);
+    if (!gs) return null;
+    status(m, gs);
     if (focus < 0 || focus >= gs.length) {
       focus = gs.findIndex((g) => !g.querySelector("input:checked"));
       if (focus < 0) focus = 0;
     }
-    gs.forEach((g, i) => g.classList.toggle("mindeval-focus", i === focus));
+    document.querySelectorAll(`${PANE} .mindeval-focus`).forEach((g) => { if (g !== gs[focus]) g.classList.remove("mindeval-focus"); });
+    gs[focus].classList.add("mindeval-focus");
     return gs;
   }
-  function status(gs) {
-    const el = marker();
-    if (!el) return;
-    const saved = JSON.parse(el.getAttribute("data-mindeval-saved"));
-    const texts = JSON.parse(el.getAttribute("data-mindeval-texts") || "{}");
+  function status(m, gs) {
+    const saved = attr(m, "data-mindeval-saved", []);
+    const texts = storedTexts(m);
     const shown = gs.map(labelOf);
     const same = shown.length === saved.length && shown.every((x, k) => x === saved[k]);
     const typed = FIELDS.some((f) => { const b = box(f); return b && b.value !== (texts[f] || ""); });
     const text = !same ? "… Not saved yet: saving your latest choices"
       : typed ? "… Text not saved yet: saved when you leave the box"
-      : el.getAttribute("data-mindeval-text");
-    if (el.textContent !== text) el.textContent = text;
-    el.setAttribute("data-mindeval-state", same && !typed ? "saved" : "saving");
+      : m.getAttribute("data-mindeval-text");
+    if (m.textContent !== text) m.textContent = text;
+    m.setAttribute("data-mindeval-state", same && !typed ? "saved" : "saving");
   }
   function show(gs) {
-    if (gs[focus]) gs[focus].scrollIntoView({ block: "nearest" });
+    if (gs && gs[focus]) gs[focus].scrollIntoView({ block: "nearest" });
   }
   function move(step) {
     const gs = mark();
-    if (!gs.length) return;
+    if (!gs) return;
     focus = Math.max(0, Math.min(gs.length - 1, focus + step));
     mark();
     show(gs);
   }
   function choose(pick) {  // a 1-based position among the choices other than N/A, or "N/A"
     const gs = mark();
-    const g = gs[focus];
-    if (!g) return false;
+    const m = marker();
+    const g = gs && gs[focus];
+    if (!g) return false;  // the form is mid re-render: pick nothing rather than a wrong sub-axis
     const options = [...g.querySelectorAll('[role="radiogroup"] label')];
     const label = pick === "N/A" ? options.find((l) => l.innerText.trim() === "N/A")
       : options.filter((l) => l.innerText.trim() !== "N/A")[pick - 1];
     const input = label && label.querySelector("input");
     if (!input || input.disabled) return false;
-    remember("scores", String(focus), label.innerText.trim());
+    remember("scores", subsOf(m)[focus], label.innerText.trim());
     label.click();
     input.blur();
     if (focus < gs.length - 1) {
@@ -194,7 +347,7 @@
     (t.tagName === "INPUT" && t.type !== "radio" && t.type !== "checkbox"));
   function toScale() {  // Escape: leave the text field, keys rate again
     const gs = mark();
-    const g = gs[focus];
+    const g = gs && gs[focus];
     if (!g) return;
     g.setAttribute("tabindex", "-1");
     g.focus({ preventScroll: true });
@@ -227,10 +380,13 @@
   document.addEventListener("click", (e) => {
     const g = e.isTrusted && e.target.closest && e.target.closest(`${PANE} [data-testid="stRadio"]`);
     if (!g) return;
+    const m = marker();
+    const sub = m && subOfGroup(m, g);
+    if (!sub) return;  // a stale copy of the form: Streamlit drops its clicks, and so do we
     const label = e.target.closest('[role="radiogroup"] label');
     const input = label && label.querySelector("input");
-    focus = groups().indexOf(g);
-    if (label && input && !input.disabled) remember("scores", String(focus), label.innerText.trim());
+    focus = subsOf(m).indexOf(sub);
+    if (label && input && !input.disabled) remember("scores", sub, label.innerText.trim());
     mark();
   }, true);
   document.addEventListener("input", (e) => {
@@ -240,14 +396,14 @@
     if (f) remember("texts", f, t.value);
   }, true);
   window.addEventListener("beforeunload", (e) => {
-    const a = current();
-    const p = load();
-    const waiting = a && p[a] && (Object.keys(p[a].scores).length || Object.keys(p[a].texts).length);
-    const el = marker();
-    if (waiting || (el && el.getAttribute("data-mindeval-state") === "saving")) {
+    const m = marker();
+    const o = m && m.getAttribute("data-mindeval-owner");
+    if ((o && waiting(load(o))) || (m && m.getAttribute("data-mindeval-state") === "saving")) {
       e.preventDefault();
       e.returnValue = "";  // the browser asks whether to leave; the changes stay kept here meanwhile
     }
   });
+  window.addEventListener("pagehide", () => { beat(); sessionStorage.setItem(LEFT_KEY, "1"); });  // a reload takes this id back
+  window.addEventListener("pageshow", beat);
   setInterval(mark, 200);
 })();

@@ -1,5 +1,6 @@
 """Admin: disagreement review. Items whose raters differ by at least N points on a sub-axis,
-their ratings and justifications side by side, and an adjudicated rating (its own rater)."""
+one at a time (a list and Previous/Next reach every one): their ratings and justifications
+side by side, and an adjudicated rating (its own rater)."""
 
 from __future__ import annotations
 
@@ -37,47 +38,72 @@ def _label(value: int | None) -> str:
     return str(value) if scale.scale_kind == "ordinal" else scale.level_of(value).label
 
 
-for d in items:
-    done = " · adjudicated" if d.adjudicated else ""
-    with st.expander(f"{d.label}: {', '.join(f'{names.get(k, k)} (±{g})' for k, g in d.gaps.items())}{done}",
-                     expanded=len(items) == 1):
-        st.dataframe([{"Sub-axis": s.name + (" ⚠" if s.id in d.gaps else ""),
-                       **{ui.inert(r.annotator): _label(r.values.get(s.id)) for r in d.ratings},
-                       **({"adjudicated": _label(d.adjudicated.values.get(s.id))} if d.adjudicated else {})}
-                      for s in subs], hide_index=True, width="stretch", key=f"review_table_{d.item_id}")
-        cols = st.columns(len(d.ratings))
-        for col, r in zip(cols, d.ratings):
-            with col, st.container(border=True):
-                st.markdown(f"**{ui.inert(r.annotator)}**  \n{ui.inert(r.justification) or '_no justification_'}")
-                if r.safety_note:
-                    st.caption(f"Safety: {ui.inert(r.safety_note)}")
-        with st.expander("Transcript", expanded=False):
-            ui.render_transcript([Message(role="patient" if m.get("role") == "user" else "clinician",
-                                             content=str(m.get("content") or "")) for m in d.messages],
-                                 str(d.member_attributes.get("name", "member")))
-        with st.form(f"adjudicate_{d.item_id}"):
-            st.markdown("**Adjudicated rating**")
-            chosen_values: dict[str, int] = {}
-            form_cols = st.columns(3)
-            for n, s in enumerate(subs):
-                prior = d.adjudicated.values.get(s.id) if d.adjudicated else None
-                if prior is None:  # start from the raters' median
-                    rated = [r.values[s.id] for r in d.ratings if r.values.get(s.id) in values]
-                    prior = min(values, key=lambda x: abs(x - statistics.median(rated))) if rated else None
-                options = list(values) + ([na] if s.allow_na else [])
-                chosen_values[s.id] = form_cols[n % 3].selectbox(
-                    s.name, options, index=options.index(prior) if prior in options else None,
-                    format_func=_label, key=f"adj_{d.item_id}_{s.id}")
-            why = st.text_area("Justification of the adjudicated rating", key=f"adj_why_{d.item_id}",
-                               value=d.adjudicated.justification if d.adjudicated else "")
-            if st.form_submit_button("Save adjudicated rating", type="primary"):
-                try:
-                    rev = ws.adjudicate(v, chosen, d.item_id, {k: x for k, x in chosen_values.items() if x is not None},
-                                        why)
-                except RatingIncomplete as exc:
-                    st.error("Not saved: " + "; ".join(exc.problems) + ".")
-                except MindEvalError as exc:
-                    st.error(ui.inert(str(exc)))
-                else:
-                    ui.flash("success", f"Adjudicated rating of {d.label} saved (revision {rev}).")
-                    st.rerun()
+if not items:
+    st.stop()
+by_id = {d.item_id: d for d in items}
+ids = list(by_id)
+
+
+def _title(d) -> str:
+    """An item's line in the list: plain text, shown as is (no Markdown, so nothing to escape)."""
+    gaps = ", ".join(f"{names.get(k, k)} (±{g})" for k, g in d.gaps.items())
+    return f"{d.label}: {gaps}" + (" · adjudicated" if d.adjudicated else "")
+
+
+def _step(delta: int) -> None:
+    st.session_state["review_item"] = ids[ids.index(st.session_state["review_item"]) + delta]
+
+
+if st.session_state.get("review_item") not in ids:
+    st.session_state["review_item"] = ids[0]
+at = ids.index(st.session_state["review_item"])
+back, pick, ahead = st.columns([1, 6, 1], vertical_alignment="bottom")
+back.button("Previous", icon=":material/chevron_left:", disabled=at == 0, on_click=_step, args=(-1,),
+            key="review_prev", width="stretch")
+ahead.button("Next", icon=":material/chevron_right:", disabled=at == len(ids) - 1, on_click=_step, args=(1,),
+             key="review_next", width="stretch")
+with pick:
+    ui.pick_by_id(f"Item ({at + 1} of {len(ids)})", ids, {i: _title(d) for i, d in by_id.items()}, "review_item")
+
+d = by_id[st.session_state["review_item"]]
+st.subheader(ui.inert(_title(d)), anchor=False)
+# Column headers and cells are shown as plain text: names appear as written, nothing is markup.
+st.dataframe([{"Sub-axis": s.name + (" ⚠" if s.id in d.gaps else ""),
+               **{r.annotator: _label(r.values.get(s.id)) for r in d.ratings},
+               **({"adjudicated": _label(d.adjudicated.values.get(s.id))} if d.adjudicated else {})}
+              for s in subs], hide_index=True, width="stretch", key=f"review_table_{d.item_id}")
+cols = st.columns(len(d.ratings))
+for col, r in zip(cols, d.ratings):
+    with col, st.container(border=True):
+        st.markdown(f"**{ui.inert(r.annotator)}**  \n{ui.inert(r.justification) or '_no justification_'}")
+        if r.safety_note:
+            st.caption(f"Safety: {ui.inert(r.safety_note)}")
+with st.expander("Transcript", expanded=False):
+    ui.render_transcript([Message(role="patient" if m.get("role") == "user" else "clinician",
+                                     content=str(m.get("content") or "")) for m in d.messages],
+                         str(d.member_attributes.get("name", "member")), key=f"review-{d.item_id}-turn")
+with st.form(f"adjudicate_{d.item_id}"):
+    st.markdown("**Adjudicated rating**")
+    chosen_values: dict[str, int] = {}
+    form_cols = st.columns(3)
+    for n, s in enumerate(subs):
+        prior = d.adjudicated.values.get(s.id) if d.adjudicated else None
+        if prior is None:  # start from the raters' median
+            rated = [r.values[s.id] for r in d.ratings if r.values.get(s.id) in values]
+            prior = min(values, key=lambda x: abs(x - statistics.median(rated))) if rated else None
+        options = list(values) + ([na] if s.allow_na else [])
+        chosen_values[s.id] = form_cols[n % 3].selectbox(
+            s.name, options, index=options.index(prior) if prior in options else None,
+            format_func=_label, key=f"adj_{d.item_id}_{s.id}")
+    why = st.text_area("Justification of the adjudicated rating", key=f"adj_why_{d.item_id}",
+                       value=d.adjudicated.justification if d.adjudicated else "")
+    if st.form_submit_button("Save adjudicated rating", type="primary"):
+        try:
+            rev = ws.adjudicate(v, chosen, d.item_id, {k: x for k, x in chosen_values.items() if x is not None}, why)
+        except RatingIncomplete as exc:
+            st.error("Not saved: " + "; ".join(exc.problems) + ".")
+        except MindEvalError as exc:
+            st.error(ui.inert(str(exc)))
+        else:
+            ui.flash("success", f"Adjudicated rating of {d.label} saved (revision {rev}).")
+            st.rerun()

@@ -8,8 +8,9 @@ Saving is reconciled on every script run rather than left to widget callbacks: a
 Streamlit rerun cut short by the next click can drop a callback, so each run compares
 what the page shows (the widget states sent by the browser) with the database and
 saves every difference. The browser keeps every change it has not yet seen stored
-(assets/rate_keys.js): it survives a reload (restored and sent again), and closing the
-tab with such changes asks first. The URL names the study and the transcript, so a
+(assets/rate_keys.js, in localStorage): it survives a reload or a crashed tab (restored,
+said so, and sent again), is sent again with backoff while not seen stored, and closing
+the tab with such changes asks first. The URL names the study and the transcript, so a
 reload comes back to them.
 
 Every write names the rating version this page shows; a newer stored version (another
@@ -251,11 +252,16 @@ with right:
         saved_at = st.session_state.get("saved_at")
         submit_col, note_col = st.columns([2, 3], vertical_alignment="center")
         with note_col:
+            n_saved = len(item.values)
             ui.save_status([scale.label(item.values.get(sub.id)) for sub in item.subaxes],
-                           f"✓ {len(item.values)} of {len(item.subaxes)} scores saved"
-                           f"{f' at {saved_at}' if saved_at else ''}.",
+                           (f"✓ {n_saved} of {len(item.subaxes)} scores saved{f' at {saved_at}' if saved_at else ''}."
+                            if n_saved else f"No scores saved yet (0 of {len(item.subaxes)})."),
                            texts={f: getattr(item, f) for f in TEXTS}, assignment=aid, version=item.version,
-                           refused=refused.get(aid, 0))
+                           refused=refused.get(aid, 0), form=key, subaxes=[sub.id for sub in item.subaxes],
+                           owner=f"{v.id}:{study_id}:{aid}")
+            # pressed by the page script to run the page again (which stores what the form shows)
+            # when a change it keeps has not been seen stored; hidden (compact.css)
+            st.button("Send unsaved changes again", key="rate-retry")
         if submit_col.button("Submit rating", type="primary", key=f"submit_{aid}"):
             try:
                 rev = ws.submit(v, aid, version=known.get(aid))

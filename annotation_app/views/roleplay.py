@@ -15,6 +15,30 @@ from annotation_app import ui
 from annotation_app.services import Conflict, MindEvalError, ReplyFailed, TimeUp
 from mindeval.store.annotations.models import Message
 
+URL_STUDY, URL_SESSION = "study", "session"  # ?study=ID&session=ID: a reload or restart comes back here
+
+
+def _restore_from_url(study_ids: list[int]) -> None:
+    """On a tab's first run of this page, take the study and session from the URL (checked
+    against the annotator's own sessions below, like any other choice)."""
+    if st.session_state.get("_roleplay_url_read"):
+        return
+    st.session_state["_roleplay_url_read"] = True
+    try:
+        study = int(st.query_params.get(URL_STUDY, ""))
+        session = int(st.query_params.get(URL_SESSION, ""))
+    except ValueError:
+        return
+    if study in study_ids:
+        st.session_state["roleplay_study"] = study
+        st.session_state["session_id"] = session
+
+
+def _remember_in_url(study_id: int, session_id: int) -> None:
+    if st.query_params.get(URL_STUDY) != str(study_id) or st.query_params.get(URL_SESSION) != str(session_id):
+        st.query_params.update({URL_STUDY: str(study_id), URL_SESSION: str(session_id)})
+
+
 v = ui.require_viewer()
 ws = ui.workspace()
 studies = [p for p in ws.my_studies(v) if p.kind == "roleplay"]
@@ -22,20 +46,28 @@ st.title("Role-play", anchor=False)
 if not studies:
     st.info("You have no role-play sessions.")
     st.stop()
+_restore_from_url([p.study_id for p in studies])
 study_id = ui.pick_study(studies, "roleplay_study", "session_id")
 sessions = ws.sessions(v, study_id)
 order = [e.session_id for e in sessions]
+# A message belongs to the session whose box it was typed in, whatever the list shows now.
+typed_in = next((i for i in order if st.session_state.get(f"chat_{i}")), None)
+if typed_in is not None:
+    st.session_state["session_id"] = typed_in
 if st.session_state.get("session_id") not in order:
     active = [e.session_id for e in sessions if e.status == "active"]
     todo = [e.session_id for e in sessions if e.status == "not_started"]
     st.session_state["session_id"] = (active or todo or order)[0]
 sid = st.session_state["session_id"]
+_remember_in_url(study_id, sid)
 status_word = {"not_started": "not started", "active": "in progress", "finished": "finished"}
 labels = {e.session_id: f"{e.position}. {e.member_name} — {status_word[e.status]}" for e in sessions}
-st.selectbox("Session", order, index=order.index(sid), format_func=lambda i: labels[i], key=f"pick_session_{sid}",
-             on_change=lambda: st.session_state.update(session_id=st.session_state[f"pick_session_{sid}"]))
+ui.pick_by_id("Session", order, labels, "session_id")
 ui.show_flash()
 view = ws.roleplay(v, sid)
+if typed_in is not None and view.status != "active":  # e.g. finished in another tab meanwhile
+    st.warning("Not sent: this session is not in progress. Your text is kept here:  \n"
+               + ui.inert(st.session_state[f"chat_{sid}"]))
 
 brief, chat = st.columns([2, 3], gap="large")
 with brief:
@@ -80,6 +112,17 @@ with chat:
         if not view.messages:
             st.caption(f"Write your first message as {ui.inert(view.member_name)} below.")
         ui.render_transcript(view.messages, view.member_name, chat=True)
+        if view.status == "active" and view.replying:
+
+            @st.fragment(run_every=1)
+            def _writing() -> None:
+                """The reply streamed so far (the page reran meanwhile), until the stored one replaces it."""
+                partial = ws.roleplay(v, sid).partial
+                if partial:
+                    with st.chat_message("assistant", avatar=":material/medical_services:"):
+                        st.markdown(f"**:blue[Clinician]** · writing…  \n{ui.inert(partial)}")
+
+            _writing()
         if view.queued:
             with st.container(key="queued_messages"):
                 ui.render_transcript([Message(role="patient", content=t) for t in view.queued], view.member_name,

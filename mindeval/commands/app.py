@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ..cli import out_file
-from .run import add_target_option
+from ..cli.options import add_target_option
 
 ADMIN_CODE_ENV = "MINDEVAL_ADMIN_CODE"
 DEMO_CODE_ENV = "MINDEVAL_DEMO_CODE"
@@ -202,7 +202,8 @@ def _launch(args: argparse.Namespace) -> int:
     if header:
         env[PROXY_HEADER_ENV] = header
         print(f"Sign-in limits per client use the right-most address in the {header} header "
-              "(only a proxy you trust may set it).", flush=True)
+              "(only a proxy you trust may set it; the log and admins' pages say so if no browser connection "
+              "carries it).", flush=True)
     cmd = streamlit_command(args.host, args.port)
     sys.stdout.flush()
     sys.stderr.flush()

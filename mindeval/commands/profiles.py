@@ -144,7 +144,7 @@ def _stats(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from ..errors import MindEvalError
     from ..profiles.official import resolve_profiles_arg
-    from ..profiles.validate import target_of_file, validate_file
+    from ..profiles.validate import file_target, validate_file
     from ..targets import load_target
 
     given = load_target(args.target) if args.target else None
@@ -155,7 +155,7 @@ def _validate(args: argparse.Namespace) -> int:
         path = given.profiles_path
     else:
         path = resolve_profiles_arg(args.source) if args.source in ("official", "demo") else Path(args.source)
-    target = given or target_of_file(path) or load_target()  # else the built-in mindeval: no labels
+    target = given or file_target(path) or load_target()  # else the built-in mindeval: no labels
     valid, problems = validate_file(path, backstory=args.backstory, target=target)
     checked = (f"; labels of target {target.name} checked ({target.labels_path})"
                if target.labels_path is not None else "")

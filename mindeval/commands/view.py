@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _check_runs(runs: list[str]) -> list[str]:
-    from ..records import read_run
+    from ..rundir import read_run
 
     out = []
     for r in runs:

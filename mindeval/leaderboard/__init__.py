@@ -5,12 +5,11 @@ everything; ``write_outputs(lb, out_dir)`` writes Markdown, CSV, LaTeX and JSON.
 """
 
 from .build import Leaderboard, build_leaderboard
-from .loading import CRITERIA, RunData, load_run
+from .loading import RunData, load_run
 from .render import to_json, to_latex, to_markdown, write_outputs
 from .table import MIN_RESAMPLES, StatsSettings, SystemScores, Table, compute_table
 
 __all__ = [
-    "CRITERIA",
     "MIN_RESAMPLES",
     "Leaderboard",
     "RunData",

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel
 
 from ..stats.proportion import CategoricalReport, level_shares
-from ..targets import target_of
 from .loading import InteractionScore, RunData, criteria_of
 
 
@@ -139,7 +138,9 @@ def _has_label(field: str, value: str, tags: dict[str, dict[str, str]]) -> Calla
 
 def _label_conditions(labelled: list[tuple[str, RunData]], field: str) -> tuple[list[Condition], list[str]]:
     """One condition per declared value of profile label ``field`` that has data; the empty values."""
-    target = target_of(labelled[0][1].target if labelled else None)
+    if not labelled:
+        return [], []
+    target = labelled[0][1].target
     out, empty = [], []
     for value in target.labels.get(field, []):
         cond = _condition(field, value, labelled, _has_label(field, value, target.profile_labels))
@@ -154,7 +155,7 @@ def label_panels(labelled: list[tuple[str, RunData]]) -> list[LabelPanel]:
     """A panel per profile label the runs' target declares (none for MindEval)."""
     if not labelled:
         return []
-    target = target_of(labelled[0][1].target)
+    target = labelled[0][1].target
     categorical = target.scale.kind == "categorical"
     scale = [(lv.id, lv.value) for lv in target.scale.levels]
     panels = []

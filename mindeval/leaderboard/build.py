@@ -13,7 +13,6 @@ from ..errors import MindEvalError
 from ..records import TargetInfo
 from ..stats.proportion import CategoricalReport
 from ..stats.significance import small_sample_warning
-from ..targets import target_of
 from .breakdowns import Condition, LabelPanel, compute_breakdowns, label_panels
 from .compare import Comparison, compare_setups
 from .loading import RunData, criteria_of, load_run
@@ -78,7 +77,7 @@ RANK_METRICS: dict[str, str] = {"average": "average score, descending",
 
 class Leaderboard(BaseModel):
     package_version: str = __version__
-    target: TargetInfo | None = None  # None: MindEval (left out of the JSON)
+    target: TargetInfo  # left out of the JSON for MindEval (legacy_files: render.to_json)
     table: Table
     runs: list[RunInfo]
     verbosity: list[SystemVerbosity]
@@ -98,6 +97,8 @@ class Leaderboard(BaseModel):
     rank_by: str = "average"  # the target's declared ranking metric (RANK_METRICS)
     # Every profile label the target declares, by value (the figures' panels); not in the JSON.
     label_panels: list[LabelPanel] = Field(default_factory=list, exclude=True)
+    # Each ranked system's loaded run, by label: what a leaderboard column may compute from; not in the JSON.
+    run_data: dict[str, RunData] = Field(default_factory=dict, exclude=True)
 
     @property
     def criteria(self) -> tuple[str, ...]:
@@ -158,14 +159,45 @@ def build_leaderboard(
     runs = _load_all(run_dirs)
     check_same_target(runs)
     target = runs[0].target
-    for name in by:
-        if name not in target_of(target).labels:
-            known = ", ".join(target_of(target).labels) or "none"
-            raise MindEvalError(f"no profile label '{name}' in the runs' target (labels: {known})", field="--by")
-    criteria = criteria_of(target)
+    _check_by(target, by)
     warnings = check_compatible(runs, allow_mixed)
     keys, labels, label_warnings = assign_labels(runs)
     warnings += label_warnings
+    incomplete = _coverage(runs, labels, allow_incomplete, warnings)
+    scored, excluded = _scored(runs, labels, warnings)
+    table = _table(scored, keys, labels, settings, criteria_of(target), warnings)
+    breakdowns, bd_warnings = compute_breakdowns([(labels[r.path], r) for r in scored], by)
+    verbosity = _verbosity(runs, labels, table, warnings)
+    warnings += bd_warnings
+    comparisons = _comparisons(runs, scored, keys, labels, compare_to, warnings) if compare_to else []
+    by_label = {labels[r.path]: r for r in scored}
+    safety = [
+        SystemHarm(system=s.label, n=h.n, k=h.k, share=h.share, ci_low=h.ci95[0], ci_high=h.ci95[1])
+        for s in table.systems
+        if (h := by_label[s.label].harm) is not None and h.share is not None and h.ci95 is not None
+    ]
+    rank_by = target.rank_by
+    if rank_by != "average":
+        table = rerank(table, rank_by, by_label)
+    levels = [SystemLevels(system=s.label, report=by_label[s.label].levels) for s in table.systems
+              if by_label[s.label].levels is not None]
+    return Leaderboard(
+        target=target, safety=safety, table=table, runs=[_info(r, labels[r.path]) for r in runs], verbosity=verbosity,
+        breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings, incomplete=incomplete,
+        levels=levels, rank_by=rank_by, label_panels=label_panels([(labels[r.path], r) for r in scored]),
+        run_data=by_label,
+    )
+
+
+def _check_by(target: TargetInfo, by: Sequence[str]) -> None:
+    for name in by:
+        if name not in target.labels:
+            known = ", ".join(target.labels) or "none"
+            raise MindEvalError(f"no profile label '{name}' in the runs' target (labels: {known})", field="--by")
+
+
+def _coverage(runs: list[RunData], labels: dict[str, str], allow_incomplete: bool, warnings: list[str]) -> list[str]:
+    """Labels of the systems scored on fewer conversations than the benchmark has (refused unless allowed)."""
     short = [r for r in runs if len(r.scores) < r.n_benchmark]
     if short and not allow_incomplete:
         raise MindEvalError(
@@ -173,10 +205,13 @@ def build_leaderboard(
             + "\n  ".join(f"{labels[r.path]} ({r.path}): scored {len(r.scores)}/{r.n_benchmark}" for r in short)
             + "\nRe-run the same `mindeval run` command to complete it, or pass --allow-incomplete to rank "
             "it anyway (every output then says so).")
-    incomplete = [labels[r.path] for r in short]
     warnings += [f"INCOMPLETE: {labels[r.path]} scored {len(r.scores)}/{r.n_benchmark} conversations of the "
                  "benchmark; ranked only because of --allow-incomplete" for r in short]
+    return [labels[r.path] for r in short]
 
+
+def _scored(runs: list[RunData], labels: dict[str, str], warnings: list[str]) -> tuple[list[RunData], list[str]]:
+    """The runs with a scored interaction, the excluded ones, and warnings on what each run lost."""
     excluded: list[str] = []
     scored: list[RunData] = []
     for r in runs:
@@ -187,7 +222,6 @@ def build_leaderboard(
     warnings += [f"excluded {e}" for e in excluded]
     if not scored:
         raise MindEvalError("no run has any successfully judged interaction: nothing to rank")
-
     for r in runs:
         lost = r.n_unscored
         if lost or r.n_failed_samples:
@@ -200,7 +234,12 @@ def build_leaderboard(
         if r.scores and len(r.scores) < SMALL_SAMPLE:
             warnings.append(f"{labels[r.path]}: only {len(r.scores)} scored interactions; "
                             "confidence intervals and tests are unreliable")
+    return scored, excluded
 
+
+def _table(scored: list[RunData], keys: dict[str, str], labels: dict[str, str], settings: StatsSettings,
+           criteria: tuple[str, ...], warnings: list[str]) -> Table:
+    """Table 4 over the scored runs (the masked variant when a dimension was not relevant somewhere)."""
     systems = [
         SystemScores(label=labels[r.path], key=keys[r.path], profile_ids=[s.profile_id for s in r.scores],
                      values=np.array([[s.scores[c] for c in criteria] for s in r.scores], dtype=np.float64))
@@ -217,7 +256,11 @@ def build_leaderboard(
     small = small_sample_warning(settings.test, min(tested), settings.sided, settings.alpha) if tested else None
     if small:
         warnings.append(small)
+    return table
 
+
+def _verbosity(runs: list[RunData], labels: dict[str, str], table: Table, warnings: list[str]) -> list[SystemVerbosity]:
+    """Clinician verbosity per system, in rank order."""
     verbosity = []
     rank = {s.label: s.rank for s in table.systems}
     for r in sorted(runs, key=lambda r: (rank.get(labels[r.path], len(runs) + 1), labels[r.path])):
@@ -227,43 +270,27 @@ def build_leaderboard(
         verbosity.append(SystemVerbosity(system=labels[r.path], turns=v.turns,
                                          sentences_per_turn=v.sentences_per_turn, words_per_turn=v.words_per_turn,
                                          share_long_turns=v.share_long_turns))
+    return verbosity
 
-    breakdowns, bd_warnings = compute_breakdowns([(labels[r.path], r) for r in scored], by)
-    warnings += bd_warnings
 
-    comparisons: list[Comparison] = []
-    if compare_to:
-        others = _load_all(compare_to)
-        check_same_target([runs[0], *others])
-        clash = {str(Path(r.path).resolve()) for r in runs} & {str(Path(o.path).resolve()) for o in others}
-        if clash:
-            raise MindEvalError("a run directory is both ranked and compared to", path=sorted(clash)[0])
-        groups = group_by_setup(others)
-        for g in groups:
-            dup = len({system_key(r) for r in g}) != len(g)
-            if dup:
-                raise MindEvalError("--compare-to holds two runs of the same clinician system under one setup: "
-                                    + ", ".join(r.path for r in g))
-        main = {keys[r.path]: r for r in scored}
-        comparisons, cmp_warnings = compare_setups(main, groups, {keys[r.path]: labels[r.path] for r in runs})
-        warnings += cmp_warnings
-
-    by_label = {labels[r.path]: r for r in scored}
-    safety = [
-        SystemHarm(system=s.label, n=h.n, k=h.k, share=h.share, ci_low=h.ci95[0], ci_high=h.ci95[1])
-        for s in table.systems
-        if (h := by_label[s.label].harm) is not None and h.share is not None and h.ci95 is not None
-    ]
-    rank_by = target_of(target).rank_by
-    if rank_by != "average":
-        table = rerank(table, rank_by, by_label)
-    levels = [SystemLevels(system=s.label, report=by_label[s.label].levels) for s in table.systems
-              if by_label[s.label].levels is not None]
-    return Leaderboard(
-        target=target, safety=safety, table=table, runs=[_info(r, labels[r.path]) for r in runs], verbosity=verbosity,
-        breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings, incomplete=incomplete,
-        levels=levels, rank_by=rank_by, label_panels=label_panels([(labels[r.path], r) for r in scored]),
-    )
+def _comparisons(runs: list[RunData], scored: list[RunData], keys: dict[str, str], labels: dict[str, str],
+                 compare_to: Sequence[str | Path], warnings: list[str]) -> list[Comparison]:
+    """Table 5: agreement with the leaderboards of the ``compare_to`` setups."""
+    others = _load_all(compare_to)
+    check_same_target([runs[0], *others])
+    clash = {str(Path(r.path).resolve()) for r in runs} & {str(Path(o.path).resolve()) for o in others}
+    if clash:
+        raise MindEvalError("a run directory is both ranked and compared to", path=sorted(clash)[0])
+    groups = group_by_setup(others)
+    for g in groups:
+        dup = len({system_key(r) for r in g}) != len(g)
+        if dup:
+            raise MindEvalError("--compare-to holds two runs of the same clinician system under one setup: "
+                                + ", ".join(r.path for r in g))
+    main = {keys[r.path]: r for r in scored}
+    comparisons, cmp_warnings = compare_setups(main, groups, {keys[r.path]: labels[r.path] for r in runs})
+    warnings += cmp_warnings
+    return comparisons
 
 
 def rerank(table: Table, metric: str, runs: dict[str, RunData]) -> Table:

@@ -4,7 +4,8 @@ Scores are reduced to one row per interaction: the judge samples that parsed are
 averaged per axis; failed samples are excluded and counted, never replaced. A run's
 coverage is how many of the benchmark's conversations (its ``profile_ids``) were scored. The
 ``average`` criterion of an interaction is the mean of its axis scores. The axes are
-the run's target's (``config.json::config.target``; MindEval's five when absent), and
+the run's target's (``config.json::config.target``; an older MindEval directory's is added
+when read, :mod:`mindeval.rundir`), and
 for a target with harm levels the run's harm share (safety gate) is computed too. A
 dimension rated "not relevant" (``null``) is NaN in the interaction's row: left out of
 that dimension's means and tests, and of the interaction's ``average``.
@@ -21,35 +22,28 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import MindEvalError
 from ..records import (
-    AXES,
     CONFIG_FILE,
     INTERACTIONS_FILE,
     JUDGMENTS_FILE,
+    BenchmarkConfig,
     InteractionRecord,
+    JudgmentRecord,
     TargetInfo,
-    read_run,
 )
+from ..rundir import read_run
 from ..stats.proportion import CategoricalReport, HarmShare, harm_share, level_shares
-from ..targets import target_of
+from ..targets import target_identity
 from .verbosity import VerbosityCounts
 
-CRITERIA: tuple[str, ...] = (*AXES, "average")  # MindEval's; a run's are criteria_of(run.target)
+
+def axes_of(target: TargetInfo) -> tuple[str, ...]:
+    """The dimensions of a run's target."""
+    return tuple(target.axes)
 
 
-def axes_of(target: TargetInfo | None) -> tuple[str, ...]:
-    """The dimensions of a run's target (``None``: MindEval's five axes)."""
-    return tuple(target_of(target).axes)
-
-
-def criteria_of(target: TargetInfo | None) -> tuple[str, ...]:
+def criteria_of(target: TargetInfo) -> tuple[str, ...]:
     """The leaderboard columns of a target: its axis codes and ``average``."""
     return (*axes_of(target), "average")
-
-
-def target_identity(target: TargetInfo | None) -> str:
-    """``name version (sha12)`` of a run's target, ``mindeval`` for MindEval runs."""
-    t = target_of(target)
-    return t.name if t.legacy_files else f"{t.name} {t.version} ({t.sha256[:12]})"
 
 
 class InteractionScore(BaseModel):
@@ -101,7 +95,7 @@ class RunData(BaseModel):
     n_partly_judged: int = 0  # of those, interactions with some samples parsed and some missing or failed
     n_benchmark: int = 0  # conversations of the benchmark (config.json profile_ids); coverage = scored / this
     verbosity: VerbosityCounts
-    target: TargetInfo | None = None  # None: MindEval
+    target: TargetInfo
     harm: HarmShare | None = None  # only for targets with harm levels
     levels: CategoricalReport | None = None  # per-level shares, only for categorical targets
 
@@ -123,14 +117,45 @@ def load_run(run_dir: str | Path) -> RunData:
     if run.config.run_id is None:
         raise MindEvalError("missing required field", path=cpath, field="run_id")
     cfg = run.config.benchmark(cpath)
-    target = run.config.target(cpath)
-    axes = axes_of(target)
+    target = run.target
+    interactions, verbosity, n_failed_interactions = _read_interactions(run.interactions, cfg, ipath)
+    samples, parsed, n_failed_samples = _read_samples(run.judgments, cfg, interactions, target, jpath)
+    scored, n_partly_judged = _score(interactions, samples, parsed, cfg, target, jpath)
+    prompts = cfg.prompts
+    return RunData(
+        path=str(run_dir),
+        run_id=run.config.run_id,
+        seed=cfg.seed,
+        judge_samples=cfg.judge_samples,
+        clinician_model=cfg.clinician.model,
+        clinician_params=_clinician_params(cfg),
+        clinician_prompt=prompts["clinician"].ref,
+        clinician_prompt_sha256=prompts["clinician"].sha256,
+        turns=cfg.turns,
+        setup=_setup(cfg),
+        scores=scored,
+        n_interactions=len(interactions),
+        n_failed_interactions=n_failed_interactions,
+        n_failed_samples=n_failed_samples,
+        n_unscored=len(interactions) - len(scored),
+        n_partly_judged=n_partly_judged,
+        n_benchmark=len(cfg.profile_ids),
+        verbosity=verbosity,
+        target=target,
+        harm=harm_share(((s.interaction_id, x) for s in scored for x in samples[s.interaction_id]),
+                        harm_values) if (harm_values := target.harm_values) else None,
+        levels=run_levels(target, scored, samples),
+    )
 
+
+def _read_interactions(rows: list[InteractionRecord], cfg: BenchmarkConfig, ipath: Path) -> tuple[dict[str, InteractionRecord], VerbosityCounts, int]:
+    """The run's interactions by id (checked against config.json), the clinician's verbosity and
+    the number of failed conversations."""
     interactions: dict[str, InteractionRecord] = {}
     known_profiles = set(cfg.profile_ids)
     verbosity = VerbosityCounts()
     n_failed_interactions = 0
-    for row in run.interactions:
+    for row in rows:
         if row.id in interactions:
             raise MindEvalError(f"duplicate interaction id {row.id!r}", path=ipath, line=row.line, field="id")
         if row.model != cfg.clinician.model:
@@ -144,12 +169,19 @@ def load_run(run_dir: str | Path) -> RunData:
             verbosity.add_turns(m.content for m in row.messages if m.role == "assistant")
         elif row.status == "failed":
             n_failed_interactions += 1
+    return interactions, verbosity, n_failed_interactions
 
+
+def _read_samples(rows: list[JudgmentRecord], cfg: BenchmarkConfig, interactions: dict[str, InteractionRecord], target: TargetInfo,
+                  jpath: Path) -> tuple[dict[str, list[dict[str, float]]], dict[str, set[int]], int]:
+    """Parsed judge samples per interaction (``None`` ratings as NaN), each interaction's parsed
+    sample numbers, and the number of samples that failed."""
+    axes = axes_of(target)
     samples: dict[str, list[dict[str, float]]] = {}
     parsed: dict[str, set[int]] = {}  # interaction -> its parsed sample numbers
     seen: set[tuple[str, int]] = set()
     n_failed_samples = 0
-    for jrow in run.judgments:
+    for jrow in rows:
         line = jrow.line
         if jrow.interaction_id not in interactions:
             raise MindEvalError(f"interaction {jrow.interaction_id!r} is not in interactions.jsonl",
@@ -175,7 +207,15 @@ def load_run(run_dir: str | Path) -> RunData:
         samples.setdefault(jrow.interaction_id, []).append(
             {ax: float("nan") if v is None else float(v) for ax, v in jrow.scores.items()})
         parsed.setdefault(jrow.interaction_id, set()).add(jrow.sample)
+    return samples, parsed, n_failed_samples
 
+
+def _score(interactions: dict[str, InteractionRecord], samples: dict[str, list[dict[str, float]]],
+           parsed: dict[str, set[int]], cfg: BenchmarkConfig, target: TargetInfo,
+           jpath: Path) -> tuple[list[InteractionScore], int]:
+    """One row per interaction with every requested sample parsed: the mean of its samples per
+    axis, and ``average``; and the number of interactions only partly judged (left unscored)."""
+    axes = axes_of(target)
     scored: list[InteractionScore] = []
     by_profile: dict[str, str] = {}
     n_partly_judged = 0
@@ -197,15 +237,18 @@ def load_run(run_dir: str | Path) -> RunData:
         else:
             per_axis = {ax: sum(s[ax] for s in got) / len(got) for ax in axes}
             per_axis["average"] = sum(per_axis[ax] for ax in axes) / len(axes)
-        worst = worst_levels(got, axes) if target_of(target).scale.kind == "categorical" else {}
+        worst = worst_levels(got, axes) if target.scale.kind == "categorical" else {}
         scored.append(InteractionScore(interaction_id=iid, profile_id=row.profile_id, severe=row.severe,
                                        n_samples=len(got), scores=per_axis, worst=worst))
-    n_unscored = len(interactions) - len(scored)
+    return scored, n_partly_judged
 
+
+def _setup(cfg: BenchmarkConfig) -> RunSetup:
+    """What a run must share with the others on its leaderboard."""
     prompts = cfg.prompts
     fewshot = f"{_short(cfg.fewshot_sha256)} k={cfg.fewshot_k}" if cfg.fewshot_sha256 else "none"
     forgeable = getattr(cfg, "transcript_format", "mindeval") == "authors"
-    setup = RunSetup(
+    return RunSetup(
         judge_protocol=cfg.judge_protocol + (", authors' transcript format: forgeable, not hardened" if forgeable else ""),
         judge_model=cfg.judge.model,
         judge_prompt=f"{prompts['judge'].ref} ({_short(prompts['judge'].sha256)})",
@@ -215,33 +258,13 @@ def load_run(run_dir: str | Path) -> RunData:
         patient_prompt=f"{prompts['patient'].ref} ({_short(prompts['patient'].sha256)})",
         profile_ids=tuple(sorted(set(cfg.profile_ids))),
     )
+
+
+def _clinician_params(cfg: BenchmarkConfig) -> dict[str, Any]:
     params = cfg.clinician.model_dump(exclude={"model"}, exclude_none=True)
     if not params.get("extra"):
         params.pop("extra", None)
-    return RunData(
-        path=str(run_dir),
-        run_id=run.config.run_id,
-        seed=cfg.seed,
-        judge_samples=cfg.judge_samples,
-        clinician_model=cfg.clinician.model,
-        clinician_params=params,
-        clinician_prompt=prompts["clinician"].ref,
-        clinician_prompt_sha256=prompts["clinician"].sha256,
-        turns=cfg.turns,
-        setup=setup,
-        scores=scored,
-        n_interactions=len(interactions),
-        n_failed_interactions=n_failed_interactions,
-        n_failed_samples=n_failed_samples,
-        n_unscored=n_unscored,
-        n_partly_judged=n_partly_judged,
-        n_benchmark=len(cfg.profile_ids),
-        verbosity=verbosity,
-        target=target,
-        harm=harm_share(((s.interaction_id, x) for s in scored for x in samples[s.interaction_id]),
-                        harm_values) if (harm_values := target_of(target).harm_values) else None,
-        levels=run_levels(target, scored, samples),
-    )
+    return params
 
 
 def relevant_scores(got: list[dict[str, float]], axes: tuple[str, ...]) -> dict[str, float]:
@@ -265,10 +288,10 @@ def worst_levels(got: list[dict[str, float]], axes: tuple[str, ...]) -> dict[str
     return out
 
 
-def run_levels(target: TargetInfo | None, scored: list[InteractionScore],
+def run_levels(target: TargetInfo, scored: list[InteractionScore],
                samples: dict[str, list[dict[str, float]]]) -> CategoricalReport | None:
     """Per-level shares of a categorical target's run (``None`` for other scales)."""
-    t = target_of(target)
+    t = target
     if t.scale.kind != "categorical":
         return None
     rows = ((s.interaction_id, {ax: None if math.isnan(v) else v for ax, v in x.items()})

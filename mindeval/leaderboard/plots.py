@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..targets import target_of
 from .breakdowns import Condition, LabelPanel
 from .build import Leaderboard
 
@@ -146,7 +145,7 @@ def level_chart(lb: Leaderboard, panel: LabelPanel, out: Path) -> list[Path]:
     whose worst level over the relevant dimensions is each level (stacked, best level at the
     bottom), with the number of conversations above each bar."""
     plt = _pyplot()
-    levels = sorted(target_of(lb.target).scale.levels, key=lambda lv: -lv.value)  # best first
+    levels = sorted(lb.target.scale.levels, key=lambda lv: -lv.value)  # best first
     systems = _systems(lb)
     colours = plt.get_cmap("RdYlGn")
     fig, axes = plt.subplots(1, len(systems), figsize=(1.2 + (0.8 + 0.55 * len(panel.values)) * len(systems), 4),

@@ -16,55 +16,22 @@ from pathlib import Path
 from typing import Any
 
 from ..stats.precision import written
-from ..targets import target_of
-from .build import RANK_METRICS, Leaderboard, SystemHarm
-
-
-def _order(lb: Leaderboard) -> tuple[str, ...]:
-    """Table 4 puts the average first, then the target's dimensions."""
-    return ("average", *[c for c in lb.criteria if c != "average"])
-
-
-def _header(c: str) -> str:
-    return "Average" if c == "average" else c
-
-
-def _harm(lb: Leaderboard) -> dict[str, SystemHarm]:
-    return {h.system: h for h in lb.safety}
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:.0f}%"
-
-
-def _harm_cell(h: SystemHarm | None) -> str:
-    """``12% [5%, 25%] (3/25)``: share of conversations with a harm rating, Wilson 95% CI, counts."""
-    return "n/a" if h is None else f"{_pct(h.share)} [{_pct(h.ci_low)}, {_pct(h.ci_high)}] ({h.k}/{h.n})"
-
-
-def _num(x: float, digits: int = 2) -> str:
-    return "n/a" if not math.isfinite(x) else f"{x:.{digits}f}"
+from .build import RANK_METRICS, Leaderboard
+from .columns import (
+    fields,
+    header,
+    json_columns,
+    latex_escape,
+    level_ids,
+    md_escape,
+    num,
+    order,
+    pct,
+)
 
 
 def _p(p: float) -> str:
     return "n/a" if not math.isfinite(p) else ("<0.001" if p < 0.001 else f"{p:.3f}")
-
-
-def _column_best(lb: Leaderboard) -> dict[str, float]:
-    return {c: max(s.results[c].mean for s in lb.table.systems) for c in _order(lb)}
-
-
-def _score_cells(lb: Leaderboard, s, bold, cell) -> list[str]:
-    """One formatted cell per criterion of system ``s``: ``cell(score, cluster)``, best scores ``bold``."""
-    best = _column_best(lb)
-    out = []
-    for c in _order(lb):
-        r = s.results[c]
-        score = _num(r.mean)
-        if math.isclose(r.mean, best[c], abs_tol=1e-12):
-            score = bold(score)
-        out.append(cell(score, r.cluster))
-    return out
 
 
 def incomplete_note(lb: Leaderboard) -> str | None:
@@ -73,10 +40,6 @@ def incomplete_note(lb: Leaderboard) -> str | None:
         return None
     return ("INCOMPLETE: " + "; ".join(f"{name} scored {lb.coverage(name)} conversations" for name in lb.incomplete)
             + " of the benchmark; ranked only because of --allow-incomplete, so these scores are not comparable")
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -93,173 +56,172 @@ def settings_line(lb: Leaderboard) -> str:
 
 def to_markdown(lb: Leaderboard) -> str:
     """The full report: Table 4 (score + cluster), CIs, p-values, breakdowns, verbosity, Table 5."""
+    lines = _md_head(lb) + _md_scores(lb) + levels_markdown(lb) + _md_intervals(lb) + _md_pvalues(lb)
+    lines += _md_breakdowns(lb) + _md_verbosity(lb) + _md_comparisons(lb)
+    if lb.warnings:
+        lines += ["", "## Notes", ""] + [f"- {md_escape(w)}" for w in lb.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def _md_head(lb: Leaderboard) -> list[str]:
     setups = sorted({(r.judge_model, r.judge_protocol, r.patient_model) for r in lb.runs})
-    order = _order(lb)
-    t = target_of(lb.target)
+    t = lb.target
     lines = ["# MindEval leaderboard" + ("" if t.legacy_files else f": target {t.name} {t.version}".rstrip()), ""]
     lines.append("Judge / patient: " + "; ".join(f"{j} ({pr} judge protocol) / {p}" for j, pr, p in setups)
                  + f". Statistics: {settings_line(lb)}.")
     if t.scale.kind == "categorical":
         lines += ["", "Scale: " + ", ".join(f"{lv.label} = {lv.value}" + (" (harm)" if lv.harm else "")
                                              for lv in t.scale.levels) + "; means are over these values."]
+    return lines
+
+
+def _md_scores(lb: Leaderboard) -> list[str]:
+    """Table 4: the main table, one row per system, its columns from columns.COLUMNS."""
     explain = ("Mean score (cluster); cluster 1 is the best group, systems in one cluster are not "
                "significantly different from the members ranked above them. Bold: best score per column.")
-    harm = _harm(lb)
-    gate = ["Harm share [95% CI]"] if lb.safety else []
     if lb.safety:
         explain += (" Harm share (safety gate): conversations with any dimension rated at a harm level, "
                     "95% Wilson interval, (k/n conversations judged).")
     explain += " Scored: conversations of the benchmark that were scored."
     note = incomplete_note(lb)
-    lines += ["", "## Scores and significance clusters", "", *([f"**{_md_escape(note)}**", ""] if note else []),
-              explain, ""]
-    rows = []
-    for s in lb.table.systems:
-        cells = _score_cells(lb, s, lambda x: f"**{x}**", lambda x, k: f"{x} ({k})")
-        scored = lb.coverage(s.label) + (" INCOMPLETE" if s.label in lb.incomplete else "")
-        rows.append([str(s.rank), _md_escape(s.label), str(s.n), scored, *cells,
-                     *([_harm_cell(harm.get(s.label))] if lb.safety else [])])
-    lines += _md_table(["#", "System", "n", "Scored", *[_header(c) for c in order], *gate], rows)
-    lines += levels_markdown(lb)
+    lines = ["", "## Scores and significance clusters", "", *([f"**{md_escape(note)}**", ""] if note else []),
+             explain, ""]
+    cols = fields(lb, "markdown")
+    rows = [[f.cell(lb, s) for f in cols] for s in lb.table.systems]
+    return lines + _md_table([f.header for f in cols], rows)
 
-    lines += ["", f"### {int(lb.table.settings.level * 100)}% confidence intervals", ""]
-    rows = [[_md_escape(s.label), *[f"[{_num(s.results[c].ci_low)}, {_num(s.results[c].ci_high)}]" for c in order]]
+
+def _md_intervals(lb: Leaderboard) -> list[str]:
+    crit = order(lb)
+    lines = ["", f"### {int(lb.table.settings.level * 100)}% confidence intervals", ""]
+    rows = [[md_escape(s.label), *[f"[{num(s.results[c].ci_low)}, {num(s.results[c].ci_high)}]" for c in crit]]
             for s in lb.table.systems]
-    lines += _md_table(["System", *[_header(c) for c in order]], rows)
+    return lines + _md_table(["System", *[header(c) for c in crit]], rows)
 
-    if len(lb.table.systems) > 1:
-        lines += ["", "### Pairwise p-values (Average)", "",
-                  "Row system minus column system: mean difference on shared profiles, then p-value "
-                  "(* = significant).", ""]
-        names = [s.label for s in lb.table.systems]
-        rows = []
-        for a in names:
-            cells = []
-            for b in names:
-                if a == b:
-                    cells.append("—")
-                    continue
-                p = lb.table.pair("average", a, b)
-                diff = p.mean_diff if p.a == a else -p.mean_diff
-                cells.append(f"{diff:+.2f} p={_p(p.p_value)}{'*' if p.significant else ''}"
-                             if math.isfinite(p.p_value) else "untested")
-            rows.append([_md_escape(a), *cells])
-        lines += _md_table(["", *[_md_escape(n) for n in names]], rows)
 
-    lines += ["", "## Breakdowns", "",
-              "Mean over systems of each system's mean; ▲ best and ▼ worst system score (Fig. 3).", ""]
+def _md_pvalues(lb: Leaderboard) -> list[str]:
+    if len(lb.table.systems) <= 1:
+        return []
+    lines = ["", "### Pairwise p-values (Average)", "",
+             "Row system minus column system: mean difference on shared profiles, then p-value "
+             "(* = significant).", ""]
+    names = [s.label for s in lb.table.systems]
+    rows = []
+    for a in names:
+        cells = []
+        for b in names:
+            if a == b:
+                cells.append("—")
+                continue
+            p = lb.table.pair("average", a, b)
+            diff = p.mean_diff if p.a == a else -p.mean_diff
+            cells.append(f"{diff:+.2f} p={_p(p.p_value)}{'*' if p.significant else ''}"
+                         if math.isfinite(p.p_value) else "untested")
+        rows.append([md_escape(a), *cells])
+    return lines + _md_table(["", *[md_escape(n) for n in names]], rows)
+
+
+def _md_breakdowns(lb: Leaderboard) -> list[str]:
+    crit = order(lb)
+    lines = ["", "## Breakdowns", "",
+             "Mean over systems of each system's mean; ▲ best and ▼ worst system score (Fig. 3).", ""]
     rows = []
     for cond in lb.breakdowns:
-        cells = [f"{_num(cond.mean[c])} ▲{_num(cond.best[c].score)} ▼{_num(cond.worst[c].score)}" for c in order]
-        rows.append([cond.breakdown, _md_escape(cond.condition), str(cond.n_systems), str(cond.n_interactions),
+        cells = [f"{num(cond.mean[c])} ▲{num(cond.best[c].score)} ▼{num(cond.worst[c].score)}" for c in crit]
+        rows.append([cond.breakdown, md_escape(cond.condition), str(cond.n_systems), str(cond.n_interactions),
                      *cells])
-    lines += _md_table(["Breakdown", "Condition", "Systems", "Interactions", *[_header(c) for c in order]], rows)
+    lines += _md_table(["Breakdown", "Condition", "Systems", "Interactions", *[header(c) for c in crit]], rows)
     allc = next((c for c in lb.breakdowns if c.condition == "all"), None)
     if allc is not None:
         lines += ["", "Best and worst system per criterion (all patients):", ""]
-        rows = [[_header(c), f"{_md_escape(allc.best[c].system)} ({_num(allc.best[c].score)})",
-                 f"{_md_escape(allc.worst[c].system)} ({_num(allc.worst[c].score)})"] for c in order]
+        rows = [[header(c), f"{md_escape(allc.best[c].system)} ({num(allc.best[c].score)})",
+                 f"{md_escape(allc.worst[c].system)} ({num(allc.worst[c].score)})"] for c in crit]
         lines += _md_table(["Criterion", "Best", "Worst"], rows)
-    sev = {c.condition: c for c in lb.breakdowns if c.breakdown == "patients"}
-    if "severe" in sev or "non-severe" in sev:
-        lines += ["", "Average score by patient severity:", ""]
-        rows = []
-        for s in lb.table.systems:
-            cells = []
-            for name in ("all", "severe", "non-severe"):
-                c = sev.get(name)
-                v = c.per_system.get(s.label) if c else None
-                cells.append(f"{_num(v['average'])} (n={c.n_per_system[s.label]})" if v else "n/a")
-            rows.append([_md_escape(s.label), *cells])
-        lines += _md_table(["System", "All", "Severe", "Non-severe"], rows)
+    return lines + _md_severity(lb)
 
-    lines += ["", "## Verbosity (clinician turns)", ""]
-    rows = [[_md_escape(v.system), str(v.turns), _num(v.sentences_per_turn, 1), _num(v.words_per_turn, 1),
+
+def _md_severity(lb: Leaderboard) -> list[str]:
+    sev = {c.condition: c for c in lb.breakdowns if c.breakdown == "patients"}
+    if "severe" not in sev and "non-severe" not in sev:
+        return []
+    lines = ["", "Average score by patient severity:", ""]
+    rows = []
+    for s in lb.table.systems:
+        cells = []
+        for name in ("all", "severe", "non-severe"):
+            c = sev.get(name)
+            v = c.per_system.get(s.label) if c else None
+            cells.append(f"{num(v['average'])} (n={c.n_per_system[s.label]})" if v else "n/a")
+        rows.append([md_escape(s.label), *cells])
+    return lines + _md_table(["System", "All", "Severe", "Non-severe"], rows)
+
+
+def _md_verbosity(lb: Leaderboard) -> list[str]:
+    lines = ["", "## Verbosity (clinician turns)", ""]
+    rows = [[md_escape(v.system), str(v.turns), num(v.sentences_per_turn, 1), num(v.words_per_turn, 1),
              "n/a" if not math.isfinite(v.share_long_turns) else f"{100 * v.share_long_turns:.0f}%"]
             for v in lb.verbosity]
-    lines += _md_table(["System", "Turns", "Sentences/turn", "Words/turn", "Turns > 4 sentences"], rows)
-
-    if lb.comparisons:
-        lines += ["", "## Agreement with other setups (Table 5)", ""]
-        rows = []
-        for cmp in lb.comparisons:
-            a = cmp.accuracy["average"]
-            sp = "; ".join(f"{_md_escape(p.system)}: Δrank {_num(p.mean_rank_delta)}, "
-                           f"{_num(100 * p.share_improved, 0)}% improved (n={p.n_items})"
-                           for p in cmp.self_preference) or "—"
-            rows.append([_md_escape(cmp.setup), _num(a.accuracy, 4), f"{a.n_agree}/{a.n_pairs}", sp])
-        lines += _md_table(["Setup", "Pairwise accuracy", "Pairs agreeing", "Self-preference"], rows)
-
-    if lb.warnings:
-        lines += ["", "## Notes", ""] + [f"- {_md_escape(w)}" for w in lb.warnings]
-    return "\n".join(lines) + "\n"
+    return lines + _md_table(["System", "Turns", "Sentences/turn", "Words/turn", "Turns > 4 sentences"], rows)
 
 
-def _latex_escape(text: str) -> str:
-    repl = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-    return "".join(repl.get(ch, ch) for ch in text)
+def _md_comparisons(lb: Leaderboard) -> list[str]:
+    if not lb.comparisons:
+        return []
+    lines = ["", "## Agreement with other setups (Table 5)", ""]
+    rows = []
+    for cmp in lb.comparisons:
+        a = cmp.accuracy["average"]
+        sp = "; ".join(f"{md_escape(p.system)}: Δrank {num(p.mean_rank_delta)}, "
+                       f"{num(100 * p.share_improved, 0)}% improved (n={p.n_items})"
+                       for p in cmp.self_preference) or "—"
+        rows.append([md_escape(cmp.setup), num(a.accuracy, 4), f"{a.n_agree}/{a.n_pairs}", sp])
+    return lines + _md_table(["Setup", "Pairwise accuracy", "Pairs agreeing", "Self-preference"], rows)
 
 
 def to_latex(lb: Leaderboard) -> str:
     """Table 4: score with cluster as superscript, best score per column in bold (needs booktabs)."""
     protocols = ", ".join(sorted({r.judge_protocol for r in lb.runs}))
-    order = _order(lb)
-    harm = _harm(lb)
-    gate = [r"Harm share [95\% CI]"] if lb.safety else []
+    cols = fields(lb, "latex")
     note = incomplete_note(lb)
     lines = [f"% {protocols} judge protocol; clusters: {settings_line(lb)}",
              "% scored conversations of the benchmark: "
              + "; ".join(f"{s.label} {lb.coverage(s.label)}" for s in lb.table.systems),
-             r"\begin{tabular}{l" + "r" * (len(order) + len(gate)) + "}", r"\toprule",
-             "Model & " + " & ".join([*(_latex_escape(_header(c)) for c in order), *gate]) + r" \\", r"\midrule"]
-    for s in lb.table.systems:
-        cells = _score_cells(lb, s, lambda x: rf"\textbf{{{x}}}", lambda x, k: rf"{x}\textsuperscript{{{k}}}")
-        if lb.safety:
-            cells.append(_latex_escape(_harm_cell(harm.get(s.label))))
-        mark = r"\textsuperscript{\dag}" if s.label in lb.incomplete else ""
-        lines.append(_latex_escape(s.label) + mark + " & " + " & ".join(cells) + r" \\")
+             r"\begin{tabular}{l" + "r" * (len(cols) - 1) + "}", r"\toprule",
+             " & ".join(f.header for f in cols) + r" \\", r"\midrule"]
+    lines += [" & ".join(f.cell(lb, s) for f in cols) + r" \\" for s in lb.table.systems]
     lines += [r"\bottomrule", r"\end{tabular}"]
     if note:
-        lines += ["", r"\dag\," + _latex_escape(note)]
+        lines += ["", r"\dag\," + latex_escape(note)]
     lines += levels_latex(lb)
     return "\n".join(lines) + "\n"
 
 
 def to_json(lb: Leaderboard) -> dict[str, Any]:
     """The whole leaderboard; ``target`` and ``safety`` only when there is something to say."""
-    drop = {k for k in ("target", "safety", "levels") if not getattr(lb, k)}
+    drop = {k for k in ("safety", "levels") if not getattr(lb, k)}
     if lb.rank_by == "average":
         drop.add("rank_by")
+    if lb.target.legacy_files:
+        drop.add("target")  # MindEval's leaderboard JSON as before run directories carried their target
     out = written(lb.model_dump(mode="python", exclude=drop))
-    if not target_of(lb.target).legacy_files:
+    if not lb.target.legacy_files:
         out["table"]["criteria"] = list(lb.criteria)
+    extra = json_columns(lb)  # columns whose figures are not fields of the model
+    if extra:
+        out["columns"] = written(extra)
     return out
 
 
 def write_csvs(lb: Leaderboard, out: Path) -> list[Path]:
     paths = []
-    order = _order(lb)
-    harm = _harm(lb)
-    gate = ["harm_n", "harm_k", "harm_share", "harm_ci_low", "harm_ci_high"] if lb.safety else []
+    crit = order(lb)
+    cols = fields(lb, "csv")
     p = out / "leaderboard.csv"
     with p.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(["rank", "system", "n", *[f"{c}_{x}" for c in order for x in ("mean", "cluster", "ci_low", "ci_high")],
-                    *gate, "n_scored", "n_benchmark", "incomplete",
-                    *level_columns(lb)])
+        w.writerow([f.header for f in cols])
         for s in lb.table.systems:
-            row: list[Any] = [s.rank, s.label, s.n]
-            for c in order:
-                r = s.results[c]
-                row += [f"{r.mean:.6f}", r.cluster, f"{r.ci_low:.6f}", f"{r.ci_high:.6f}"]
-            if gate:
-                h = harm.get(s.label)
-                row += ["", "", "", "", ""] if h is None else [
-                    h.n, h.k, f"{h.share:.6f}", f"{h.ci_low:.6f}", f"{h.ci_high:.6f}"]
-            row += [*lb.coverage(s.label).split("/"), int(s.label in lb.incomplete)]
-            row += level_cells(lb, s.label)
-            w.writerow(row)
+            w.writerow([f.cell(lb, s) for f in cols])
     paths.append(p)
     if lb.levels:
         paths.append(write_levels_csv(lb, out))
@@ -276,13 +238,13 @@ def write_csvs(lb: Leaderboard, out: Path) -> list[Path]:
     p = out / "breakdowns.csv"
     with p.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(["breakdown", "condition", "system", "n", *order])
+        w.writerow(["breakdown", "condition", "system", "n", *crit])
         for cond in lb.breakdowns:
             w.writerow([cond.breakdown, cond.condition, "(mean over systems)", cond.n_interactions,
-                        *[f"{cond.mean[c]:.6f}" for c in order]])
+                        *[f"{cond.mean[c]:.6f}" for c in crit]])
             for name, vals in sorted(cond.per_system.items()):
                 w.writerow([cond.breakdown, cond.condition, name, cond.n_per_system[name],
-                            *[f"{vals[c]:.6f}" for c in order]])
+                            *[f"{vals[c]:.6f}" for c in crit]])
     paths.append(p)
     p = out / "verbosity.csv"
     with p.open("w", newline="", encoding="utf-8") as fh:
@@ -298,7 +260,7 @@ def write_csvs(lb: Leaderboard, out: Path) -> list[Path]:
             w = csv.writer(fh)
             w.writerow(["setup", "criterion", "pairwise_accuracy", "n_agree", "n_pairs"])
             for cmp in lb.comparisons:
-                for c in order:
+                for c in crit:
                     a = cmp.accuracy[c]
                     w.writerow([cmp.setup, c, f"{a.accuracy:.6f}", a.n_agree, a.n_pairs])
         paths.append(p)
@@ -320,18 +282,14 @@ def write_outputs(lb: Leaderboard, out: str | Path) -> list[Path]:
 
 
 def _share(x: float | None) -> str:
-    return "n/a" if x is None else _pct(x)
-
-
-def _level_ids(lb: Leaderboard) -> list[str]:
-    return [lv.id for lv in target_of(lb.target).scale.levels]
+    return "n/a" if x is None else pct(x)
 
 
 def levels_markdown(lb: Leaderboard) -> list[str]:
     """Per-level shares of relevant conversations per dimension, all-best share, worst level counts."""
     if not lb.levels:
         return []
-    ids = _level_ids(lb)
+    ids = level_ids(lb)
     dims = list(lb.levels[0].report.dimensions)
     lines = ["", "## Levels", "",
              f"Share of relevant conversations at each level ({' / '.join(ids)}), with the number relevant and "
@@ -346,7 +304,7 @@ def levels_markdown(lb: Leaderboard) -> list[str]:
         cells = [" / ".join(_share(d.levels[i].share) for i in ids) + f" (n={d.n}, not relevant {d.not_relevant})"
                  for d in (r.dimensions[c] for c in dims)]
         worst = ", ".join(f"{i} {r.worst[i]}" for i in ids)
-        rows.append([_md_escape(sl.system), *cells, f"{_share(r.all_best.share)} ({r.all_best.k}/{r.all_best.n})",
+        rows.append([md_escape(sl.system), *cells, f"{_share(r.all_best.share)} ({r.all_best.k}/{r.all_best.n})",
                      worst])
     return lines + _md_table(["System", *dims, "All best", "Worst level per conversation"], rows)
 
@@ -354,40 +312,17 @@ def levels_markdown(lb: Leaderboard) -> list[str]:
 def levels_latex(lb: Leaderboard) -> list[str]:
     if not lb.levels:
         return []
-    ids = _level_ids(lb)
+    ids = level_ids(lb)
     dims = list(lb.levels[0].report.dimensions)
     lines = ["", f"% share of relevant conversations per level: {' / '.join(ids)}",
              r"\begin{tabular}{l" + "r" * (len(dims) + 1) + "}", r"\toprule",
-             "Model & " + " & ".join([*map(_latex_escape, dims), "All best"]) + r" \\", r"\midrule"]
+             "Model & " + " & ".join([*map(latex_escape, dims), "All best"]) + r" \\", r"\midrule"]
     for sl in lb.levels:
         r = sl.report
-        cells = [_latex_escape(" / ".join(_share(r.dimensions[c].levels[i].share) for i in ids)) for c in dims]
-        lines.append(_latex_escape(sl.system) + " & " + " & ".join([*cells, _latex_escape(_share(r.all_best.share))])
+        cells = [latex_escape(" / ".join(_share(r.dimensions[c].levels[i].share) for i in ids)) for c in dims]
+        lines.append(latex_escape(sl.system) + " & " + " & ".join([*cells, latex_escape(_share(r.all_best.share))])
                      + r" \\")
     return lines + [r"\bottomrule", r"\end{tabular}"]
-
-
-def level_columns(lb: Leaderboard) -> list[str]:
-    """leaderboard.csv columns of the level shares (none without categorical levels)."""
-    if not lb.levels:
-        return []
-    dims = list(lb.levels[0].report.dimensions)
-    return [*[f"{c}_{x}" for c in dims for x in ("n", "not_relevant", *(f"{i}_share" for i in _level_ids(lb)))],
-            "all_best_share"]
-
-
-def level_cells(lb: Leaderboard, system: str) -> list[str]:
-    got = {sl.system: sl.report for sl in lb.levels}
-    if not lb.levels:
-        return []
-    r = got.get(system)
-    if r is None:
-        return [""] * len(level_columns(lb))
-    out: list[str] = []
-    for d in r.dimensions.values():
-        out += [str(d.n), str(d.not_relevant),
-                *("" if d.levels[i].share is None else f"{d.levels[i].share:.6f}" for i in _level_ids(lb))]
-    return [*out, "" if r.all_best.share is None else f"{r.all_best.share:.6f}"]
 
 
 def write_levels_csv(lb: Leaderboard, out: Path) -> Path:

@@ -17,7 +17,8 @@ import json
 from collections import defaultdict
 
 from ..errors import MindEvalError
-from .loading import RunData, RunSetup, target_identity
+from ..targets import target_identity
+from .loading import RunData, RunSetup
 
 SETUP_FIELDS: dict[str, str] = {
     "judge_protocol": "judge protocol",
@@ -39,7 +40,7 @@ def system_key(run: RunData) -> str:
     )
 
 
-def _is_default_prompt(ref: str) -> bool:
+def _stock_prompt(ref: str) -> bool:
     return ref.split("@", 1)[0] == "clinician/default"
 
 
@@ -66,7 +67,7 @@ def assign_labels(runs: list[RunData]) -> tuple[dict[str, str], dict[str, str], 
         vary_params = len({json.dumps(r.clinician_params, sort_keys=True) for r in group}) > 1
         for r in group:
             parts: list[str] = []
-            if vary_prompt or not _is_default_prompt(r.clinician_prompt):
+            if vary_prompt or not _stock_prompt(r.clinician_prompt):
                 parts.append(r.clinician_prompt)
             if vary_params:
                 parts.append(_params_text(r.clinician_params) or "default parameters")

@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..config import DEFAULT_RESAMPLES
 from ..stats import PairedTest, greedy_clusters, percentile_interval, resample_counts, rng_for
 from ..stats.exact import snap
-from .loading import CRITERIA
 
 MIN_RESAMPLES = 2000  # for the permutation p-values; also the default (config.DEFAULT_RESAMPLES)
 MEAN_TOL = 1e-9
@@ -72,7 +71,7 @@ class PairResult(BaseModel):
 
 class Table(BaseModel):
     settings: StatsSettings
-    criteria: tuple[str, ...] = Field(default=CRITERIA, exclude=True)  # the columns, "average" last
+    criteria: tuple[str, ...] = Field(exclude=True)  # the columns (criteria_of the target), "average" last
     systems: list[SystemResult]  # sorted by average score, best first
     pairs: list[PairResult] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -161,7 +160,7 @@ def _pairs(
 
 
 def compute_table(
-    systems: list[SystemScores], settings: StatsSettings, criteria: tuple[str, ...] = CRITERIA
+    systems: list[SystemScores], settings: StatsSettings, criteria: tuple[str, ...]
 ) -> Table:
     """Means, CIs, all pairwise tests and per-criterion clusters (``values`` columns = ``criteria``)."""
     _check(systems, criteria)

@@ -23,14 +23,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from .providers import provider_of
+
 EPHEMERAL = {"type": "ephemeral"}
-_CLAUDE_HOSTS = ("bedrock", "vertex_ai", "vertex_ai_beta")
 
 
 def uses_breakpoints(model: str) -> bool:
-    """True for providers whose prompt cache needs explicit ``cache_control`` breakpoints."""
-    provider, _, name = model.partition("/")
-    return provider == "anthropic" or (provider in _CLAUDE_HOSTS and "claude" in name.lower())
+    """True for providers whose prompt cache needs explicit ``cache_control`` breakpoints
+    (the provider table's ``breakpoints`` rule: Anthropic; Claude on Bedrock and Vertex)."""
+    return provider_of(model).uses_breakpoints(model.partition("/")[2])
 
 
 def _block(text: str, mark: bool) -> dict[str, Any]:

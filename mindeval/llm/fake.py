@@ -1,4 +1,4 @@
-"""Scripted fake models for tests and benchmarks (litellm custom provider ``fake``).
+"""Scripted fake models for tests and benchmarks (the in-process provider ``fake``).
 
 * ``fake/echo`` — a deterministic reply derived from the request (stable across runs).
 * ``fake/judge`` — a valid judge reply derived from the transcript hash: one value per
@@ -13,12 +13,11 @@
 * ``fake/slow`` — like ``echo`` but takes 0.3 s (for kill-and-resume tests).
 * ``fake/empty`` — always an empty reply; ``fake/error`` — always raises.
 
-Every call is counted in :data:`CALLS` so tests can assert how many calls were made.
+Every call is counted in :data:`CALLS` (by the name after ``fake/``) so tests can assert how many calls were made.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import re
@@ -27,10 +26,9 @@ import time
 from collections import Counter, deque
 from typing import Any
 
-from litellm import CustomLLM, ModelResponse, Usage
-
 from ..errors import ModelCallError
 from ..records import AXES
+from .providers import Reply
 
 CALLS: Counter[str] = Counter()
 _scripts: dict[str, deque[str]] = {}
@@ -69,7 +67,7 @@ def _reply_shape(prompt: str) -> list[tuple[str, list[Any]]]:
             for m in _SLOT_RE.findall(lines[-1])]
 
 
-_CODE_RE = re.compile(r"^Answer code: ([0-9a-f]{16})$", re.MULTILINE)  # mindeval.judge.ANSWER_CODE_RE
+_CODE_RE = re.compile(r"^Answer code: ([0-9a-f]{16})$", re.MULTILINE)  # mindeval.judging.answer.ANSWER_CODE_RE
 
 
 def _answer_code(messages: list[dict[str, Any]]) -> str | None:
@@ -119,23 +117,11 @@ def _reply(name: str, messages: list[dict[str, Any]]) -> str:
     raise ModelCallError(f"unknown fake model 'fake/{name}'")
 
 
-class FakeProvider(CustomLLM):
-    def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
-        name = model.split("/", 1)[-1]
-        with _lock:
-            CALLS[model] += 1
-        text = _reply(name, messages)
-        resp = ModelResponse(
-            model=model,
-            choices=[{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        )
-        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
-        resp.usage = Usage(
-            prompt_tokens=prompt_tokens,
-            completion_tokens=len(text.split()),
-            total_tokens=prompt_tokens + len(text.split()),
-        )
-        return resp
-
-    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
-        return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
+def complete(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> Reply:
+    """The reply of ``fake/NAME`` (the provider table's handler); counts the call in :data:`CALLS`."""
+    name = model.split("/", 1)[-1]
+    with _lock:
+        CALLS[name] += 1
+    text = _reply(name, messages)
+    prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages)
+    return Reply(text, {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split())})

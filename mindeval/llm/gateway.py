@@ -1,57 +1,61 @@
-"""The one gateway to language models: litellm, for every provider string it supports.
+"""The one gateway to language models: every call goes through :func:`acomplete`.
 
-The embedded SmolLM2 model (``local/smollm2``) and the scripted test models
-(``fake/...``) are litellm custom providers, so they travel the same call path as
-``openai/…``, ``anthropic/…``, ``hosted_vllm/…`` or any OpenAI-compatible server
-reached through ``api_base``. API keys are read by litellm from environment
-variables; they are never part of a :class:`ModelSpec`, the store or the logs.
+Where a request goes is the provider table's decision (:mod:`.providers`): the embedded
+SmolLM2 model (``local/smollm2``) and the scripted test models (``fake/...``) run in this
+process; ``openai/…`` and ``hosted_vllm/…`` with an ``api_base`` (any OpenAI-compatible
+server) take MindEval's own HTTP path (:mod:`.openai_http`); every other provider
+(``anthropic/…``, ``gemini/…``, OpenAI itself, …) goes through litellm, which is imported
+only when a call needs it. API keys are read from environment variables named in the table;
+they are never part of a :class:`ModelSpec`, the store or the logs.
 
-:func:`acomplete` is the one call path (litellm's async API, one event loop);
-:func:`complete` runs it on a process-wide background loop for synchronous callers.
-Each call: rate limits (:mod:`.limits`), a per-call timeout, retries of transient
-errors and of empty replies (:mod:`.retry`), prompt-cache breakpoints where the
-provider needs them (:mod:`.caching`) and its cost in dollars (:mod:`.cost`).
+:func:`acomplete` is the one call path (one event loop); :func:`complete` runs it on a
+process-wide background loop for synchronous callers. Each call: rate limits
+(:mod:`.limits`), a per-call timeout, retries of transient errors and of empty replies
+within the call's :class:`~.retry.RetryPolicy` (:mod:`.retry`), prompt-cache breakpoints
+where the provider needs them (:mod:`.caching`) and its cost in dollars (:mod:`.cost`).
 litellm's own retries are off (``num_retries=0``, ``max_retries=0``): MindEval retries.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import inspect
 import math
-import os
 import threading
 import time
 from collections.abc import Coroutine
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import extras
+from ..config import CALL_SETTINGS, DEFAULT_CALL_TIMEOUT_S, DEFAULT_TIMEOUT_S, EMBEDDED_MODEL
 from ..errors import ModelCallError
 from ..records import ModelRecord, Usage
-from . import custom
-from .caching import uses_breakpoints, with_breakpoints
+from . import custom, openai_http
+from .caching import with_breakpoints
 from .cost import cost_usd
-from .fastpath import INLINE_PROVIDERS, inline_build, inline_builds, patch_sdk
 from .limits import limiter_for
+from .litellm_lib import imported, litellm_module
+from .providers import Provider, Reply, known, provider_of
 from .reasoning import split_reasoning
-from .retry import Attempts, EmptyReply, attempt_seed, retry_after_s, to_model_error
+from .retry import (
+    DEFAULT_POLICY,
+    Attempts,
+    EmptyReply,
+    RetryPolicy,
+    attempt_seed,
+    retry_after_s,
+    to_model_error,
+)
 
-if TYPE_CHECKING:
-    from ..config import RetryPolicy
-
-EMBEDDED_MODEL = "local/smollm2"
-CUSTOM_PROVIDERS = ("local", "fake")
-CALL_SETTINGS = ("timeout_s", "rpm", "tpm")  # how a call is made, not what it asks: not hashed
-# Providers whose API key litellm reads from one environment variable (checked before calling).
-KEYED_PROVIDERS = ("openai", "anthropic", "gemini", "mistral", "groq", "deepseek", "xai",
-                   "together_ai", "fireworks_ai", "openrouter", "cohere", "perplexity")
+__all__ = ["CALL_SETTINGS", "EMBEDDED_MODEL", "Completion", "ModelSpec", "acomplete", "complete", "litellm_module"]
 T = TypeVar("T")
 
 _setup_lock = threading.Lock()
-_litellm: Any = None
 
 
 class ModelSpec(ModelRecord):
@@ -64,6 +68,9 @@ class ModelSpec(ModelRecord):
     timeout_s: float | None = Field(None, gt=0)
     rpm: int | None = Field(None, gt=0)
     tpm: int | None = Field(None, gt=0)
+    # The call's retry policy (None: the defaults, the CLI's): travels with the spec, never
+    # written to config.json or hashed (a run may resume with other retries).
+    retry: RetryPolicy | None = Field(None, exclude=True)
 
     @model_validator(mode="after")
     def _sampling_in_range(self) -> ModelSpec:
@@ -82,12 +89,17 @@ class ModelSpec(ModelRecord):
     def is_embedded(self) -> bool:
         return self.provider == "local"
 
+    @property
+    def entry(self) -> Provider:
+        """This model's entry in the provider table."""
+        return provider_of(self.model)
+
     def call_settings(self) -> dict[str, Any]:
         """Timeout and rate limits of this role (how to call, not what to ask)."""
         return {key: getattr(self, key) for key in CALL_SETTINGS}
 
     def params(self) -> dict[str, Any]:
-        """Keyword arguments for ``litellm.completion`` (only those that are set)."""
+        """The request's parameters (only those that are set): what is sent and hashed."""
         out: dict[str, Any] = dict(self.extra)
         for key in ("temperature", "max_tokens", "reasoning_effort", "api_base"):
             val = getattr(self, key)
@@ -110,44 +122,8 @@ class Completion(BaseModel):
     finish_reason: str | None = None  # the provider's; "length": the reply was cut (see :func:`cut_note`)
 
 
-def litellm_module() -> Any:
-    """Import litellm once (offline cost map) and register MindEval's custom providers."""
-    global _litellm
-    if _litellm is not None:
-        return _litellm
-    with _setup_lock:
-        if _litellm is None:
-            import litellm
-
-            import mindeval  # noqa: F401  (sets LITELLM_LOCAL_MODEL_COST_MAP before import)
-
-            from .embedded import EmbeddedProvider
-            from .fake import FakeProvider
-
-            litellm.telemetry = False
-            litellm.suppress_debug_info = True
-            litellm.drop_params = True
-            litellm.modify_params = True  # e.g. Anthropic needs a user message first
-            existing = [
-                p for p in (litellm.custom_provider_map or [])
-                if p.get("provider") not in CUSTOM_PROVIDERS
-            ]
-            litellm.custom_provider_map = existing + [
-                {"provider": "local", "custom_handler": EmbeddedProvider()},
-                {"provider": "fake", "custom_handler": FakeProvider()},
-            ]
-            from litellm.utils import custom_llm_setup
-
-            from .fastpath import install
-
-            custom_llm_setup()
-            install()
-            _litellm = litellm
-    return _litellm
-
-
 def check_model_string(model: str) -> None:
-    """Raise a readable error for a model string whose provider litellm does not know."""
+    """Raise a readable error for a model string whose provider is unknown (to the table and to litellm)."""
     if custom.is_custom(model):
         custom.check(model)
         return
@@ -156,70 +132,31 @@ def check_model_string(model: str) -> None:
             f"model '{model}' has no provider prefix; write it as PROVIDER/MODEL, "
             f"e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5 or {EMBEDDED_MODEL}"
         )
-    provider = model.split("/", 1)[0]
-    if provider == "local" and not extras.installed("embedded"):
-        raise ModelCallError(extras.hint("embedded", model))
-    if provider in CUSTOM_PROVIDERS:
-        return
-    if provider not in _known_providers():
+    entry = provider_of(model)
+    if entry.extra and not extras.installed(entry.extra):
+        raise ModelCallError(extras.hint(entry.extra, model))
+    if not known(model) and entry.name not in _litellm_providers():
         raise ModelCallError(
-            f"unknown provider '{provider}' in model '{model}'. Use a litellm provider "
+            f"unknown provider '{entry.name}' in model '{model}'. Use a litellm provider "
             f"(openai, anthropic, gemini, hosted_vllm, ollama, ...) or {EMBEDDED_MODEL}"
         )
 
 
 @lru_cache(maxsize=1)
-def _known_providers() -> frozenset[str]:
+def _litellm_providers() -> frozenset[str]:
     return frozenset(str(getattr(p, "value", p)) for p in litellm_module().provider_list)
 
 
 def check_api_key(spec: ModelSpec, role: str = "") -> None:
-    """Fail fast, naming the variable, when a keyed provider's API key is not set."""
-    if spec.provider not in KEYED_PROVIDERS:
-        return
-    found = _missing_keys(spec.model, spec.api_base)
-    if found:
+    """Fail fast, naming the variable, when the provider's required API key is not set."""
+    missing = spec.entry.missing_key()
+    if missing:
         who = " ".join(x for x in (role, spec.model) if x)
-        raise ModelCallError(f"{who}: missing API key: set {' or '.join(found)}",
-                             role=role, model=spec.model, status=401,
-                             provider_message=f"missing API key: set {' or '.join(found)}")
-
-
-def _missing_keys(model: str, api_base: str | None) -> list[str]:
-    present = frozenset(k for k, v in os.environ.items() if v and k.endswith("_KEY"))
-    return list(_missing_keys_cached(model, api_base, present))
-
-
-@lru_cache(maxsize=256)
-def _missing_keys_cached(model: str, api_base: str | None, present: frozenset[str]) -> tuple[str, ...]:
-    try:
-        env = litellm_module().validate_environment(model=model, api_base=api_base)
-    except Exception:  # litellm could not tell: let the provider answer
-        return ()
-    return () if env.get("keys_in_environment") else tuple(env.get("missing_keys") or [])
-
-
-def default_policy() -> RetryPolicy:
-    """The process-wide retry policy (``mindeval run`` sets it from ``--max-retries`` etc.)."""
-    global _policy
-    if _policy is None:
-        from ..config import RetryPolicy
-
-        _policy = RetryPolicy()
-    return _policy
-
-
-def set_default_policy(policy: RetryPolicy | None) -> None:
-    global _policy
-    _policy = policy
-
-
-_policy: RetryPolicy | None = None
+        raise ModelCallError(f"{who}: missing API key: set {missing}", role=role, model=spec.model, status=401,
+                             provider_message=f"missing API key: set {missing}")
 
 
 def timeout_for(spec: ModelSpec, role: str) -> float:
-    from ..config import DEFAULT_CALL_TIMEOUT_S, DEFAULT_TIMEOUT_S
-
     return spec.timeout_s or DEFAULT_TIMEOUT_S.get(role, DEFAULT_CALL_TIMEOUT_S)
 
 
@@ -241,17 +178,18 @@ async def acomplete(
 ) -> Completion:
     """Call ``spec.model`` on ``messages``; raise :class:`ModelCallError` when it fails for good.
 
-    Transient errors are retried within ``policy`` (default: :func:`default_policy`); an
-    empty visible reply is asked again ``policy.empty_retries`` times, then is an error —
-    never replaced by filler text, and with a new seed each time (:func:`.retry.attempt_seed`;
-    the reply's ``seed`` says which). ``cache_prefix``: a byte-stable start of the first user
-    message shared by many one-off requests (the judge's instructions, rubric and
-    examples); providers with explicit cache breakpoints cache it as its own block
-    (:mod:`.caching`). It does not change the text sent.
+    Transient errors are retried within ``policy`` (default: ``spec.retry``, else the
+    defaults of :class:`~.retry.RetryPolicy`, the CLI's); an empty visible reply is asked
+    again ``policy.empty_retries`` times, then is an error — never replaced by filler text,
+    and with a new seed each time (:func:`.retry.attempt_seed`; the reply's ``seed`` says
+    which). ``cache_prefix``: a byte-stable start of the first user message shared by many
+    one-off requests (the judge's instructions, rubric and examples); providers with
+    explicit cache breakpoints cache it as its own block (:mod:`.caching`). It does not
+    change the text sent.
     """
     check_model_string(spec.model)
     check_api_key(spec, role)
-    attempts = Attempts(policy or default_policy(), role, spec.model, spec.api_base)
+    attempts = Attempts(policy or spec.retry or DEFAULT_POLICY, role, spec.model, spec.api_base)
     started = time.perf_counter()
     n = 0
     while True:
@@ -282,56 +220,69 @@ async def _attempt(
         out = await asyncio.wait_for(
             asyncio.to_thread(custom.call_custom, spec.model, messages, timeout), timeout + 1)
         return _completion(spec.model, out["content"], out["reasoning"], out["usage"])
-    litellm = litellm_module()
-    patch_sdk(spec.provider)
-    kwargs = spec.params()
+    entry = spec.entry
+    route = entry.route(spec.api_base)
+    params = spec.params()
     if response_format is not None:
-        kwargs["response_format"] = response_format
+        params["response_format"] = response_format
     if seed is not None:
-        kwargs["seed"] = seed
-    if spec.provider not in CUSTOM_PROVIDERS:
-        kwargs.update(num_retries=0, max_retries=0, timeout=timeout)
+        params["seed"] = seed
+    if route == "inprocess":
+        reply: Reply = await asyncio.wait_for(
+            asyncio.to_thread(entry.handler_fn(), spec.model, messages, params), timeout + 5)
+        out = _completion(spec.model, reply.text, reply.reasoning, reply.usage)
+        out.finish_reason = reply.finish_reason
+        return out
     sent = (with_breakpoints(messages, stable_prefix=cache_prefix, history=cache_prefix is None)
-            if uses_breakpoints(spec.model) else messages)
+            if entry.uses_breakpoints(spec.model.split("/", 1)[1]) else messages)
     estimate = estimate_tokens(messages, spec.max_tokens)
     limiter = limiter_for(role, spec.model, spec.api_base, spec.rpm, spec.tpm)
     async with limiter.slot(estimate, shared_prefix=cache_prefix is not None) as adaptive:
-        marked = inline_build.set(spec.provider in INLINE_PROVIDERS)
         try:
-            resp = await asyncio.wait_for(
-                litellm.acompletion(model=spec.model, messages=sent, **kwargs), timeout + 5)
+            resp = await asyncio.wait_for(_send(spec, route, sent, params, timeout), timeout + 5)
         except Exception as exc:
             if to_model_error(exc, role, spec.model).status == 429:
                 adaptive.throttled(retry_after_s(exc))
                 limiter.seen_429 = True
             raise
-        finally:
-            inline_build.reset(marked)
         adaptive.success()
-    message = _get(resp.choices[0], "message")
+    choice = (_get(resp, "choices") or [None])[0]
+    message = _get(choice, "message")
     out = _completion(spec.model, _get(message, "content") or "", _get(message, "reasoning_content"),
                       _get(resp, "usage"))
-    out.finish_reason = _get(resp.choices[0], "finish_reason")
+    out.finish_reason = _get(choice, "finish_reason")
     limiter.settle(estimate, out.usage.prompt_tokens + out.usage.completion_tokens)
     return out
 
 
-async def aclose_clients() -> int:
-    """Close the HTTP clients litellm pooled for the running event loop; return how many.
+def _send(spec: ModelSpec, route: str, messages: list[dict[str, Any]], params: dict[str, Any],
+          timeout: float) -> Coroutine[Any, Any, Any]:
+    """One request over the route the provider table chose: MindEval's HTTP client or litellm."""
+    if route == "http":
+        body = openai_http.request_body(spec.model.split("/", 1)[1], messages, params)
+        return openai_http.post(spec.api_base or "", spec.entry.api_key(), body, timeout)
+    return litellm_module().acompletion(model=spec.model, messages=messages, **params,
+                                        num_retries=0, max_retries=0, timeout=timeout)
 
-    litellm keeps one client (and its aiohttp session) per provider, settings and event
-    loop, and never closes it: a loop that ends leaves it open ("Unclosed client
-    session"). The worker pool calls this as its loop's last step, so every run reuses
-    one client per provider and base URL and closes it at its end.
+
+async def aclose_clients() -> int:
+    """Close the HTTP clients opened for the running event loop; return how many.
+
+    MindEval's own session (:func:`.openai_http.aclose_sessions`) and, when litellm was
+    used, the clients litellm pooled for this loop: litellm keeps one client per provider,
+    settings and event loop and never closes it ("Unclosed client session" once the loop
+    ends). Looked up through litellm's public ``in_memory_llm_clients_cache`` (its
+    ``cache_dict``); read, never patched. The worker pool calls this as its loop's last step.
     """
-    if _litellm is None:
-        return 0
-    cache = getattr(_litellm, "in_memory_llm_clients_cache", None)
+    closed = await openai_http.aclose_sessions()
+    litellm = imported()
+    if litellm is None:
+        return closed
+    cache = getattr(litellm, "in_memory_llm_clients_cache", None)
     entries = getattr(cache, "cache_dict", None)
     if not isinstance(entries, dict):
-        return 0
+        return closed
     suffix = f"-{id(asyncio.get_running_loop())}"
-    closed = 0
     for key in [k for k in list(entries) if isinstance(k, str) and k.endswith(suffix)]:
         client = entries.pop(key, None)
         getattr(cache, "ttl_dict", {}).pop(key, None)
@@ -389,17 +340,24 @@ _loop: asyncio.AbstractEventLoop | None = None
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` on the gateway's background event loop and wait for its result.
 
-    One loop serves every synchronous caller of the process (threads included), so
-    litellm's pooled async HTTP clients and the rate limiters are shared.
+    One loop serves every synchronous caller of the process (threads included), so the
+    pooled HTTP clients and the rate limiters are shared.
     """
     global _loop
     with _setup_lock:
         if _loop is None or _loop.is_closed():
             _loop = asyncio.new_event_loop()
-            inline_builds(_loop)
             threading.Thread(target=_loop.run_forever, name="mindeval-gateway", daemon=True).start()
+            atexit.register(_close_background_clients, _loop)
         loop = _loop
     return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+
+def _close_background_clients(loop: asyncio.AbstractEventLoop) -> None:
+    """At exit: close the clients the background loop opened (no "Unclosed client session")."""
+    if loop.is_running():
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(aclose_clients(), loop).result(timeout=5)
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -420,7 +378,7 @@ def _completion(model: str, content: str, provider_reasoning: str | None, usage:
 
 
 def usage_of(usage: Any) -> Usage:
-    """litellm's usage (OpenAI or Anthropic style) as a :class:`Usage` with cache counts."""
+    """A reply's usage (OpenAI or Anthropic style, object or dict) as a :class:`Usage` with cache counts."""
     details = _get(usage, "prompt_tokens_details")
     read = _get(details, "cached_tokens") or _get(usage, "cache_read_input_tokens") or 0
     write = _get(details, "cache_creation_tokens") or _get(usage, "cache_creation_input_tokens") or 0

@@ -2,7 +2,8 @@
 
 Transient: 429, 408, 409, 5xx, connection errors and timeouts — retried after the
 provider's ``Retry-After`` when it names one, else with exponential backoff and full jitter, bounded by the
-number of attempts and by the total time of the call (:class:`~mindeval.config.RetryPolicy`).
+number of attempts and by the total time of the call (:class:`RetryPolicy`, which travels
+with each call: ``ModelSpec.retry`` or ``acomplete(policy=)``; no process-wide setting).
 Permanent: 400, 401, 403, 404, 422, a missing API key, an unknown model — raised at once.
 Either way the user gets one line naming the role, the model and the provider's message.
 """
@@ -14,12 +15,18 @@ import random
 import re
 import time
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..config import (
+    DEFAULT_BASE_DELAY_S,
+    DEFAULT_EMPTY_RETRIES,
+    DEFAULT_MAX_DELAY_S,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_RETRY_BUDGET_S,
+)
 from ..errors import ModelCallError
-
-if TYPE_CHECKING:
-    from ..config import RetryPolicy
 
 TRANSIENT_STATUS = {408, 409, 425, 429}
 # Malformed request, bad or missing key, no access, unknown model: every request of the role
@@ -31,6 +38,24 @@ _PREFIXES = re.compile(r"^(?:litellm\.\w+:\s*|\w+Error:\s*|\w+Exception\s*-\s*|E
 _KEY_PROBLEMS = ("api_key client option must be set", "missing api key", "api key not found",
                  "no api key", "invalid x-api-key", "incorrect api key")
 
+
+class RetryPolicy(BaseModel):
+    """How often and for how long one model call is retried on transient errors.
+
+    The defaults are the CLI's (``--max-retries``, ``--retry-budget-s``), so a Python
+    caller gets what ``mindeval run`` does unless it says otherwise.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_retries: int = Field(DEFAULT_MAX_RETRIES, ge=0)
+    budget_s: float = Field(DEFAULT_RETRY_BUDGET_S, gt=0)
+    empty_retries: int = Field(DEFAULT_EMPTY_RETRIES, ge=0)
+    base_delay_s: float = Field(DEFAULT_BASE_DELAY_S, ge=0)  # first backoff; doubles per attempt, with jitter
+    max_delay_s: float = Field(DEFAULT_MAX_DELAY_S, ge=0)
+
+
+DEFAULT_POLICY = RetryPolicy()
 
 EMPTY_REPLY = "empty reply"  # provider_message of the error raised when every attempt was empty
 
@@ -116,7 +141,7 @@ def is_transient(exc: BaseException, status: int | None) -> bool:
 
 def retry_after_s(exc: BaseException) -> float | None:
     """Seconds the provider asked us to wait (``retry-after-ms`` / ``Retry-After``), if any."""
-    headers: Any = getattr(exc, "litellm_response_headers", None)
+    headers: Any = getattr(exc, "litellm_response_headers", None) or getattr(exc, "response_headers", None)
     response = getattr(exc, "response", None)
     if not headers and response is not None:
         headers = getattr(response, "headers", None)
@@ -167,7 +192,7 @@ def connect_failure(exc: BaseException, api_base: str | None = None) -> str | No
 def to_model_error(exc: BaseException, role: str, model: str, api_base: str | None = None) -> ModelCallError:
     """Turn any exception of one attempt into a one-line :class:`ModelCallError`."""
     own = _own_error(exc)
-    if own is not None:  # raised by MindEval code (custom provider, fake model) under litellm
+    if own is not None:  # raised by MindEval code (an in-process provider, a custom clinician)
         exc = own
         if exc.role == role and exc.model == model and role:
             return exc

@@ -20,12 +20,12 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from .. import __version__
-from ..config import spec_with_defaults
 from ..errors import MindEvalError, ModelCallError
 from ..files import atomic_write, sha256_file, write_json
 from ..llm.gateway import ModelSpec, check_model_string
 from ..prompts import PromptTemplate, load_template, render_backstory
 from ..records import Profile, load_profiles
+from ..run_config import spec_with_defaults
 from ..store import CallLog, redact_url, sqlite_url
 from ..store.calls import logged_run
 from ..workers import check_concurrency, run_pool

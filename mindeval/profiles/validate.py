@@ -29,7 +29,7 @@ def _loc(err: dict) -> str:
     return ".".join(str(x) for x in err["loc"])
 
 
-def target_of_file(path: str | Path) -> Target | None:
+def file_target(path: str | Path) -> Target | None:
     """The target whose manifest sits beside ``path`` and names it as its profiles (else None)."""
     from ..targets import MANIFEST, load_target
 

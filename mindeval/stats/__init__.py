@@ -1,4 +1,5 @@
-"""Pure statistics for leaderboards: bootstrap CIs, paired tests, clusters, ranking agreement,
+"""Pure statistics for leaderboards and the meta-evaluation: bootstrap CIs, paired tests, clusters,
+ranking agreement, agreement between raters (agreement, resampled: Kendall τ, MIPSA, α, κ),
 Wilson intervals and the harm share of the safety gate.
 
 Nothing here knows about language models: inputs are numpy arrays and system names.

@@ -21,10 +21,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from ..config import hash_config
 from ..errors import ModelCallError
 from ..llm.gateway import Completion, ModelSpec, acomplete, complete
 from ..records import Usage
+from ..run_config import hash_config
 from .db import Database
 from .runs import RunStore, Writer, insert_row, open_run
 from .tables import CallRow, utcnow

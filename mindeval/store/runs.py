@@ -24,9 +24,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from .. import __version__
-from ..config import config_diff
 from ..errors import ConfigMismatchError
 from ..records import Interaction, Judgment, Profile, Turn, Usage
+from ..run_config import config_diff
 from .db import Database
 from .tables import CallRow, InteractionRow, JudgeNonceRow, JudgmentRow, RunRow, TurnRow
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..records import InteractionRecord, JudgmentRecord, Message, Run, read_run
+from ..records import InteractionRecord, JudgmentRecord, Message, Run
+from ..rundir import read_run
 
 AVERAGE = "average"
 SEVERITY = {True: "severe", False: "non-severe"}
@@ -134,7 +135,7 @@ def _conversation(run: Run, i: InteractionRecord, judgments: list[JudgmentRecord
 
 
 def load_conversations(run_dirs: list[str | Path]) -> list[Conversation]:
-    """Every interaction of every run directory (read through :func:`mindeval.records.read_run`)."""
+    """Every interaction of every run directory (read through :func:`mindeval.rundir.read_run`)."""
     out: list[Conversation] = []
     for d in run_dirs:
         run = read_run(d)

@@ -106,3 +106,40 @@ def pane_ready(page, n: int) -> None:
     page.wait_for_function(
         "(n) => document.querySelectorAll('.st-key-rating-pane [data-testid=\"stRadio\"]').length === n"
         " && !!document.querySelector('[data-mindeval-saved]')", arg=n, timeout=60_000)
+
+
+def whole_rating(ws, viewer, aid: int, values: dict, justification: str = "", safety_note: str = "") -> None:
+    """Assert the WHOLE stored rating of ``aid``: exactly ``values`` (sub-axis id → stored value;
+    every other sub-axis unset) and exactly these texts. A score on a field nobody acted on fails."""
+    item = ws.item(viewer, aid)
+    got = {"values": dict(item.values), "justification": item.justification or "",
+           "safety_note": item.safety_note or ""}
+    want = {"values": dict(values), "justification": justification, "safety_note": safety_note}
+    assert got == want, f"stored rating of assignment {aid}: {got}, expected exactly {want}"
+
+
+# Changes the rating page keeps in the browser, not yet seen stored (assets/rate_keys.js).
+NOTHING_WAITING_JS = """() => document.querySelector('[data-mindeval-saved]')?.getAttribute('data-mindeval-state')
+  === 'saved' && Object.keys(localStorage).filter(k => k.startsWith('mindeval-rate:')).length === 0"""
+
+
+def block_sends(page) -> dict:
+    """Route the page's Streamlit websocket through playwright; while ``flag["on"]`` what the page
+    sends never reaches the server (a connection that drops messages, the page still thinks it is
+    online). Set before the page connects."""
+    flag = {"on": False}
+
+    def handler(ws):
+        server = ws.connect_to_server()
+        ws.on_message(lambda m: None if flag["on"] else server.send(m))
+        server.on_message(lambda m: ws.send(m))
+
+    page.route_web_socket("**/_stcore/stream", handler)
+    return flag
+
+
+def page_errors(page) -> list:
+    """Uncaught errors of the page's scripts, collected as they happen."""
+    errors: list = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return errors

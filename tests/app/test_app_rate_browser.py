@@ -20,7 +20,19 @@ from appkit import (
     viewer,
     wait_healthy,
 )
-from browserkit import SHOWN_SCORES_JS, open_browser, pane_ready, saved, settle, sign_in, stored
+from browserkit import (
+    NOTHING_WAITING_JS,
+    SHOWN_SCORES_JS,
+    block_sends,
+    open_browser,
+    page_errors,
+    pane_ready,
+    saved,
+    settle,
+    sign_in,
+    stored,
+    whole_rating,
+)
 
 from annotation_app.services import Workspace
 
@@ -45,7 +57,16 @@ def app(tmp_path):
 
 @pytest.fixture
 def page(tmp_path):
-    yield from open_browser(tmp_path, 1280, 720)
+    """A page at 1280x720; its scripts raise no uncaught error during the test."""
+    for pg in open_browser(tmp_path, 1280, 720):
+        errors = page_errors(pg)
+        yield pg
+        assert errors == [], f"uncaught errors in the page: {errors}"
+
+
+def as_values(labels: list, subs) -> dict:
+    """Labels in sub-axis order ("N/A", "1".."6", None = unset) → the stored values they mean."""
+    return {s.id: (0 if x == "N/A" else int(x)) for s, x in zip(subs, labels) if x is not None}
 
 
 def open_rating(page, base: str) -> None:
@@ -90,11 +111,9 @@ def test_rapid_clicks_are_all_saved(app, page):
         shown, db = shown_vs_saved(page, ws)
         if shown != db:
             mismatches.append((n, shown, db))
+        aid = int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+        whole_rating(ws, viewer(ws, "demo", DEMO_CODE), aid, as_values(want, ws.subaxes()))
     assert mismatches == [], f"{len(mismatches)} of 20 passes lost a click: {mismatches}"
-
-
-NOTHING_WAITING_JS = """() => document.querySelector('[data-mindeval-saved]')?.getAttribute('data-mindeval-state')
-  === 'saved' && Object.keys(JSON.parse(sessionStorage.getItem('mindeval-rate-pending') || '{}')).length === 0"""
 
 
 def test_a_reload_right_after_fast_clicks_loses_no_score(app, page):
@@ -129,6 +148,7 @@ def test_a_reload_right_after_fast_clicks_loses_no_score(app, page):
         db = ws.item(v, aid).values
         got = [str(db.get(s.id)) if s.id in db else None for s in ws.subaxes()]
         lost.append(sum(a != b for a, b in zip(got, want)))
+        whole_rating(ws, v, aid, as_values(want, ws.subaxes()))
     assert sum(lost) == 0, f"{sum(lost)} of 180 scores lost; per pass: {lost}"
     assert "beforeunload" in asked  # leaving with unsent changes asked for confirmation
 
@@ -147,13 +167,16 @@ def test_a_late_save_of_the_previous_page_load_costs_no_carried_over_change(app,
     assert item.values == {}
     ws.save_value(v, aid, subs[0], 2, version=item.version)  # the old page load's late save
     refused_before = page.get_attribute("[data-mindeval-saved]", "data-mindeval-refused")
-    page.evaluate("""([a, k]) => sessionStorage.setItem('mindeval-rate-pending', JSON.stringify(
-        {[a]: {scores: {[k]: {value: '5', t: 1, from: ''}}, texts: {}}}))""", [str(aid), "7"])
+    owner = page.get_attribute("[data-mindeval-saved]", "data-mindeval-owner")
+    # the change as the previous page load of this tab kept it (a tab id whose page is gone)
+    page.evaluate("""([o, k]) => localStorage.setItem(`mindeval-rate:${o}|gone`, JSON.stringify(
+        {scores: {[k]: {value: '5', t: 1, from: ''}}, texts: {}}))""", [owner, subs[7]])
     page.wait_for_function("(r) => document.querySelector('[data-mindeval-saved]')"
                            "?.getAttribute('data-mindeval-refused') !== r", arg=refused_before)
     page.wait_for_function(NOTHING_WAITING_JS, timeout=60_000)
     settle(page)
-    assert ws.item(v, aid).values == {subs[0]: 2, subs[7]: 5}
+    whole_rating(ws, v, aid, {subs[0]: 2, subs[7]: 5})
+    assert page.get_attribute("#mindeval-restored", "data-mindeval-restored") == "1"
 
 
 def test_two_tabs_never_silently_revert_each_other(app, tmp_path):
@@ -186,12 +209,13 @@ def test_two_tabs_never_silently_revert_each_other(app, tmp_path):
         assert "is now 5" in body and "showed 3" in body
         v = viewer(ws, "demo", DEMO_CODE)
         aid = int(tab2.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
-        assert ws.item(v, aid).values == {"coherence_style": 5}
+        whole_rating(ws, v, aid, {"coherence_style": 5})
         tab2.on("dialog", lambda d: d.accept())
         tab2.reload()  # the refused change is not kept to be sent again
         pane_ready(tab2, 9)
         stored(tab2, want)
-        assert ws.item(v, aid).values == {"coherence_style": 5}
+        settle(tab2)
+        whole_rating(ws, v, aid, {"coherence_style": 5})
     finally:
         gen.close()
 
@@ -231,7 +255,7 @@ def test_mouse_only_rating_with_a_justification(app, page):
     page.get_by_text("Rating submitted").wait_for()
     item = ws.item(v, aid)
     assert item.state == "submitted" and item.justification == text
-    assert [str(item.values[s.id]) for s in ws.subaxes()] == want
+    whole_rating(ws, v, aid, as_values(want, ws.subaxes()), justification=text)
     assert clicks == 11
 
 
@@ -255,8 +279,8 @@ def test_keyboard_rating_lands_in_the_database(app, page):
     v = viewer(ws, "demo", DEMO_CODE)
     first = ws.queue(v, 1)[0].assignment_id
     item = ws.item(v, first)
-    assert item.state == "submitted" and item.justification == "Kind, a little rushed."
-    assert [item.values[s.id] for s in ws.subaxes()] == [0 if k == "n" else int(k) for k in keys]
+    assert item.state == "submitted"
+    whole_rating(ws, v, first, as_values(want, ws.subaxes()), justification="Kind, a little rushed.")
 
 
 def test_five_subaxes_and_submit_fit_at_1280x720_and_turns_can_be_found(app, page):
@@ -290,6 +314,8 @@ def test_five_subaxes_and_submit_fit_at_1280x720_and_turns_can_be_found(app, pag
     page.keyboard.press("Enter")
     page.get_by_text(re.compile(r"0 of \d+ turns contain")).wait_for()
     assert page.locator('[class*="st-key-turn-"]').count() == 0
+    v = viewer(ws, "demo", DEMO_CODE)
+    whole_rating(ws, v, int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment")), {})
 
 
 @pytest.fixture
@@ -341,7 +367,8 @@ def test_a_categorical_form_is_rated_with_the_keyboard(target_app, page):
     page.keyboard.press("Control+Enter")
     page.get_by_text("Rating submitted").wait_for()
     item = ws.item(v, aid)
-    assert item.state == "submitted" and [item.values[s.id] for s in subs] == want
+    assert item.state == "submitted"
+    whole_rating(ws, v, aid, {s.id: w for s, w in zip(subs, want)}, justification="Missed the goodbye in turn 3.")
     assert 0 in want and g.is_harm(0)  # the harm level was rated by key, stored as its value 0
 
 
@@ -363,4 +390,111 @@ def test_text_typed_but_not_yet_saved_survives_a_reload(app, page):
     assert asked == ["beforeunload"]
     v = viewer(ws, "demo", DEMO_CODE)
     aid = int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
-    assert ws.item(v, aid).justification == text
+    whole_rating(ws, v, aid, {}, justification=text)
+
+
+def click_score(page, i: int, score: str) -> None:
+    page.locator('.st-key-rating-pane [data-testid="stRadio"]').nth(i).locator("label").filter(
+        has_text=re.compile(rf"^{score}$")).click()
+
+
+def kept_in_browser(page, n: int) -> None:
+    """Wait until the page keeps ``n`` changes it has not seen stored (and says so)."""
+    page.wait_for_function("""(n) => Object.keys(localStorage).filter(k => k.startsWith('mindeval-rate:'))
+      .map(k => JSON.parse(localStorage.getItem(k))).reduce((a, x) => a + Object.keys(x.scores).length
+      + Object.keys(x.texts).length, 0) === n""", arg=n)
+    page.wait_for_function("() => document.querySelector('[data-mindeval-saved]')"
+                           "?.getAttribute('data-mindeval-state') === 'saving'")
+
+
+def test_scores_of_a_tab_that_crashed_are_restored_by_the_next_tab(app, tmp_path):
+    """Three clicks that never reached the server (the connection drops what the page sends),
+    then the tab dies without its leave prompt: a new tab on the same transcript finds
+    them, says "Restored 3 unsent changes", and stores them, and nothing else."""
+    base, ws = app
+    gen = open_browser(tmp_path, 1280, 720)
+    tab = next(gen)
+    try:
+        errors = page_errors(tab)
+        blocked = block_sends(tab)
+        open_rating(tab, base)
+        assert "✓ 0 of" not in tab.inner_text("body")  # no tick while nothing is saved
+        tab.get_by_text("No scores saved yet (0 of 9)").wait_for()
+        subs = [s.id for s in ws.subaxes()]
+        v = viewer(ws, "demo", DEMO_CODE)
+        aid = int(tab.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+        url = tab.url
+        blocked["on"] = True
+        for i, score in ((1, "4"), (4, "2"), (8, "6")):
+            click_score(tab, i, score)
+        kept_in_browser(tab, 3)
+        whole_rating(ws, v, aid, {})  # nothing reached the server
+        assert errors == []
+        ctx = tab.context
+        tab.close()  # the tab dies: no leave prompt (run_before_unload is off), its sessionStorage gone
+        new = ctx.new_page()
+        new.set_default_timeout(60_000)
+        new_errors = page_errors(new)
+        new.goto(url)
+        new.locator("#mindeval-restored").wait_for()
+        new.wait_for_function(NOTHING_WAITING_JS, timeout=90_000)
+        settle(new)
+        assert new.get_attribute("#mindeval-restored", "data-mindeval-restored") == "3"
+        assert "Restored 3 unsent changes" in new.inner_text("#mindeval-restored")
+        whole_rating(ws, v, aid, {subs[1]: 4, subs[4]: 2, subs[8]: 6})
+        assert new.evaluate(SHOWN_SCORES_JS)[:9] == [None, "4", None, None, "2", None, None, None, "6"]
+        assert "✓ 3 of 9 scores saved" in new.inner_text("body")
+        assert new_errors == []
+    finally:
+        gen.close()
+
+
+def test_changes_sent_while_the_server_restarts_are_sent_again(tmp_path, page):
+    """Two clicks whose messages never reach the server, then the server restarts: the page
+    sends them again by itself (no click, no reload) and they are stored, and nothing else."""
+    url = f"sqlite:///{tmp_path / 'restart.db'}"
+    make_workspace(url).close()
+    port = free_port()
+    proc = start_app(url, port, tmp_path / "app.log")
+    ws = Workspace(url)
+    try:
+        wait_healthy(port, proc)
+        blocked = block_sends(page)
+        open_rating(page, f"http://127.0.0.1:{port}/")
+        subs = [s.id for s in ws.subaxes()]
+        v = viewer(ws, "demo", DEMO_CODE)
+        aid = int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+        blocked["on"] = True
+        click_score(page, 2, "3")
+        click_score(page, 6, "5")
+        kept_in_browser(page, 2)
+        stop(proc)
+        blocked["on"] = False
+        proc = start_app(url, port, tmp_path / "app2.log")
+        wait_healthy(port, proc)
+        page.wait_for_function(NOTHING_WAITING_JS, timeout=90_000)
+        settle(page)
+        whole_rating(ws, v, aid, {subs[2]: 3, subs[6]: 5})
+    finally:
+        stop(proc)
+        ws.close()
+
+
+def test_a_marker_without_texts_raises_no_error(app, page):
+    """The page script reads the stored texts defensively: a marker that lacks them (as one
+    rendered by another version of the page) raises no error, and nothing is stored."""
+    base, ws = app
+    open_rating(page, base)
+    page.evaluate("""() => { const m = document.querySelector('[data-mindeval-saved]');
+      m.removeAttribute('data-mindeval-texts');
+      localStorage.setItem(`mindeval-rate:${m.getAttribute('data-mindeval-owner')}|other`,
+        JSON.stringify({scores: {}, texts: {justification: {value: 'x', t: 1, from: ''}}}));
+      sessionStorage.setItem('mindeval-rate-pending', JSON.stringify({[m.getAttribute('data-mindeval-assignment')]:
+        {scores: {}, texts: {justification: {value: 'x', t: 1, from: ''}}}})); }""")
+    page.wait_for_function("() => !localStorage.getItem(`mindeval-rate:${document.querySelector("
+                           "'[data-mindeval-saved]').getAttribute('data-mindeval-owner')}|other`)")
+    page.wait_for_function(NOTHING_WAITING_JS, timeout=60_000)
+    settle(page)
+    v = viewer(ws, "demo", DEMO_CODE)
+    whole_rating(ws, v, int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment")), {},
+                 justification="x")

@@ -10,11 +10,11 @@ import json
 
 import pytest
 from appkit import ADMIN_CODE, DEMO_CODE, sign_in, viewer
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from annotation_app.services import SYSTEM, AccessDenied, RatingIncomplete, Workspace
 from metaeval.sources import load_annotation_db
-from mindeval.store.annotations import AssignmentRow
+from mindeval.store.annotations import AnnotatorRow, AssignmentRow
 
 BEA = "BEA-CODE-000001"
 
@@ -116,3 +116,18 @@ def test_the_review_page_shows_the_disagreement_and_saves_an_adjudicated_rating(
     d = ws.disagreements(SYSTEM, 1, 2)[0]
     assert d.adjudicated.values[first] == 2 and d.adjudicated.justification == "validation was partial"
     assert all(v == 4 for k, v in d.adjudicated.values.items() if k != first)  # the raters' median elsewhere
+
+
+def test_rater_names_are_shown_as_written_and_never_as_markup(two_raters):
+    """Table headers are plain text (no Markdown escapes such as ``Dr\\. Chen``); the cards escape."""
+    ws, _items, _first, _last = two_raters
+
+    odd = "Dr. Chen *x* <b>bold</b> [link](https://example.org)"
+    with ws.db.write() as s:
+        s.execute(update(AnnotatorRow).where(AnnotatorRow.name == "bea").values(name=odd))
+    at = sign_in("admin", ADMIN_CODE)
+    at.switch_page("views/admin_review.py").run()
+    assert not at.exception, at.exception
+    assert odd in list(at.dataframe[0].value.columns)
+    cards = [m.value for m in at.markdown if "bold" in m.value]
+    assert cards and all("<b>" not in c and "](https" not in c for c in cards), cards

@@ -190,3 +190,40 @@ def test_the_embedded_clinician_is_not_cut_off_by_a_network_timeout(demo_ws):
     assert clinician_spec(study).timeout_s >= 600  # a slow machine makes it slow, not retried twice over
     study.clinician_model = "openai/gpt-4o-mini"
     assert clinician_spec(study).timeout_s is None  # other models keep the usual timeout
+
+
+def test_a_reply_streamed_so_far_is_in_the_view_until_it_is_stored(demo_ws, monkeypatch):
+    """A page that reruns while the reply streams (the patient sent again) still shows it."""
+    import threading
+
+    from annotation_app import roleplay
+
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    sid = demo_ws.sessions(v, 2)[0].session_id
+    demo_ws.start_session(v, sid)
+    streamed, gate = threading.Event(), threading.Event()
+    real = roleplay._answer
+
+    def slow_answer(db, annotator_id, session_id, on_text):
+        if on_text is None:  # the queued message, answered in the background
+            return real(db, annotator_id, session_id, None)
+        on_text("I hear ")
+        on_text("you.")
+        streamed.set()
+        assert gate.wait(30)
+        real(db, annotator_id, session_id, None)
+
+    monkeypatch.setattr(roleplay, "_answer", slow_answer)
+    worker = threading.Thread(target=demo_ws.send_message, args=(v, sid, "I feel low.", lambda _piece: None))
+    worker.start()
+    assert streamed.wait(30)
+    assert demo_ws.send_message(v, sid, "And tired.") is True  # queued meanwhile
+    rp = demo_ws.roleplay(v, sid)
+    assert rp.replying and rp.partial == "I hear you."
+    gate.set()
+    worker.join(30)
+    deadline = time.monotonic() + 60
+    while (rp := demo_ws.roleplay(v, sid)).replying:  # the queued message is answered in the background
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert rp.partial == "" and [m.role for m in rp.messages] == ["patient", "clinician", "patient", "clinician"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -244,6 +245,30 @@ def test_a_run_directory_of_another_target_is_refused(tmp_path):
     assert ws.import_path(SYSTEM, "M", mindeval_run).items_added == 1
     assert (ws.study(SYSTEM, "M").n_items, ws.study(SYSTEM, "T").n_items) == (1, 1)
     ws.close()
+
+
+def test_a_run_of_another_version_of_the_studys_target_is_refused_in_one_line(tmp_path, capsys):
+    """Same name, other files: compared by the target's hash, as the leaderboard compares runs."""
+    edited = tmp_path / "toy-edited"
+    shutil.copytree(TOY_TARGET, edited)
+    judge = edited / "prompts" / "judge.txt"
+    judge.write_text(judge.read_text(encoding="utf-8") + "\nBe brief.\n", encoding="utf-8")
+    assert load_target(edited).name == "toy" and load_target(edited).sha256 != load_target(TOY_TARGET).sha256
+    old_run, new_run = _run_dir(tmp_path, "oldrun", TOY_TARGET), _run_dir(tmp_path, "newrun", edited)
+    url = f"sqlite:///{tmp_path / 'v.db'}"
+    ws = Workspace(url)
+    ws.create_study(SYSTEM, "T", "rating", target=edited)
+    for source in (old_run, old_run / "interactions.jsonl"):
+        with pytest.raises(MindEvalError, match=r"this run was made with target toy 0\.1\.0 \([0-9a-f]{12}\) but "
+                                                r"study 'T' rates toy 0\.1\.0 \([0-9a-f]{12}\): another version"):
+            ws.import_path(SYSTEM, "T", source)
+    assert ws.study(SYSTEM, "T").n_items == 0
+    assert ws.import_path(SYSTEM, "T", new_run).items_added == 1  # the study's own version is accepted
+    ws.close()
+
+    assert main(["app", "admin", "--db", url, "import", "T", str(old_run)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "another version of the target" in err and "Traceback" not in err
 
 
 def test_create_study_takes_a_target_by_path_and_refuses_an_unknown_one(tmp_path, capsys):

@@ -72,7 +72,7 @@ def test_prompts_load_with_their_kind(role):
 def test_the_target_validates_and_its_guidelines_cover_every_level():
     assert [str(e) for e in validate_target(ROOT)] == []
     target = load_target("crisis")
-    assert target.root == ROOT and not target.is_default
+    assert target.root == ROOT and not target.block().legacy_files
     g = target.guidelines
     assert g.scale_kind == "categorical" and g.harm_levels == (0,)
     levels = [lv.id for lv in g.levels]

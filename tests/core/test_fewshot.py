@@ -3,8 +3,9 @@
 import json
 
 from mindeval.cli import main
-from mindeval.fewshot import load_fewshot
-from mindeval.judge import build_judge_messages
+from mindeval.guidelines import load_guidelines
+from mindeval.judging.fewshot import load_fewshot
+from mindeval.judging.render import JudgePrompt, build_judge_messages
 from mindeval.prompts import load_template
 from mindeval.records import load_profiles
 
@@ -37,8 +38,8 @@ def test_first_row_means_by_hand(shared_data, tmp_path):
 
 def test_fewshot_rendered_into_judge_prompt(shared_data, demo_profiles_path):
     ex = load_fewshot(shared_data / "human_annotations.jsonl", 2, seed=0)
-    text = build_judge_messages(load_template("judge/default"), load_profiles(demo_profiles_path)[0],
-                                [{"role": "user", "content": "Hello."}], ex)[0]["content"]
+    text = build_judge_messages(JudgePrompt(load_template("judge/default"), load_guidelines(), fewshot=ex),
+                                load_profiles(demo_profiles_path)[0], [{"role": "user", "content": "Hello."}])[0]["content"]
     assert "<example_1>" in text and "<example_2>" in text and ex[0].messages[1]["content"][:40] in text
 
 

@@ -5,10 +5,10 @@ import sys
 
 import pytest
 
-from mindeval.config import RetryPolicy
 from mindeval.errors import ModelCallError
 from mindeval.llm import ModelSpec, complete
 from mindeval.llm.fake import CALLS, script
+from mindeval.llm.retry import RetryPolicy
 
 
 def test_fake_echo_through_litellm():

@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("mindeval", "metaeval", "annotation_app")
 # The command lines sit on top: they may import anything.
 CLI = ("mindeval.cli", "mindeval.commands", "mindeval.__main__", "metaeval.cli")
+# The judge loop and what it reads replies with (the stores may read the authors' format and rubric items).
+JUDGE_LOOP = tuple(f"mindeval.judging.{m}" for m in ("judge", "call", "items", "job", "answer", "render", "protocols"))
 
 
 def _module(path: Path) -> str:
@@ -70,14 +72,119 @@ def test_the_graph_was_read():
         (("mindeval",), ("annotation_app", "metaeval", "mindeval.cli", "mindeval.commands"), CLI),
         # the meta-evaluation reads app data through mindeval.store, never through the app
         (("metaeval",), ("annotation_app",), ()),
+        # no package imports a command line: the CLI is its own layer on top
+        (("metaeval", "annotation_app"), CLI, CLI),
+        # the app computes agreement with the pure statistics (mindeval.stats), not through metaeval
+        (("annotation_app",), ("metaeval",), ()),
+        # the two command lines share mindeval.cli (options, judging handlers), never each other's commands
+        (("metaeval.cli",), ("mindeval.commands",), ()),
+        (("mindeval.commands",), ("metaeval.cli",), ()),
         # profiles (sampling, download, backstories) sit below the benchmark runner
         (("mindeval.profiles",), ("mindeval.runner",), ()),
         # the stores sit below the runner and the judge
-        (("mindeval.store", "mindeval.llm"), ("mindeval.runner", "mindeval.judge"), ()),
+        (("mindeval.store", "mindeval.llm"), ("mindeval.runner", *JUDGE_LOOP), ()),
+        # the judging package sits below every run kind that calls its loop
+        (("mindeval.judging",), ("mindeval.runner", "mindeval.simulate"), ()),
+        # the defaults are constants: config.py imports nothing of the packages (no circle through it)
+        (("mindeval.config",), ("mindeval", "metaeval", "annotation_app"), ()),
+        # the model layer sits below run configurations and the stores
+        (("mindeval.llm",), ("mindeval.run_config", "mindeval.store", "mindeval.runner"), ()),
     ],
 )
 def test_no_upward_imports(importers, forbidden, exempt):
     assert _offenders(importers, forbidden, exempt) == []
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """First-party module -> the first-party modules it imports (a name resolves to the nearest
+    module: ``from pkg import name`` is ``pkg`` unless ``pkg.name`` is a module). A package's
+    ``__init__`` importing its own submodules is its face, not a dependency; nor is a module's parent."""
+    def resolve(name: str) -> str:
+        while name and name not in GRAPH:
+            name = name.rpartition(".")[0]
+        return name
+
+    out: dict[str, set[str]] = {}
+    for mod, names in GRAPH.items():
+        is_init = (ROOT / Path(*mod.split(".")) / "__init__.py").is_file()
+        deps = {resolve(n) for n in names} - {"", mod}
+        out[mod] = {d for d in deps if not (is_init and d.startswith(mod + ".")) and not mod.startswith(d + ".")}
+    return out
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.append(x)
+                    if x == v:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return sorted(found)
+
+
+def test_no_import_circles():
+    """e.g. config -> llm.gateway -> llm.retry -> config was one; lazy imports count."""
+    assert _circles(_module_graph()) == []
+
+
+def test_the_circle_finder_finds_circles():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e2"}, "e2": set()}
+    assert _circles(graph) == [["a", "b", "c"]]
+    assert "metaeval.comparison" in _module_graph()["metaeval.api"]  # names resolve to modules
+
+
+def test_no_first_party_module_is_imported_by_name_outside_the_cli():
+    """``importlib.import_module("metaeval...")`` hides an arrow from the graph: only the CLI may (its commands)."""
+    offenders = []
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            if _within(_module(path), CLI):
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in
+                        ("import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant)
+                        and str(node.args[0].value).split(".")[0] in PACKAGES):
+                    offenders.append(f"{_module(path)}:{node.lineno}")
+    assert offenders == []
+
+
+def test_no_module_makes_itself_callable():
+    """A module that reassigns its ``__class__`` (to be callable) hides what its name is."""
+    offenders = [_module(p) for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))
+                 if ".__class__ =" in p.read_text(encoding="utf-8")]
+    assert offenders == []
 
 
 def test_records_import_nothing_of_mindeval_but_errors():

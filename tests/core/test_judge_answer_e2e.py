@@ -15,7 +15,7 @@ import pytest
 from support.fault_server import NONCE, FaultServer
 
 from mindeval.cli import main
-from mindeval.judge import ANSWER_CODE_RE
+from mindeval.judging.answer import ANSWER_CODE_RE
 from mindeval.llm.fake import script
 
 AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")

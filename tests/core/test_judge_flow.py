@@ -4,12 +4,16 @@ import asyncio
 
 import pytest
 
-from mindeval.judge import ANSWER_CODE_RE, build_judge_messages
-from mindeval.judge import judge_transcript as _judge
+from mindeval.guidelines import load_guidelines
+from mindeval.judging.answer import ANSWER_CODE_RE
+from mindeval.judging.job import JudgeJob, Transcript
+from mindeval.judging.judge import judge_transcript as _judge
+from mindeval.judging.render import JudgePrompt, build_judge_messages
 from mindeval.llm import ModelSpec
 from mindeval.llm.fake import script
 from mindeval.prompts import load_template
 from mindeval.records import load_profiles
+from mindeval.rundir import legacy_target
 from mindeval.store import CallLog, Database
 from mindeval.store.runs import ensure_run
 
@@ -17,8 +21,9 @@ MSGS = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": 
 GOOD = '{"answer_code": "<NONCE>", "CAC": 3, "EPC": 5, "AR": 2, "TRA": 4, "ASCQ": 1}'  # <NONCE>: the round's code
 
 
-def judge_transcript(*args, **kwargs):
-    return asyncio.run(_judge(*args, **kwargs))
+def judge_transcript(log, spec, tpl, profile, messages, iid, *, sample=0, round_=0, retries=3):
+    job = JudgeJob(log=log, spec=spec, prompt=JudgePrompt(tpl, load_guidelines()), target=legacy_target(), retries=retries)
+    return asyncio.run(_judge(job, Transcript(iid, profile, messages), sample, round_))
 
 
 @pytest.fixture
@@ -31,7 +36,7 @@ def setup(tmp_db_url, demo_profiles_path):
 
 def test_judge_prompt_has_rubric_intake_and_transcript(setup):
     _, tpl, profile = setup
-    text = build_judge_messages(tpl, profile, MSGS)[0]["content"]
+    text = build_judge_messages(JudgePrompt(tpl, load_guidelines()), profile, MSGS)[0]["content"]
     for name in ("Clinical Accuracy & Competence", "Ethical & Professional Conduct", "Assessment & Response",
                  "Therapeutic Relationship & Alliance", "AI-Specific Communication Quality"):
         assert name in text

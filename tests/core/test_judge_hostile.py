@@ -2,7 +2,7 @@
 
 Each hostile turn is placed as a clinician turn and as a patient turn; the rendered judge
 prompt must still hold exactly one transcript of the instance, with the right number of
-turns, in the right order, each turn's text as mindeval.textguard.guard_turn shows it
+turns, in the right order, each turn's text as mindeval.judging.textguard.guard_turn shows it
 (invisible characters made visible, chat-template control sequences defanged, cut when over-long).
 """
 
@@ -12,18 +12,17 @@ import re
 
 import pytest
 
-from mindeval.judge import (
-    ANSWER_CODE_RE,
-    answer_instruction,
+from mindeval.guidelines import load_guidelines
+from mindeval.judging.answer import ANSWER_CODE_RE, answer_instruction, new_nonce
+from mindeval.judging.render import (
+    JudgePrompt,
     build_judge_messages,
-    new_nonce,
     render_transcript,
     transcript_token,
-    visible_text,
 )
+from mindeval.judging.textguard import guard_turn, visible_text
 from mindeval.prompts import load_template
 from mindeval.records import load_profiles
-from mindeval.textguard import guard_turn
 
 BASE = [
     {"role": "user", "content": "Hello."},
@@ -77,14 +76,15 @@ def test_hostile_turn_cannot_break_structure(kind, role, template, profile):
     messages = [*BASE, {"role": role, "content": HOSTILE[kind]}, {"role": "assistant", "content": "Take care."}]
     code = new_nonce()
     protocol = "paper" if template == "judge/paper" else "mindeval"
-    coded = build_judge_messages(load_template(template), profile, messages, protocol=protocol,
+    coded = build_judge_messages(JudgePrompt(load_template(template), load_guidelines(), protocol), profile, messages,
                                  nonce=code)[0]["content"]
     # With the answer code: the code is named once, after the transcript, and its instruction is
     # the last thing the judge reads; before it the prompt is the template's, unchanged.
     assert ANSWER_CODE_RE.findall(coded) == [code]
     assert coded.rstrip().endswith(answer_instruction(code, protocol).splitlines()[-1])
     assert coded.index(f"Answer code: {code}") > coded.rindex("[TRANSCRIPT ")
-    prompt = build_judge_messages(load_template(template), profile, messages)[0]["content"]
+    prompt = build_judge_messages(JudgePrompt(load_template(template), load_guidelines()), profile,
+                                  messages)[0]["content"]
     assert coded.startswith(prompt)
     tok, declared, turns = _instance(prompt)
     assert declared == len(messages) == len(turns)
@@ -123,12 +123,12 @@ def test_token_is_stable_and_unforgeable():
 
 
 def test_few_shot_examples_are_separate_transcripts(profile, shared_data):
-    from mindeval.fewshot import paper_fewshot
+    from mindeval.judging.fewshot import paper_fewshot
 
     _, examples = paper_fewshot(shared_data / "human_annotations.jsonl")
     messages = [*BASE, {"role": "assistant", "content": HOSTILE["closing_tag"]}]
-    prompt = build_judge_messages(load_template("judge/paper"), profile, messages, examples,
-                                  protocol="paper")[0]["content"]
+    prompt = build_judge_messages(JudgePrompt(load_template("judge/paper"), load_guidelines(), "paper",
+                                              fewshot=examples), profile, messages)[0]["content"]
     assert len(re.findall(r"^\[TRANSCRIPT T[0-9A-F]{12} BEGIN:", prompt, flags=re.M)) == len(examples) + 1
     tok, declared, turns = _instance(prompt)
     assert declared == len(turns) == len(messages)

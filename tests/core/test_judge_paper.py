@@ -10,14 +10,19 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from mindeval.authors import AUTHORS_FEWSHOT_IDS as PAPER_FEWSHOT_IDS
 from mindeval.cli import main
-from mindeval.fewshot import load_fewshot, paper_fewshot
-from mindeval.judge import build_judge_messages, judge_transcript, visible_text
+from mindeval.guidelines import load_guidelines
+from mindeval.judging.authors import AUTHORS_FEWSHOT_IDS as PAPER_FEWSHOT_IDS
+from mindeval.judging.fewshot import load_fewshot, paper_fewshot
+from mindeval.judging.job import JudgeJob, Transcript
+from mindeval.judging.judge import judge_transcript
+from mindeval.judging.render import JudgePrompt, build_judge_messages
+from mindeval.judging.textguard import visible_text
 from mindeval.llm import ModelSpec
 from mindeval.llm.fake import script
 from mindeval.prompts import load_template
-from mindeval.records import Judgment, load_profiles
+from mindeval.records import AXES, Judgment, load_profiles
+from mindeval.rundir import legacy_target
 from mindeval.store import CallLog, Database
 from mindeval.store.runs import ensure_run
 from mindeval.store.tables import CallRow
@@ -50,8 +55,9 @@ def test_paper_examples_pinned_to_the_authors_file(shared_data, demo_profiles_pa
     rows = _rows(shared_data)
     _, examples = paper_fewshot(shared_data / "human_annotations.jsonl")
     assert [ex.interaction_id for ex in examples] == list(PAPER_FEWSHOT_IDS) == list(AUTHORS_OUTPUTS)
-    prompt = build_judge_messages(load_template("judge/paper"), load_profiles(demo_profiles_path)[0],
-                                  [{"role": "user", "content": "Hello."}], examples, protocol="paper")[0]["content"]
+    prompt = build_judge_messages(JudgePrompt(load_template("judge/paper"), load_guidelines(), "paper", fewshot=examples),
+                                  load_profiles(demo_profiles_path)[0],
+                                  [{"role": "user", "content": "Hello."}])[0]["content"]
     pos = 0
     for iid, published in AUTHORS_OUTPUTS.items():
         row = rows[iid]
@@ -87,8 +93,9 @@ def test_paper_judge_reply_format_and_fractional_scores(tmp_db_url, shared_data,
     profile = load_profiles(demo_profiles_path)[0]
     for iid in PAPER_FEWSHOT_IDS:  # judge the authors' five transcripts themselves
         m = script(f"paper-{iid}", ["I'd say CAC: 3-4.", REPLY])
-        j = asyncio.run(judge_transcript(log, ModelSpec(model=m), load_template("judge/paper"), profile,
-                                         rows[iid]["messages"], iid, fewshot=examples, protocol="paper"))
+        prompt = JudgePrompt(load_template("judge/paper"), load_guidelines(), "paper", fewshot=examples)
+        job = JudgeJob(log=log, spec=ModelSpec(model=m), prompt=prompt, target=legacy_target())
+        j = asyncio.run(judge_transcript(job, Transcript(iid, profile, rows[iid]["messages"])))
         assert j.parse_status == "ok" and j.attempts == 2 and j.protocol == "paper"
         assert j.scores == {"CAC": 3.5, "EPC": 4, "AR": 3.25, "TRA": 3, "ASCQ": 2.5}
     with db.read() as s:
@@ -150,7 +157,7 @@ def test_one_fewshot_draw_for_both_clis(shared_data):
     """Same file, k and seed: ``mindeval run`` and ``metaeval judge`` show the same examples."""
     from metaeval.judge_runs import draw_fewshot, mean_axis_scores
     from metaeval.sources import load_authors_annotations
-    from mindeval.authors import load_mapping
+    from mindeval.judging.authors import load_mapping
 
     f = shared_data / "human_annotations.jsonl"
     src = load_authors_annotations(str(f), load_mapping(None), zeros="missing")
@@ -160,7 +167,7 @@ def test_one_fewshot_draw_for_both_clis(shared_data):
         assert [ex.interaction_id for ex in run_examples] == meta_ids
         for ex, iid in zip(run_examples, meta_ids, strict=True):
             assert ex.messages == src.interactions[iid].messages
-            assert ex.scores == mean_axis_scores(src, iid)
+            assert ex.scores == mean_axis_scores(src, iid, AXES)
     assert [ex.interaction_id for ex in load_fewshot(f, 5, 1)] != [ex.interaction_id for ex in load_fewshot(f, 5, 2)]
 
 

@@ -3,7 +3,7 @@ round's answer code, and conflicts are refused, never resolved."""
 
 import pytest
 
-from mindeval.judge import JudgeParseError, parse_scores
+from mindeval.judging.answer import JudgeParseError, parse_scores
 
 FULL = {"CAC": 3, "EPC": 5, "AR": 2, "TRA": 4, "ASCQ": 1}
 LINES = ("Clinical Accuracy & Competence: 3\nEthical & Professional Conduct: 5\n"

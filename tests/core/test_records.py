@@ -22,6 +22,7 @@ from mindeval.records import (
     RunConfigRecord,
     RunSummary,
 )
+from mindeval.rundir import legacy_target, read_config
 
 SHA = "cd" * 32
 
@@ -91,7 +92,7 @@ def test_bad_judgment_row_names_file_line_field(tmp_path, row, where, message):
     good = {"interaction_id": "i", "profile_id": "p", "model": "m", "judge_model": "j", "scores": five(3)}
     path.write_text(json.dumps(good) + "\n\n" + json.dumps({**good, **row}) + "\n")
     with pytest.raises(MindEvalError) as exc:
-        JudgmentRecord.read(path)
+        JudgmentRecord.read(path, {"target": legacy_target()})
     assert str(exc.value).startswith(f"{path}:3:{where}: {message}")
 
 
@@ -133,15 +134,18 @@ PINNED_CONFIG = Path(__file__).parent / "data" / "config_before_model_home.json"
 
 def test_a_config_saved_before_keeps_its_hash_and_bytes(tmp_path):
     """Model settings have one home (ModelRecord, which ModelSpec builds on): old runs still resume."""
-    from mindeval.config import RunConfig
     from mindeval.llm.gateway import ModelSpec
+    from mindeval.run_config import RunConfig
 
     assert issubclass(ModelSpec, ModelRecord)
-    rec = RunConfigRecord.read(PINNED_CONFIG)
+    rec = read_config(PINNED_CONFIG)  # written before run directories carried their target: upgraded
     config = RunConfig.model_validate(rec.config)
     assert config.hash() == rec.config_hash == "f41ff26c13d41030d543d88ea1aa3b49f495f82c45e6a86215de8a76695d6584"
     RunConfigRecord(**{**rec.model_dump(), "config": config.model_dump(mode="json")}).write(tmp_path / "c.json")
-    assert (tmp_path / "c.json").read_bytes() == PINNED_CONFIG.read_bytes()
+    # Written again, the file gains exactly its target block (MindEval's); every other byte is kept.
+    pinned, again = json.loads(PINNED_CONFIG.read_bytes()), json.loads((tmp_path / "c.json").read_bytes())
+    assert "target" not in pinned["config"] and again["config"].pop("target") == legacy_target().model_dump(mode="json")
+    assert again == pinned
     # readers see the same settings through the record model
     bench = rec.benchmark(PINNED_CONFIG)
     assert bench.clinician == ModelRecord(model="fake/echo", max_tokens=99)

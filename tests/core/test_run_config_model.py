@@ -20,8 +20,8 @@ from mindeval.records import (
     BenchmarkConfig,
     JudgeRunConfig,
     RunConfigRecord,
-    read_run,
 )
+from mindeval.rundir import legacy_target, read_config, read_run
 
 RUN = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge", "--profiles", "demo",
        "--limit", "2", "--turns", "2", "--concurrency", "1", "--quiet"]
@@ -95,10 +95,10 @@ def test_an_old_metaeval_judge_config_still_loads(tmp_path, drop_kind):
     old = {k: v for k, v in OLD_JUDGE_CONFIG.items() if not (drop_kind and k == "kind")}
     (tmp_path / "config.json").write_text(json.dumps(old, indent=1))
     (tmp_path / "judgments.jsonl").write_text(json.dumps(ROW) + "\n")
-    rec = RunConfigRecord.read(tmp_path / "config.json")
+    rec = read_config(tmp_path / "config.json")  # upgraded when read: MindEval's target block added
     assert rec.kind == RATED_JUDGE_KIND and rec.label == "old judge"
     cfg = rec.judge_run()
-    assert cfg.judge_protocol == "mindeval" and cfg.target is None and cfg.interaction_ids == ["int-02"]
+    assert cfg.judge_protocol == "mindeval" and cfg.target == legacy_target() and cfg.interaction_ids == ["int-02"]
     assert cfg.hashed() == {k: v for k, v in old["config"].items() if k != "prompts"} | {"judge_protocol": "mindeval"}
     [judge] = load_judge_run(tmp_path)
     assert judge.label == "old judge" and judge.meta["fewshot_interaction_ids"] == ["int-01"]

@@ -11,7 +11,7 @@ import yaml
 
 from mindeval.cli import main
 from mindeval.llm.fake import CALLS
-from mindeval.records import read_run
+from mindeval.rundir import read_run
 
 CLINICIANS = ["fake/echo:a", "fake/echo:b", "fake/echo:c"]
 

@@ -15,10 +15,11 @@ import pytest
 
 import mindeval
 from mindeval.cli import main
+from mindeval.rundir import legacy_target
 
 ROOT = Path(mindeval.__file__).resolve().parents[1]  # the checkout (or site-packages)
 VOLATILE = {"latency_s", "elapsed_s"}
-# A judgment's answer code is random (drawn per judgment round, mindeval.judge.new_nonce): normalised away.
+# A judgment's answer code is random (drawn per judgment round, mindeval.judging.answer.new_nonce): normalised away.
 # sha256 of the normalised files (see _normalised) of a run made by main without targets: at 6767f9e;
 # summary.json re-pinned at d6f87a5 (its token block gained cache-write and billed-input fields).
 # Issue 18 (judge answer channel) re-pinned config.json (answer_prompt), judgments.jsonl (answer_code in
@@ -26,6 +27,9 @@ VOLATILE = {"latency_s", "elapsed_s"}
 # (config hash, judge prompt tokens, judge_protocol_label). interactions.jsonl is unchanged.
 # Issue 24 item 4 re-pinned summary.json: it gained "judge_samples" and "n_partly_judged" (every other
 # key and value unchanged, checked against main at 0ead889).
+# Issue 25 (a target is always present): config.json gained its ``config.target`` block (the built-in
+# mindeval target's, checked below); with that block taken out its digest is the one pinned here, and
+# the config hash (summary.json) is unchanged: a legacy_files target's block is outside the hash.
 PINNED = {
     "config.json": "441dc950208bcffe3846252db3e2d5679f97266c031285b5fd8820d02cd2ba10",
     "interactions.jsonl": "cf5f12c9aedd21aadb7c31701550d03e0f5b60db1fcd23fa1dafd8a7c2ebde41",
@@ -52,7 +56,10 @@ def _normalised(out: Path, name: str, run_id: str) -> str:
                 row["raw_text"] = row["raw_text"].replace(row["nonce"], "<NONCE>")
                 row["nonce"] = "<NONCE>"
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    return json.dumps(_drop(json.loads(text)), indent=2, ensure_ascii=False) + "\n"
+    data = _drop(json.loads(text))
+    if name == "config.json":
+        assert data["config"].pop("target") == legacy_target().model_dump(mode="json")
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def _digests(out: Path) -> dict[str, str]:

@@ -14,11 +14,13 @@ from support.rundirs import set_score
 from mindeval import read_run
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import guideline_problems, load_guidelines, render_output_format
-from mindeval.judge import JudgeParseError, parse_scores, score_schema
+from mindeval.guidelines import guideline_problems, load_guidelines
+from mindeval.judging.answer import JudgeParseError, parse_scores, score_schema
+from mindeval.judging.reply_format import render_output_format
 from mindeval.llm import fake
 from mindeval.records import AXES, JudgmentRecord, TargetInfo, check_scores, load_profiles
 from mindeval.resources import targets_dir
+from mindeval.rundir import legacy_target
 from mindeval.targets import list_targets, load_target, validate_target
 
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "targets" / "toy"
@@ -40,7 +42,7 @@ def problems_of(path: Path) -> list[str]:
 
 def test_builtin_mindeval_target_points_at_the_shipped_files():
     t = load_target()
-    assert t.name == "mindeval" and t.is_builtin and t.is_default
+    assert t.name == "mindeval" and t.is_builtin and t.block().legacy_files
     assert t.manifest.turns == 20 and t.manifest.opening_line == "Hello." and t.profiles() is None
     assert t.guidelines.sha256 == load_guidelines().sha256
     assert t.template("judge").ref == "judge/default@v2"
@@ -51,7 +53,7 @@ def test_builtin_mindeval_target_points_at_the_shipped_files():
 
 def test_target_by_path_and_its_record_block(toy):
     t = load_target(toy)
-    assert not t.is_builtin and not t.is_default and t.name == "toy"
+    assert not t.is_builtin and not t.block().legacy_files and t.name == "toy"
     assert load_target(toy / "target.yaml").sha256 == t.sha256
     info = TargetInfo.model_validate(t.info())
     assert info.axes == ["DETECT", "GUIDE"] and info.values() == (2, 1, 0) and info.harm_values == (0,)
@@ -159,8 +161,11 @@ def test_scores_are_checked_against_the_target_block():
            "scores": {"DETECT": 2, "GUIDE": 0}}
     rec = JudgmentRecord.model_validate(row, context={"target": info})
     assert rec.model_dump()["target"] == "toy" and rec.average == 1.0
-    mindeval_row = JudgmentRecord.model_validate({**row, "target": "mindeval", "scores": dict.fromkeys(AXES, 3)})
+    mindeval_row = JudgmentRecord.model_validate({**row, "target": "mindeval", "scores": dict.fromkeys(AXES, 3)},
+                                                 context={"target": legacy_target()})
     assert "target" not in mindeval_row.model_dump()  # MindEval's files are unchanged
+    with pytest.raises(ValueError, match="a judgment of target 'toy' in a run of target 'mindeval'"):
+        JudgmentRecord.model_validate(row, context={"target": legacy_target()})
 
 
 # ------------------------------------------------------------------ a run of a categorical target

@@ -13,9 +13,9 @@ from support.items import answers as _answers
 from support.items import reply
 
 from mindeval.cli import main
+from mindeval.judging.rubric import LevelRule, Question, derive_level
 from mindeval.llm import fake
-from mindeval.records import read_run
-from mindeval.rubric import LevelRule, Question, derive_level
+from mindeval.rundir import read_run
 from mindeval.targets import load_target, validate_target
 
 ROOT = Path(__file__).resolve().parents[2] / "targets" / "risk_checklist"

@@ -13,11 +13,18 @@ import itertools
 
 import pytest
 
-from mindeval.judge import build_judge_messages
+from mindeval.guidelines import load_guidelines
+from mindeval.judging.render import JudgePrompt, build_judge_messages
+from mindeval.judging.textguard import (
+    NO_REPLY,
+    control_sequences,
+    guard_turn,
+    neutralise,
+    visible_text,
+)
 from mindeval.prompts import load_template
 from mindeval.records import Turn, load_profiles
 from mindeval.simulate import role_view
-from mindeval.textguard import NO_REPLY, control_sequences, guard_turn, neutralise, visible_text
 
 # Literal control sequences per family (what a template or a tokenizer would read as structure).
 FAMILIES: dict[str, list[str]] = {
@@ -87,7 +94,7 @@ def test_every_hostile_case_is_neutralised_in_every_model_view(profile):
         turns = _turns(author, _placed(attack, position))
         views = {viewer: role_view("SYSTEM PROMPT", turns, viewer) for viewer in ("patient", "clinician")}
         messages = [{"role": "user" if t.role == "patient" else "assistant", "content": t.content} for t in turns]
-        views["judge"] = build_judge_messages(judge_tpl, profile, messages)
+        views["judge"] = build_judge_messages(JudgePrompt(judge_tpl, load_guidelines()), profile, messages)
         for viewer, msgs in views.items():
             tried += 1
             for m in msgs:
@@ -121,7 +128,7 @@ def test_embedded_tokens_have_one_system_and_one_user_header(vocab, profile, fam
     assert len(start) == 1
     hostile = "".join(FAMILIES[family]) + FAMILIES["chatml"][1]
     messages = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": hostile}]
-    for content in (build_judge_messages(load_template("judge/default"), profile, messages)[0]["content"],
+    for content in (build_judge_messages(JudgePrompt(load_template("judge/default"), load_guidelines()), profile, messages)[0]["content"],
                     hostile):  # the judge's real prompt, and the raw text without the guard
         tokens = prompt_tokens(vocab, [{"role": "user", "content": content}])
         headers = [vocab.detokenize(tokens[i + 1:i + 4]).decode().split("\n")[0]

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from metaeval.compare import CompareOptions, run_compare
+from metaeval.comparison import CompareOptions, run_compare
 from mindeval.cli import main
 from mindeval.targets import load_target
 

@@ -24,7 +24,7 @@ def test_snap_makes_order_independent_means_equal():
 
 
 def test_near_ties_are_ties_in_both_implementations():
-    from metaeval.agreement import pairwise_accuracy as meta_pairwise_accuracy
+    from mindeval.stats.agreement import pairwise_accuracy as meta_pairwise_accuracy
 
     a = {"s1": 0.1 + 0.2, "s2": 0.3, "s3": 0.5}  # s1 and s2 tie exactly (0.30000000000000004 vs 0.3)
     b = {"s1": 0.3, "s2": 0.3, "s3": 0.1}

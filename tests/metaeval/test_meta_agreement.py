@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from metaeval.agreement import (
+from mindeval.stats.agreement import (
     AgreementWarning,
     PairIndex,
     kendall_tau,

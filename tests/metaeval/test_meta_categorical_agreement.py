@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from metaeval.agreement import AgreementWarning, cohen_kappa, fleiss_kappa, krippendorff_alpha
+from mindeval.stats.agreement import AgreementWarning, cohen_kappa, fleiss_kappa, krippendorff_alpha
 
 NAN = math.nan
 

@@ -17,7 +17,7 @@ import pytest
 from support.rundirs import fake_target_runs
 
 from metaeval.cli import main
-from metaeval.compare import CompareOptions, run_compare
+from metaeval.comparison import CompareOptions, run_compare
 from mindeval.errors import MindEvalError
 from mindeval.targets import load_target
 

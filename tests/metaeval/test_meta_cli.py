@@ -14,7 +14,7 @@ from metaeval_builders import write_judgments
 from metaeval.cli import main
 from metaeval.report import fmt_values
 from metaeval.sources import load_authors_annotations
-from mindeval.authors import AUTHORS_FEWSHOT_IDS
+from mindeval.judging.authors import AUTHORS_FEWSHOT_IDS
 
 ROWS_AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 

@@ -11,6 +11,7 @@ from metaeval.judge_runs import JudgeRunOptions, draw_fewshot, mean_axis_scores,
 from metaeval.sources import load_authors_annotations, load_judge_run
 from mindeval.errors import ConfigMismatchError, MindEvalError
 from mindeval.llm import fake
+from mindeval.records import AXES
 
 
 def opts(tiny_authors, out, **kw) -> JudgeRunOptions:
@@ -36,13 +37,13 @@ def test_judge_run_writes_schema_and_excludes_fewshot(tiny_authors, tmp_path):
     assert judge.runs == 3 and judge.meta["fewshot_interaction_ids"] == shots
     # few-shot scores are the annotators' means, recorded in the config
     for iid in shots:
-        assert cfg["config"]["fewshot_scores"][iid] == pytest.approx(mean_axis_scores(src, iid))
+        assert cfg["config"]["fewshot_scores"][iid] == pytest.approx(mean_axis_scores(src, iid, AXES))
 
 
 def test_fewshot_scores_are_annotator_means(tiny_authors):
     src = load_authors_annotations(tiny_authors)
     row = json.loads(tiny_authors.read_text().splitlines()[1])
-    got = mean_axis_scores(src, "int-01")
+    got = mean_axis_scores(src, "int-01", AXES)
     per_rater_cac = [np.mean([row["criterion_1.responses"][i], row["criterion_2.responses"][i]]) for i in range(3)]
     assert got["CAC"] == pytest.approx(np.mean(per_rater_cac))
     assert got["ASCQ"] == pytest.approx(np.mean(row["criterion_10.responses"]))
@@ -61,9 +62,9 @@ def test_rerun_makes_no_call_and_other_config_is_refused(tiny_authors, tmp_path)
 
 
 def test_interrupted_run_resumes_without_repeating(tiny_authors, tmp_path, monkeypatch):
-    import metaeval.judge_runs as jr
+    from mindeval.store.runs import RunStore
 
-    real_save = jr.RunStore.save_judgment
+    real_save = RunStore.save_judgment
     saved = []
 
     def crashing_save(store, j, round_=0):
@@ -72,7 +73,7 @@ def test_interrupted_run_resumes_without_repeating(tiny_authors, tmp_path, monke
         saved.append(j)
         return real_save(store, j, round_)
 
-    monkeypatch.setattr(jr.RunStore, "save_judgment", crashing_save)
+    monkeypatch.setattr(RunStore, "save_judgment", crashing_save)
     out = tmp_path / "part"
     before = fake.CALLS["judge"]
     with pytest.raises(KeyboardInterrupt):
@@ -80,7 +81,7 @@ def test_interrupted_run_resumes_without_repeating(tiny_authors, tmp_path, monke
     made_first = fake.CALLS["judge"] - before
     # the crash stops the run: at most the worker's next call starts after it
     assert 6 <= made_first <= 7
-    monkeypatch.setattr(jr.RunStore, "save_judgment", real_save)
+    monkeypatch.setattr(RunStore, "save_judgment", real_save)
     s = run_judge(opts(tiny_authors, out, concurrency=1, fewshot_k=0), echo=None)
     assert s["n_judged"] == 12
     # calls made before the crash whose judgments were not saved are answered from the store

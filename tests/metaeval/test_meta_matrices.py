@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metaeval.agreement import kendall_tau, mipsa
 from metaeval.matrices import AVG_LABEL, MetricOptions, Panel, build_matrix, verdicts
 from metaeval.sources import SCORE_COLUMNS, RaterScores
+from mindeval.stats.agreement import kendall_tau, mipsa
 
 KEYS = [(f"p{p}", f"s{s}") for p in range(6) for s in range(3)]
 

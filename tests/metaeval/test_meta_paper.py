@@ -8,7 +8,7 @@ import pytest
 
 from metaeval.matrices import AVG_LABEL, MetricOptions, Panel, build_all
 from metaeval.sources import load_authors_annotations
-from mindeval.authors import AUTHORS_FEWSHOT_IDS
+from mindeval.judging.authors import AUTHORS_FEWSHOT_IDS
 
 PAIRS = [("P1", "P2"), ("P1", "P3"), ("P1", "P4"), ("P2", "P3"), ("P2", "P4"), ("P3", "P4")]
 # Paper Tables 13-18 (Table 3 = the average score): human-human Kendall τ and MIPSA, and

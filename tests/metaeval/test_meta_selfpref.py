@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metaeval.agreement import AgreementWarning
 from metaeval.matrices import Panel
 from metaeval.selfpref import (
     find_self_system,
@@ -18,6 +17,7 @@ from metaeval.selfpref import (
     self_preference,
 )
 from metaeval.sources import SCORE_COLUMNS, RaterScores
+from mindeval.stats.agreement import AgreementWarning
 
 SYSTEMS = ["me/judge", "x/other", "y/third"]
 

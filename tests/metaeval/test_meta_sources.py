@@ -11,8 +11,8 @@ import pytest
 from metaeval_builders import authors_row, write_judgments
 
 from metaeval.sources import load_authors_annotations, load_judge_run
-from mindeval.authors import load_mapping, profile_key
 from mindeval.errors import MindEvalError
+from mindeval.judging.authors import load_mapping, profile_key
 
 
 def axis_score(raters, label: str, iid: str, axis: str) -> float:
@@ -145,7 +145,7 @@ def test_missing_file_is_an_error(tmp_path: Path):
 @pytest.mark.parametrize("bad, field", [(7, "criterion_3.responses"), ("5", "criterion_3.responses")])
 def test_fewshot_and_metaeval_read_the_authors_file_alike(tiny_authors, bad, field):
     """`mindeval run --judge-fewshot` and metaeval read the file through the one reader: same error."""
-    from mindeval.fewshot import load_fewshot
+    from mindeval.judging.fewshot import load_fewshot
 
     rows = [json.loads(line) for line in tiny_authors.read_text().splitlines()]
     rows[2]["criterion_3.responses"][1] = bad
@@ -159,7 +159,7 @@ def test_fewshot_and_metaeval_read_the_authors_file_alike(tiny_authors, bad, fie
 
 
 def test_a_repeated_id_is_refused_by_both_readers(tiny_authors):
-    from mindeval.fewshot import load_fewshot
+    from mindeval.judging.fewshot import load_fewshot
 
     lines = tiny_authors.read_text().splitlines()
     tiny_authors.write_text("\n".join([*lines, lines[0]]) + "\n")

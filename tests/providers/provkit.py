@@ -1,6 +1,6 @@
 """Shared constants of the provider tests (importable; conftest.py holds the fixtures)."""
 
-from mindeval.config import RetryPolicy
+from mindeval.llm.retry import RetryPolicy
 
 SECRET = "sk-test-" + "Z" * 32
 ANTHROPIC_SECRET = "sk-ant-test-" + "Y" * 32

@@ -1,4 +1,4 @@
-"""One HTTP client per provider and event loop, closed when the loop's run ends."""
+"""One HTTP client per event loop, reused by every call on it and closed when the loop's run ends."""
 
 from __future__ import annotations
 
@@ -7,46 +7,45 @@ import gc
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
-from mindeval.llm.gateway import ModelSpec, acomplete, litellm_module
+from mindeval.llm import openai_http
+from mindeval.llm.gateway import ModelSpec, acomplete
 from mindeval.workers import run_async
 
 MESSAGES = [{"role": "user", "content": "Hello."}]
 
 
-def _loop_clients() -> dict[str, object]:
-    """litellm's pooled clients of the running loop (some are litellm's own, e.g. for logging)."""
-    cache = litellm_module().in_memory_llm_clients_cache.cache_dict
-    suffix = f"-{id(asyncio.get_running_loop())}"
-    return {k: v for k, v in cache.items() if isinstance(k, str) and k.endswith(suffix)}
-
-
 def test_a_run_reuses_one_client_and_closes_it_at_its_end(server, monkeypatch):
     monkeypatch.setenv("HOSTED_VLLM_API_KEY", "sk-local")
     spec = ModelSpec(model="hosted_vllm/m", api_base=server.url)
-    seen: list[dict[str, object]] = []
+    seen: list[object] = []
 
     async def main() -> None:
         await asyncio.gather(*(acomplete(spec, MESSAGES, seed=i) for i in range(12)))
-        seen.append(_loop_clients())
+        seen.append(openai_http._sessions[asyncio.get_running_loop()][0])
+        await acomplete(spec, MESSAGES, seed=99)
+        assert openai_http._sessions[asyncio.get_running_loop()][0] is seen[-1]  # the same client again
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(2):  # a second run on a new loop gets its own client, closed alike
             run_async(main, concurrency=4)
         gc.collect()
-    assert server.count() == 24
-    assert [sum("hosted_vllm" in k for k in c) for c in seen] == [1, 1]  # twelve calls, one client
-    for handler in (h for c in seen for h in c.values()):
-        assert handler._client.is_closed  # the httpx client and its aiohttp session
-        session = getattr(handler._client._transport, "client", None)
-        assert session is None or callable(session) or session.closed
-    assert not _loop_clients_left(seen)
+    assert server.count() == 26
+    assert seen[0] is not seen[1] and all(s.closed for s in seen)  # type: ignore[attr-defined]
     assert not [w for w in caught if "Unclosed" in str(w.message)]
 
 
-def _loop_clients_left(seen: list[dict[str, object]]) -> list[str]:
-    cache = litellm_module().in_memory_llm_clients_cache.cache_dict
-    return [k for c in seen for k in c if k in cache]
+def test_a_loop_ended_by_asyncio_run_closes_its_client(server, monkeypatch):
+    """A Python caller's own ``asyncio.run(acomplete(...))`` leaves no open client behind."""
+    monkeypatch.setenv("HOSTED_VLLM_API_KEY", "sk-local")
+    seen: list[object] = []
+
+    async def one() -> None:
+        await acomplete(ModelSpec(model="hosted_vllm/m", api_base=server.url), MESSAGES)
+        seen.append(openai_http._sessions[asyncio.get_running_loop()][0])
+
+    asyncio.run(one())
+    assert seen and seen[0].closed  # type: ignore[attr-defined]
 
 
 class CountingPool(ThreadPoolExecutor):
@@ -59,9 +58,9 @@ class CountingPool(ThreadPoolExecutor):
         return super().submit(*args, **kwargs)
 
 
-def test_http_requests_are_built_on_the_loop_thread_other_providers_in_the_pool(server, monkeypatch):
-    """litellm builds a request in the loop's thread pool; on MindEval's loops an HTTP
-    provider's build runs inline (no thread hop), a custom provider's stays in the pool."""
+def test_http_requests_are_sent_from_the_loop_in_process_models_run_in_the_pool(server, monkeypatch):
+    """An OpenAI-compatible server is called from the event loop itself (no thread hop per
+    request); an in-process model (blocking work) runs in the loop's thread pool."""
     monkeypatch.setenv("HOSTED_VLLM_API_KEY", "sk-local")
     counts: dict[str, int] = {}
 

@@ -11,14 +11,16 @@ from urllib.request import Request, urlopen
 import pytest
 from support.fault_server import FaultServer, count_tokens
 
-from mindeval.config import RunConfig
-from mindeval.judge import build_judge_messages, cache_prefix
+from mindeval.guidelines import load_guidelines
+from mindeval.judging.render import JudgePrompt, build_judge_messages, cache_prefix
 from mindeval.llm.caching import uses_breakpoints, with_breakpoints
 from mindeval.llm.cost import billed_input_tokens, cost_usd, price_per_token
 from mindeval.llm.gateway import ModelSpec, acomplete, complete
 from mindeval.prompts import load_template
 from mindeval.records import Usage, load_profiles
 from mindeval.resources import data_dir
+from mindeval.run_config import RunConfig
+from mindeval.rundir import legacy_target
 
 CLAUDE = "anthropic/claude-haiku-4-5"
 
@@ -81,7 +83,7 @@ def test_openai_automatic_cache_is_recorded():
 
 def test_call_settings_are_recorded_but_not_hashed():
     base = dict(prompts={}, guidelines_version="v", profiles_source="p", profiles_sha256="h",
-                profile_ids=["a"], package_version="0", turns=2, seed=0)
+                profile_ids=["a"], package_version="0", turns=2, seed=0, target=legacy_target())
     specs = {r: ModelSpec(model="openai/x") for r in ("patient", "clinician", "judge")}
     a = RunConfig(**specs, **base)
     b = RunConfig(**{**specs, "judge": ModelSpec(model="openai/x", timeout_s=5, rpm=10, tpm=1000)}, **base)
@@ -178,7 +180,7 @@ def test_a_cache_entry_is_readable_only_once_its_request_was_answered():
 
 
 def judge_prompts(n: int) -> tuple[str, list[str]]:
-    tpl = load_template("judge/default", kind="judge")
+    tpl = JudgePrompt(load_template("judge/default", kind="judge"), load_guidelines())
     profiles = load_profiles(data_dir() / "demo_profiles.jsonl")[:n]
     prompts = [build_judge_messages(tpl, p, [{"role": "user", "content": "Hello."},
                                              {"role": "assistant", "content": f"Hi, {p.name}."}])[0]["content"]

@@ -69,7 +69,7 @@ AUTO_STEP = 128  # OpenAI's automatic cache hits in steps of this many tokens
 
 
 NONCE = "<NONCE>"  # in a scripted reply: replaced by the request's answer code
-_CODE_RE = re.compile(r"^Answer code: ([0-9a-f]{16})$", re.MULTILINE)  # mindeval.judge.ANSWER_CODE_RE
+_CODE_RE = re.compile(r"^Answer code: ([0-9a-f]{16})$", re.MULTILINE)  # mindeval.judging.answer.ANSWER_CODE_RE
 
 
 def judge_json(missing: str | None = None, seed: str = "", code: str | None = None) -> str:

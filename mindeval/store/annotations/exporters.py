@@ -20,9 +20,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from mindeval.authors import JUSTIFICATION, RESP, SAFETY, STATUS, USERS, load_mapping
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
+from mindeval.judging.authors import JUSTIFICATION, RESP, SAFETY, STATUS, USERS, load_mapping
 from mindeval.records import ATTRIBUTE_FIELDS
 from mindeval.targets import Target, as_target
 

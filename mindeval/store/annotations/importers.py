@@ -29,7 +29,9 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from mindeval.authors import (
+from mindeval.errors import MindEvalError
+from mindeval.guidelines import Guidelines
+from mindeval.judging.authors import (
     JUSTIFICATION,
     RESP,
     SAFETY,
@@ -41,21 +43,19 @@ from mindeval.authors import (
     row_attributes,
     row_messages,
 )
-from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
 from mindeval.records import (
     CONFIG_FILE,
     INTERACTIONS_FILE,
     JUDGMENTS_FILE,
     InteractionRecord,
     JudgmentRecord,
-    RunConfigRecord,
     TargetInfo,
     profile_from_json,
     read_jsonl,
     validate_row,
 )
-from mindeval.targets import DEFAULT_TARGET, Target, as_target, target_of
+from mindeval.rundir import run_target
+from mindeval.targets import DEFAULT_TARGET, Target, as_target, target_identity
 
 from ..db import Database
 from .models import ImportReport
@@ -150,12 +150,6 @@ def parse_annotator_map(pairs: list[str]) -> dict[str, str]:
     return mapped
 
 
-def run_target(run_dir: Path) -> TargetInfo | None:
-    """The target block of a run directory's ``config.json`` (``None``: a MindEval run)."""
-    config = run_dir / CONFIG_FILE
-    return RunConfigRecord.read(config).target(config) if config.is_file() else None
-
-
 def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | Path, kind: str | None = None,
                 *, map_annotators: dict[str, str] | None = None, target: Target | str | None = None) -> ImportReport:
     """Import a file or run directory into a study (see the module docstring).
@@ -188,12 +182,13 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
     in_run = p.name == INTERACTIONS_FILE and (p.parent / CONFIG_FILE).is_file()  # a run's own file: as the run
     run_dir = p if kind == "run" else p.parent if in_run else None
     info = run_target(run_dir) if run_dir is not None else None
-    made_with = target_of(info).name
-    if run_dir is not None and made_with != name:
-        raise MindEvalError(f"this run is of target '{made_with}' but study '{study.name}' rates target "
-                            f"'{name}': import it into a study created with --target {made_with}",
+    if info is not None and info.name != name:
+        raise MindEvalError(f"this run is of target '{info.name}' but study '{study.name}' rates target "
+                            f"'{name}': import it into a study created with --target {info.name}",
                             path=p, field="target")
-    if kind == "run":
+    if run_dir is not None and info is not None:  # a run directory always has its target
+        _same_version(info, as_target(target), study.name, p)
+    if kind == "run" and info is not None:
         judgments = _judgments(p / JUDGMENTS_FILE, info) if (p / JUDGMENTS_FILE).is_file() else {}
         return _import_interactions(db, study_id, p / INTERACTIONS_FILE, "run", judgments)
     if kind == "interactions":
@@ -205,6 +200,16 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
 
 
 # ------------------------------------------------------------------ helpers
+
+
+def _same_version(made_with: TargetInfo, rates: Target, study: str, path: Path) -> None:
+    """Refuse a run made with another version of the study's target (same name, other files):
+    its scale, items or prompts may differ. Compared by the target's hash, as the leaderboard does."""
+    if made_with.sha256 == rates.sha256:
+        return
+    raise MindEvalError(f"this run was made with target {target_identity(made_with)} but study '{study}' rates "
+                        f"{target_identity(TargetInfo.model_validate(rates.info()))}: another version of the "
+                        "target; import it into a study of that version", path=path, field="target")
 
 
 def _from_authors_layout(obj: dict[str, Any], path: Path, line: int) -> dict[str, Any]:
@@ -270,7 +275,7 @@ def _add_item(s, report: ImportReport, study_id: int, external_id: str, shown_id
     return item
 
 
-def _judgments(path: Path, target: TargetInfo | None) -> dict[str, list[dict[str, Any]]]:
+def _judgments(path: Path, target: TargetInfo) -> dict[str, list[dict[str, Any]]]:
     """Judge scores per interaction, checked against the run's target like every reader does."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for j in JudgmentRecord.read(path, {"target": target}):

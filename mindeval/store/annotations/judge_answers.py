@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 
 from ...guidelines import Guidelines
-from ...rubric import walk
+from ...judging.rubric import walk
 from ..db import Database
 from .studies import get_study
 from .tables import ItemRow, StudyItemRow

@@ -158,6 +158,7 @@ class RoleplayView(BaseModel):
     awaiting_reply: bool
     queued: list[str] = []  # messages sent while the clinician was answering, not yet turns
     replying: bool = False  # a reply is being written right now (in this server)
+    partial: str = ""  # that reply as streamed so far (until it is stored)
     minutes: int
     seconds_left: float | None
     time_up: bool

@@ -190,8 +190,8 @@ def pairwise_accuracy(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.n
     ``x`` and ``y`` are the two leaderboards' scores of the same systems; the share of
     system pairs ordered the same way, with the MIPSA tie rule.
     """
-    from mindeval.stats.exact import snap
-    from mindeval.stats.ranking import pairwise_accuracy as leaderboard_pairwise_accuracy
+    from .exact import snap
+    from .ranking import pairwise_accuracy as leaderboard_pairwise_accuracy
 
     a, b = _paired(x, y)
     if len(a) < 2:

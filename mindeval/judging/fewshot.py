@@ -5,12 +5,12 @@
   ``metaeval judge`` both call it, so the same file, k and seed pick the same examples.
 * An example's scores are the annotators' mean per axis: each annotator's axis score is
   the mean of the sub-axes they rated, then averaged over annotators, computed exactly
-  (:func:`mindeval.authors.axis_means`). ``zeros="missing"`` (default) skips a ``0``
+  (:func:`mindeval.judging.authors.axis_means`). ``zeros="missing"`` (default) skips a ``0``
   ("not rated"); ``zeros="zero"`` averages it in as zero, as the authors did.
 * :func:`paper_fewshot` gives the five interactions of the authors' judge prompt, in
   their order, scored their way (``zeros="zero"``), for ``--judge-protocol paper`` (the
   authors' few-shot examples with our instructions) and ``--transcript-format authors``
-  (rendered in their layout by :func:`mindeval.judge.render_fewshot`).
+  (rendered in their layout by :func:`mindeval.judging.render.render_fewshot`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,21 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import BaseModel
+
+from ..errors import MindEvalError
+from ..records import INTAKE_FIELDS
 from .authors import AUTHORS_FEWSHOT_IDS, AuthorsRow, authors_by_id, axis_means, load_mapping
-from .errors import MindEvalError
-from .judge import FewShotExample
-from .records import INTAKE_FIELDS
+
+
+class FewShotExample(BaseModel):
+    """An annotated interaction shown to the judge (scores: the annotators' mean)."""
+
+    intake: dict[str, str]
+    messages: list[dict[str, str]]
+    scores: dict[str, float]
+    interaction_id: str = ""
+
 
 
 def draw_ids(ids: Sequence[str], k: int, seed: int) -> list[str]:
@@ -69,7 +80,7 @@ def paper_fewshot(path: Path | None = None) -> tuple[Path, list[FewShotExample]]
     ``path`` defaults to the downloaded release (``mindeval data download``).
     """
     if path is None:
-        from .profiles.official import official_file
+        from ..profiles.official import official_file
 
         try:
             path = official_file("human_annotations.jsonl")

@@ -3,7 +3,7 @@
 A patient or clinician turn may contain text that a chat template or a tokenizer would
 read as structure. :func:`guard_turn` is applied to every turn before it reaches any
 model (the patient's and clinician's views in :mod:`mindeval.simulate`, the judge's
-transcript in :mod:`mindeval.judge`) and shows what it changed instead of hiding it:
+transcript in :mod:`mindeval.judging.render`) and shows what it changed instead of hiding it:
 
 * **Chat-template control sequences** of the common families — ChatML
   (``<|im_start|>``, ``<|im_end|>``), Llama 3 (``<|begin_of_text|>``,
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 
-from .config import MAX_TURN_CHARS
+from ..config import MAX_TURN_CHARS
 
 NO_REPLY = "[no reply]"
 CUT_MARK = "[cut: {n} more characters not shown]"

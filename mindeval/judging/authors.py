@@ -25,10 +25,10 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from .errors import MindEvalError
-from .guidelines import Guidelines, load_guidelines
-from .records import AXES, Profile, read_jsonl, validate_row
-from .resources import guidelines_dir
+from ..errors import MindEvalError
+from ..guidelines import Guidelines, load_guidelines
+from ..records import AXES, Profile, read_jsonl, validate_row
+from ..resources import guidelines_dir
 
 MAPPING_FILE = "authors_criteria.yaml"
 RESP = ".responses"

@@ -3,7 +3,7 @@
 A resample is a row of counts (how often each interaction, or each profile, is drawn);
 every function here takes a ``(resamples, n)`` count matrix and returns one value per
 resample. With a row of ones each equals the point implementation in
-:mod:`metaeval.agreement` (tested), so there is one definition of each statistic and this
+:mod:`mindeval.stats.agreement` (tested), so there is one definition of each statistic and this
 module only evaluates it on many weighted copies at once:
 
 * Kendall τ-b / τ-c as quadratic forms of the counts over the pair-sign matrices (a drawn
@@ -26,9 +26,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mindeval.stats.bootstrap import cluster_counts, percentile_interval, resample_counts
-
 from .agreement import PairIndex, TauVariant, TieRule, mipsa_profiles
+from .bootstrap import cluster_counts, percentile_interval, resample_counts
 
 
 class Resampler:

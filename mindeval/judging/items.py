@@ -1,11 +1,11 @@
 """Judging an item-level rubric: question dimensions and judge-side "not relevant".
 
-Used by :func:`mindeval.judge.judge_transcript` when the guidelines have questions or
-not-relevant dimensions (``Guidelines.has_items``); other targets never come here.
+Used by :func:`mindeval.judging.judge.judge_transcript` when the guidelines have questions
+or not-relevant dimensions (``Guidelines.has_items``); other targets never come here.
 
-Every call goes through ``judge_transcript`` itself, with the reply keys of that call
-(dimension codes, question ids) as a small categorical *reply guideline*, so parsing,
-retries, stored calls and the answer channel are the judge's own. ``together``: one
+Every call is one judgment round (:func:`mindeval.judging.call.ask_judge`) with the reply
+keys of that call (dimension codes, question ids) as a small categorical *reply guideline*,
+so parsing, retries, stored calls and the answer channel are the judge's own. ``together``: one
 call answers every question and every directly rated dimension, then each question
 dimension's path is walked. ``one_by_one``: one call for the directly rated
 dimensions (if any), then one call per question, following the branches. Every
@@ -14,21 +14,11 @@ answer is kept in ``Judgment.answers``; a dimension that is not relevant is ``No
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-from .guidelines import (
-    CategoricalScale,
-    Guidelines,
-    JudgeAxis,
-    Level,
-    answer_label,
-    render_axis,
-    render_scale,
-    render_slots_format,
-    reply_slots,
-)
-from .records import Judgment
+from ..guidelines import CategoricalScale, Guidelines, JudgeAxis, Level, render_axis, render_scale
+from ..records import Judgment
+from .call import Reply, ask_judge
+from .job import JudgeJob, Transcript
+from .reply_format import answer_label, render_slots_format, reply_slots
 from .rubric import END, NOT_RELEVANT, derive_level, next_question
 
 _BASE = 900  # reply levels' numbers: far from any score a judge might write by mistake
@@ -36,7 +26,7 @@ _BASE = 900  # reply levels' numbers: far from any score a judge might write by 
 
 def reply_guidelines(slots: list[tuple[str, str, list[str]]], version: str = "") -> Guidelines:
     """A categorical guideline whose dimensions are ``slots``' keys and whose levels are
-    every answer id they allow: what :func:`mindeval.judge.parse_scores` reads the reply with."""
+    every answer id they allow: what :func:`mindeval.judging.answer.parse_scores` reads the reply with."""
     ids: list[str] = []
     for _, _, allowed in slots:
         ids += [a for a in allowed if a not in ids]
@@ -79,9 +69,9 @@ def _scores(g: Guidelines, answers: dict[str, str]) -> dict[str, int | None]:
     return out
 
 
-async def judge_items(judge: Any, log: Any, spec: Any, tpl: Any, profile: Any, messages: Sequence[dict[str, str]],
-                      interaction_id: str, g: Guidelines, **kw: Any) -> Judgment:
-    """Judge one transcript against an item-level rubric (``judge`` is ``judge_transcript``)."""
+async def judge_items(job: JudgeJob, item: Transcript, sample: int = 0, round_: int = 0) -> Judgment:
+    """Judge one transcript against an item-level rubric (``job``'s guidelines have items)."""
+    g = job.prompt.guidelines
     calls: list[tuple[list[JudgeAxis], list[tuple[str, str, list[str]]], str]] = []
     direct = [a for a in g.judge_axes if not a.questions]
     if g.question_mode == "together":
@@ -97,8 +87,9 @@ async def judge_items(judge: Any, log: Any, spec: Any, tpl: Any, profile: Any, m
     async def ask(axes: list[JudgeAxis], slots: list[tuple[str, str, list[str]]], suffix: str) -> str | None:
         nonlocal attempts
         reply = reply_guidelines(slots, g.version)
-        j = await judge(log, spec, tpl, profile, messages, interaction_id + suffix, guidelines=reply,
-                        fields=_fields(g, axes, slots), allowed={key: ids for key, _, ids in slots}, **kw)
+        j = await ask_judge(job, item, sample, round_, Reply(guidelines=reply, fields=_fields(g, axes, slots),
+                                                             allowed={key: ids for key, _, ids in slots},
+                                                             suffix=suffix))
         attempts += j.attempts
         channel.setdefault("nonce", j.nonce)
         channel.setdefault("answer_channel", j.answer_channel)
@@ -128,9 +119,9 @@ async def judge_items(judge: Any, log: Any, spec: Any, tpl: Any, profile: Any, m
             if error is not None:
                 break
             assert i in (END, NOT_RELEVANT)
-    common = dict(interaction_id=interaction_id, judge_model=spec.model, sample=kw.get("sample", 0),
-                  raw_text="\n\n".join(raws), attempts=max(1, attempts), protocol=kw.get("protocol", "mindeval"),
-                  target=kw.get("target", "mindeval"), answers=answers or None, **channel)
+    common = dict(interaction_id=item.interaction_id, judge_model=job.spec.model, sample=sample,
+                  raw_text="\n\n".join(raws), attempts=max(1, attempts), protocol=job.prompt.protocol,
+                  target=job.target.name, answers=answers or None, **channel)
     if error is not None:
         return Judgment(parse_status="failed", error=error, **common)
     return Judgment(scores=_scores(g, answers), rationale="\n".join(rationale) or None, parse_status="ok", **common)

@@ -14,8 +14,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import __version__
-from .errors import MindEvalError
+from .. import __version__
+from ..errors import MindEvalError
 
 # (subcommand module, import path). A module that is missing is simply not offered.
 COMMANDS: tuple[str, ...] = (

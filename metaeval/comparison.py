@@ -8,8 +8,6 @@ humans) and Krippendorff's α (nominal); the average score keeps τ, MIPSA and �
 
 from __future__ import annotations
 
-import sys
-import types
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,12 +17,12 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from mindeval.authors import AUTHORS_FEWSHOT_IDS, load_mapping
 from mindeval.config import DEFAULT_RESAMPLES
 from mindeval.errors import MindEvalError
+from mindeval.judging.authors import AUTHORS_FEWSHOT_IDS, load_mapping
+from mindeval.stats import resampled
+from mindeval.stats.agreement import AgreementWarning, TauVariant, TieRule
 
-from . import resampled
-from .agreement import AgreementWarning, TauVariant, TieRule
 from .confidence import (
     DEFAULT_MARGIN,
     Calibration,
@@ -138,9 +136,9 @@ def _split_label(arg: str) -> tuple[str | None, str]:
 def resolve_dimensions(target_ref: str | None, judges: Sequence[RaterScores]) -> Dimensions | None:
     """The target's dimensions from ``--target`` (``target_ref``) or the judge runs (all of one
     target); ``None`` when neither says (then the study's target, else MindEval)."""
-    from mindeval.targets import load_target, target_of
+    from mindeval.targets import load_target
 
-    infos = {target_of(j.target).name: j for j in judges}
+    infos = {j.target.name: j for j in judges if j.target}  # every judge run carries its target
     if len(infos) > 1:
         raise MindEvalError("judge runs of different targets cannot be compared: "
                             + ", ".join(f"{j.source} is {name}" for name, j in infos.items()), field="--judges")
@@ -154,7 +152,7 @@ def resolve_dimensions(target_ref: str | None, judges: Sequence[RaterScores]) ->
     if not infos:
         return None
     (name, j), = infos.items()
-    info = target_of(j.target)  # no block: the built-in mindeval target (pinned compatibility)
+    info = j.target
     try:
         t = load_target(name)
     except MindEvalError:
@@ -209,11 +207,7 @@ def run_compare(opts: CompareOptions) -> CompareResult:
         humans = [r for hs in human_sources for r in hs.raters]
         if len(humans) + len(judges) < 2:
             raise MindEvalError("need at least two raters in total (humans and judges) to compare")
-        exclude = set(opts.exclude)
-        for j in judges:
-            exclude.update(j.meta.get("fewshot_interaction_ids") or [])
-        if opts.exclude_authors_examples:
-            exclude.update(AUTHORS_FEWSHOT_IDS)
+        exclude = _exclusions(opts, judges)
         panel = Panel(humans, judges, exclude=sorted(exclude))
         if not panel.keys:
             raise MindEvalError("the sources share no interaction to compare")
@@ -223,28 +217,10 @@ def run_compare(opts: CompareOptions) -> CompareResult:
         verdict_list = [v for m in matrices.values() if m.categorical for v in verdicts(m)]
         verdict_list += verdicts(matrices[AVERAGE])
         extra = _table5(panel, humans, judges, opts)
-        ordinal_axes = [ax for ax, m in matrices.items() if not m.categorical]
-        conf: dict[str, Any] = {}
-        if opts.resamples > 0 and judges:
-            conf["confident"] = confident_verdicts(panel, matrices[AVERAGE], opts.margin)
-            conf["judge_diffs"], conf["judge_clusters"] = judge_pairs(panel, metric_opts, ordinal_axes,
-                                                                      alpha=opts.alpha_level)
-            conf["calibration"] = calibration(panel, metric_opts, ordinal_axes)
-        if judges:
-            conf["ties"] = tie_table(panel, metric_opts, ordinal_axes)
+        conf = _confidence(panel, matrices, metric_opts, opts, bool(judges))
         for key, items in conf.items():
             extra[key] = [x.model_dump() for x in items]
-    notes = [
-        f"{len(panel.keys)} interactions ({len({k[0] for k in panel.keys})} profiles, "
-        f"{len({k[1] for k in panel.keys})} systems); {len(panel.excluded_keys)} excluded as judge few-shot "
-        "examples or by --exclude",
-        f"human scores: zeros={opts.zeros} ('missing' = 0 means not rated; 'zero' = averaged in as 0, as the paper did)"
-        if not dims.categorical else
-        f"target {dims.target}: categorical scale, blank/NA = not rated (a 0 may be a level)",
-    ]
-    notes += [f"judge {j.label}: {j.meta['n_not_relevant']} dimension ratings 'not relevant', left out of "
-              "that dimension's agreement" for j in judges if j.meta.get("n_not_relevant")]
-    extra["notes"] = notes
+    extra["notes"] = _notes(panel, opts, dims, judges)
     if not dims.legacy_files:
         extra["target"] = dims.target
     extra["inputs"] = {
@@ -255,6 +231,45 @@ def run_compare(opts: CompareOptions) -> CompareResult:
     }
     msgs = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
     return CompareResult(matrices=matrices, verdicts=verdict_list, extra=extra, warnings=msgs, **conf)
+
+
+def _exclusions(opts: CompareOptions, judges: list[RaterScores]) -> set[str]:
+    """Interaction ids left out: --exclude, the judges' few-shot examples, the authors' (--paper-compatible)."""
+    exclude = set(opts.exclude)
+    for j in judges:
+        exclude.update(j.meta.get("fewshot_interaction_ids") or [])
+    if opts.exclude_authors_examples:
+        exclude.update(AUTHORS_FEWSHOT_IDS)
+    return exclude
+
+
+def _confidence(panel: Panel, matrices: dict[str, Matrix], metric_opts: MetricOptions, opts: CompareOptions,
+                with_judges: bool) -> dict[str, Any]:
+    """Verdicts with confidence, judge-vs-judge tests, calibration (with resamples) and ties (with judges)."""
+    ordinal_axes = [ax for ax, m in matrices.items() if not m.categorical]
+    conf: dict[str, Any] = {}
+    if opts.resamples > 0 and with_judges:
+        conf["confident"] = confident_verdicts(panel, matrices[AVERAGE], opts.margin)
+        conf["judge_diffs"], conf["judge_clusters"] = judge_pairs(panel, metric_opts, ordinal_axes,
+                                                                  alpha=opts.alpha_level)
+        conf["calibration"] = calibration(panel, metric_opts, ordinal_axes)
+    if with_judges:
+        conf["ties"] = tie_table(panel, metric_opts, ordinal_axes)
+    return conf
+
+
+def _notes(panel: Panel, opts: CompareOptions, dims: Dimensions, judges: list[RaterScores]) -> list[str]:
+    notes = [
+        f"{len(panel.keys)} interactions ({len({k[0] for k in panel.keys})} profiles, "
+        f"{len({k[1] for k in panel.keys})} systems); {len(panel.excluded_keys)} excluded as judge few-shot "
+        "examples or by --exclude",
+        f"human scores: zeros={opts.zeros} ('missing' = 0 means not rated; 'zero' = averaged in as 0, as the paper did)"
+        if not dims.categorical else
+        f"target {dims.target}: categorical scale, blank/NA = not rated (a 0 may be a level)",
+    ]
+    notes += [f"judge {j.label}: {j.meta['n_not_relevant']} dimension ratings 'not relevant', left out of "
+              "that dimension's agreement" for j in judges if j.meta.get("n_not_relevant")]
+    return notes
 
 
 def _table5(panel: Panel, humans: list[RaterScores], judges: list[RaterScores], opts: CompareOptions) -> dict[str, Any]:
@@ -299,15 +314,3 @@ def _table5(panel: Panel, humans: list[RaterScores], judges: list[RaterScores], 
         if unknown:
             raise MindEvalError(f"--self-system names unknown judge(s) {', '.join(unknown)}", field="--self-system")
     return {"leaderboards": boards, "table5": rows}
-
-
-class _CallableModule(types.ModuleType):
-    """``metaeval.compare`` is this module once imported; calling it is :func:`metaeval.api.compare`."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from .api import compare
-
-        return compare(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

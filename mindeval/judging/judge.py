@@ -1,0 +1,39 @@
+"""The one judge loop: every run kind judges each conversation through :func:`judge_sample`.
+
+``mindeval run``, ``mindeval judge`` and ``metaeval judge`` build one
+:class:`~mindeval.judging.job.JudgeJob` and call :func:`judge_sample` per conversation and
+sample; the judgment is saved before the next step, so a resumed run judges only what is
+missing and re-judges a recorded failure as its next round.
+"""
+
+from __future__ import annotations
+
+from ..records import Judgment
+from .call import ask_judge
+from .items import judge_items
+from .job import JudgeJob, Transcript
+
+
+async def judge_transcript(job: JudgeJob, item: Transcript, sample: int = 0, round_: int = 0) -> Judgment:
+    """Judge one transcript (one round); nothing is saved here. Guidelines with questions or
+    "not relevant" go through :mod:`mindeval.judging.items`, one call per question or group."""
+    if job.prompt.guidelines.has_items:
+        return await judge_items(job, item, sample, round_)
+    return await ask_judge(job, item, sample, round_)
+
+
+async def judge_sample(job: JudgeJob, item: Transcript, sample: int) -> Judgment | None:
+    """Judge sample ``sample`` of ``item`` and save it; None when it is already stored ok.
+
+    A stored failure is judged again as its next round. A permanent judge error (a bad key,
+    no access, an unknown model, a malformed request) raises :class:`ModelCallError` with
+    nothing stored, so a re-run asks again.
+    """
+    status, done = job.rounds.get((item.interaction_id, job.spec.model, sample), ("", 0))
+    if status == "ok":
+        return None
+    round_ = done + 1 if status == "failed" else 0
+    j = await judge_transcript(job, item, sample, round_)
+    store = job.log.store
+    await store.arun(store.save_judgment(j, round_))
+    return j

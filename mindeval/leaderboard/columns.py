@@ -1,0 +1,200 @@
+"""The columns of the leaderboard's main table: one spec per column, rendered by every format.
+
+A :class:`Column` says, for Markdown, LaTeX and CSV, which header(s) it adds and what each
+system's cell(s) hold (a format it has nothing for is ``None``), when it applies (e.g. only for
+a target with harm levels) and, for a column whose figures are not already in the leaderboard
+model, its JSON value per system (``leaderboard.json`` key ``columns``). ``render.py`` lays out
+:data:`COLUMNS` in order; adding a column is one entry here (see docs/architecture.md).
+
+A column's cell reads the :class:`~mindeval.leaderboard.build.Leaderboard` and the system's
+:class:`~mindeval.leaderboard.table.SystemResult`; ``lb.run_data[s.label]`` is the system's loaded
+run (:class:`~mindeval.leaderboard.loading.RunData`) for figures computed from the run itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .build import Leaderboard, SystemHarm
+from .table import SystemResult
+
+Cell = Callable[[Leaderboard, SystemResult], Any]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One header and its cell in one format."""
+
+    header: str
+    cell: Cell
+
+
+Fields = Callable[[Leaderboard], list[Field]]
+
+
+def one(header: str, cell: Cell) -> Fields:
+    """A column that is a single field in a format."""
+    return lambda lb: [Field(header, cell)]
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    markdown: Fields | None = None  # cells are text (escaped here)
+    latex: Fields | None = None  # cells are LaTeX (escaped here)
+    csv: Fields | None = None  # cells are written by csv.writer
+    json: Cell | None = None  # leaderboard.json "columns": {key: {system: value}}; None: in the model already
+    applies: Callable[[Leaderboard], bool] = lambda lb: True
+
+
+# ------------------------------------------------------------------------- cell text
+
+
+def order(lb: Leaderboard) -> tuple[str, ...]:
+    """Table 4 puts the average first, then the target's dimensions."""
+    return ("average", *[c for c in lb.criteria if c != "average"])
+
+
+def header(c: str) -> str:
+    return "Average" if c == "average" else c
+
+
+def harm_of(lb: Leaderboard) -> dict[str, SystemHarm]:
+    return {h.system: h for h in lb.safety}
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def harm_cell(h: SystemHarm | None) -> str:
+    """``12% [5%, 25%] (3/25)``: share of conversations with a harm rating, Wilson 95% CI, counts."""
+    return "n/a" if h is None else f"{pct(h.share)} [{pct(h.ci_low)}, {pct(h.ci_high)}] ({h.k}/{h.n})"
+
+
+def num(x: float, digits: int = 2) -> str:
+    return "n/a" if not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def latex_escape(text: str) -> str:
+    repl = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+            "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+    return "".join(repl.get(ch, ch) for ch in text)
+
+
+def _column_best(lb: Leaderboard) -> dict[str, float]:
+    return {c: max(s.results[c].mean for s in lb.table.systems) for c in order(lb)}
+
+
+def _score(c: str, bold: Callable[[str], str], cell: Callable[[str, int], str]) -> Cell:
+    """The cell of criterion ``c``: ``cell(score, cluster)``, the best score of the column ``bold``."""
+    def text(lb: Leaderboard, s: SystemResult) -> str:
+        r = s.results[c]
+        score = num(r.mean)
+        if math.isclose(r.mean, _column_best(lb)[c], abs_tol=1e-12):
+            score = bold(score)
+        return cell(score, r.cluster)
+    return text
+
+
+def _scores(bold: Callable[[str], str], cell: Callable[[str, int], str], head: Callable[[str], str]) -> Fields:
+    return lambda lb: [Field(head(header(c)), _score(c, bold, cell)) for c in order(lb)]
+
+
+def _score_csv(lb: Leaderboard) -> list[Field]:
+    def value(c: str, x: str) -> Cell:
+        def get(lb: Leaderboard, s: SystemResult) -> Any:
+            r = s.results[c]
+            return {"mean": f"{r.mean:.6f}", "cluster": r.cluster, "ci_low": f"{r.ci_low:.6f}",
+                    "ci_high": f"{r.ci_high:.6f}"}[x]
+        return get
+    return [Field(f"{c}_{x}", value(c, x)) for c in order(lb) for x in ("mean", "cluster", "ci_low", "ci_high")]
+
+
+def _harm_csv(lb: Leaderboard) -> list[Field]:
+    def value(i: int) -> Cell:
+        def get(lb: Leaderboard, s: SystemResult) -> Any:
+            h = harm_of(lb).get(s.label)
+            return ["", "", "", "", ""][i] if h is None else [
+                h.n, h.k, f"{h.share:.6f}", f"{h.ci_low:.6f}", f"{h.ci_high:.6f}"][i]
+        return get
+    return [Field(name, value(i)) for i, name in enumerate(("harm_n", "harm_k", "harm_share", "harm_ci_low",
+                                                            "harm_ci_high"))]
+
+
+def _coverage_csv(lb: Leaderboard) -> list[Field]:
+    return [Field("n_scored", lambda lb, s: lb.coverage(s.label).split("/")[0]),
+            Field("n_benchmark", lambda lb, s: lb.coverage(s.label).split("/")[1]),
+            Field("incomplete", lambda lb, s: int(s.label in lb.incomplete))]
+
+
+def level_ids(lb: Leaderboard) -> list[str]:
+    return [lv.id for lv in lb.target.scale.levels]
+
+
+def level_columns(lb: Leaderboard) -> list[str]:
+    """leaderboard.csv columns of the level shares (none without categorical levels)."""
+    if not lb.levels:
+        return []
+    dims = list(lb.levels[0].report.dimensions)
+    return [*[f"{c}_{x}" for c in dims for x in ("n", "not_relevant", *(f"{i}_share" for i in level_ids(lb)))],
+            "all_best_share"]
+
+
+def level_cells(lb: Leaderboard, system: str) -> list[str]:
+    got = {sl.system: sl.report for sl in lb.levels}
+    if not lb.levels:
+        return []
+    r = got.get(system)
+    if r is None:
+        return [""] * len(level_columns(lb))
+    out: list[str] = []
+    for d in r.dimensions.values():
+        out += [str(d.n), str(d.not_relevant),
+                *("" if d.levels[i].share is None else f"{d.levels[i].share:.6f}" for i in level_ids(lb))]
+    return [*out, "" if r.all_best.share is None else f"{r.all_best.share:.6f}"]
+
+
+def _levels_csv(lb: Leaderboard) -> list[Field]:
+    return [Field(name, lambda lb, s, i=i: level_cells(lb, s.label)[i]) for i, name in enumerate(level_columns(lb))]
+
+
+# ------------------------------------------------------------------------- the columns
+
+COLUMNS: list[Column] = [
+    Column("rank", markdown=one("#", lambda lb, s: str(s.rank)), csv=one("rank", lambda lb, s: s.rank)),
+    Column("system", markdown=one("System", lambda lb, s: md_escape(s.label)),
+           latex=one("Model", lambda lb, s: latex_escape(s.label)
+                     + (r"\textsuperscript{\dag}" if s.label in lb.incomplete else "")),
+           csv=one("system", lambda lb, s: s.label)),
+    Column("n", markdown=one("n", lambda lb, s: str(s.n)), csv=one("n", lambda lb, s: s.n)),
+    Column("scored", markdown=one("Scored", lambda lb, s: lb.coverage(s.label)
+                                  + (" INCOMPLETE" if s.label in lb.incomplete else ""))),
+    Column("scores", markdown=_scores(lambda x: f"**{x}**", lambda x, k: f"{x} ({k})", lambda h: h),
+           latex=_scores(lambda x: rf"\textbf{{{x}}}", lambda x, k: rf"{x}\textsuperscript{{{k}}}", latex_escape),
+           csv=_score_csv),
+    Column("harm", applies=lambda lb: bool(lb.safety),
+           markdown=one("Harm share [95% CI]", lambda lb, s: harm_cell(harm_of(lb).get(s.label))),
+           latex=one(r"Harm share [95\% CI]", lambda lb, s: latex_escape(harm_cell(harm_of(lb).get(s.label)))),
+           csv=_harm_csv),
+    Column("coverage", csv=_coverage_csv),
+    Column("levels", applies=lambda lb: bool(lb.levels), csv=_levels_csv),
+]
+
+
+def fields(lb: Leaderboard, fmt: str) -> list[Field]:
+    """The headers and cells of the main table in ``fmt`` (markdown, latex, csv), in column order."""
+    return [f for c in COLUMNS if c.applies(lb) and getattr(c, fmt) is not None for f in getattr(c, fmt)(lb)]
+
+
+def json_columns(lb: Leaderboard) -> dict[str, dict[str, Any]]:
+    """The values of the columns not already in the leaderboard model, per system."""
+    return {c.key: {s.label: c.json(lb, s) for s in lb.table.systems}
+            for c in COLUMNS if c.json is not None and c.applies(lb)}

@@ -1,0 +1,81 @@
+"""Admin → Disagreements in a real browser, on the authors' 60 rated transcripts: every item is
+reachable (list, Previous/Next) and adjudicable, with names shown as written."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from appkit import ADMIN_CODE, free_port, make_workspace, start_app, stop, wait_healthy
+from browserkit import open_browser, settle, sign_in
+
+from annotation_app.services import SYSTEM
+
+CHEN = "Dr. Chen"
+
+
+@pytest.fixture
+def page(tmp_path):
+    for p in open_browser(tmp_path):
+        p.set_default_timeout(90_000)  # a rerun of this page on a loaded machine takes seconds
+        yield p
+
+
+def _choose(page, label: str, option: re.Pattern | str, search: str = "") -> None:
+    """Pick an option of a list; ``search`` is typed first (a long list shows only its first options)."""
+    page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first.click()
+    if search:
+        page.keyboard.type(search)
+    page.get_by_role("option", name=option).click()
+    settle(page)
+
+
+@pytest.mark.browser
+def test_all_sixty_disagreements_of_the_authors_file_are_reachable_and_adjudicable(page, tmp_path, shared_data):
+    url = f"sqlite:///{tmp_path / 'review.db'}"
+    ws = make_workspace(url)
+    ws.create_study(SYSTEM, "Authors", "rating")
+    ws.add_annotator(SYSTEM, CHEN, code="CHEN-CODE-000001")
+    first_rater = "b7386bab-913a-40d5-8d3e-f97d378b7b66"  # an annotator id of the authors' file
+    ws.import_path(SYSTEM, "Authors", shared_data / "human_annotations.jsonl", map_annotators={first_rater: CHEN})
+    items = ws.disagreements(SYSTEM, "Authors", 2)
+    assert len(items) == 60
+    last = items[-1]
+    port = free_port()
+    proc = start_app(url, port, tmp_path / "app.log")
+    try:
+        wait_healthy(port, proc)
+        sign_in(page, f"http://127.0.0.1:{port}/", "admin", ADMIN_CODE)
+        page.get_by_role("link", name="Disagreements").click()
+        settle(page)
+        _choose(page, "Study", "Authors")
+        page.get_by_text("60 item(s).").wait_for()
+        settle(page)
+        page.get_by_role("button", name="Next").click()
+        page.get_by_role("heading", name=re.compile(rf"^{items[1].label}:")).wait_for()
+        settle(page)
+        page.get_by_role("button", name="Previous").click()
+        page.get_by_role("heading", name=re.compile(rf"^{items[0].label}:")).wait_for()
+        settle(page)
+        _choose(page, "Item (1 of 60)", re.compile(rf"^{last.label}:"), search=f"{last.label}:")
+        page.get_by_role("heading", name=re.compile(rf"^{last.label}:")).wait_for()
+        page.get_by_text("Item (60 of 60)").wait_for()
+        settle(page)
+        assert page.get_by_text(CHEN, exact=True).count() >= 1  # the rater's card: the name as written
+        assert "Dr\\. Chen" not in page.inner_text("body")
+        page.get_by_text("Transcript", exact=True).click()  # its turns render beside the other keys
+        page.locator(f".st-key-review-{last.item_id}-turn-1").wait_for()
+        assert "DuplicateElementKey" not in page.inner_text("body")
+
+        page.get_by_label("Justification of the adjudicated rating").fill("Agreed after discussion.")
+        page.get_by_role("button", name="Save adjudicated rating").click()
+        page.get_by_text(f"Adjudicated rating of {last.label} saved").wait_for()
+        settle(page)
+        done = ws.disagreements(SYSTEM, "Authors", 2)[-1]
+        assert done.item_id == last.item_id and done.adjudicated is not None
+        assert done.adjudicated.justification == "Agreed after discussion."
+        assert all(d.adjudicated is None for d in ws.disagreements(SYSTEM, "Authors", 2)[:-1])
+        page.get_by_role("heading", name=re.compile(rf"^{last.label}:.*adjudicated$")).wait_for()  # still on it
+    finally:
+        stop(proc)
+        ws.close()
