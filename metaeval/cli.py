@@ -12,7 +12,14 @@ import warnings
 
 from mindeval import __version__
 from mindeval.cli import Parser, at_least, out_dir, run_cli
-from mindeval.cli.options import add_judge_options, add_role_options, add_target_option, role_spec
+from mindeval.cli.options import (
+    add_cost_options,
+    add_judge_options,
+    add_overwrite_option,
+    add_role_options,
+    add_target_option,
+    role_spec,
+)
 from mindeval.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_RETRIES,
@@ -212,7 +219,8 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 
 def _add_power(sub: argparse._SubParsersAction) -> None:
     w = sub.add_parser("power", help="from a pilot study: interactions (and raters) needed to tell two judges apart")
-    w.add_argument("--humans", nargs="+", metavar="SRC", required=True, help="the pilot's human ratings (as in compare)")
+    w.add_argument("--humans", nargs="+", metavar="SRC", required=True, type=release_arg("human_annotations.jsonl"),
+                   help="the pilot's human ratings (as in compare; 'official': the downloaded file)")
     w.add_argument("--judges", nargs="+", metavar="[LABEL=]DIR", required=True,
                    help="the pilot's judge runs (at least two)")
     w.add_argument("--pair", nargs=2, metavar="LABEL", help="the two judges to compare (default: the first two)")
@@ -266,6 +274,8 @@ def _add_judge(sub: argparse._SubParsersAction) -> None:
     j.add_argument("--mapping", help="criterion → sub-axis mapping file for the few-shot scores")
     add_zeros_option(j)
     j.add_argument("--limit", type=int, help="judge only the first N evaluation interactions")
+    add_overwrite_option(j)
+    add_cost_options(j, "judge 120")
     j.set_defaults(func=cmd_judge)
 
 

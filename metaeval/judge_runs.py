@@ -45,6 +45,7 @@ from mindeval.records import (
     RunSummary,
 )
 from mindeval.run_config import hash_config
+from mindeval.rundir_guard import check_store, run_dir_lock
 from mindeval.runner import JudgeSetup, format_failures, judge_setup
 from mindeval.store import sqlite_url
 from mindeval.store.calls import calls_line, logged_run
@@ -77,6 +78,10 @@ class JudgeRunOptions(BaseModel):
     study: str | None = None
     judge_protocol: str = "mindeval"
     new_run: bool = False
+    overwrite: bool = False  # run even where outputs exist without their store (buys their calls again)
+    max_cost: float | None = None  # stop cleanly before the spend could exceed this many dollars
+    dry_run: bool = False  # print the estimated calls, tokens and dollars; call no model
+    assume_reply_tokens: dict[str, int] = {}  # for dry_run: the judge's reply length
 
 
 def _is_url(source: str) -> bool:
@@ -216,7 +221,8 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
     target = load_target(opts.target)
     setup = judge_setup(target, ModelSpec(model=opts.judge, **opts.params), opts.prompt, opts.judge_protocol)
     spec, tpl = setup.spec, setup.template
-    check_api_key(spec, "judge")  # before the first call
+    if not opts.dry_run:
+        check_api_key(spec, "judge")  # before the first call
     mapping = load_mapping(opts.mapping)
     data = load_annotated(opts.annotations, mapping, opts.zeros, opts.study)
     shots = _fewshot(opts, target, mapping, data)
@@ -225,19 +231,39 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         evaluate = evaluate[: max(0, opts.limit)]
     labels = target.template_labels([tpl], [it.profile for it in evaluate])  # those the judge template names
     config = _run_config(opts, setup, target, data, shots, evaluate, mapping)
+    prompt = JudgePrompt(template=tpl, guidelines=target.guidelines, protocol=opts.judge_protocol,
+                         fewshot=shots.examples, speakers=target.speakers())
+    if opts.dry_run:
+        from mindeval.judge_estimate import estimate_judging
+
+        say(estimate_judging(spec, prompt, [(it.profile, it.messages, labels.get(it.profile.id)) for it in evaluate],
+                             opts.repetitions, opts.assume_reply_tokens.get("judge")))
+        return {}
     out = Path(opts.out)
-    out.mkdir(parents=True, exist_ok=True)
+    with run_dir_lock(out):  # one process per directory; outputs without their store are refused
+        check_store(out, opts.db_url, overwrite=opts.overwrite)
+        return _write_run(opts, out, spec, config, prompt, shots, evaluate, labels, data, say, echo)
+
+
+def _write_run(opts: JudgeRunOptions, out: Path, spec: ModelSpec, config: JudgeRunConfig, prompt: JudgePrompt,
+               shots: _Shots, evaluate: list[AnnotatedInteraction], labels: dict, data: HumanSource,
+               say: Callable[[str], None], echo: Callable[[str], None] | None) -> dict[str, Any]:
+    """The judge run in ``out`` (held by the caller): create or resume it, judge what is pending, export."""
+    tpl = prompt.template
     label = opts.label or spec.model
     hashed = config.hashed()
     with logged_run(opts.db_url or sqlite_url(out / "run.db"), KIND, hashed, new_run=opts.new_run) as (log, resumed):
+        if opts.max_cost is not None:
+            from mindeval.budget import Budget
+
+            log.guard = Budget(opts.max_cost, log.store.spent_usd())
+            log.guard.check_priced({"judge": spec})
         RunConfigRecord(
             run_id=log.run_id, config_hash=hash_config(hashed), kind=KIND, label=label,
             fewshot_interaction_ids=shots.ids, config=config.model_dump(mode="json"),
             annotations_source=_shown(opts.annotations), fewshot_source=_shown(opts.fewshot_source),
             package_version=__version__,
         ).write(out / CONFIG_FILE)
-        prompt = JudgePrompt(template=tpl, guidelines=target.guidelines, protocol=opts.judge_protocol,
-                             fewshot=shots.examples, speakers=target.speakers())
         job = JudgeJob(log=log, spec=spec, prompt=prompt, target=config.target, samples=opts.repetitions,
                        retries=opts.retries, seed=opts.seed, labels=labels)
         todo = [(it, r) for it in evaluate for r in range(opts.repetitions) if job.pending(it.interaction_id, r)]

@@ -41,6 +41,9 @@ REALISM_OPENER = "Hi ${name}. How are you doing?"
 # ~4 characters per token, replies of these lengths (or --ROLE-max-tokens when smaller),
 # and a few tokens of chat formatting per message.
 CHARS_PER_TOKEN = 4
+# Sampling parameters the providers accept (OpenAI's ranges; others are narrower or equal): a value
+# outside is refused for every role, on the command line and in run files.
+SAMPLING_RANGES = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0)}
 ASSUMED_REPLY_TOKENS = {"patient": 80, "clinician": 150, "judge": 120, "backstory": 700}
 TOKENS_PER_MESSAGE = 4
 # Prompt caches as providers run them: no prefix under 1,024 tokens is cached (Anthropic

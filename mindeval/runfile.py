@@ -11,7 +11,6 @@ configuration (the replay is refused, with a diff, if the files it names changed
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,9 @@ from .llm.gateway import ModelSpec
 from .llm.retry import RetryPolicy
 from .records import CONFIG_FILE, RunConfigRecord, validate_row
 from .rundir import read_config
+from .rundir_guard import check_not_source, check_store
 from .runner import RunOptions
+from .unique_keys import load_json, load_yaml
 
 
 def _spec(value: Any) -> Any:
@@ -84,12 +85,9 @@ def read_run_file(path: str | Path) -> RunFile:
         raise MindEvalError("file not found", path=p)
     text = p.read_text(encoding="utf-8")
     try:
-        if p.suffix == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
-
-            data = yaml.safe_load(text)
+        data = (load_json if p.suffix == ".json" else load_yaml)(text, p)
+    except MindEvalError:
+        raise
     except (ValueError, Exception) as exc:  # json / yaml syntax errors
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         raise MindEvalError(f"not valid {'JSON' if p.suffix == '.json' else 'YAML'} ({exc.__class__.__name__})",
@@ -158,7 +156,8 @@ JUDGE_OPTIONS = ("judge", "judge_prompt", "judge_retries", "judge_samples", "few
 
 
 def rejudge_options(source: str | Path, out: str | Path, judge: dict[str, Any], *,
-                    db_url: str | None = None, concurrency: int | None = None, progress: bool = True) -> RunOptions:
+                    db_url: str | None = None, concurrency: int | None = None, progress: bool = True,
+                    overwrite: bool = False, dry_run: bool = False) -> RunOptions:
     """The run that scores the conversations of run directory ``source`` with another judge.
 
     ``judge``: the :data:`JUDGE_OPTIONS` to change (``judge`` a model string or its settings).
@@ -172,6 +171,9 @@ def rejudge_options(source: str | Path, out: str | Path, judge: dict[str, Any], 
     cfg_path = src / CONFIG_FILE
     if not cfg_path.is_file():
         raise MindEvalError(f"not a run directory ({CONFIG_FILE} not found)", path=src)
+    check_not_source(out, src)
+    if not dry_run:
+        check_store(out, db_url, overwrite=overwrite)
     rf = read_run_file(cfg_path)
     rec = read_config(cfg_path)
     options = {**rf.options, "clinician": rf.clinicians[0], "judge": rf.judges[0], "out": Path(out)}
@@ -183,6 +185,7 @@ def rejudge_options(source: str | Path, out: str | Path, judge: dict[str, Any], 
         options["concurrency"] = concurrency
     options["progress"] = progress
     options["judge_only"] = True
+    options["overwrite"] = overwrite
     stored = rec.database or ""
     if db_url is not None:
         options["db_url"] = db_url
@@ -191,6 +194,8 @@ def rejudge_options(source: str | Path, out: str | Path, judge: dict[str, Any], 
             raise MindEvalError("the run's database URL is recorded without its password: give it with --db",
                                 path=cfg_path, field="database")
         options["db_url"] = stored
+    elif dry_run:  # the source's store is read as it is; nothing is written
+        options["db_url"] = f"sqlite:///{src / 'run.db'}"
     else:
         copy_sqlite_store(src / "run.db", Path(out) / "run.db")
     return _options(options, cfg_path)

@@ -69,6 +69,7 @@ from .run_config import (
     simulation_view,
     spec_with_defaults,
 )
+from .rundir_guard import check_store, run_dir_lock
 from .simulate import run_interaction
 from .store import runs
 from .store.calls import CallLog, calls_line
@@ -108,6 +109,7 @@ class RunOptions(BaseModel):
     progress: bool = True
     max_cost: float | None = None
     judge_only: bool = False  # `mindeval judge`: judge the stored complete conversations, simulate nothing
+    overwrite: bool = False  # run even where outputs exist without their store (buys their calls again)
 
 
 # ------------------------------------------------------------------------------ inputs
@@ -217,6 +219,9 @@ def prepare(opts: RunOptions) -> Prepared:
     if opts.limit is not None:
         if opts.limit < 1:
             raise MindEvalError("--limit must be at least 1")
+        if opts.limit > len(profiles):
+            raise MindEvalError(f"{opts.limit} is more than the {len(profiles)} profiles of {path}",
+                                field="--limit")
         profiles = profiles[: opts.limit]
     judge = judge_setup(target, opts.judge, opts.judge_prompt, opts.judge_protocol, opts.transcript_format)
     templates = {
@@ -547,7 +552,14 @@ def run_sweep(runs_: list[RunOptions], *, echo: Callable[[str], None] | None = p
 
 
 async def arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
-    """:func:`run_benchmark` on the running event loop."""
+    """:func:`run_benchmark` on the running event loop, holding the run directory
+    (:mod:`mindeval.rundir_guard`: one process per directory, outputs never re-bought silently)."""
+    with run_dir_lock(opts.out):
+        check_store(opts.out, opts.db_url, overwrite=opts.overwrite)
+        return await _arun_benchmark(opts, echo=echo)
+
+
+async def _arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
     started = time.perf_counter()
     prep = prepare(opts)
     config = prep.config
@@ -562,7 +574,8 @@ async def arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None
         budget = None
         if opts.max_cost is not None:
             budget = Budget(opts.max_cost, RunStore(db, run_id).spent_usd())
-            budget.check_priced({"patient": config.patient, "clinician": config.clinician, "judge": config.judge})
+            budget.check_priced({r: getattr(config, r) for r in ("patient", "clinician", "judge")
+                                 if r == "judge" or not opts.judge_only})  # a re-judge run calls only its judge
         RunConfigRecord(run_id=run_id, config_hash=config.hash(), config=config.model_dump(mode="json"),
                         database=redact_url(db.url)).write(out / CONFIG_FILE)
         if echo:

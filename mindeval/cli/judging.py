@@ -5,9 +5,11 @@ interactions (the authors' file, 'official', a study) get the one judge run over
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..errors import MindEvalError
+from ..records import CONFIG_FILE
 
 
 def _judge_options(args: argparse.Namespace) -> dict:
@@ -36,14 +38,40 @@ def handle(args: argparse.Namespace) -> int:
             raise MindEvalError("judge the authors' rated interactions on their own (one SOURCE)", field="SOURCE")
         return judge_annotations(annotated[0], args, echo=not args.quiet)
     many = len(sources) > 1
+    if many:  # a glob (runs/sweep/*) also matches the sweep's leaderboard folder and other files
+        sources = [s for s in sources if is_run_source(s) or print(f"note: skipping {s}: not a run directory",
+                                                                   file=sys.stderr)]
+        if not sources:
+            raise MindEvalError("no run directory among them", field="SOURCE")
     runs = []
     for src in sources:
         name = Path(src).parent.name if Path(src).is_file() else Path(src).name
-        runs.append(with_policy(rejudge_options(src, args.out / slug(name) if many else args.out,
-                                                _judge_options(args), db_url=args.db, concurrency=args.concurrency,
-                                                progress=not args.quiet and not many), retry_policy(args)))
+        o = rejudge_options(src, args.out / slug(name) if many else args.out, _judge_options(args), db_url=args.db,
+                            concurrency=args.concurrency, progress=not args.quiet and not many,
+                            overwrite=args.overwrite, dry_run=args.dry_run)
+        runs.append(with_policy(o.model_copy(update={"max_cost": args.max_cost}), retry_policy(args)))
+    if args.dry_run:
+        return print_judge_estimate(runs, dict(args.assume_reply_tokens))
     summaries = run_sweep(runs) if many else [run_benchmark(runs[0])]
     return 0 if all(is_complete(s) for s in summaries) else 1
+
+
+def is_run_source(source: str) -> bool:
+    """A run directory, or a file of one (its ``interactions.jsonl``, ...)."""
+    path = Path(source)
+    return (path / CONFIG_FILE).is_file() or (path.is_file() and (path.parent / CONFIG_FILE).is_file())
+
+
+def print_judge_estimate(runs: list, assumed: dict[str, int]) -> int:
+    """``--dry-run``: the judge calls, tokens and dollars of each re-judge run (nothing is simulated:
+    the other roles make no call); the estimator of ``mindeval run --dry-run``."""
+    from ..runner import estimate_run, format_estimate, prepare
+
+    for o in runs:
+        prep = prepare(o)
+        est = estimate_run(prep, assumed)
+        print(format_estimate({"judge": est["judge"]}, len(prep.profiles), prep.config.turns))
+    return 0
 
 
 def judge_annotations(source: str, args: argparse.Namespace, *, echo: bool = True) -> int:
@@ -63,7 +91,12 @@ def judge_annotations(source: str, args: argparse.Namespace, *, echo: bool = Tru
         fewshot_source=args.fewshot_file, repetitions=args.judge_samples, out=str(args.out), db_url=args.db,
         params={**role_spec(args, "judge").model_dump(exclude={"model"}), "retry": retry_policy(args)},
         retries=args.judge_retries,
-        concurrency=args.concurrency, judge_protocol=args.judge_protocol, **given,
+        concurrency=args.concurrency, judge_protocol=args.judge_protocol, overwrite=getattr(args, "overwrite", False),
+        max_cost=getattr(args, "max_cost", None), dry_run=getattr(args, "dry_run", False),
+        assume_reply_tokens=dict(getattr(args, "assume_reply_tokens", [])), **given,
     )
+    if opts.dry_run:
+        run_judge(opts, echo=print)
+        return 0
     summary = run_judge(opts, echo=print if echo else None)
     return 0 if summary["n_failed_judgments"] == 0 else 1

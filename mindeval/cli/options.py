@@ -18,6 +18,7 @@ from ..config import (
 from ..errors import MindEvalError
 from ..profiles.official import release_arg
 from ..records import DEFAULT_TARGET, PROTOCOLS, ROLES
+from ..sampling import sampling_arg
 from . import at_least
 
 MODEL_OPTIONS = ("temperature", "max-tokens", "reasoning-effort", "api-base")
@@ -34,7 +35,8 @@ def add_role_options(parser: argparse.ArgumentParser, roles=ROLES, *, required: 
         g = parser.add_argument_group(f"{role} model")
         g.add_argument(f"--{role}", default=None if required else DEFAULT_MODEL, required=required,
                        metavar="MODEL", help=f"litellm model string for the {role}")
-        g.add_argument(f"--{role}-temperature", type=float, default=None, metavar="T")
+        g.add_argument(f"--{role}-temperature", type=sampling_arg(f"--{role}-temperature", "temperature"),
+                       default=None, metavar="T", help="sampling temperature, 0 to 2")
         g.add_argument(f"--{role}-max-tokens", type=int, default=None, metavar="N")
         g.add_argument(f"--{role}-reasoning-effort", default=None, metavar="LEVEL",
                        help="low | medium | high (providers that support it)")
@@ -42,7 +44,7 @@ def add_role_options(parser: argparse.ArgumentParser, roles=ROLES, *, required: 
                        help="OpenAI-compatible server URL (e.g. http://127.0.0.1:8000/v1)")
         for name in MODEL_OPTIONS if plain_aliases else ():
             g.add_argument(f"--{name}", dest=f"{role}_{name.replace('-', '_')}", default=argparse.SUPPRESS,
-                           type=float if name == "temperature" else int if name == "max-tokens" else str,
+                           type=sampling_arg("--temperature", "temperature") if name == "temperature" else int if name == "max-tokens" else str,
                            help=argparse.SUPPRESS)
         g.add_argument(f"--{role}-timeout", type=seconds(f"--{role}-timeout"), default=DEFAULT_TIMEOUT_S[role],
                        metavar="S", help=f"seconds per request before it is retried (default {DEFAULT_TIMEOUT_S[role]:g})")
@@ -50,6 +52,31 @@ def add_role_options(parser: argparse.ArgumentParser, roles=ROLES, *, required: 
                        help="at most N requests per minute for this role (shared by all workers)")
         g.add_argument(f"--{role}-tpm", type=at_least(f"--{role}-tpm"), default=None, metavar="N",
                        help="at most N tokens per minute for this role (shared by all workers)")
+
+
+def add_overwrite_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--overwrite", action="store_true",
+                   help="run even where --out holds a run's outputs without its store run.db (or with another "
+                   "run's): their calls are bought again and the outputs replaced")
+
+
+def add_cost_options(p: argparse.ArgumentParser, roles: str = "patient 80, clinician 150, judge 120") -> None:
+    """``--max-cost``, ``--dry-run`` and ``--assume-reply-tokens`` (``mindeval run``/``judge``, ``metaeval judge``)."""
+    p.add_argument("--max-cost", type=float, default=None, metavar="USD",
+                   help="stop cleanly (resumable) before the run's spend could exceed USD (default: no cap)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the number of calls and estimated tokens and dollars per role; call no model")
+    p.add_argument("--assume-reply-tokens", type=role_tokens, action="append", default=[], metavar="ROLE=N",
+                   help=f"for --dry-run: the reply length of ROLE in tokens (default {roles}; repeatable)")
+
+
+def role_tokens(text: str) -> tuple[str, int]:
+    """``ROLE=N`` of ``--assume-reply-tokens``."""
+    role, _, n = text.partition("=")
+    if role not in ("patient", "clinician", "judge") or not n.isdigit() or int(n) < 1:
+        raise MindEvalError(f"expected ROLE=N with ROLE patient, clinician or judge and N >= 1, got {text!r}",
+                            field="--assume-reply-tokens")
+    return role, int(n)
 
 
 def add_retry_options(parser: argparse.ArgumentParser) -> None:

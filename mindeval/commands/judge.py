@@ -6,7 +6,13 @@ import argparse
 
 from ..cli import at_least, out_dir
 from ..cli.judging import handle
-from ..cli.options import add_judge_options, add_retry_options, add_role_options
+from ..cli.options import (
+    add_cost_options,
+    add_judge_options,
+    add_overwrite_option,
+    add_retry_options,
+    add_role_options,
+)
 from ..config import DEFAULT_CONCURRENCY, DEFAULT_PROMPTS
 
 
@@ -32,5 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="SQLAlchemy URL of the store (default: a copy of the source's run.db in DIR)")
     p.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY,
                    help="judgments in parallel")
+    add_overwrite_option(p)
+    add_cost_options(p, "judge 120")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=handle)

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from ..cli import at_least, out_dir
 from ..cli.options import (
+    add_cost_options,
     add_judge_options,
+    add_overwrite_option,
     add_retry_options,
     add_role_options,
     add_target_option,
@@ -67,29 +69,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "--judge-protocol paper): their <member>/<therapist> tags and first-match `Name: score` "
                    "reading. Forgeable by the clinician, labelled not hardened")
     p.add_argument("--new-run", action="store_true", help="start a new run even if --out holds one")
-    p.add_argument("--max-cost", type=float, default=None, metavar="USD",
-                   help="stop cleanly (resumable) before the run's spend could exceed USD (default: no cap)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print the number of calls and estimated tokens and dollars per role; call no model")
-    p.add_argument("--assume-reply-tokens", type=role_tokens, action="append", default=[], metavar="ROLE=N",
-                   help="for --dry-run: the reply length of ROLE in tokens (default patient 80, clinician 150, "
-                   "judge 120; repeatable)")
+    add_overwrite_option(p)
+    add_cost_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=handle, _parser=p)
-
-
-def role_tokens(text: str) -> tuple[str, int]:
-    """``ROLE=N`` of ``--assume-reply-tokens``."""
-    role, _, n = text.partition("=")
-    if role not in ("patient", "clinician", "judge") or not n.isdigit() or int(n) < 1:
-        raise MindEvalError(f"expected ROLE=N with ROLE patient, clinician or judge and N >= 1, got {text!r}",
-                            field="--assume-reply-tokens")
-    return role, int(n)
 
 
 def handle(args: argparse.Namespace) -> int:
     """Exit 0 when every profile was simulated and judged; 1 when something failed or
     --max-cost stopped the run (re-running continues it)."""
+    from .precheck import check_run_inputs
+
+    check_run_inputs(args)  # before the heavy imports below
     from ..runner import (
         estimate_run,
         format_estimate,
@@ -151,7 +142,7 @@ def options_of(args: argparse.Namespace):
         concurrency=args.concurrency, seed=args.seed, judge_retries=args.judge_retries,
         judge_samples=args.judge_samples, fewshot=args.fewshot_file, fewshot_k=args.fewshot_k,
         judge_protocol=args.judge_protocol, transcript_format=args.transcript_format, new_run=args.new_run,
-        progress=not args.quiet, max_cost=args.max_cost,
+        progress=not args.quiet, max_cost=args.max_cost, overwrite=args.overwrite,
     )
 
 
@@ -166,9 +157,12 @@ def _explicit(args: argparse.Namespace, opts) -> set[str]:
     return out
 
 
+SWEEP_LEADERBOARD = "_leaderboard"  # the sweep's leaderboard folder, beside its run directories
+
+
 def _sweep_leaderboards(runs: list, out: Path) -> None:
-    """The sweep's leaderboard over its run directories, written beside them (one per judge,
-    in ``leaderboard_<judge>/``, when several judges were swept)."""
+    """The sweep's leaderboard over its run directories, in their parent's :data:`SWEEP_LEADERBOARD`
+    folder (so ``out/*`` names run directories only; one sub-folder per judge when judges were swept)."""
     from ..leaderboard import StatsSettings, build_leaderboard, to_markdown, write_outputs
     from ..runfile import slug
 
@@ -178,5 +172,6 @@ def _sweep_leaderboards(runs: list, out: Path) -> None:
     for judge, dirs in by_judge.items():
         lb = build_leaderboard(dirs, StatsSettings())
         print(to_markdown(lb), end="")
-        for path in write_outputs(lb, out if len(by_judge) == 1 else out / f"leaderboard_{slug(judge)}"):
+        folder = out / SWEEP_LEADERBOARD
+        for path in write_outputs(lb, folder if len(by_judge) == 1 else folder / slug(judge)):
             print(f"wrote {path}", file=sys.stderr)

@@ -29,7 +29,7 @@ from collections.abc import Coroutine
 from functools import lru_cache
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .. import extras
 from ..config import CALL_SETTINGS, DEFAULT_CALL_TIMEOUT_S, DEFAULT_TIMEOUT_S, EMBEDDED_MODEL
@@ -71,6 +71,15 @@ class ModelSpec(ModelRecord):
     # The call's retry policy (None: the defaults, the CLI's): travels with the spec, never
     # written to config.json or hashed (a run may resume with other retries).
     retry: RetryPolicy | None = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _sampling_in_range(self) -> ModelSpec:
+        from ..sampling import out_of_range
+
+        problem = out_of_range({**self.extra, "temperature": self.temperature})
+        if problem:
+            raise ValueError(problem)
+        return self
 
     @property
     def provider(self) -> str:

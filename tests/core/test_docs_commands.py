@@ -66,8 +66,17 @@ SKIPS: list[tuple[str, str]] = [
     (r"mindeval leaderboard runs/sweep/", "reads the runs of the hosted-model sweep before it "
                                           "(tests/core/test_sweep_rejudge.py runs it with fake models)"),
 ]
+# Commands run here as written but with keyless fake models in place of the hosted ones they name:
+# (regex matched at the start of the command, what to replace, by what).
+STANDINS: list[tuple[str, str, str]] = [
+    (r"mindeval judge runs/sweep/\* ", r"--judge openai/\S+", "--judge fake/judge:b"),
+]
 # Files a document's commands expect from an earlier step the reader did, made here with fake models.
 PREPARE: dict[str, list[str]] = {
+    "README.md": [  # the README's sweep (sweep.yaml) with fake models: runs/sweep/<model> and its leaderboard
+        "printf '%s\\n' 'patient: fake/echo' 'clinicians: [fake/echo:a, fake/echo:b]' 'judge: fake/judge' "
+        "'profiles: demo' 'limit: 2' 'turns: 2' 'out: runs/sweep' > sweep.yaml && mindeval run --config sweep.yaml --quiet",
+    ],
     "docs/annotation-app.md": [
         "mindeval run --profiles demo --turns 2 --patient fake/echo --clinician fake/echo --judge fake/judge "
         "--out runs/my-run --quiet",
@@ -101,6 +110,14 @@ def _commands(doc: str) -> list[str]:
     return out
 
 
+def _offline(command: str) -> str:
+    """``command`` with the fake models of :data:`STANDINS` in place of hosted ones (else unchanged)."""
+    for pattern, old, new in STANDINS:
+        if re.match(pattern, command):
+            return re.sub(old, new, command)
+    return command
+
+
 def _skip_reason(command: str) -> str | None:
     return next((reason for pattern, reason in SKIPS if re.match(pattern, command)), None)
 
@@ -112,6 +129,11 @@ def test_commands_are_found_and_every_skip_is_used():
     every = [c for cmds in found.values() for c in cmds]
     unused = [p for p, _ in SKIPS if not any(re.match(p, c) for c in every)]
     assert unused == []
+    assert all(any(re.match(p, c) for c in every) for p, _, _ in STANDINS)
+    # The commands a user reported failing as written are run here (not skipped).
+    run = [_offline(c) for c in every if _skip_reason(_offline(c)) is None]
+    assert "mindeval judge runs/sweep/* --judge fake/judge:b --out runs/sweep-gpt-4.1" in run
+    assert any(c.startswith("metaeval power --humans official ") for c in run)
 
 
 def test_no_document_points_beside_the_checkout():
@@ -164,7 +186,7 @@ def _fresh_clone(dest: Path) -> Path:
 @pytest.mark.parametrize("doc", DOCS)
 def test_every_offline_command_runs_as_written(doc, tmp_path, release_cache):
     commands = _commands(doc)
-    run = [c for c in commands if _skip_reason(c) is None]
+    run = [o for o in map(_offline, commands) if _skip_reason(o) is None]
     if not run:
         pytest.skip(f"{doc}: no offline command ({len(commands)} listed in SKIPS)")
     clone = _fresh_clone(tmp_path / "clone")

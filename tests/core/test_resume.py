@@ -95,4 +95,4 @@ def test_sweep_sigkill_then_resume(tmp_path):
         n = con.execute("select count(*) from calls where status='ok'").fetchone()[0]
         con.close()
         assert dup == [] and n == 2 * 4 + 2
-    assert (out / "leaderboard.md").is_file()
+    assert (out / "_leaderboard" / "leaderboard.md").is_file()

@@ -35,7 +35,7 @@ def test_sweep_from_one_file_then_rejudge_and_compare(tmp_path, capsys):
     for d, clinician in zip(dirs, CLINICIANS, strict=True):
         s = json.loads((d / "summary.json").read_text())
         assert s["clinician"] == clinician and s["n_judged"] == 3 and s["calls_made"] == 3 * 4 + 3
-    board = json.loads((tmp_path / "sweep" / "leaderboard.json").read_text())
+    board = json.loads((tmp_path / "sweep" / "_leaderboard" / "leaderboard.json").read_text())
     assert sorted(r["label"] for r in board["table"]["systems"]) == CLINICIANS
     assert sum(CALLS.values()) == 3 * (3 * 4 + 3)
 

@@ -1,0 +1,39 @@
+"""``--dry-run`` of a judge run over rated interactions (``metaeval judge``, ``mindeval judge official``):
+calls, tokens and dollars of every judge request built as the run builds it, over the real
+transcripts, printed as ``mindeval run --dry-run`` prints its estimate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .budget import cached_usage, prompt_tokens, reply_tokens
+from .records import Usage
+
+
+def estimate_judging(spec: Any, prompt: Any, items: Sequence[tuple[Any, list[dict[str, str]], Mapping[str, str] | None]],
+                     samples: int, assumed_reply: int | None = None) -> str:
+    """``prompt``: the run's :class:`~mindeval.judging.render.JudgePrompt`; ``items``: (profile,
+    messages, labels) of each interaction to judge ``samples`` times."""
+    from .judging.render import build_judge_messages, cache_prefix
+    from .llm.cost import billed_input_tokens, cost_usd
+    from .runner import format_estimate
+
+    reply = reply_tokens("judge", spec, assumed=assumed_reply)
+    usage, calls, seen = Usage(), 0, 0
+    for profile, messages, labels in items:
+        text = build_judge_messages(prompt, profile, messages, nonce="0" * 16, labels=labels)[0]["content"]
+        tokens = prompt_tokens([{"content": text}])
+        shared = cache_prefix(prompt, text)
+        end = prompt_tokens([{"content": shared}]) if shared else tokens
+        for _ in range(samples):
+            usage += cached_usage(spec.model, tokens, reply, seen, end)
+            calls += 1
+            seen = end if shared else 0
+    billed = billed_input_tokens(spec.model, usage)
+    est = {"judge": {"model": spec.model, "calls": calls, "reply_tokens": reply, **usage.model_dump(),
+                     "billed_input_tokens": None if billed is None else round(billed),
+                     "cost_usd": cost_usd(spec.model, usage)}}
+    lines = format_estimate(est, len(items), 0).splitlines()
+    lines[0] = f"dry run: {len(items)} rated interactions x {samples} judge samples; no model was called"
+    return "\n".join(lines)

@@ -1,0 +1,134 @@
+"""Money is never spent twice without a word, counted at the fault server.
+
+- A run directory whose outputs exist but whose store (``run.db``) is gone, or belongs to
+  another run, is refused (before: a replay of its ``config.json`` bought every call again
+  and replaced the transcripts); ``--overwrite`` is the explicit way to buy them again.
+- ``mindeval judge --max-cost`` stops before the spend could exceed the cap; ``--dry-run``
+  calls nothing.
+- A second process on the same ``--out`` is told which process holds it; once that process
+  is gone its lock is taken over.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from provkit import SECRET
+
+from mindeval.cli import main
+
+ROLES = ("patient", "clinician", "judge")
+
+
+def _models(srv, judge: str = "openai/judge-model") -> list[str]:
+    args = []
+    for r in ROLES:
+        args += [f"--{r}", judge if r == "judge" else f"openai/{r}-model", f"--{r}-api-base", srv.url]
+    return args
+
+
+def _run(srv, out, *extra: str) -> int:
+    return main(["run", "--quiet", "--limit", "2", "--turns", "2", "--out", str(out), *_models(srv), *extra])
+
+
+def _digests(run_dir) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(run_dir.iterdir()) if p.is_file()}
+
+
+def test_a_run_without_its_store_is_refused_not_bought_again(server, tmp_path, capsys):
+    out = tmp_path / "R"
+    assert _run(server, out) == 0
+    paid = len(server.requests)
+    assert paid == 2 * 2 + 2
+    (out / "run.db").unlink()
+    before = _digests(out)
+    capsys.readouterr()
+    for argv in (["run", "--config", str(out / "config.json"), "--quiet"], ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "not its store run.db" in err[0] and "--overwrite" in err[0], err
+    assert _run(server, out) == 2  # the same command line as the first time
+    assert len(server.requests) == paid and _digests(out) == before  # nothing bought, nothing replaced
+    assert _run(server, out, "--overwrite") == 0  # said explicitly: bought again
+    assert len(server.requests) == 2 * paid
+
+
+def test_a_store_of_another_run_is_refused(server, tmp_path, capsys):
+    a, b = tmp_path / "A", tmp_path / "B"
+    assert _run(server, a) == 0
+    assert main(["run", "--quiet", "--limit", "1", "--turns", "2", "--out", str(b), *_models(server)]) == 0
+    paid = len(server.requests)
+    shutil.copyfile(b / "run.db", a / "run.db")
+    capsys.readouterr()
+    assert main(["run", "--config", str(a / "config.json"), "--quiet"]) == 2
+    assert "does not hold" in capsys.readouterr().err
+    assert len(server.requests) == paid
+
+
+def test_judge_dry_run_and_max_cost_spend_nothing_past_the_cap(server, tmp_path, capsys):
+    src = tmp_path / "R"
+    assert _run(server, src) == 0
+    paid = len(server.requests)
+    priced = ["--judge", "openai/gpt-4.1", "--judge-api-base", server.url]
+    capsys.readouterr()
+    assert main(["judge", str(src), *priced, "--out", str(tmp_path / "J"), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    row = next(line.split() for line in out.splitlines() if line.startswith("judge "))
+    assert row[1:3] == ["openai/gpt-4.1", "2"] and float(row[-1]) > 0
+    assert len(server.requests) == paid and not (tmp_path / "J").exists()
+    # One judge call costs more than the cap: none is made; the run stops, resumable.
+    assert main(["judge", str(src), *priced, "--out", str(tmp_path / "J"), "--max-cost", "0.000001",
+                 "--quiet"]) == 1
+    assert len(server.requests) == paid
+    assert main(["judge", str(src), *priced, "--out", str(tmp_path / "J"), "--max-cost", "5", "--quiet"]) == 0
+    assert len(server.requests) == paid + 2
+
+
+def test_a_second_process_on_the_same_out_is_told_which_one_runs(server, tmp_path):
+    out = tmp_path / "R"
+    server.script(["hang"], model="clinician-model")  # the first process waits in its first call
+    env = {**os.environ, "OPENAI_API_KEY": SECRET}
+    cmd = [sys.executable, "-m", "mindeval", "run", "--quiet", "--limit", "1", "--turns", "2", "--out", str(out),
+           "--max-retries", "0", *_models(server)]
+    first = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not server.requests and time.monotonic() < deadline and first.poll() is None:
+            time.sleep(0.05)
+        assert server.requests, "the first process never reached the server"
+        second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2
+        err = second.stderr.strip().splitlines()
+        assert len(err) == 1 and f"pid {first.pid}" in err[0] and "in use by another run" in err[0], err
+        assert "already exists" not in second.stderr
+        assert first.poll() is None  # still running: it was refused while the other held the directory
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    # The holder is gone: its lock is taken over and the run resumes.
+    third = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert third.returncode == 0, third.stderr
+    assert f"taking over the lock of pid {first.pid}" in third.stderr
+    assert not (out / ".mindeval.lock").exists()
+
+
+def test_metaeval_judge_dry_run_and_max_cost(server, tmp_path, capsys, shared_data):
+    from metaeval.cli import main as meta
+
+    base = ["judge", "--annotations", str(shared_data / "human_annotations.jsonl"), "--judge", "openai/gpt-4.1",
+            "--judge-api-base", server.url, "--limit", "2", "--fewshot-k", "0", "--out", str(tmp_path / "J")]
+    assert meta([*base, "--dry-run", "--judge-samples", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "dry run: 2 rated interactions x 3 judge samples; no model was called" in out
+    assert next(line.split() for line in out.splitlines() if line.startswith("judge "))[1:3] == ["openai/gpt-4.1", "6"]
+    assert not server.requests and not (tmp_path / "J").exists()
+    assert meta([*base, "--max-cost", "0.000001"]) == 2
+    assert "stopped before exceeding --max-cost" in capsys.readouterr().err and not server.requests
+    assert meta([*base, "--max-cost", "5"]) == 0
+    assert len(server.requests) == 2
