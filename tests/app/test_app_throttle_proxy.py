@@ -154,7 +154,7 @@ def _try(browser, base: str, forwarded: str, name: str, code: str, expect: str) 
     ctx = browser.new_context(extra_http_headers={XFF: forwarded}, viewport={"width": 1400, "height": 1000})
     try:
         page = ctx.new_page()
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(90_000)
         page.goto(base)
         page.get_by_label("Your name").fill(name)
         page.get_by_label("Access code").fill(code)
@@ -205,7 +205,7 @@ def test_a_configured_header_that_never_arrives_is_reported_in_the_log_and_to_ad
     try:
         ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = ctx.new_page()
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(90_000)
         page.goto(f"http://127.0.0.1:{port}/")
         page.get_by_label("Your name").fill("admin")
         page.get_by_label("Access code").fill(ADMIN_CODE)
