@@ -72,7 +72,11 @@ def _start(url: str, tmp_path, header: str | None) -> tuple[subprocess.Popen, in
         cmd += ["--trusted-proxy-header", header]
     proc = subprocess.Popen(cmd, stdout=(tmp_path / f"app{port}.log").open("w"), stderr=subprocess.STDOUT,
                             env=env, cwd=ROOT)
-    wait_healthy(port, proc)
+    try:
+        wait_healthy(port, proc)
+    except BaseException:
+        stop(proc)  # a server that never became healthy is not left running after the test
+        raise
     return proc, port
 
 
