@@ -12,6 +12,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("MINDEVAL_SHARED_DATA", ROOT.parent / "shared" / "data" / "mindeval-official"))
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
+if "PYTEST_XDIST_WORKER" in os.environ:
+    # Parallel workers split the cores for the embedded model (each worker and every app server it
+    # starts inherit this): llama.cpp's threads spin at each barrier, so N workers each running the
+    # model on every core are several times slower than with one thread each (same replies).
+    _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    os.environ.setdefault("MINDEVAL_EMBEDDED_THREADS", str(max(1, (os.cpu_count() or 1) // _workers)))
+
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:

@@ -50,6 +50,10 @@ CACHE_BYTES = int(os.environ.get("MINDEVAL_EMBEDDED_CACHE_MB", "0")) << 20
 DEFAULT_SEED = 0  # a request without a seed samples with this one (never the process's RNG state)
 SYSTEM_STATES = int(os.environ.get("MINDEVAL_EMBEDDED_SYSTEM_STATES", "6"))  # kept system-message states (~20 MB each)
 DEFAULT_MAX_TOKENS = 256
+# Threads of one model instance (0 = every core). Several processes that each run the model on one
+# machine (parallel test workers, several runs) should split the cores: llama.cpp's threads spin at
+# every barrier, so an oversubscribed model gets far slower than one with fewer threads.
+THREADS = int(os.environ.get("MINDEVAL_EMBEDDED_THREADS", "0"))
 EMPTY_REDRAWS = 3  # new draws when a free-text reply is nothing but debris or repeats
 # Decoding of free-text replies; a request's own parameters override these.
 CHAT_DECODING: dict[str, Any] = {"repeat_penalty": 1.3, "top_p": 0.9, "top_k": 40, "min_p": 0.05}
@@ -81,7 +85,7 @@ def _load() -> Any:
             model = Llama(
                 model_path=str(smollm2_gguf_path()),
                 n_ctx=N_CTX,
-                n_threads=max(1, os.cpu_count() or 1),
+                n_threads=THREADS if THREADS > 0 else max(1, os.cpu_count() or 1),
                 verbose=False,
                 seed=0,
             )

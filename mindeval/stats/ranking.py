@@ -21,7 +21,6 @@ from collections.abc import Mapping
 
 import numpy as np
 from pydantic import BaseModel
-from scipy.stats import rankdata
 
 from .exact import snap_value
 
@@ -58,6 +57,9 @@ def pairwise_accuracy(a: Mapping[str, float], b: Mapping[str, float]) -> Pairwis
 
 
 def _ranks(scores: Mapping[str, float], systems: list[str]) -> dict[str, float]:
+    # Imported here: scipy.stats costs ~2 s to import and most importers of mindeval.stats never rank.
+    from scipy.stats import rankdata
+
     vals = np.array([snap_value(scores[s]) for s in systems], dtype=np.float64)
     return dict(zip(systems, rankdata(-vals, method="average"), strict=True))
 

@@ -51,10 +51,15 @@ def radios(at) -> dict[str, object]:
     return out
 
 
-def new_app():
+# Seconds one AppTest script run may take: a run that takes 2 s idle takes a minute beside a CPU hog
+# and three other test workers, and a timed-out run fails the test without telling anything.
+APPTEST_TIMEOUT = float(os.environ.get("MINDEVAL_APPTEST_TIMEOUT", "300"))
+
+
+def new_app(path: Path = APP):
     from streamlit.testing.v1 import AppTest
 
-    return AppTest.from_file(str(APP), default_timeout=60)
+    return AppTest.from_file(str(path), default_timeout=APPTEST_TIMEOUT)
 
 
 def sign_in(name: str, code: str):

@@ -37,7 +37,7 @@ def open_browser(tmp_path: Path, width: int = 1400, height: int = 1000):
     with playwright_api().sync_playwright() as p:
         ctx = chromium_context(p, tempfile.mkdtemp(dir=tmp_path), width, height)
         page = ctx.new_page()
-        page.set_default_timeout(30_000)
+        page.set_default_timeout(90_000)  # a rerun beside a CPU hog and other workers takes tens of seconds
         yield page
         ctx.close()
 

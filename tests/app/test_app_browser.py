@@ -11,9 +11,10 @@ import time
 import pytest
 from appkit import ROOT, free_port, make_workspace, start_app, stop, wait_healthy
 from browserkit import open_browser, settle, sign_in
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from annotation_app.store import RatingRow
+from annotation_app.store.tables import StudyRow
 from mindeval.store.tables import TurnRow
 
 pytestmark = pytest.mark.browser
@@ -96,7 +97,10 @@ def test_sign_in_rate_roleplay_restart_and_screenshot(browser_page, tmp_path):
 @pytest.mark.slow
 def test_roleplay_with_the_embedded_model(browser_page, tmp_path):
     url = f"sqlite:///{tmp_path / 'slow.db'}"
-    make_workspace(url, clinician="local/smollm2").close()
+    ws = make_workspace(url, clinician="local/smollm2")
+    with ws.db.write() as s:  # replies of at most 64 tokens (role default 128): the same model end to end
+        s.execute(update(StudyRow).where(StudyRow.kind == "roleplay").values(clinician_max_tokens=64))
+    ws.close()
     port = free_port()
     proc = start_app(url, port, tmp_path / "app.log")
     try:

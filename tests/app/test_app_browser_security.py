@@ -65,7 +65,7 @@ def test_session_cookie_copied_links_sign_out_headers_and_inert_links(chromium, 
         healthy = wait_healthy(port, proc)
         a_ctx = chromium.new_context(viewport={"width": 1400, "height": 1000})
         a = a_ctx.new_page()
-        a.set_default_timeout(30_000)
+        a.set_default_timeout(90_000)
         a.goto(base)
         a.get_by_label("Your name").wait_for()
         usable = time.perf_counter() - started
@@ -91,7 +91,7 @@ def test_session_cookie_copied_links_sign_out_headers_and_inert_links(chromium, 
         # Everything the first browser visited, opened in a second browser, signs nobody in.
         b_ctx = chromium.new_context()
         b = b_ctx.new_page()
-        b.set_default_timeout(30_000)
+        b.set_default_timeout(90_000)
         pages = {u for u in visited if u.startswith(base) and "/_stcore/" not in u and "/static/" not in u
                  and "." not in u.split("/")[-1].split("?")[0]}
         assert any(SESSION_ROUTE in u for u in pages)  # the one-time ticket link is among them

@@ -15,6 +15,7 @@ from browserkit import open_browser, settle, sign_in
 from sqlalchemy import update
 
 from annotation_app.store import RoleplaySessionRow, utcnow
+from annotation_app.store.tables import StudyRow
 
 
 @pytest.fixture
@@ -158,6 +159,10 @@ PLACEHOLDER = re.compile(r"\[insert|<\|im_|\[your|^\s*(A|Q|User|Assistant|Clinic
 @pytest.mark.slow
 def test_three_turns_with_the_embedded_clinician_read_like_a_conversation(tmp_path):
     ws = make_workspace(f"sqlite:///{tmp_path / 'embedded.db'}", clinician="local/smollm2")
+    # Replies of at most 64 tokens (the role default is 128): the same real model, prompt and
+    # clean-up end to end, half the decoding on a loaded machine.
+    with ws.db.write() as s:
+        s.execute(update(StudyRow).where(StudyRow.kind == "roleplay").values(clinician_max_tokens=64))
     v = viewer(ws, "demo", DEMO_CODE)
     sid = ws.sessions(v, 2)[0].session_id
     ws.start_session(v, sid)

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from appkit import ADMIN_CODE, APP, DEMO_CODE, all_text, new_app, sign_in
-from streamlit.testing.v1 import AppTest
 
 
 def test_a_wrong_code_is_refused_plainly(demo_ws):
@@ -53,7 +52,7 @@ def test_annotators_do_not_get_admin_pages_admins_do(demo_ws):
     with pytest.raises(ValueError):
         at.switch_page("views/admin_results.py")
     # Even run directly, an admin page refuses an annotator's session.
-    direct = AppTest.from_file(str(APP.parent / "views" / "admin_export.py"))
+    direct = new_app(APP.parent / "views" / "admin_export.py")
     direct.session_state["token"] = at.session_state["token"]
     direct.run()
     assert any("for study admins" in e.value for e in direct.error)

@@ -72,7 +72,11 @@ def _start(url: str, tmp_path, header: str | None) -> tuple[subprocess.Popen, in
         cmd += ["--trusted-proxy-header", header]
     proc = subprocess.Popen(cmd, stdout=(tmp_path / f"app{port}.log").open("w"), stderr=subprocess.STDOUT,
                             env=env, cwd=ROOT)
-    wait_healthy(port, proc)
+    try:
+        wait_healthy(port, proc)
+    except BaseException:
+        stop(proc)  # a server that never became healthy is not left running after the test
+        raise
     return proc, port
 
 
@@ -154,7 +158,7 @@ def _try(browser, base: str, forwarded: str, name: str, code: str, expect: str) 
     ctx = browser.new_context(extra_http_headers={XFF: forwarded}, viewport={"width": 1400, "height": 1000})
     try:
         page = ctx.new_page()
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(90_000)
         page.goto(base)
         page.get_by_label("Your name").fill(name)
         page.get_by_label("Access code").fill(code)
@@ -205,7 +209,7 @@ def test_a_configured_header_that_never_arrives_is_reported_in_the_log_and_to_ad
     try:
         ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = ctx.new_page()
-        page.set_default_timeout(60_000)
+        page.set_default_timeout(90_000)
         page.goto(f"http://127.0.0.1:{port}/")
         page.get_by_label("Your name").fill("admin")
         page.get_by_label("Access code").fill(ADMIN_CODE)
