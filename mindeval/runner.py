@@ -65,7 +65,7 @@ from .run_config import (
     simulation_view,
     spec_with_defaults,
 )
-from .simulate import run_interaction
+from .simulate import Speaker, run_interaction
 from .store import runs
 from .store.calls import CallLog, calls_line
 from .store.db import Database, redact_url, sqlite_url
@@ -441,10 +441,10 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: Opene
                                                               config.patient.model))
             try:
                 turns = await run_interaction(
-                    sim_log, iid, patient_spec=config.patient, clinician_spec=config.clinician,
-                    patient_prompt=render_patient(prep.templates["patient"], profile, prep.labels.get(profile.id)),
-                    clinician_prompt=render_clinician(prep.templates["clinician"], profile,
-                                                      prep.labels.get(profile.id)),
+                    sim_log, iid, patient=Speaker(spec=config.patient, prompt=render_patient(
+                        prep.templates["patient"], profile, prep.labels.get(profile.id))),
+                    clinician=Speaker(spec=config.clinician, prompt=render_clinician(
+                        prep.templates["clinician"], profile, prep.labels.get(profile.id))),
                     turns=config.turns, opening_line=config.opening_line, seed=config.seed,
                     on_turn=lambda _t: step(),
                 )
