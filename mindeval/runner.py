@@ -70,7 +70,7 @@ from .run_config import (
     spec_with_defaults,
 )
 from .rundir_guard import check_store, run_dir_lock
-from .simulate import run_interaction
+from .simulate import Speaker, run_interaction
 from .store import runs
 from .store.calls import CallLog, calls_line
 from .store.db import Database, redact_url, sqlite_url
@@ -456,9 +456,10 @@ class _Run:
                                                                c.patient.model))
         try:
             turns = await run_interaction(
-                self.sim_log, iid, patient_spec=c.patient, clinician_spec=c.clinician,
-                patient_prompt=render_patient(self.prep.templates["patient"], profile, labels),
-                clinician_prompt=render_clinician(self.prep.templates["clinician"], profile, labels),
+                self.sim_log, iid,
+                patient=Speaker(spec=c.patient, prompt=render_patient(self.prep.templates["patient"], profile, labels)),
+                clinician=Speaker(spec=c.clinician,
+                                  prompt=render_clinician(self.prep.templates["clinician"], profile, labels)),
                 turns=c.turns, opening_line=c.opening_line, seed=c.seed, on_turn=lambda _t: step(),
             )
         except ModelCallError as exc:

@@ -23,13 +23,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 
+from pydantic import BaseModel, ConfigDict
+
 from .config import OPENING_LINE
 from .errors import ModelCallError
 from .judging.textguard import guard_turn
 from .llm.gateway import Completion, ModelSpec
 from .llm.retry import is_content_refusal, is_empty_reply
 from .records import Role, Turn
-from .store.calls import CallLog
+from .store.calls import CallLog, Recording
 from .store.runs import RunStore, load_turns
 
 
@@ -55,14 +57,21 @@ def model_turn(idx: int, role: Role, spec: ModelSpec, call_id: int, c: Completio
                 author="model", usage=c.usage, latency_s=c.latency_s, call_id=call_id)
 
 
+class Speaker(BaseModel):
+    """One side of an interaction: the model that speaks and its system prompt."""
+
+    model_config = ConfigDict(frozen=True)
+
+    spec: ModelSpec
+    prompt: str
+
+
 async def run_interaction(
     log: CallLog,
     interaction_id: str,
     *,
-    patient_spec: ModelSpec,
-    clinician_spec: ModelSpec,
-    patient_prompt: str,
-    clinician_prompt: str,
+    patient: Speaker,
+    clinician: Speaker,
     turns: int,
     opening_line: str = OPENING_LINE,
     seed: int = 0,
@@ -79,11 +88,11 @@ async def run_interaction(
         opener = Turn(index=0, role="patient", content=opening_line, author="scripted")
         await log.store.arun(RunStore.add_turn(interaction_id, opener))
         history = [opener]
-    prompts = {"clinician": (clinician_spec, clinician_prompt), "patient": (patient_spec, patient_prompt)}
-    system_sha = {r: hashlib.sha256(p.encode()).hexdigest() for r, (_, p) in prompts.items()}
+    speakers = {"clinician": clinician, "patient": patient}
+    system_sha = {r: hashlib.sha256(s.prompt.encode()).hexdigest() for r, s in speakers.items()}
     while len(history) - 1 < turns:
         role = next_role(history)
-        spec, prompt = prompts[role]
+        spec, prompt = speakers[role].spec, speakers[role].prompt
         idx = len(history)
         turn: list[Turn] = []
 
@@ -95,8 +104,9 @@ async def run_interaction(
         try:
             call = await log.call(
                 role, spec, role_view(prompt, history, role), seed=turn_seed(seed, interaction_id, idx),
-                tag=f"{interaction_id}:{idx}", after=save,
-                ref={"interaction": interaction_id, "turns": idx, "system_sha256": system_sha[role]},
+                tag=f"{interaction_id}:{idx}",
+                recording=Recording(ref={"interaction": interaction_id, "turns": idx,
+                                         "system_sha256": system_sha[role]}, after=save),
             )
         except ModelCallError as exc:
             if role != "clinician" or not (is_empty_reply(exc) or is_content_refusal(exc)):

@@ -510,28 +510,51 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
     target = Target(manifest, path)
     if (legacy := _legacy_problem(target)) is not None:
         problems.append(legacy)
-    if manifest.authors_release and target.guidelines_path.is_file() and not guideline_problems(target.guidelines_path) \
-            and load_guidelines(target.guidelines_path).axis_codes != AXES:
-        problems.append(MindEvalError(f"authors_release needs MindEval's dimensions ({', '.join(AXES)})", path=path,
-                                      line=_line_of_key(path, "authors_release"), field="authors_release"))
+    problems += _authors_release_problems(target)
+    problems += _guidelines_problems(target)
+    problems += _template_problems(target)
+    problems += _profiles_problems(target)
+    ppath = target.profiles_path
+    if manifest.labels is not None and not _labels_bad(problems) and not any(p.path == str(ppath) for p in problems):
+        problems += target.label_problems()
+    return problems
 
-    def missing(field: str, what: Path | str) -> None:
-        problems.append(MindEvalError(f"file not found: {what}", path=path,
-                                      line=_line_of_key(path, field), field=field))
 
-    gpath = target.guidelines_path
-    if gpath.is_file():
-        gproblems = guideline_problems(gpath)
-        problems += gproblems
-        if not gproblems:
-            g = load_guidelines(gpath)
-            need = {"harm_share": (bool(g.harm_levels), "a scale with harm levels"),
-                    "all_best": (g.scale_kind == "categorical", "a categorical scale")}.get(manifest.rank_by)
-            if need is not None and not need[0]:
-                problems.append(MindEvalError(f"rank_by {manifest.rank_by} needs {need[1]}", path=path,
-                                              line=_line_of_key(path, "rank_by"), field="rank_by"))
-    else:
-        missing("guidelines", gpath)
+def _missing(target: Target, field: str, what: Path | str) -> MindEvalError:
+    """A file the manifest names (at ``field``) that does not exist."""
+    return MindEvalError(f"file not found: {what}", path=target.path,
+                         line=_line_of_key(target.path, field), field=field)
+
+
+def _authors_release_problems(target: Target) -> list[MindEvalError]:
+    """``authors_release`` needs MindEval's own dimensions (checked when the guidelines load)."""
+    gpath, path = target.guidelines_path, target.path
+    if target.manifest.authors_release and gpath.is_file() and not guideline_problems(gpath) \
+            and load_guidelines(gpath).axis_codes != AXES:
+        return [MindEvalError(f"authors_release needs MindEval's dimensions ({', '.join(AXES)})", path=path,
+                              line=_line_of_key(path, "authors_release"), field="authors_release")]
+    return []
+
+
+def _guidelines_problems(target: Target) -> list[MindEvalError]:
+    """The guidelines file: present, valid, and with the scale ``rank_by`` needs."""
+    gpath, path, manifest = target.guidelines_path, target.path, target.manifest
+    if not gpath.is_file():
+        return [_missing(target, "guidelines", gpath)]
+    problems = list(guideline_problems(gpath))
+    if not problems:
+        g = load_guidelines(gpath)
+        need = {"harm_share": (bool(g.harm_levels), "a scale with harm levels"),
+                "all_best": (g.scale_kind == "categorical", "a categorical scale")}.get(manifest.rank_by)
+        if need is not None and not need[0]:
+            problems.append(MindEvalError(f"rank_by {manifest.rank_by} needs {need[1]}", path=path,
+                                          line=_line_of_key(path, "rank_by"), field="rank_by"))
+    return problems
+
+
+def _template_problems(target: Target) -> list[MindEvalError]:
+    """Each role's prompt template: present and loadable; the judge's with the fields it needs."""
+    problems: list[MindEvalError] = []
     for role in TARGET_ROLES:
         try:
             tpl = target.template(role)
@@ -539,26 +562,31 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
                 problems += _judge_fields(target, tpl)
         except MindEvalError as exc:
             if "no prompt template" in exc.message:
-                missing(f"prompts.{role}", target.root / getattr(manifest.prompts, role))
+                named = target.root / getattr(target.manifest.prompts, role)
+                problems.append(_missing(target, f"prompts.{role}", named))
             else:
                 problems.append(exc)
+    return problems
+
+
+def _profiles_problems(target: Target) -> list[MindEvalError]:
+    """The target's profiles file (if it names one): present, non-empty, every row a valid profile."""
     ppath = target.profiles_path
-    if ppath is not None:
-        if not ppath.is_file():
-            missing("profiles", ppath)
-        else:
-            rows = 0
+    if ppath is None:
+        return []
+    if not ppath.is_file():
+        return [_missing(target, "profiles", ppath)]
+    problems: list[MindEvalError] = []
+    rows = 0
+    try:
+        for n, obj in read_jsonl(ppath, problems):
+            rows += 1
             try:
-                for n, obj in read_jsonl(ppath, problems):
-                    rows += 1
-                    try:
-                        profile_from_json(obj, path=ppath, line=n)
-                    except MindEvalError as exc:
-                        problems.append(exc)
+                profile_from_json(obj, path=ppath, line=n)
             except MindEvalError as exc:
                 problems.append(exc)
-            if rows == 0:
-                problems.append(MindEvalError("no profiles in file", path=ppath))
-    if manifest.labels is not None and not _labels_bad(problems) and not any(p.path == str(ppath) for p in problems):
-        problems += target.label_problems()
+    except MindEvalError as exc:
+        problems.append(exc)
+    if rows == 0:
+        problems.append(MindEvalError("no profiles in file", path=ppath))
     return problems

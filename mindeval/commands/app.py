@@ -65,7 +65,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     admin = asub.add_parser("admin", help="manage studies, people, imports and exports")
     admin.add_argument("--db", default=None, metavar="URL", help="as for `mindeval app`")
     cmds = admin.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
+    _register_setup_commands(cmds)
+    _register_data_commands(cmds)
 
+
+def _register_setup_commands(cmds: argparse._SubParsersAction) -> None:
+    """``app admin`` commands that set a study up: create it, add people, assign items."""
     c = cmds.add_parser("create-study", help="create a rating or role-play study")
     c.add_argument("name")
     c.add_argument("--kind", choices=("rating", "roleplay"), default="rating")
@@ -100,6 +105,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated names: the group (default: every active annotator who can sign in)")
     s.set_defaults(func=_assign)
 
+
+def _register_data_commands(cmds: argparse._SubParsersAction) -> None:
+    """``app admin`` commands that move data in and out: import, add-sessions, export, list, results."""
     i = cmds.add_parser("import", help="import a run directory, interactions, profiles or the authors' ratings")
     i.add_argument("study")
     i.add_argument("path", type=Path,

@@ -90,7 +90,7 @@ def _generate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ..llm.gateway import ModelSpec
-    from ..profiles.backstory import BackstoryOutcome, generate_file
+    from ..profiles.backstory import BackstoryOptions, BackstoryOutcome, generate_file
     from ..profiles.official import resolve_profiles_arg
     from ..store.calls import calls_line
 
@@ -108,9 +108,9 @@ def _generate(args: argparse.Namespace) -> int:
                 "failed": f"FAILED after {o.attempts} attempt(s): {o.error or '; '.join(o.problems)}"}[o.status]
         tqdm.write(f"[{done[0]}] #{o.index + 1} {o.name}: {what} ({calls})", file=sys.stderr)
 
-    report = generate_file(source, args.out, spec, template=args.prompt, retries=args.retries, seed=args.seed,
-                           concurrency=args.concurrency, db_url=args.db, regenerate=args.regenerate,
-                           on_done=progress, progress=not args.quiet, new_run=args.new_run)
+    options = BackstoryOptions(template=args.prompt, retries=args.retries, seed=args.seed,
+                               concurrency=args.concurrency, regenerate=args.regenerate, progress=not args.quiet)
+    report = generate_file(source, args.out, spec, options, db_url=args.db, on_done=progress, new_run=args.new_run)
     print(f"{'resumed' if report.resumed else 'started'} run {report.run_id}: "
           f"{report.n_ok} generated, {report.n_kept} kept, {report.n_failed} failed of {report.n_profiles}; "
           f"{calls_line(report.calls_made, report.calls_reused, report.calls_failed)}; "

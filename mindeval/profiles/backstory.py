@@ -161,19 +161,35 @@ async def generate_one(
     return out
 
 
+class BackstoryOptions(BaseModel):
+    """How backstories are generated: the prompt, the attempts per profile, the seed, how many
+    profiles at once, whether existing backstories are written again, and the progress bar."""
+
+    template: str | PromptTemplate = DEFAULT_TEMPLATE
+    retries: int = DEFAULT_RETRIES
+    seed: int | None = 0
+    concurrency: int = 1
+    regenerate: bool = False
+    progress: bool = False
+
+    def prompt(self) -> PromptTemplate:
+        """The backstory template (loaded when ``template`` names one)."""
+        t = self.template
+        return t if isinstance(t, PromptTemplate) else load_template(t, kind="backstory")
+
+
 def generate_backstories(
-    profiles: list[Profile], spec: ModelSpec, log: CallLog, *, template: str | PromptTemplate = DEFAULT_TEMPLATE,
-    retries: int = DEFAULT_RETRIES, seed: int | None = None, concurrency: int = 1,
-    regenerate: bool = False, on_done: Callable[[BackstoryOutcome], None] | None = None, progress: bool = False,
+    profiles: list[Profile], spec: ModelSpec, log: CallLog, options: BackstoryOptions, *,
+    on_done: Callable[[BackstoryOutcome], None] | None = None,
 ) -> list[BackstoryOutcome]:
-    """Backstories for ``profiles`` (input order); profiles that have one are kept unless ``regenerate``."""
-    if retries < 1:
+    """Backstories for ``profiles`` (input order); profiles that have one are kept unless ``options.regenerate``."""
+    if options.retries < 1:
         raise MindEvalError("retries must be at least 1", field="--retries")
-    tpl = template if isinstance(template, PromptTemplate) else load_template(template, kind="backstory")
+    tpl = options.prompt()
     results: dict[int, BackstoryOutcome] = {}
     todo: list[int] = []
     for i, p in enumerate(profiles):
-        if p.member_narrative.strip() and not regenerate:
+        if p.member_narrative.strip() and not options.regenerate:
             results[i] = BackstoryOutcome(index=i, profile_id=p.id, name=p.name, status="kept",
                                           narrative=p.member_narrative,
                                           thinking_trace=p.member_narrative_thinking_trace)
@@ -183,11 +199,11 @@ def generate_backstories(
             todo.append(i)
 
     async def work(i: int) -> None:
-        results[i] = await generate_one(log, spec, tpl, profiles[i], i, retries=retries, seed=seed)
+        results[i] = await generate_one(log, spec, tpl, profiles[i], i, retries=options.retries, seed=options.seed)
         if on_done:
             on_done(results[i])
 
-    run_pool(todo, work, concurrency=concurrency, desc="backstories", progress=progress)
+    run_pool(todo, work, concurrency=options.concurrency, desc="backstories", progress=options.progress)
     return [results[i] for i in range(len(profiles))]
 
 
@@ -219,10 +235,8 @@ def run_config(spec: ModelSpec, tpl: PromptTemplate, seed: int | None) -> dict[s
 
 
 def generate_file(
-    source: str | Path, output: str | Path, spec: ModelSpec, *, template: str = DEFAULT_TEMPLATE,
-    retries: int = DEFAULT_RETRIES, seed: int | None = 0, concurrency: int = 1, db_url: str | None = None,
-    regenerate: bool = False, on_done: Callable[[BackstoryOutcome], None] | None = None, progress: bool = False,
-    new_run: bool = False,
+    source: str | Path, output: str | Path, spec: ModelSpec, options: BackstoryOptions | None = None, *,
+    db_url: str | None = None, on_done: Callable[[BackstoryOutcome], None] | None = None, new_run: bool = False,
 ) -> GenerationReport:
     """Read profiles, generate backstories, write ``output`` plus its sidecar files.
 
@@ -233,21 +247,41 @@ def generate_file(
     ``new_run``).
     """
     started = time.perf_counter()
+    options = options or BackstoryOptions()
     src, out = Path(source), Path(output)
     if src.resolve() == out.resolve():
         raise MindEvalError("the output must be a different file from the input", path=out)
     check_model_string(spec.model)
-    check_concurrency(concurrency)
+    check_concurrency(options.concurrency)
     spec = spec_with_defaults(ROLE, spec)
     profiles = load_profiles(src)
-    tpl = load_template(template, kind="backstory")
+    tpl = options.prompt()
     url = db_url or sqlite_url(sidecar(out, "backstory.db"))
     if db_url is None:
         out.parent.mkdir(parents=True, exist_ok=True)
-    with logged_run(url, ROLE, run_config(spec, tpl, seed), new_run=new_run) as (log, resumed):
-        outcomes = generate_backstories(profiles, spec, log, template=tpl, retries=retries, seed=seed,
-                                        concurrency=concurrency, regenerate=regenerate, on_done=on_done,
-                                        progress=progress)
+    with logged_run(url, ROLE, run_config(spec, tpl, options.seed), new_run=new_run) as (log, resumed):
+        outcomes = generate_backstories(profiles, spec, log, options.model_copy(update={"template": tpl}),
+                                        on_done=on_done)
+    failed = _write_outputs(out, profiles, outcomes)
+    report = GenerationReport(
+        source=str(src), output=str(out), failures_file=str(sidecar(out, "failures.jsonl")) if failed else None,
+        db=redact_url(url), run_id=log.run_id, resumed=resumed, n_profiles=len(profiles),
+        n_ok=sum(o.status == "ok" for o in outcomes), n_kept=sum(o.status == "kept" for o in outcomes),
+        n_failed=failed, calls_made=log.counters.made, calls_reused=log.counters.reused,
+        calls_failed=log.counters.failed, elapsed_s=round(time.perf_counter() - started, 3), outcomes=outcomes,
+    )
+    meta = {
+        **report.model_dump(exclude={"outcomes"}),
+        "kind": "backstory", "model": spec.model_dump(mode="json"),
+        "prompt": {"ref": tpl.ref, "sha256": tpl.sha256}, "retries": options.retries, "seed": options.seed,
+        "source_sha256": sha256_file(src), "mindeval_version": __version__,
+    }
+    write_json(sidecar(out, "meta.json"), meta)
+    return report
+
+
+def _write_outputs(out: Path, profiles: list[Profile], outcomes: list[BackstoryOutcome]) -> int:
+    """Write the profiles with a backstory to ``out`` and the failures beside it; return how many failed."""
     kept = [
         Profile(member_attributes=profiles[o.index].member_attributes, member_narrative=o.narrative or "",
                 member_narrative_thinking_trace=o.thinking_trace)
@@ -263,18 +297,4 @@ def generate_file(
         atomic_write(fail_path, "".join(rows).encode("utf-8"))
     else:
         fail_path.unlink(missing_ok=True)
-    report = GenerationReport(
-        source=str(src), output=str(out), failures_file=str(fail_path) if failed else None,
-        db=redact_url(url), run_id=log.run_id, resumed=resumed, n_profiles=len(profiles),
-        n_ok=sum(o.status == "ok" for o in outcomes), n_kept=sum(o.status == "kept" for o in outcomes),
-        n_failed=len(failed), calls_made=log.counters.made, calls_reused=log.counters.reused,
-        calls_failed=log.counters.failed, elapsed_s=round(time.perf_counter() - started, 3), outcomes=outcomes,
-    )
-    meta = {
-        **report.model_dump(exclude={"outcomes"}),
-        "kind": "backstory", "model": spec.model_dump(mode="json"),
-        "prompt": {"ref": tpl.ref, "sha256": tpl.sha256}, "retries": retries, "seed": seed,
-        "source_sha256": sha256_file(src), "mindeval_version": __version__,
-    }
-    write_json(sidecar(out, "meta.json"), meta)
-    return report
+    return len(failed)

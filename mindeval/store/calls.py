@@ -51,6 +51,22 @@ def request_hash(
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One model request as the call log records it: the asking role and what :func:`request_hash` covers."""
+
+    role: str
+    spec: ModelSpec
+    messages: list[dict[str, str]]
+    response_format: dict[str, Any] | None = None
+    seed: int | None = None
+    tag: str = ""
+
+    def hash(self) -> str:
+        return request_hash(self.spec, self.messages, response_format=self.response_format, seed=self.seed,
+                            tag=self.tag)
+
+
 @dataclass
 class LoggedCall:
     completion: Completion
@@ -72,6 +88,15 @@ def calls_line(made: int, reused: int, failed: int = 0) -> str:
 
 # An operation run in the same transaction as a successful call record (e.g. saving the turn).
 AfterCall = Callable[[int, Completion], Callable[[Session], Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    """How a successful call is recorded: ``ref`` replaces the stored copy of its messages
+    (they must be reproducible from it); ``after`` is committed together with the call record."""
+
+    ref: dict[str, Any] | None = None
+    after: AfterCall | None = None
 
 
 class CallLog:
@@ -97,15 +122,15 @@ class CallLog:
     async def call(
         self, role: str, spec: ModelSpec, messages: list[dict[str, str]], *,
         response_format: dict[str, Any] | None = None, seed: int | None = None, tag: str = "",
-        ref: dict[str, Any] | None = None, after: AfterCall | None = None, cache_prefix: str | None = None,
+        cache_prefix: str | None = None, recording: Recording | None = None,
     ) -> LoggedCall:
         """Return the stored reply for this exact request, or make the call and commit it.
 
-        ``ref`` replaces the stored copy of ``messages`` (they must be reproducible from
-        it); ``after`` is committed together with the call record. ``cache_prefix`` only
-        tells the gateway what to cache (not part of the request's identity).
+        ``recording`` says how the call's record is written (see :class:`Recording`).
+        ``cache_prefix`` only tells the gateway what to cache (not part of the request's identity).
         """
-        rhash = request_hash(spec, messages, response_format=response_format, seed=seed, tag=tag)
+        req = Request(role, spec, messages, response_format, seed, tag)
+        rhash = req.hash()
         hit = self._reuse(rhash)
         if hit is not None:
             return hit
@@ -119,11 +144,11 @@ class CallLog:
                     setattr(exc, key, val)
             if self.guard:
                 self.guard.settle(hold, 0.0)
-            await self.store.arun(self._record_error(role, spec, rhash, tag, exc))
+            await self.store.arun(self._record_error(req, rhash, exc))
             raise
         if self.guard:
             self.guard.settle(hold, comp.cost_usd)
-        rec = self._record_ok(role, spec, messages, rhash, tag, response_format, seed, ref, comp, after)
+        rec = self._record_ok(req, rhash, comp, recording or Recording())
         return self._stored(comp, rhash, await self.store.arun(rec))
 
     def call_sync(
@@ -131,16 +156,17 @@ class CallLog:
         tag: str = "", after: AfterCall | None = None,
     ) -> LoggedCall:
         """:meth:`call` for synchronous callers (the annotation app), through the blocking gateway."""
-        rhash = request_hash(spec, messages, seed=seed, tag=tag)
+        req = Request(role, spec, messages, seed=seed, tag=tag)
+        rhash = req.hash()
         hit = self._reuse(rhash)
         if hit is not None:
             return hit
         try:
             comp = complete(spec, messages, seed=seed, role=role)
         except ModelCallError as exc:
-            self.store.run(self._record_error(role, spec, rhash, tag, exc))
+            self.store.run(self._record_error(req, rhash, exc))
             raise
-        rec = self._record_ok(role, spec, messages, rhash, tag, None, seed, None, comp, after)
+        rec = self._record_ok(req, rhash, comp, Recording(after=after))
         return self._stored(comp, rhash, self.store.run(rec))
 
     # ---- internals
@@ -157,27 +183,26 @@ class CallLog:
         self.counters.made += 1
         return LoggedCall(comp, row.id, reused=False)
 
-    def _record_error(self, role: str, spec: ModelSpec, rhash: str, tag: str, exc: ModelCallError):
+    def _record_error(self, req: Request, rhash: str, exc: ModelCallError):
         self.counters.failed += 1
 
         def op(s: Session) -> None:
-            s.add(CallRow(run_id=self.run_id, role=role, tag=tag, request_hash=rhash, model=spec.model,
-                          request_json={"params": spec.params()}, status="error", error=str(exc)))
+            s.add(CallRow(run_id=self.run_id, role=req.role, tag=req.tag, request_hash=rhash, model=req.spec.model,
+                          request_json={"params": req.spec.params()}, status="error", error=str(exc)))
         return op
 
-    def _record_ok(self, role: str, spec: ModelSpec, messages: list[dict[str, str]], rhash: str, tag: str,
-                   response_format: dict[str, Any] | None, seed: int | None, ref: dict[str, Any] | None,
-                   comp: Completion, after: AfterCall | None):
-        request: dict[str, Any] = {"params": spec.params(), "response_format": response_format, "seed": seed}
-        if comp.seed != seed:  # retried after an empty reply: the draw that answered
+    def _record_ok(self, req: Request, rhash: str, comp: Completion, recording: Recording):
+        spec, after = req.spec, recording.after
+        request: dict[str, Any] = {"params": spec.params(), "response_format": req.response_format, "seed": req.seed}
+        if comp.seed != req.seed:  # retried after an empty reply: the draw that answered
             request["seed_used"] = comp.seed
-        if ref is not None:
-            request["ref"] = ref
+        if recording.ref is not None:
+            request["ref"] = recording.ref
         else:
-            request["messages"] = messages
+            request["messages"] = req.messages
         u = comp.usage
         values = dict(
-            run_id=self.run_id, role=role, tag=tag, request_hash=rhash, model=spec.model,
+            run_id=self.run_id, role=req.role, tag=req.tag, request_hash=rhash, model=spec.model,
             request_json=request, status="ok", response_text=comp.text, reasoning=comp.reasoning,
             prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens,
             cached_tokens=u.cached_tokens, cache_write_tokens=u.cache_write_tokens,

@@ -7,7 +7,7 @@ import pytest
 from mindeval.errors import ModelCallError
 from mindeval.llm import ModelSpec
 from mindeval.llm.fake import script
-from mindeval.simulate import role_view, run_interaction
+from mindeval.simulate import Speaker, role_view, run_interaction
 from mindeval.store import CallLog, Database, request_hash
 from mindeval.store.runs import ensure_run, load_turns
 
@@ -31,8 +31,8 @@ def add_interaction(log, iid):
 def play(log, turns, patient="fake/echo", clinician="fake/echo", iid="i1"):
     add_interaction(log, iid)
     return asyncio.run(run_interaction(
-        log, iid, patient_spec=ModelSpec(model=patient), clinician_spec=ModelSpec(model=clinician),
-        patient_prompt="PATIENT SYSTEM", clinician_prompt="CLINICIAN SYSTEM", turns=turns,
+        log, iid, patient=Speaker(spec=ModelSpec(model=patient), prompt="PATIENT SYSTEM"),
+        clinician=Speaker(spec=ModelSpec(model=clinician), prompt="CLINICIAN SYSTEM"), turns=turns,
     ))
 
 
@@ -93,8 +93,8 @@ def test_turns_committed_before_failure_and_resume(log):
     made_before = log.counters.made
     c2 = script("clin-fail", ["C2"])
     turns = asyncio.run(run_interaction(
-        log, "i2", patient_spec=ModelSpec(model="fake/echo"), clinician_spec=ModelSpec(model=c2),
-        patient_prompt="PATIENT SYSTEM", clinician_prompt="CLINICIAN SYSTEM", turns=4,
+        log, "i2", patient=Speaker(spec=ModelSpec(model="fake/echo"), prompt="PATIENT SYSTEM"),
+        clinician=Speaker(spec=ModelSpec(model=c2), prompt="CLINICIAN SYSTEM"), turns=4,
     ))
     assert [t.content for t in turns[:2]] == ["Hello.", "C1"] and turns[3].content == "C2"
     assert log.counters.made == made_before + 2

@@ -17,7 +17,7 @@ from metaeval.realism import RealismOptions, generate, load_human_turns
 from mindeval.errors import ConfigMismatchError
 from mindeval.llm import fake
 from mindeval.llm.gateway import ModelSpec
-from mindeval.profiles.backstory import generate_file
+from mindeval.profiles.backstory import BackstoryOptions, generate_file
 from mindeval.profiles.sampler import profiles_jsonl, sample_profiles
 
 
@@ -26,7 +26,7 @@ def backstory(tmp_path, temperature: float | None, new_run: bool) -> dict[str, A
     if not src.exists():
         src.write_bytes(profiles_jsonl(sample_profiles(3, 9)))
     report = generate_file(src, tmp_path / "out.jsonl", ModelSpec(model="fake/echo", temperature=temperature),
-                           retries=1, new_run=new_run)
+                           BackstoryOptions(retries=1), new_run=new_run)
     return report.model_dump()
 
 

@@ -10,7 +10,12 @@ from sqlalchemy import select
 from mindeval.cli import main
 from mindeval.llm import fake
 from mindeval.llm.gateway import ModelSpec
-from mindeval.profiles.backstory import check_backstory, generate_file, split_paragraphs
+from mindeval.profiles.backstory import (
+    BackstoryOptions,
+    check_backstory,
+    generate_file,
+    split_paragraphs,
+)
 from mindeval.profiles.sampler import profiles_jsonl, sample_profiles
 from mindeval.profiles.validate import validate_file
 from mindeval.records import load_profiles
@@ -193,7 +198,7 @@ def test_embedded_model_records_a_valid_backstory_or_a_failure(tmp_path):
     src.write_bytes(profiles_jsonl(sample_profiles(1, 42)))
     out = tmp_path / "out.jsonl"
     spec = ModelSpec(model="local/smollm2", max_tokens=160)
-    report = generate_file(src, out, spec, retries=2)
+    report = generate_file(src, out, spec, BackstoryOptions(retries=2))
     (o,) = report.outcomes
     assert report.calls_made + report.calls_reused == o.attempts
     if o.status == "ok":
@@ -203,5 +208,5 @@ def test_embedded_model_records_a_valid_backstory_or_a_failure(tmp_path):
         assert json.loads((tmp_path / "out.failures.jsonl").read_text())["attempts"] == 2
     rows, _ = _calls(tmp_path / "out.backstory.db")
     assert len(rows) == o.attempts
-    again = generate_file(src, out, spec, retries=2)
+    again = generate_file(src, out, spec, BackstoryOptions(retries=2))
     assert again.calls_made == 0 and again.outcomes[0].status == o.status
