@@ -45,7 +45,12 @@ class DefaultsFormatter(argparse.HelpFormatter):
         text = action.help or ""
         said = "%(default)" in text or re.search(r"\(default\b", text)
         if shown and not said and action.help != argparse.SUPPRESS:
+            original = action.help  # shown with its default, never changed for the next reader
             action.help = f"{action.help} (default: %(default)s)" if action.help else "default: %(default)s"
+            try:
+                return super()._format_action(action)
+            finally:
+                action.help = original
         return super()._format_action(action)
 
     def _get_default_metavar_for_optional(self, action: argparse.Action) -> str:
