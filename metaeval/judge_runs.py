@@ -25,7 +25,6 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from mindeval import __version__
-from mindeval.config import DEFAULT_FEWSHOT_K
 from mindeval.errors import MindEvalError
 from mindeval.files import sha256_file
 from mindeval.judging.authors import load_mapping
@@ -45,6 +44,7 @@ from mindeval.records import (
     RunSummary,
 )
 from mindeval.run_config import hash_config
+from mindeval.run_options import RunOptions
 from mindeval.rundir_guard import check_store, run_dir_lock
 from mindeval.runner import JudgeSetup, format_failures, judge_setup
 from mindeval.store import sqlite_url
@@ -55,33 +55,6 @@ from mindeval.workers import check_concurrency, run_pool
 from .sources import AnnotatedInteraction, HumanSource, load_annotation_db, load_authors_annotations
 
 KIND = RATED_JUDGE_KIND
-
-
-class JudgeRunOptions(BaseModel):
-    annotations: str
-    judge: str
-    target: str = "mindeval"  # a built-in target's name or a target folder: the judge's dimensions and prompt
-    prompt: str | None = None  # None: the target's judge prompt
-    fewshot_k: int = DEFAULT_FEWSHOT_K  # drawn from fewshot_source (default: annotations), never judged
-    fewshot_source: str | None = None
-    repetitions: int = 1
-    seed: int = 0
-    out: str
-    db_url: str | None = None
-    params: dict[str, Any] = {}  # the judge's ModelSpec settings besides the model (temperature, timeout_s, ...)
-    retries: int = 3
-    concurrency: int = 4
-    mapping: str | None = None
-    zeros: str = "missing"
-    limit: int | None = None
-    label: str | None = None
-    study: str | None = None
-    judge_protocol: str = "mindeval"
-    new_run: bool = False
-    overwrite: bool = False  # run even where outputs exist without their store (buys their calls again)
-    max_cost: float | None = None  # stop cleanly before the spend could exceed this many dollars
-    dry_run: bool = False  # print the estimated calls, tokens and dollars; call no model
-    assume_reply_tokens: dict[str, int] = {}  # for dry_run: the judge's reply length
 
 
 def _is_url(source: str) -> bool:
@@ -138,8 +111,8 @@ def draw_fewshot(source: HumanSource, k: int, seed: int) -> list[str]:
         raise MindEvalError(exc.message, path=source.source) from None
 
 
-def _check_options(opts: JudgeRunOptions) -> None:
-    if opts.repetitions < 1:
+def _check_options(opts: RunOptions) -> None:
+    if opts.judge_samples < 1:
         raise MindEvalError("--repetitions must be at least 1", field="--repetitions")
     check_concurrency(opts.concurrency)
     if opts.fewshot_k < 0:
@@ -156,19 +129,19 @@ class _Shots(BaseModel):
     examples: list[FewShotExample]
 
 
-def _fewshot(opts: JudgeRunOptions, target: Target, mapping: Any, data: HumanSource) -> _Shots:
+def _fewshot(opts: RunOptions, target: Target, mapping: Any, data: HumanSource) -> _Shots:
     """The examples: the authors' five (``paper``), else ``k`` drawn with the seed (never another
     target's examples from the authors' schema)."""
     shot_src, fewshot_k = data, opts.fewshot_k
-    if not target.manifest.authors_release and not _is_url(opts.fewshot_source or opts.annotations):
+    if not target.manifest.authors_release and not _is_url(opts.fewshot_file or opts.annotations):
         # The authors' schema holds MindEval ratings: never examples of another target's dimensions.
         # An explicit file is refused (as by `mindeval run`); the rated file is not drawn from.
-        check_fewshot_target(target.name, False, opts.fewshot_source, fewshot_k)
+        check_fewshot_target(target.name, False, opts.fewshot_file, fewshot_k)
         fewshot_k = 0
-    if opts.fewshot_source and opts.fewshot_source != opts.annotations:
-        shot_src = load_annotated(opts.fewshot_source, mapping, opts.zeros, opts.study)
+    if opts.fewshot_file and opts.fewshot_file != opts.annotations:
+        shot_src = load_annotated(opts.fewshot_file, mapping, opts.zeros, opts.study)
     if opts.judge_protocol == "paper":
-        shot_file = opts.fewshot_source or opts.annotations
+        shot_file = opts.fewshot_file or opts.annotations
         _, fewshot = paper_fewshot(None if _is_url(shot_file) else Path(shot_file))
         return _Shots(source=shot_src, ids=[ex.interaction_id for ex in fewshot], examples=fewshot)
     ids = draw_fewshot(shot_src, fewshot_k, opts.seed) if fewshot_k else []
@@ -178,18 +151,18 @@ def _fewshot(opts: JudgeRunOptions, target: Target, mapping: Any, data: HumanSou
     return _Shots(source=shot_src, ids=ids, examples=fewshot)
 
 
-def _run_config(opts: JudgeRunOptions, setup: JudgeSetup, target: Target, data: HumanSource, shots: _Shots,
+def _run_config(opts: RunOptions, setup: JudgeSetup, target: Target, data: HumanSource, shots: _Shots,
                 evaluate: list[AnnotatedInteraction], mapping: Any) -> JudgeRunConfig:
     tpl = setup.template
     return JudgeRunConfig(
         judge=setup.spec.model_dump(mode="json"),
         prompt={"ref": tpl.ref, "sha256": tpl.sha256},
         annotations_sha256=_content_hash(data) if _is_url(opts.annotations) else sha256_file(opts.annotations),
-        fewshot_sha256=(None if not opts.fewshot_source else _content_hash(shots.source)
-                        if _is_url(opts.fewshot_source) else sha256_file(opts.fewshot_source)),
+        fewshot_sha256=(None if not opts.fewshot_file else _content_hash(shots.source)
+                        if _is_url(opts.fewshot_file) else sha256_file(opts.fewshot_file)),
         fewshot_k=len(shots.ids), judge_protocol=opts.judge_protocol, fewshot_interaction_ids=shots.ids,
         fewshot_scores={i: ex.scores for i, ex in zip(shots.ids, shots.examples, strict=True)}, zeros=opts.zeros,
-        mapping_version=mapping.version, repetitions=opts.repetitions, retries=opts.retries, seed=opts.seed,
+        mapping_version=mapping.version, repetitions=opts.judge_samples, retries=opts.judge_retries, seed=opts.seed,
         interaction_ids=[it.interaction_id for it in evaluate], target=target.block(), prompts={"judge": tpl.ref},
     )
 
@@ -213,18 +186,39 @@ def _judge_all(job: JudgeJob, todo: list[tuple[AnnotatedInteraction, int]], conc
     return failed
 
 
-def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
-    """Judge every evaluation interaction ``repetitions`` times; write the run directory."""
+class _Work(BaseModel):
+    """What a judge run judges and how: the spec, the prompt, the recorded configuration and the items."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    spec: ModelSpec
+    prompt: JudgePrompt
+    config: JudgeRunConfig
+    shots: _Shots
+    evaluate: list[AnnotatedInteraction]
+    labels: dict
+    data: HumanSource
+
+
+def _annotations(opts: RunOptions) -> str:
+    if not opts.annotations:
+        raise MindEvalError("give the rated interactions to judge (--annotations)", field="annotations")
+    return opts.annotations
+
+
+def run_judge(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
+    """Judge every evaluation interaction ``judge_samples`` times; write the run directory."""
     say = echo or (lambda _m: None)
     _check_options(opts)
-    check_model_string(opts.judge)
+    source = _annotations(opts)
+    check_model_string(opts.judge.model)
     target = load_target(opts.target)
-    setup = judge_setup(target, ModelSpec(model=opts.judge, **opts.params), opts.prompt, opts.judge_protocol)
+    setup = judge_setup(target, opts.judge, opts.judge_prompt, opts.judge_protocol)
     spec, tpl = setup.spec, setup.template
     if not opts.dry_run:
         check_api_key(spec, "judge")  # before the first call
     mapping = load_mapping(opts.mapping)
-    data = load_annotated(opts.annotations, mapping, opts.zeros, opts.study)
+    data = load_annotated(source, mapping, opts.zeros, opts.study)
     shots = _fewshot(opts, target, mapping, data)
     evaluate = [it for iid, it in data.interactions.items() if iid not in set(shots.ids)]
     if opts.limit is not None:
@@ -237,22 +231,22 @@ def run_judge(opts: JudgeRunOptions, *, echo: Callable[[str], None] | None = pri
         from mindeval.judge_estimate import estimate_judging
 
         say(estimate_judging(spec, prompt, [(it.profile, it.messages, labels.get(it.profile.id)) for it in evaluate],
-                             opts.repetitions, opts.assume_reply_tokens.get("judge")))
+                             opts.judge_samples, opts.assume_reply_tokens.get("judge")))
         return {}
     out = Path(opts.out)
+    work = _Work(spec=spec, prompt=prompt, config=config, shots=shots, evaluate=evaluate, labels=labels, data=data)
     with run_dir_lock(out):  # one process per directory; outputs without their store are refused
-        check_store(out, opts.db_url, overwrite=opts.overwrite)
-        return _write_run(opts, out, spec, config, prompt, shots, evaluate, labels, data, say, echo)
+        check_store(out, opts.db, overwrite=opts.overwrite)
+        return _write_run(opts, out, work, echo)
 
 
-def _write_run(opts: JudgeRunOptions, out: Path, spec: ModelSpec, config: JudgeRunConfig, prompt: JudgePrompt,
-               shots: _Shots, evaluate: list[AnnotatedInteraction], labels: dict, data: HumanSource,
-               say: Callable[[str], None], echo: Callable[[str], None] | None) -> dict[str, Any]:
+def _write_run(opts: RunOptions, out: Path, work: _Work, echo: Callable[[str], None] | None) -> dict[str, Any]:
     """The judge run in ``out`` (held by the caller): create or resume it, judge what is pending, export."""
-    tpl = prompt.template
+    say = echo or (lambda _m: None)
+    spec, config, shots, evaluate = work.spec, work.config, work.shots, work.evaluate
     label = opts.label or spec.model
     hashed = config.hashed()
-    with logged_run(opts.db_url or sqlite_url(out / "run.db"), KIND, hashed, new_run=opts.new_run) as (log, resumed):
+    with logged_run(opts.db or sqlite_url(out / "run.db"), KIND, hashed, new_run=opts.new_run) as (log, resumed):
         if opts.max_cost is not None:
             from mindeval.budget import Budget
 
@@ -261,22 +255,22 @@ def _write_run(opts: JudgeRunOptions, out: Path, spec: ModelSpec, config: JudgeR
         RunConfigRecord(
             run_id=log.run_id, config_hash=hash_config(hashed), kind=KIND, label=label,
             fewshot_interaction_ids=shots.ids, config=config.model_dump(mode="json"),
-            annotations_source=_shown(opts.annotations), fewshot_source=_shown(opts.fewshot_source),
+            annotations_source=_shown(opts.annotations), fewshot_source=_shown(opts.fewshot_file),
             package_version=__version__,
         ).write(out / CONFIG_FILE)
-        job = JudgeJob(log=log, spec=spec, prompt=prompt, target=config.target, samples=opts.repetitions,
-                       retries=opts.retries, seed=opts.seed, labels=labels)
-        todo = [(it, r) for it in evaluate for r in range(opts.repetitions) if job.pending(it.interaction_id, r)]
-        say(f"{'resuming' if resumed else 'starting'} run {log.run_id}: judge {spec.model} ({tpl.ref}) on "
-            f"{len(evaluate)} interactions × {opts.repetitions} runs; {len(shots.ids)} few-shot examples "
-            f"(seed {opts.seed}); {len(todo)} judgments to make, "
-            f"{len(evaluate) * opts.repetitions - len(todo)} already stored")
+        job = JudgeJob(log=log, spec=spec, prompt=work.prompt, target=config.target, samples=opts.judge_samples,
+                       retries=opts.judge_retries, seed=opts.seed, labels=work.labels)
+        todo = [(it, r) for it in evaluate for r in range(opts.judge_samples) if job.pending(it.interaction_id, r)]
+        say(f"{'resuming' if resumed else 'starting'} run {log.run_id}: judge {spec.model} "
+            f"({work.prompt.template.ref}) on {len(evaluate)} interactions × {opts.judge_samples} runs; "
+            f"{len(shots.ids)} few-shot examples (seed {opts.seed}); {len(todo)} judgments to make, "
+            f"{len(evaluate) * opts.judge_samples - len(todo)} already stored")
         started, failed = time.perf_counter(), []
         try:
             failed = _judge_all(job, todo, opts.concurrency, echo is not None)
         finally:  # on an error or Ctrl-C: what was judged is committed; export it
             log.store.writer.close()  # type: ignore[union-attr]  # commit what is queued before exporting
-            summary = _export(job, out, data, evaluate, label, time.perf_counter() - started, resumed)
+            summary = _export(job, out, work.data, evaluate, label, time.perf_counter() - started, resumed)
     _say_done(say, out, summary, spec.model, failed)
     return summary
 

@@ -20,12 +20,7 @@ from . import __version__
 from .budget import Budget, BudgetExceeded, cached_usage, prompt_tokens, reply_tokens
 from .config import (
     CHARS_PER_TOKEN,
-    DEFAULT_CONCURRENCY,
-    DEFAULT_FEWSHOT_K,
-    DEFAULT_JUDGE_RETRIES,
-    DEFAULT_JUDGE_SAMPLES,
     DEFAULT_PROMPTS,
-    DEFAULT_SEED,
     JUDGE_PROTOCOL,
     PAPER_JUDGE_PROMPT,
     TOKENS_PER_MESSAGE,
@@ -44,7 +39,6 @@ from .profiles.official import resolve_profiles_arg
 from .prompts import PromptTemplate, render_clinician, render_patient
 from .records import (
     CONFIG_FILE,
-    DEFAULT_TARGET,
     INTERACTIONS_FILE,
     JUDGMENTS_FILE,
     SUMMARY_FILE,
@@ -69,6 +63,7 @@ from .run_config import (
     simulation_view,
     spec_with_defaults,
 )
+from .run_options import RunOptions
 from .rundir_guard import check_store, run_dir_lock
 from .simulate import Speaker, run_interaction
 from .store import runs
@@ -77,40 +72,6 @@ from .store.db import Database, redact_url, sqlite_url
 from .store.runs import RunStore, Writer
 from .targets import Target, load_target
 from .workers import Progress, bounded, check_concurrency, run_async
-
-
-class RunOptions(BaseModel):
-    """Everything ``mindeval run`` accepts."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    patient: ModelSpec = ModelSpec()
-    clinician: ModelSpec = ModelSpec()
-    judge: ModelSpec = ModelSpec()
-    target: str = DEFAULT_TARGET  # a built-in target's name or a target folder
-    # None: the target's (MindEval: patient/default, ..., the demo profiles, 20 turns).
-    patient_prompt: str | None = None
-    clinician_prompt: str | None = None
-    judge_prompt: str | None = None
-    profiles: str | None = None
-    limit: int | None = None
-    turns: int | None = None
-    out: Path
-    db_url: str | None = None
-    concurrency: int = DEFAULT_CONCURRENCY
-    seed: int = DEFAULT_SEED
-    judge_retries: int = DEFAULT_JUDGE_RETRIES
-    judge_samples: int = DEFAULT_JUDGE_SAMPLES
-    fewshot: str | None = None
-    fewshot_k: int = DEFAULT_FEWSHOT_K
-    judge_protocol: str = JUDGE_PROTOCOL
-    transcript_format: str = "mindeval"  # "authors": the user's copy of the authors' template, forgeable
-    new_run: bool = False
-    progress: bool = True
-    max_cost: float | None = None
-    judge_only: bool = False  # `mindeval judge`: judge the stored complete conversations, simulate nothing
-    overwrite: bool = False  # run even where outputs exist without their store (buys their calls again)
-
 
 # ------------------------------------------------------------------------------ inputs
 
@@ -236,8 +197,8 @@ def prepare(opts: RunOptions) -> Prepared:
         render_clinician(templates["clinician"], p, labels.get(p.id))
     from .judging.fewshot import check_fewshot_target, judge_fewshot
 
-    check_fewshot_target(target.name, target.manifest.authors_release, opts.fewshot, opts.fewshot_k)
-    fewshot, fewshot_path = judge_fewshot(opts.judge_protocol, opts.fewshot, opts.fewshot_k, opts.seed)
+    check_fewshot_target(target.name, target.manifest.authors_release, opts.fewshot_file, opts.fewshot_k)
+    fewshot, fewshot_path = judge_fewshot(opts.judge_protocol, opts.fewshot_file, opts.fewshot_k, opts.seed)
     fewshot_sha = sha256_file(fewshot_path) if fewshot_path else None
     g = target.guidelines
     config = RunConfig(
@@ -556,7 +517,7 @@ async def arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None
     """:func:`run_benchmark` on the running event loop, holding the run directory
     (:mod:`mindeval.rundir_guard`: one process per directory, outputs never re-bought silently)."""
     with run_dir_lock(opts.out):
-        check_store(opts.out, opts.db_url, overwrite=opts.overwrite)
+        check_store(opts.out, opts.db, overwrite=opts.overwrite)
         return await _arun_benchmark(opts, echo=echo)
 
 
@@ -568,7 +529,7 @@ async def _arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | Non
         check_api_key(getattr(config, role), role)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
-    db = Database(opts.db_url or sqlite_url(out / "run.db"))
+    db = Database(opts.db or sqlite_url(out / "run.db"))
     try:
         opened = open_run(db, config, opts.new_run)
         run_id, resumed = opened.run_id, opened.resumed

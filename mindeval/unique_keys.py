@@ -60,3 +60,12 @@ def _line_of_repeat(text: str, key: str) -> int | None:
     """The line of the second ``"key":`` in ``text`` (the repeat, in the common case)."""
     hits = [m.start() for m in re.finditer(re.escape(json.dumps(key)) + r"\s*:", text)]
     return text.count("\n", 0, hits[1]) + 1 if len(hits) > 1 else None
+
+
+def key_line(text: str, key: str) -> int | None:
+    """The line of the first ``key:`` (YAML) or ``"key":`` (JSON) in ``text``, if any."""
+    found = re.search(rf'^[ \t-]*(?:{re.escape(key)}|"{re.escape(key)}"|\'{re.escape(key)}\')[ \t]*:', text,
+                      re.MULTILINE)
+    if found is None:
+        found = re.search(re.escape(json.dumps(key)) + r"\s*:", text)
+    return None if found is None else text.count("\n", 0, found.start()) + 1

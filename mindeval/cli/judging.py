@@ -12,14 +12,6 @@ from ..errors import MindEvalError
 from ..records import CONFIG_FILE
 
 
-def _judge_options(args: argparse.Namespace) -> dict:
-    from .options import role_spec
-
-    return {"judge": role_spec(args, "judge").model_dump(), "judge_prompt": args.judge_prompt,
-            "judge_retries": args.judge_retries, "judge_samples": args.judge_samples,
-            "fewshot": args.fewshot_file, "fewshot_k": args.fewshot_k, "judge_protocol": args.judge_protocol}
-
-
 def _is_annotations(source: str) -> bool:
     return source == "official" or (Path(source).is_file() and Path(source).name != "interactions.jsonl"
                                     and source.endswith(".jsonl"))
@@ -29,7 +21,7 @@ def handle(args: argparse.Namespace) -> int:
     """Exit 0 when every conversation was judged; 1 when a judgment failed."""
     from ..runfile import rejudge_options, slug
     from ..runner import is_complete, run_benchmark, run_sweep
-    from .options import retry_policy, with_policy
+    from .options import options_of
 
     sources = list(args.sources)
     annotated = [s for s in sources if _is_annotations(s)]
@@ -46,10 +38,8 @@ def handle(args: argparse.Namespace) -> int:
     runs = []
     for src in sources:
         name = Path(src).parent.name if Path(src).is_file() else Path(src).name
-        o = rejudge_options(src, args.out / slug(name) if many else args.out, _judge_options(args), db_url=args.db,
-                            concurrency=args.concurrency, progress=not args.quiet and not many,
-                            overwrite=args.overwrite, dry_run=args.dry_run)
-        runs.append(with_policy(o.model_copy(update={"max_cost": args.max_cost}), retry_policy(args)))
+        given = options_of(args, out=args.out / slug(name) if many else args.out, quiet=args.quiet or many)
+        runs.append(rejudge_options(src, given))
     if args.dry_run:
         return print_judge_estimate(runs, dict(args.assume_reply_tokens))
     summaries = run_sweep(runs) if many else [run_benchmark(runs[0])]
@@ -78,23 +68,13 @@ def judge_annotations(source: str, args: argparse.Namespace, *, echo: bool = Tru
     """Judge rated interactions (the authors' file, 'official', or a study of an annotation
     database with ``--study``): the one judge run over them, for `mindeval judge` and
     `metaeval judge` alike (options that only `metaeval judge` offers keep their defaults here)."""
-    from metaeval.judge_runs import JudgeRunOptions, run_judge
+    from metaeval.judge_runs import run_judge
 
     from ..profiles.official import official_file
-    from .options import retry_policy, role_spec
+    from .options import options_of
 
     path = str(official_file("human_annotations.jsonl")) if source == "official" else source
-    given = {k: getattr(args, k) for k in ("target", "seed", "mapping", "limit", "label", "zeros", "study", "new_run")
-             if getattr(args, k, None) is not None}
-    opts = JudgeRunOptions(
-        annotations=path, judge=args.judge, prompt=args.judge_prompt, fewshot_k=args.fewshot_k,
-        fewshot_source=args.fewshot_file, repetitions=args.judge_samples, out=str(args.out), db_url=args.db,
-        params={**role_spec(args, "judge").model_dump(exclude={"model"}), "retry": retry_policy(args)},
-        retries=args.judge_retries,
-        concurrency=args.concurrency, judge_protocol=args.judge_protocol, overwrite=getattr(args, "overwrite", False),
-        max_cost=getattr(args, "max_cost", None), dry_run=getattr(args, "dry_run", False),
-        assume_reply_tokens=dict(getattr(args, "assume_reply_tokens", [])), **given,
-    )
+    opts = options_of(args, annotations=path)
     if opts.dry_run:
         run_judge(opts, echo=print)
         return 0

@@ -88,23 +88,18 @@ def add_retry_options(parser: argparse.ArgumentParser) -> None:
                    help=f"total seconds one call may spend on attempts and waits (default {DEFAULT_RETRY_BUDGET_S:g})")
 
 
-def retry_policy(args: argparse.Namespace):
-    """The :class:`~mindeval.llm.retry.RetryPolicy` of ``--max-retries`` / ``--retry-budget-s``
-    (None when the command has no such options: the defaults, which are the same)."""
-    from ..llm.retry import RetryPolicy
+def options_of(args: argparse.Namespace, **given):
+    """The :class:`~mindeval.run_options.RunOptions` of a command line: each field from the option of
+    the same name (a role from ``--ROLE`` and its ``--ROLE-*`` settings); a field the command has
+    no option for keeps its default. ``given`` overrides."""
+    from ..run_options import ROLE_FIELDS, RunOptions
 
-    if getattr(args, "max_retries", None) is None:
-        return None
-    return RetryPolicy(max_retries=args.max_retries, budget_s=args.retry_budget_s)
-
-
-def with_policy(opts, policy):
-    """``opts`` (:class:`~mindeval.runner.RunOptions`) with ``policy`` on every role's model
-    spec: the retry policy travels with each call, no process-wide setting."""
-    if policy is None:
-        return opts
-    return opts.model_copy(update={role: getattr(opts, role).model_copy(update={"retry": policy})
-                                   for role in ("patient", "clinician", "judge")})
+    a = vars(args)
+    data = {name: a[name] for name in RunOptions.model_fields if name not in ROLE_FIELDS and a.get(name) is not None}
+    data.update({role: role_spec(args, role) for role in ROLE_FIELDS if a.get(role) is not None})
+    if "assume_reply_tokens" in data:
+        data["assume_reply_tokens"] = dict(data["assume_reply_tokens"])
+    return RunOptions.model_validate({"out": ".", **data, **given})
 
 
 def seconds(option: str):

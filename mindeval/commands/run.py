@@ -14,9 +14,7 @@ from ..cli.options import (
     add_retry_options,
     add_role_options,
     add_target_option,
-    retry_policy,
-    role_spec,
-    with_policy,
+    options_of,
 )
 from ..config import (
     DEFAULT_CONCURRENCY,
@@ -90,33 +88,24 @@ def handle(args: argparse.Namespace) -> int:
         run_sweep,
     )
 
-    policy = retry_policy(args)
     opts = options_of(args)
     runs = [opts]
     replay = None
     if args.config:
-        from ..runfile import read_run_file
+        from ..runfile import is_sweep, read_run_file, sweep_runs
 
-        rf = read_run_file(args.config)
-        explicit = _explicit(args, opts)
-        if "max_retries" not in explicit and "retry_budget_s" not in explicit:
-            policy = rf.policy()
-        if "clinician" in explicit:
-            rf.clinicians = [opts.clinician]
-        if "judge" in explicit:
-            rf.judges = [opts.judge]
-        rf.options.update({k: v for k, v in opts.model_dump().items() if k in explicit})
-        runs = rf.runs()
-        replay = rf if rf.replay_of else None
-        if rf.sweep:
-            runs = [o.model_copy(update={"progress": False}) for o in runs]
+        keys, replay = read_run_file(args.config)
+        given = opts.model_dump()
+        keys.update({k: given[k] for k in _explicit(args, opts)})  # options given here override the file
+        runs = sweep_runs(keys, args.config)
+        if is_sweep(keys):
+            runs = [o.model_copy(update={"quiet": True}) for o in runs]
     elif args.out is None:
         raise MindEvalError("give --out DIR (or --config FILE)", field="--out")
-    runs = [with_policy(o, policy) for o in runs]
     if args.dry_run:
         for o in runs:
             prep = prepare(o)
-            est = estimate_run(prep, dict(args.assume_reply_tokens))
+            est = estimate_run(prep, o.assume_reply_tokens)
             print(format_estimate(est, len(prep.profiles), prep.config.turns))
         return 0
     if replay is not None:
@@ -130,30 +119,12 @@ def handle(args: argparse.Namespace) -> int:
     return 0 if all(is_complete(s) for s in summaries) else 1
 
 
-def options_of(args: argparse.Namespace):
-    """The :class:`~mindeval.runner.RunOptions` of the command line."""
-    from ..runner import RunOptions
-
-    return RunOptions(
-        patient=role_spec(args, "patient"), clinician=role_spec(args, "clinician"),
-        judge=role_spec(args, "judge"), target=args.target, patient_prompt=args.patient_prompt,
-        clinician_prompt=args.clinician_prompt, judge_prompt=args.judge_prompt,
-        profiles=args.profiles, limit=args.limit, turns=args.turns, out=args.out or Path("."), db_url=args.db,
-        concurrency=args.concurrency, seed=args.seed, judge_retries=args.judge_retries,
-        judge_samples=args.judge_samples, fewshot=args.fewshot_file, fewshot_k=args.fewshot_k,
-        judge_protocol=args.judge_protocol, transcript_format=args.transcript_format, new_run=args.new_run,
-        progress=not args.quiet, max_cost=args.max_cost, overwrite=args.overwrite,
-    )
-
-
 def _explicit(args: argparse.Namespace, opts) -> set[str]:
     """The options given on the command line (they differ from the parser's defaults)."""
-    defaults = args._parser.parse_args(["--out", "."])
-    base = options_of(defaults).model_dump()
+    base = options_of(args._parser.parse_args(["--out", "."])).model_dump()
     out = {k for k, v in opts.model_dump().items() if v != base[k]}
     if args.out is None:
         out.discard("out")
-    out |= {k for k in ("max_retries", "retry_budget_s") if getattr(args, k) != getattr(defaults, k)}
     return out
 
 

@@ -107,7 +107,7 @@ def test_metaeval_model_options_reach_the_model_spec(monkeypatch, tmp_path):
                           "--patient-max-tokens", "50", "--patient-tpm", "900"]) == 0
     from mindeval.llm.gateway import ModelSpec
 
-    judge = ModelSpec(model=seen["judge"].judge, **seen["judge"].params)
+    judge = seen["judge"].judge
     patient = ModelSpec(model=seen["realism"].patient, **seen["realism"].params)
     assert (judge.timeout_s, judge.rpm, judge.temperature) == (7, 30, 0.2)
     assert (patient.max_tokens, patient.tpm) == (50, 900)

@@ -82,14 +82,15 @@ def test_compare_reads_the_database_from_the_cli(tiny_authors, tmp_db_url, tmp_p
 
 
 def test_judge_runs_over_a_database_study(tiny_authors, tmp_db_url, tmp_path):
-    from metaeval.judge_runs import JudgeRunOptions, run_judge
+    from metaeval.judge_runs import run_judge
+    from mindeval.run_options import RunOptions
 
     import_study(tmp_db_url, tiny_authors)
     out = tmp_path / "jr"
-    s = run_judge(JudgeRunOptions(annotations=tmp_db_url, study="ratings", judge="fake/judge", fewshot_k=2,
+    s = run_judge(RunOptions(annotations=tmp_db_url, study="ratings", judge="fake/judge", fewshot_k=2,
                                   out=str(out)), echo=None)
     assert s["n_judged"] == 10
     cfg = (out / "config.json").read_text()
     assert "int-" in cfg  # the few-shot ids are the original interaction ids
     with pytest.raises(MindEvalError, match="needs --study"):
-        run_judge(JudgeRunOptions(annotations=tmp_db_url, judge="fake/judge", out=str(tmp_path / "x")), echo=None)
+        run_judge(RunOptions(annotations=tmp_db_url, judge="fake/judge", out=str(tmp_path / "x")), echo=None)

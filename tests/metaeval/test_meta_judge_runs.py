@@ -7,21 +7,22 @@ import json
 import numpy as np
 import pytest
 
-from metaeval.judge_runs import JudgeRunOptions, draw_fewshot, mean_axis_scores, run_judge
+from metaeval.judge_runs import draw_fewshot, mean_axis_scores, run_judge
 from metaeval.sources import load_authors_annotations, load_judge_run
 from mindeval.errors import ConfigMismatchError, MindEvalError
 from mindeval.llm import fake
 from mindeval.records import AXES
+from mindeval.run_options import RunOptions
 
 
-def opts(tiny_authors, out, **kw) -> JudgeRunOptions:
+def opts(tiny_authors, out, **kw) -> RunOptions:
     base = dict(annotations=str(tiny_authors), judge="fake/judge", out=str(out), concurrency=2)
-    return JudgeRunOptions(**{**base, **kw})
+    return RunOptions(**{**base, **kw})
 
 
 def test_judge_run_writes_schema_and_excludes_fewshot(tiny_authors, tmp_path):
     out = tmp_path / "jr"
-    summary = run_judge(opts(tiny_authors, out, fewshot_k=2, repetitions=3, seed=5), echo=None)
+    summary = run_judge(opts(tiny_authors, out, fewshot_k=2, judge_samples=3, seed=5), echo=None)
     cfg = json.loads((out / "config.json").read_text())
     shots = cfg["fewshot_interaction_ids"]
     src = load_authors_annotations(tiny_authors)
@@ -51,14 +52,14 @@ def test_fewshot_scores_are_annotator_means(tiny_authors):
 
 def test_rerun_makes_no_call_and_other_config_is_refused(tiny_authors, tmp_path):
     out = tmp_path / "jr"
-    run_judge(opts(tiny_authors, out, repetitions=2), echo=None)
+    run_judge(opts(tiny_authors, out, judge_samples=2), echo=None)
     first = (out / "judgments.jsonl").read_text()
     before = fake.CALLS["judge"]
-    again = run_judge(opts(tiny_authors, out, repetitions=2), echo=None)
+    again = run_judge(opts(tiny_authors, out, judge_samples=2), echo=None)
     assert fake.CALLS["judge"] == before and again["calls_made"] == 0
     assert (out / "judgments.jsonl").read_text() == first
     with pytest.raises(ConfigMismatchError, match="repetitions"):
-        run_judge(opts(tiny_authors, out, repetitions=3), echo=None)
+        run_judge(opts(tiny_authors, out, judge_samples=3), echo=None)
 
 
 def test_interrupted_run_resumes_without_repeating(tiny_authors, tmp_path, monkeypatch):
@@ -91,7 +92,7 @@ def test_interrupted_run_resumes_without_repeating(tiny_authors, tmp_path, monke
 
 def test_failed_judgments_are_recorded_not_invented(tiny_authors, tmp_path):
     out = tmp_path / "bad"
-    s = run_judge(opts(tiny_authors, out, judge="fake/empty", retries=2, limit=2), echo=None)
+    s = run_judge(opts(tiny_authors, out, judge="fake/empty", judge_retries=2, limit=2), echo=None)
     rows = [json.loads(line) for line in (out / "judgments.jsonl").read_text().splitlines()]
     assert s["n_failed_judgments"] == 2 and all(r["scores"] is None and r["parse_status"] == "failed" for r in rows)
 
@@ -102,7 +103,7 @@ def test_bad_options(tiny_authors, tmp_path):
     with pytest.raises(MindEvalError, match="provider"):
         run_judge(opts(tiny_authors, tmp_path / "y", judge="nope/model"), echo=None)
     with pytest.raises(MindEvalError, match="repetitions"):
-        run_judge(opts(tiny_authors, tmp_path / "z", repetitions=0), echo=None)
+        run_judge(opts(tiny_authors, tmp_path / "z", judge_samples=0), echo=None)
 
 
 def test_judge_run_with_another_target(tiny_authors, tmp_path):
@@ -123,7 +124,7 @@ def test_judge_run_with_another_target(tiny_authors, tmp_path):
     # the rated file holds MindEval ratings: no example of the toy's dimensions is drawn from it by default
     assert run.config.config["fewshot_k"] == 0 and run.config.config["fewshot_interaction_ids"] == []
     with pytest.raises(MindEvalError, match="few-shot examples are MindEval ratings"):
-        run_judge(opts(tiny_authors, tmp_path / "f", target=str(toy), fewshot_source=str(tiny_authors)), echo=None)
+        run_judge(opts(tiny_authors, tmp_path / "f", target=str(toy), fewshot_file=str(tiny_authors)), echo=None)
     with pytest.raises(MindEvalError, match="paper is MindEval's own judge"):
         run_judge(opts(tiny_authors, tmp_path / "p", target=str(toy), judge_protocol="paper"), echo=None)
 

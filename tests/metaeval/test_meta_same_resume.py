@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 from metaeval_builders import human_file  # noqa: I001
 
-from metaeval.judge_runs import JudgeRunOptions, run_judge
+from metaeval.judge_runs import run_judge
 from metaeval.realism import RealismOptions, generate, load_human_turns
 from mindeval.errors import ConfigMismatchError
 from mindeval.llm import fake
 from mindeval.llm.gateway import ModelSpec
 from mindeval.profiles.backstory import BackstoryOptions, generate_file
 from mindeval.profiles.sampler import profiles_jsonl, sample_profiles
+from mindeval.run_options import RunOptions
 
 
 def backstory(tmp_path, temperature: float | None, new_run: bool) -> dict[str, Any]:
@@ -33,8 +34,9 @@ def backstory(tmp_path, temperature: float | None, new_run: bool) -> dict[str, A
 def judge(tmp_path, temperature: float | None, new_run: bool, tiny_authors) -> dict[str, Any]:
     params = {} if temperature is None else {"temperature": temperature}
     printed: list[str] = []
-    summary = run_judge(JudgeRunOptions(annotations=str(tiny_authors), judge="fake/judge", out=str(tmp_path / "jr"),
-                                        params=params, retries=1, limit=3, new_run=new_run), echo=printed.append)
+    summary = run_judge(RunOptions(annotations=str(tiny_authors), judge={"model": "fake/judge", **params},
+                                   out=str(tmp_path / "jr"), judge_retries=1, limit=3, new_run=new_run),
+                        echo=printed.append)
     return {**summary, "printed": printed}
 
 
