@@ -13,19 +13,19 @@ import warnings
 from mindeval import __version__
 from mindeval.cli import Parser, at_least, out_dir, run_cli
 from mindeval.cli.options import (
+    add_api_base_option,
     add_cost_options,
     add_judge_options,
     add_overwrite_option,
+    add_retry_options,
     add_role_options,
     add_target_option,
     role_spec,
 )
 from mindeval.config import (
     DEFAULT_CONCURRENCY,
-    DEFAULT_MAX_RETRIES,
     DEFAULT_PROMPTS,
     DEFAULT_RESAMPLES,
-    DEFAULT_RETRY_BUDGET_S,
     DEFAULT_SEED,
     METAEVAL_MARGIN,
     REALISM_OPENER,
@@ -145,8 +145,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from mindeval.cli import judging
 
     if Path(args.annotations).is_dir():
-        args.sources, args.quiet, args.max_retries, args.retry_budget_s = [args.annotations], False, \
-            DEFAULT_MAX_RETRIES, DEFAULT_RETRY_BUDGET_S
+        args.sources, args.quiet = [args.annotations], False
         return judging.handle(args)
     return judging.judge_annotations(args.annotations, args)
 
@@ -157,6 +156,7 @@ def cmd_realism(args: argparse.Namespace) -> int:
     require("realism", "metaeval realism")
     from .realism import RealismOptions, run_realism
 
+    args.patient_api_base = args.patient_api_base or args.api_base
     opts = RealismOptions(
         human_turns=args.human_turns, patient=args.patient, variants=args.variants, out=str(args.out),
         db_url=args.db, embedder=args.embedder, limit=args.limit, seed=args.seed,
@@ -250,6 +250,8 @@ def _add_judge(sub: argparse._SubParsersAction) -> None:
                    "`mindeval judge RUN_DIR` does)")
     j.add_argument("--study", help="rating study (name or id) when --annotations is a database URL")
     add_role_options(j, ("judge",), required=True, plain_aliases=True)
+    add_api_base_option(j)
+    add_retry_options(j)
     add_target_option(j)
     j.add_argument("--judge-prompt", default=None, metavar="REF",
                    help=f"judge prompt (kind/name or a template file) (default: the target's; for mindeval "
@@ -286,6 +288,7 @@ def _add_realism(sub: argparse._SubParsersAction) -> None:
                    "or an annotation database URL (with --study)")
     r.add_argument("--study", help="role-play study when --human-turns is a database URL")
     add_role_options(r, ("patient",), plain_aliases=True)
+    add_api_base_option(r)
     r.add_argument("--variants", nargs="+", default=list(REALISM_VARIANTS),
                    help="patient prompt variants (prompts/patient/NAME.txt or files)")
     r.add_argument("--embedder", default="minilm",

@@ -49,6 +49,7 @@ class RunOptions(BaseModel):
     patient: ModelSpec = ModelSpec()
     clinician: ModelSpec = ModelSpec()
     judge: ModelSpec = ModelSpec()
+    api_base: str | None = None  # the server of every role without its own api_base (not in-process models)
     # what is run
     target: str = DEFAULT_TARGET  # a built-in target's name or a target folder
     patient_prompt: str | None = None  # None: the target's
@@ -103,13 +104,17 @@ class RunOptions(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _policy_on_every_role(self) -> RunOptions:
-        """Each role's calls carry the run's retry policy (unless a spec already has one)."""
+    def _run_settings_on_every_role(self) -> RunOptions:
+        """Each role's calls carry the run's retry policy (unless its spec has one) and ``api_base``
+        (unless the role names its own server, or its model runs in-process)."""
         policy = self.policy()
         for role in ROLE_FIELDS:
             spec = getattr(self, role)
-            if spec.retry is None:
-                object.__setattr__(self, role, spec.model_copy(update={"retry": policy}))
+            update: dict[str, Any] = {} if spec.retry is not None else {"retry": policy}
+            if self.api_base and spec.api_base is None and spec.entry.path != "inprocess":
+                update["api_base"] = self.api_base
+            if update:
+                object.__setattr__(self, role, spec.model_copy(update=update))
         return self
 
     @property
@@ -133,3 +138,20 @@ def option_keys() -> list[str]:
         else:
             keys.append(name)
     return keys
+
+
+def cli_option(key: str) -> str | None:
+    """The command-line option of a run-file key (``fewshot_file`` -> ``--fewshot-file``,
+    ``judge.temperature`` -> ``--judge-temperature``, ``judge.model`` -> ``--judge``); None for
+    the keys no command line sets."""
+    if key in NO_OPTION:
+        return None
+    role, _, setting = key.rpartition(".")
+    if role:
+        setting = {"model": "", "timeout_s": "timeout"}.get(setting, setting)
+        return "--" + "-".join(x for x in (role, setting.replace("_", "-")) if x)
+    return "--" + key.replace("_", "-")
+
+
+# Keys only a run file or the Python API sets (``judge_only``: ``mindeval judge RUN_DIR`` sets it).
+NO_OPTION = ("judge_only", "patient.extra", "clinician.extra", "judge.extra")

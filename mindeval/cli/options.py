@@ -42,7 +42,7 @@ def add_role_options(parser: argparse.ArgumentParser, roles=ROLES, *, required: 
                        help="low | medium | high (providers that support it)")
         g.add_argument(f"--{role}-api-base", default=None, metavar="URL",
                        help="OpenAI-compatible server URL (e.g. http://127.0.0.1:8000/v1)")
-        for name in MODEL_OPTIONS if plain_aliases else ():
+        for name in MODEL_OPTIONS[:-1] if plain_aliases else ():  # --api-base: add_api_base_option
             g.add_argument(f"--{name}", dest=f"{role}_{name.replace('-', '_')}", default=argparse.SUPPRESS,
                            type=sampling_arg("--temperature", "temperature") if name == "temperature" else int if name == "max-tokens" else str,
                            help=argparse.SUPPRESS)
@@ -52,6 +52,13 @@ def add_role_options(parser: argparse.ArgumentParser, roles=ROLES, *, required: 
                        help="at most N requests per minute for this role (shared by all workers)")
         g.add_argument(f"--{role}-tpm", type=at_least(f"--{role}-tpm"), default=None, metavar="N",
                        help="at most N tokens per minute for this role (shared by all workers)")
+
+
+def add_api_base_option(p: argparse.ArgumentParser) -> None:
+    """``--api-base URL``: the OpenAI-compatible server of every role without its own ``--ROLE-api-base``."""
+    p.add_argument("--api-base", default=None, metavar="URL",
+                   help="OpenAI-compatible server of every role (e.g. http://127.0.0.1:8000/v1); a role's own "
+                   "--ROLE-api-base wins; no API key is needed for it (one set in the environment is sent)")
 
 
 def add_overwrite_option(p: argparse.ArgumentParser) -> None:

@@ -7,6 +7,7 @@ import argparse
 from ..cli import at_least, out_dir
 from ..cli.judging import handle
 from ..cli.options import (
+    add_api_base_option,
     add_cost_options,
     add_judge_options,
     add_overwrite_option,
@@ -27,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("sources", nargs="+", metavar="SOURCE",
                    help="a run directory (or its interactions.jsonl), 'official', or an annotations file")
     add_role_options(p, ("judge",), required=True)
+    add_api_base_option(p)
     p.add_argument("--judge-prompt", default=None, metavar="REF",
                    help=f"judge prompt (kind/name or a template file) (default: the target's; for mindeval "
                    f"{DEFAULT_PROMPTS['judge']})")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..cli import at_least, out_dir
 from ..cli.options import (
+    add_api_base_option,
     add_cost_options,
     add_judge_options,
     add_overwrite_option,
@@ -34,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Re-running the same command resumes without repeating any model call.",
     )
     add_role_options(p)
+    add_api_base_option(p)
     add_retry_options(p)
     add_target_option(p)
     p.add_argument("--profiles", default=None,

@@ -149,7 +149,7 @@ def _litellm_providers() -> frozenset[str]:
 
 def check_api_key(spec: ModelSpec, role: str = "") -> None:
     """Fail fast, naming the variable, when the provider's required API key is not set."""
-    missing = spec.entry.missing_key()
+    missing = spec.entry.missing_key(spec.api_base)
     if missing:
         who = " ".join(x for x in (role, spec.model) if x)
         raise ModelCallError(f"{who}: missing API key: set {missing}", role=role, model=spec.model, status=401,

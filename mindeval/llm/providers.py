@@ -8,7 +8,8 @@ table does not name goes through litellm, which decides). An entry says
   server named by ``api_base`` over MindEval's own HTTP client (:mod:`.openai_http`) and,
   without an ``api_base``, goes through litellm like ``litellm`` (imported only then);
 * ``keys``: the environment variables that may hold its API key (the first is named when
-  none is set); ``key_required`` says whether a call without one fails before it is sent;
+  none is set); ``key_required`` says whether a call without one fails before it is sent
+  (never for a server named by ``api_base``: a local server needs no dummy key);
 * ``breakpoints``: whether its prompt cache needs ``cache_control`` breakpoints
   (:mod:`.caching`); ``"claude"``: only for Claude models;
 * ``schema``: whether a judge may ask for a JSON-schema ``response_format``: ``always``,
@@ -70,9 +71,14 @@ class Provider:
         """The first of :attr:`keys` set in the environment (never stored or logged)."""
         return next((os.environ[k] for k in self.keys if os.environ.get(k)), None)
 
-    def missing_key(self) -> str | None:
-        """``VAR`` (or ``VAR or VAR2``) when a required key is not set; None otherwise."""
+    def missing_key(self, api_base: str | None = None) -> str | None:
+        """``VAR`` (or ``VAR or VAR2``) when a required key is not set; None otherwise.
+
+        A request to a server the user names (``api_base``, sent by MindEval's own client) needs
+        no key: the key is sent when set, and a server that wants one answers 401 itself."""
         if not self.keys or not self.key_required or self.api_key() is not None:
+            return None
+        if api_base and self.route(api_base) == "http":
             return None
         return " or ".join(self.keys)
 
