@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from .config import CALL_SETTINGS, DEFAULT_JUDGE_RETRIES, OPENING_LINE
 from .errors import MindEvalError
 from .files import atomic_write
 
@@ -642,15 +643,15 @@ _KIND_KEYS = ("database", "annotations_source", "fewshot_source", "package_versi
 
 
 class RunConfigRecord(_Document):
-    """``config.json`` of every run kind: the one run-configuration model, written by
-    ``mindeval run``, ``mindeval judge`` and ``metaeval judge`` and read by every reader
-    (``read_run``, the leaderboard, replay and re-judging, ``metaeval compare``, the app).
+    """``config.json`` of every run kind, written by ``mindeval run``, ``mindeval judge`` and
+    ``metaeval judge`` and read by every reader (``read_run``, the leaderboard, replay and
+    re-judging, ``metaeval compare``, the app): the run's id, hash and kind, and ``config``, what
+    the run's options (:class:`mindeval.run_options.RunOptions`) resolved to.
 
-    ``kind`` says what ``config`` holds: a :class:`BenchmarkConfig` (``benchmark()``; the
-    writer's :class:`mindeval.run_config.RunConfig`) or a :class:`JudgeRunConfig`
-    (``judge_run()``). ``config`` is stored as written, so a file keeps its bytes and hash.
-    Files written by earlier versions are read by :meth:`_compatible` (the one place that
-    knows their shapes).
+    ``kind`` says what ``config`` holds: a :class:`RunConfig` (``benchmark()``) or a
+    :class:`JudgeRunConfig` (``judge_run()``). ``config`` is stored as written, so a file keeps
+    its bytes and hash. Files written by earlier versions are read by :meth:`_compatible` (the
+    one place that knows their shapes).
     """
 
     run_id: str | None = None
@@ -707,9 +708,9 @@ class RunConfigRecord(_Document):
             field, msg = _validation_message(exc)
             raise MindEvalError(msg, path=path, field=f"config.{field}") from None
 
-    def benchmark(self, path: str | Path = CONFIG_FILE) -> BenchmarkConfig:
+    def benchmark(self, path: str | Path = CONFIG_FILE) -> RunConfig:
         """The benchmark settings; errors name ``config.json::config.<field>``."""
-        cfg = self._typed(BenchmarkConfig, BENCHMARK_KIND, path)
+        cfg = self._typed(RunConfig, BENCHMARK_KIND, path)
         for role in ROLES:
             if role not in cfg.prompts:
                 raise MindEvalError("missing required field", path=path, field=f"config.prompts.{role}")
@@ -779,6 +780,10 @@ class ModelRecord(BaseModel):
     reasoning_effort: str | None = None
     api_base: str | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+    # Call settings (see :data:`mindeval.config.CALL_SETTINGS`): recorded with a run, never in a hash.
+    timeout_s: float | None = Field(None, gt=0)
+    rpm: int | None = Field(None, gt=0)
+    tpm: int | None = Field(None, gt=0)
 
 
 class PromptRecord(BaseModel):
@@ -788,8 +793,16 @@ class PromptRecord(BaseModel):
     sha256: str
 
 
-class BenchmarkConfig(BaseModel):
-    """What readers need of a benchmark run's ``RunConfig`` (other keys are kept, unread)."""
+class RunConfig(BaseModel):
+    """``config`` of a benchmark run's ``config.json`` (``mindeval run``, ``mindeval judge RUN_DIR``):
+    the run's options as resolved (:mod:`mindeval.run_options` has the options; this records what
+    they gave: prompt and profile hashes, the target block, ...). The runner writes it and every
+    reader reads it; keys of other versions are kept, unread.
+
+    The config hash (:meth:`hash`) covers everything that changes results (models and parameters,
+    prompt versions and contents, guideline version, profiles, turns, seeds, judge settings) and
+    nothing that does not (the per-call settings: timeouts, rate limits; a run may resume with
+    other values; nor where the files were read from)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -810,10 +823,63 @@ class BenchmarkConfig(BaseModel):
     transcript_format: str = "mindeval"
     # The judge's answer-code instruction (prompts/judge/answer/*.txt); absent for runs without one.
     answer_prompt: PromptRecord | None = None
+    profiles_source: str | None = None
+    profiles_sha256: str | None = None
+    opening_line: str = OPENING_LINE
+    judge_retries: int = DEFAULT_JUDGE_RETRIES
+    fewshot_source: str | None = None
+    package_version: str | None = None
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: Any) -> dict[str, Any]:
         return _omit_defaults(handler(self))
+
+    def hash(self) -> str:
+        return hash_config(self.hashed_view(), compact=True)
+
+    def hashed_view(self) -> dict[str, Any]:
+        return hashed_view(self.model_dump(mode="json"))
+
+    def simulation_hash(self) -> str:
+        """The identity of the run's conversations: the config hash without the judge's part."""
+        return hash_config(simulation_view(self.model_dump(mode="json")))
+
+
+def hash_config(config: dict[str, Any], *, compact: bool = False) -> str:
+    """SHA-256 of a JSON configuration with sorted keys (``compact``: without spaces, as a benchmark
+    run's hash has always been; backstory, judge and realism runs hash with them)."""
+    blob = json.dumps(config, sort_keys=True, separators=(",", ":") if compact else None)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def hashed_view(config: dict[str, Any]) -> dict[str, Any]:
+    """What of a benchmark configuration (as JSON, any version) its hash covers."""
+    data = dict(identity_view(config))
+    data.pop("package_version", None)
+    data.pop("profiles_source", None)  # the content hash identifies the profiles
+    data.pop("fewshot_source", None)
+    for role in ROLES:
+        if isinstance(data.get(role), dict):
+            data[role] = {k: v for k, v in data[role].items() if k not in CALL_SETTINGS}
+    return data
+
+
+# What only the judge reads: a run whose configuration differs from another's in these alone
+# shares its conversations (``simulation_view``).
+JUDGE_KEYS = ("judge", "judge_retries", "judge_samples", "fewshot_sha256", "fewshot_k", "fewshot_source",
+              "judge_protocol", "guidelines_version", "transcript_format", "answer_prompt")
+
+
+def simulation_view(config: dict[str, Any]) -> dict[str, Any]:
+    """The part of a stored benchmark configuration (:class:`RunConfig` as JSON, any version) that
+    decides its conversations: everything hashed except the judge's settings and prompt."""
+    data = {k: v for k, v in identity_view(config).items()
+            if k not in JUDGE_KEYS and k not in ("package_version", "profiles_source")}
+    data["prompts"] = {k: v for k, v in (config.get("prompts") or {}).items() if k != "judge"}
+    for role in ("patient", "clinician"):
+        if isinstance(data.get(role), dict):
+            data[role] = {k: v for k, v in data[role].items() if k not in CALL_SETTINGS}
+    return data
 
 
 class RunSummary(_Document):

@@ -117,22 +117,22 @@ def _replay(rec: RunConfigRecord, path: Path) -> dict[str, Any]:
     """The keys that rebuild the configuration recorded in ``config.json`` (a benchmark
     run's: :meth:`~mindeval.records.RunConfigRecord.benchmark`)."""
     cfg = rec.benchmark(path)
-    c, extra = rec.config, cfg.model_extra or {}
-    if "profiles_source" not in extra:
+    c = rec.config
+    if cfg.profiles_source is None:
         raise MindEvalError("missing required field", path=path, field="config.profiles_source")
     return {
         "patient": c["patient"], "clinician": c["clinician"], "judge": c["judge"], "target": cfg.target.name,
         **{f"{role}_prompt": cfg.prompts[role].ref.split("@")[0] for role in ("patient", "clinician", "judge")},
-        "profiles": extra["profiles_source"], "limit": len(cfg.profile_ids), "turns": cfg.turns,
-        "seed": cfg.seed or 0, "judge_retries": extra.get("judge_retries", 3), "judge_samples": cfg.judge_samples,
-        "fewshot_file": extra.get("fewshot_source"), "fewshot_k": cfg.fewshot_k, "judge_protocol": cfg.judge_protocol,
+        "profiles": cfg.profiles_source, "limit": len(cfg.profile_ids), "turns": cfg.turns,
+        "seed": cfg.seed or 0, "judge_retries": cfg.judge_retries, "judge_samples": cfg.judge_samples,
+        "fewshot_file": cfg.fewshot_source, "fewshot_k": cfg.fewshot_k, "judge_protocol": cfg.judge_protocol,
         "transcript_format": cfg.transcript_format, "out": str(path.parent),
     }
 
 
 def check_replay(rec: RunConfigRecord, config: Any, path: str | Path = CONFIG_FILE) -> None:
     """A replayed ``config.json`` (``rec``) must give back its own configuration (``config``: the
-    rebuilt :class:`~mindeval.run_config.RunConfig`); otherwise the differences are the error."""
+    rebuilt :class:`~mindeval.records.RunConfig`); otherwise the differences are the error."""
     if not rec.config_hash or rec.config_hash == config.hash():
         return
     from .run_config import config_diff, hashed_view

@@ -49,20 +49,16 @@ from .records import (
     Profile,
     PromptRecord,
     Role,
+    RunConfig,
     RunConfigRecord,
     RunSummary,
     TargetInfo,
     Turn,
     Usage,
     load_profiles,
-)
-from .run_config import (
-    PromptRef,
-    RunConfig,
-    judge_spec_for_protocol,
     simulation_view,
-    spec_with_defaults,
 )
+from .run_config import PromptRef, judge_spec_for_protocol, spec_with_defaults
 from .run_options import RunOptions
 from .rundir_guard import check_store, run_dir_lock
 from .simulate import Speaker, run_interaction

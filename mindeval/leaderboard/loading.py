@@ -25,9 +25,9 @@ from ..records import (
     CONFIG_FILE,
     INTERACTIONS_FILE,
     JUDGMENTS_FILE,
-    BenchmarkConfig,
     InteractionRecord,
     JudgmentRecord,
+    RunConfig,
     TargetInfo,
 )
 from ..rundir import read_run
@@ -148,7 +148,7 @@ def load_run(run_dir: str | Path) -> RunData:
     )
 
 
-def _read_interactions(rows: list[InteractionRecord], cfg: BenchmarkConfig, ipath: Path) -> tuple[dict[str, InteractionRecord], VerbosityCounts, int]:
+def _read_interactions(rows: list[InteractionRecord], cfg: RunConfig, ipath: Path) -> tuple[dict[str, InteractionRecord], VerbosityCounts, int]:
     """The run's interactions by id (checked against config.json), the clinician's verbosity and
     the number of failed conversations."""
     interactions: dict[str, InteractionRecord] = {}
@@ -172,7 +172,7 @@ def _read_interactions(rows: list[InteractionRecord], cfg: BenchmarkConfig, ipat
     return interactions, verbosity, n_failed_interactions
 
 
-def _read_samples(rows: list[JudgmentRecord], cfg: BenchmarkConfig, interactions: dict[str, InteractionRecord], target: TargetInfo,
+def _read_samples(rows: list[JudgmentRecord], cfg: RunConfig, interactions: dict[str, InteractionRecord], target: TargetInfo,
                   jpath: Path) -> tuple[dict[str, list[dict[str, float]]], dict[str, set[int]], int]:
     """Parsed judge samples per interaction (``None`` ratings as NaN), each interaction's parsed
     sample numbers, and the number of samples that failed."""
@@ -211,7 +211,7 @@ def _read_samples(rows: list[JudgmentRecord], cfg: BenchmarkConfig, interactions
 
 
 def _score(interactions: dict[str, InteractionRecord], samples: dict[str, list[dict[str, float]]],
-           parsed: dict[str, set[int]], cfg: BenchmarkConfig, target: TargetInfo,
+           parsed: dict[str, set[int]], cfg: RunConfig, target: TargetInfo,
            jpath: Path) -> tuple[list[InteractionScore], int]:
     """One row per interaction with every requested sample parsed: the mean of its samples per
     axis, and ``average``; and the number of interactions only partly judged (left unscored)."""
@@ -243,7 +243,7 @@ def _score(interactions: dict[str, InteractionRecord], samples: dict[str, list[d
     return scored, n_partly_judged
 
 
-def _setup(cfg: BenchmarkConfig) -> RunSetup:
+def _setup(cfg: RunConfig) -> RunSetup:
     """What a run must share with the others on its leaderboard."""
     prompts = cfg.prompts
     fewshot = f"{_short(cfg.fewshot_sha256)} k={cfg.fewshot_k}" if cfg.fewshot_sha256 else "none"
@@ -260,7 +260,7 @@ def _setup(cfg: BenchmarkConfig) -> RunSetup:
     )
 
 
-def _clinician_params(cfg: BenchmarkConfig) -> dict[str, Any]:
+def _clinician_params(cfg: RunConfig) -> dict[str, Any]:
     params = cfg.clinician.model_dump(exclude={"model"}, exclude_none=True)
     if not params.get("extra"):
         params.pop("extra", None)

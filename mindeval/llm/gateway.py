@@ -64,10 +64,6 @@ class ModelSpec(ModelRecord):
     model_config = ConfigDict(extra="forbid")
 
     model: str = EMBEDDED_MODEL
-    # Call settings (see :data:`CALL_SETTINGS`): recorded with a run, never in a request hash.
-    timeout_s: float | None = Field(None, gt=0)
-    rpm: int | None = Field(None, gt=0)
-    tpm: int | None = Field(None, gt=0)
     # The call's retry policy (None: the defaults, the CLI's): travels with the spec, never
     # written to config.json or hashed (a run may resume with other retries).
     retry: RetryPolicy | None = Field(None, exclude=True)

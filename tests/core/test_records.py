@@ -135,7 +135,7 @@ PINNED_CONFIG = Path(__file__).parent / "data" / "config_before_model_home.json"
 def test_a_config_saved_before_keeps_its_hash_and_bytes(tmp_path):
     """Model settings have one home (ModelRecord, which ModelSpec builds on): old runs still resume."""
     from mindeval.llm.gateway import ModelSpec
-    from mindeval.run_config import RunConfig
+    from mindeval.records import RunConfig
 
     assert issubclass(ModelSpec, ModelRecord)
     rec = read_config(PINNED_CONFIG)  # written before run directories carried their target: upgraded
@@ -148,5 +148,6 @@ def test_a_config_saved_before_keeps_its_hash_and_bytes(tmp_path):
     assert again == pinned
     # readers see the same settings through the record model
     bench = rec.benchmark(PINNED_CONFIG)
-    assert bench.clinician == ModelRecord(model="fake/echo", max_tokens=99)
+    assert bench.clinician == ModelRecord(**pinned["config"]["clinician"])
+    assert (bench.clinician.model, bench.clinician.max_tokens) == ("fake/echo", 99)
     assert ModelRecord.model_validate(config.judge.model_dump()).model_dump() == bench.judge.model_dump()

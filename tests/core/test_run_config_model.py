@@ -17,8 +17,8 @@ from mindeval.errors import MindEvalError
 from mindeval.records import (
     BENCHMARK_KIND,
     RATED_JUDGE_KIND,
-    BenchmarkConfig,
     JudgeRunConfig,
+    RunConfig,
     RunConfigRecord,
 )
 from mindeval.rundir import legacy_target, read_config, read_run
@@ -32,7 +32,7 @@ def _reads_back(path: Path, kind: str) -> RunConfigRecord:
     rec = RunConfigRecord.read(path)
     assert rec.kind == kind
     typed = rec.benchmark(path) if kind == BENCHMARK_KIND else rec.judge_run(path)
-    assert isinstance(typed, BenchmarkConfig if kind == BENCHMARK_KIND else JudgeRunConfig)
+    assert isinstance(typed, RunConfig if kind == BENCHMARK_KIND else JudgeRunConfig)
     copy = path.parent / "copy.json"
     rec.write(copy)
     assert copy.read_bytes() == path.read_bytes()

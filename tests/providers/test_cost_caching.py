@@ -17,9 +17,8 @@ from mindeval.llm.caching import uses_breakpoints, with_breakpoints
 from mindeval.llm.cost import billed_input_tokens, cost_usd, price_per_token
 from mindeval.llm.gateway import ModelSpec, acomplete, complete
 from mindeval.prompts import load_template
-from mindeval.records import Usage, load_profiles
+from mindeval.records import RunConfig, Usage, load_profiles
 from mindeval.resources import data_dir
-from mindeval.run_config import RunConfig
 from mindeval.rundir import legacy_target
 
 CLAUDE = "anthropic/claude-haiku-4-5"
