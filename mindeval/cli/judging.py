@@ -82,6 +82,7 @@ def judge_annotations(source: str, args: argparse.Namespace, *, echo: bool = Tru
 
     from ..profiles.official import official_file
     from .options import retry_policy, role_spec
+    from .studies import read_studies
 
     path = str(official_file("human_annotations.jsonl")) if source == "official" else source
     given = {k: getattr(args, k) for k in ("target", "seed", "mapping", "limit", "label", "zeros", "study", "new_run")
@@ -95,8 +96,9 @@ def judge_annotations(source: str, args: argparse.Namespace, *, echo: bool = Tru
         max_cost=getattr(args, "max_cost", None), dry_run=getattr(args, "dry_run", False),
         assume_reply_tokens=dict(getattr(args, "assume_reply_tokens", [])), **given,
     )
+    studies = read_studies([opts.annotations, opts.fewshot_source], opts.study)
     if opts.dry_run:
-        run_judge(opts, echo=print)
+        run_judge(opts, echo=print, studies=studies)
         return 0
-    summary = run_judge(opts, echo=print if echo else None)
+    summary = run_judge(opts, echo=print if echo else None, studies=studies)
     return 0 if summary["n_failed_judgments"] == 0 else 1
