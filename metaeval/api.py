@@ -6,11 +6,13 @@ of every statistic, frames instead of text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
+
+from mindeval.study_data import StudyRatings
 
 from .comparison import CompareOptions, CompareResult, run_compare
 from .matrices import long_table
@@ -33,10 +35,13 @@ class CompareFrames(BaseModel):
     result: CompareResult
 
 
-def compare(humans: Sequence[str] = (), judges: Sequence[str] = (), **options: Any) -> CompareFrames:
+def compare(humans: Sequence[str] = (), judges: Sequence[str] = (), *,
+            studies: Mapping[str, StudyRatings] | None = None, **options: Any) -> CompareFrames:
     """Compare judges with humans; ``options`` are :class:`~metaeval.comparison.CompareOptions` fields
-    (``resamples``, ``ci``, ``seed``, ``alpha_level``, ``margin``, ``mipsa_ties``, ``zeros``...)."""
-    res = run_compare(CompareOptions(humans=list(humans), judges=list(judges), **options))
+    (``resamples``, ``ci``, ``seed``, ``alpha_level``, ``margin``, ``mipsa_ties``, ``zeros``...).
+    An annotation database among ``humans`` needs its study's ratings in ``studies`` (by URL:
+    ``annotation_app.store.read_ratings(url, study)``)."""
+    res = run_compare(CompareOptions(humans=list(humans), judges=list(judges), **options), studies)
     verdict_rows = [{"judge": v.judge, "axis": v.axis, "overall": v.outcome, **m.model_dump()}
                     for v in res.confident for m in v.metrics]
     cluster_rows = [{"axis": c.axis, "metric": c.metric, "reference": c.reference, "judge": j,

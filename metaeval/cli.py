@@ -22,6 +22,7 @@ from mindeval.cli.options import (
     add_target_option,
     role_spec,
 )
+from mindeval.cli.studies import read_studies, read_turns
 from mindeval.config import (
     DEFAULT_CONCURRENCY,
     DEFAULT_PROMPTS,
@@ -70,7 +71,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         reference=args.reference, self_systems=_self_systems(args.self_system or []), target=args.target,
         resamples=args.resamples, ci=args.ci, seed=args.seed, alpha_level=args.alpha, margin=args.margin,
     )
-    result = run_compare(opts)
+    result = run_compare(opts, read_studies(opts.humans, opts.study))
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
     any_m = next(iter(result.matrices.values()))
@@ -120,7 +121,7 @@ def cmd_power(args: argparse.Namespace) -> int:
                           resamples=args.resamples, seed=args.seed, alpha_level=args.alpha, target=args.target)
     pair = tuple(args.pair) if args.pair else None
     rep = run_power(opts, delta=args.delta, power=args.power, axis=args.axis, metric=args.metric,
-                    judges=pair)  # type: ignore[arg-type]
+                    judges=pair, studies=read_studies(opts.humans, opts.study))  # type: ignore[arg-type]
     for line in power_lines(rep):
         print(line)
     if args.out is not None:
@@ -163,7 +164,7 @@ def cmd_realism(args: argparse.Namespace) -> int:
         params=role_spec(args, "patient").model_dump(exclude={"model"}), concurrency=args.concurrency, study=args.study,
         opener=args.opener, new_run=args.new_run,
     )
-    run_realism(opts, echo=print)
+    run_realism(opts, echo=print, study_turns=read_turns(opts.human_turns, opts.study))
     return 0
 
 

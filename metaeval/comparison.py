@@ -9,7 +9,7 @@ humans) and Krippendorff's α (nominal); the average score keeps τ, MIPSA and �
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from mindeval.errors import MindEvalError
 from mindeval.judging.authors import AUTHORS_FEWSHOT_IDS, load_mapping
 from mindeval.stats import resampled
 from mindeval.stats.agreement import AgreementWarning, TauVariant, TieRule
+from mindeval.study_data import StudyRatings
 
 from .confidence import (
     DEFAULT_MARGIN,
@@ -47,11 +48,12 @@ from .selfpref import (
 from .sources import (
     HumanSource,
     RaterScores,
+    database_study,
     is_ratings_file,
-    load_annotation_db,
     load_authors_annotations,
     load_judge_run,
     load_ratings_file,
+    load_study,
 )
 
 
@@ -95,15 +97,18 @@ def _is_db_url(src: str) -> bool:
     return "://" in src
 
 
-def load_humans(sources: Sequence[str], opts: CompareOptions, dims: Dimensions | None = None) -> list[HumanSource]:
+def load_humans(sources: Sequence[str], opts: CompareOptions, dims: Dimensions | None = None,
+                studies: Mapping[str, StudyRatings] | None = None) -> list[HumanSource]:
     """Human sources, rated on ``dims`` (the target's dimensions); when ``dims`` is ``None`` an
-    annotation study's target decides, else MindEval's."""
+    annotation study's target decides, else MindEval's. A database source's ratings are in
+    ``studies`` (by source), as the command line read them."""
     loaded: dict[int, HumanSource] = {}
     for i, src in enumerate(sources):  # databases first: a study knows its target
         if _is_db_url(src):
             if not opts.study:
                 raise MindEvalError("reading ratings from a database needs --study NAME", field="--study")
-            loaded[i] = load_annotation_db(src, opts.study, zeros=opts.zeros, prefix=_prefix(sources, i), dims=dims)
+            loaded[i] = load_study(database_study(src, studies), zeros=opts.zeros, prefix=_prefix(sources, i),
+                                   dims=dims)
             dims = dims or loaded[i].dims
     dims = dims or Dimensions()
     mapping = None
@@ -189,8 +194,9 @@ def load_judges(args: Sequence[str]) -> list[RaterScores]:
     return list(by_label.values())
 
 
-def run_compare(opts: CompareOptions) -> CompareResult:
-    """Load every source, build all matrices, verdicts and the Table-5 comparisons."""
+def run_compare(opts: CompareOptions, studies: Mapping[str, StudyRatings] | None = None) -> CompareResult:
+    """Load every source, build all matrices, verdicts and the Table-5 comparisons (``studies``: the
+    ratings of each annotation database among ``opts.humans``, read by the caller)."""
     if not opts.humans and not opts.judges:
         raise MindEvalError("give at least one --humans source or --judges run")
     with warnings.catch_warnings(record=True) as caught:
@@ -198,7 +204,7 @@ def run_compare(opts: CompareOptions) -> CompareResult:
         warnings.simplefilter("always", RollupWarning)
         judges = load_judges(opts.judges)
         dims = resolve_dimensions(opts.target, judges)
-        human_sources = load_humans(opts.humans, opts, dims)
+        human_sources = load_humans(opts.humans, opts, dims, studies)
         # a study's own target (checked against the judges') knows its form and names best
         dims = next((hs.dims for hs in human_sources if hs.dims is not None and hs.dims.titles), dims) or Dimensions()
         if dims.categorical and opts.zeros == "zero":

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +49,17 @@ from mindeval.rundir_guard import check_store, run_dir_lock
 from mindeval.runner import JudgeSetup, format_failures, judge_setup
 from mindeval.store import sqlite_url
 from mindeval.store.calls import calls_line, logged_run
+from mindeval.study_data import StudyRatings
 from mindeval.targets import Target, load_target
 from mindeval.workers import check_concurrency, run_pool
 
-from .sources import AnnotatedInteraction, HumanSource, load_annotation_db, load_authors_annotations
+from .sources import (
+    AnnotatedInteraction,
+    HumanSource,
+    database_study,
+    load_authors_annotations,
+    load_study,
+)
 
 KIND = RATED_JUDGE_KIND
 
@@ -61,12 +68,14 @@ def _is_url(source: str) -> bool:
     return "://" in source
 
 
-def load_annotated(source: str, mapping: Any, zeros: str, study: str | None) -> HumanSource:
-    """The authors' annotation file, or a rating study of the annotation platform's database."""
+def load_annotated(source: str, mapping: Any, zeros: str, study: str | None,
+                   studies: Mapping[str, StudyRatings] | None = None) -> HumanSource:
+    """The authors' annotation file, or a rating study of the annotation platform's database
+    (its ratings in ``studies``, by source, as the command line read them)."""
     if _is_url(source):
         if not study:
             raise MindEvalError("reading annotated interactions from a database needs --study NAME", field="--study")
-        return load_annotation_db(source, study, zeros=zeros)
+        return load_study(database_study(source, studies), zeros=zeros)
     return load_authors_annotations(source, mapping, zeros=zeros)
 
 
@@ -129,7 +138,8 @@ class _Shots(BaseModel):
     examples: list[FewShotExample]
 
 
-def _fewshot(opts: RunOptions, target: Target, mapping: Any, data: HumanSource) -> _Shots:
+def _fewshot(opts: RunOptions, target: Target, mapping: Any, data: HumanSource,
+             studies: Mapping[str, StudyRatings] | None) -> _Shots:
     """The examples: the authors' five (``paper``), else ``k`` drawn with the seed (never another
     target's examples from the authors' schema)."""
     shot_src, fewshot_k = data, opts.fewshot_k
@@ -139,7 +149,7 @@ def _fewshot(opts: RunOptions, target: Target, mapping: Any, data: HumanSource) 
         check_fewshot_target(target.name, False, opts.fewshot_file, fewshot_k)
         fewshot_k = 0
     if opts.fewshot_file and opts.fewshot_file != opts.annotations:
-        shot_src = load_annotated(opts.fewshot_file, mapping, opts.zeros, opts.study)
+        shot_src = load_annotated(opts.fewshot_file, mapping, opts.zeros, opts.study, studies)
     if opts.judge_protocol == "paper":
         shot_file = opts.fewshot_file or opts.annotations
         _, fewshot = paper_fewshot(None if _is_url(shot_file) else Path(shot_file))
@@ -206,8 +216,10 @@ def _annotations(opts: RunOptions) -> str:
     return opts.annotations
 
 
-def run_judge(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
-    """Judge every evaluation interaction ``judge_samples`` times; write the run directory."""
+def run_judge(opts: RunOptions, *, echo: Callable[[str], None] | None = print,
+              studies: Mapping[str, StudyRatings] | None = None) -> dict[str, Any]:
+    """Judge every evaluation interaction ``judge_samples`` times; write the run directory.
+    ``studies``: the ratings of the annotation databases among the sources, read by the caller."""
     say = echo or (lambda _m: None)
     _check_options(opts)
     source = _annotations(opts)
@@ -218,8 +230,8 @@ def run_judge(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -
     if not opts.dry_run:
         check_api_key(spec, "judge")  # before the first call
     mapping = load_mapping(opts.mapping)
-    data = load_annotated(source, mapping, opts.zeros, opts.study)
-    shots = _fewshot(opts, target, mapping, data)
+    data = load_annotated(source, mapping, opts.zeros, opts.study, studies)
+    shots = _fewshot(opts, target, mapping, data, studies)
     evaluate = [it for iid, it in data.interactions.items() if iid not in set(shots.ids)]
     if opts.limit is not None:
         evaluate = evaluate[: max(0, opts.limit)]

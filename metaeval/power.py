@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 from pydantic import BaseModel
 
 from mindeval.errors import MindEvalError
 from mindeval.stats.power import power_at, required_n
+from mindeval.study_data import StudyRatings
 
 from .comparison import CompareOptions, load_humans, load_judges, resolve_dimensions
 from .confidence import Draws
@@ -48,13 +50,15 @@ class PowerReport(BaseModel):
 
 
 def run_power(opts: CompareOptions, *, delta: float = 0.1, power: float = 0.8, axis: str = AVERAGE,
-              metric: str = "tau", judges: tuple[str, str] | None = None) -> PowerReport:
-    """Interactions needed per number of raters (see the module docstring)."""
+              metric: str = "tau", judges: tuple[str, str] | None = None,
+              studies: Mapping[str, StudyRatings] | None = None) -> PowerReport:
+    """Interactions needed per number of raters (see the module docstring); ``studies`` as for
+    :func:`~metaeval.comparison.run_compare`."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         js = load_judges(opts.judges)
         dims = resolve_dimensions(opts.target, js)
-        humans = [r for hs in load_humans(opts.humans, opts, dims) for r in hs.raters]
+        humans = [r for hs in load_humans(opts.humans, opts, dims, studies) for r in hs.raters]
     if len(js) < 2:
         raise MindEvalError("metaeval power needs two judges in the pilot (--judges A=DIR B=DIR)", field="--judges")
     if not humans:

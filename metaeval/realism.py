@@ -35,6 +35,7 @@ from mindeval import __version__
 from mindeval.config import DEFAULT_MODEL, OPENING_LINE, REALISM_OPENER, REALISM_VARIANTS
 from mindeval.errors import MindEvalError, ModelCallError
 from mindeval.records import ATTRIBUTE_FIELDS, Profile, read_jsonl, validate_row
+from mindeval.study_data import StudyTurns
 from mindeval.workers import check_concurrency, run_pool
 
 from .style import relative_to, style_table
@@ -87,15 +88,19 @@ def _turn_from_json(obj: dict[str, Any], path: str, line: int) -> HumanTurn:
     return HumanTurn(profile=profile, content=content, line=line)
 
 
-def load_human_turns(source: str, study: str | None = None) -> list[HumanTurn]:
-    """Human patient turns from a JSONL file or an annotation database (``--study``)."""
+def load_human_turns(source: str, study: str | None = None, read: StudyTurns | None = None) -> list[HumanTurn]:
+    """Human patient turns from a JSONL file, or from a role-play study of an annotation database
+    (``--study``): ``read`` holds its turns as the command line read them (metaeval never opens
+    the app's database)."""
     if "://" in source:
         if not study:
             raise MindEvalError("reading role-play turns from a database needs --study NAME", field="--study")
-        from annotation_app.store import read_user_turns
+        if read is None:
+            from mindeval.store.db import redact_url
 
-        where, rows = read_user_turns(source, study)
-        turns = [_turn_from_json(obj, where, n) for n, obj in enumerate(rows, start=1)]
+            raise MindEvalError("the annotation database was not read: pass the study's turns as data "
+                                "(annotation_app.store.read_user_turns(url, study))", path=redact_url(source))
+        turns = [_turn_from_json(obj, read.source, n) for n, obj in enumerate(read.rows, start=1)]
     else:
         turns = [_turn_from_json(obj, source, n) for n, obj in read_jsonl(source)]
     if not turns:
@@ -274,12 +279,14 @@ def _silent(_msg: str) -> None:
     pass
 
 
-def run_realism(opts: RealismOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
+def run_realism(opts: RealismOptions, *, echo: Callable[[str], None] | None = print,
+                study_turns: StudyTurns | None = None) -> dict[str, Any]:
+    """The realism run; ``study_turns``: the role-play study's turns when ``opts.human_turns`` is a database."""
     say = echo or _silent
     started = time.perf_counter()
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
-    turns = sample_turns(load_human_turns(opts.human_turns, opts.study), opts.limit, opts.seed)
+    turns = sample_turns(load_human_turns(opts.human_turns, opts.study, study_turns), opts.limit, opts.seed)
     if len(turns) * (1 + len(opts.variants)) < TSNE_MIN_TEXTS:
         raise MindEvalError(
             f"{len(turns)} human turns × {1 + len(opts.variants)} groups is fewer than the {TSNE_MIN_TEXTS} texts "

@@ -6,7 +6,8 @@ and ``average``). Raters are matched on ``(profile_id, system)``: the same patie
 profile talking to the same clinician system.
 
 Human sources: the authors' ``human_annotations.jsonl`` (through the configurable
-criterion → sub-axis mapping), the annotation platform's database, a ratings file
+criterion → sub-axis mapping), a study of the annotation platform (:func:`load_study`: its
+ratings as data, read from the database by the command line), a ratings file
 (:func:`load_ratings_file`, one sub-axis rating per row, any target) or any frame of
 sub-axis ratings (:func:`humans_from_ratings`). Judge sources: a ``mindeval run``
 directory or a ``metaeval judge`` directory (both hold ``judgments.jsonl``; the
@@ -15,6 +16,7 @@ target's dimensions come from its ``config.json``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -41,6 +43,7 @@ from mindeval.records import (
     read_jsonl,
 )
 from mindeval.rundir import read_config, read_run, run_target
+from mindeval.study_data import StudyRatings
 
 from .rollup import AVERAGE, RATING_COLUMNS, Dimensions, judge_axis_frame, rollup
 
@@ -283,11 +286,23 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
 # ------------------------------------------------------------ annotation platform
 
 
-def load_annotation_db(
-    url: str, study: str | int, *, zeros: str = "missing", prefix: str = "P", dims: Dimensions | None = None,
+def database_study(source: str, studies: Mapping[str, StudyRatings] | None) -> StudyRatings:
+    """The ratings of database ``source`` as its caller read them: metaeval never opens the
+    annotation platform's database (the command lines read it with the app's data package)."""
+    if studies and source in studies:
+        return studies[source]
+    from mindeval.store.db import redact_url
+
+    raise MindEvalError("the annotation database was not read: pass the study's ratings as data, "
+                        "studies={url: annotation_app.store.read_ratings(url, study)}", path=redact_url(source))
+
+
+def load_study(
+    study_ratings: StudyRatings, *, zeros: str = "missing", prefix: str = "P", dims: Dimensions | None = None,
     adjudicated: bool = False,
 ) -> HumanSource:
-    """Submitted ratings of one study of the annotation platform's database.
+    """The submitted ratings of one study of the annotation platform (read from its database by
+    ``annotation_app.store.read_ratings``) as a human source.
 
     Adjudicated ratings (the admin's decision after a disagreement review) are not a
     rater's own judgement, so they are left out unless ``adjudicated`` is true; then they
@@ -298,10 +313,8 @@ def load_annotation_db(
     Annotators are labelled by name, except the authors' four, who get P1-P4. The
     dimensions are the study's target's (``dims``, when given, must be that target).
     """
-    from annotation_app.store import read_ratings
     from mindeval.targets import load_target
 
-    study_ratings = read_ratings(url, study)
     source, study_name = study_ratings.source, study_ratings.study
     target = load_target(study_ratings.target)
     own = Dimensions.of_target(target)

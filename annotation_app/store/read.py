@@ -1,52 +1,26 @@
-"""Reading a study's data from outside the app (``metaeval compare``, ``metaeval realism``).
+"""Reading a study's data from outside the app (the command lines, for ``metaeval compare``,
+``judge`` and ``realism``).
 
-Both functions open the database read-only in spirit (no tables are created) and
-return plain data, so callers never touch the app or its tables.
+Both functions open the database read-only in spirit (no tables are created) and return plain
+data (:mod:`mindeval.study_data`), which the command lines hand to ``metaeval``: it never
+imports the app.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
-from typing import Any, TypeVar
-
-from pydantic import BaseModel
+from typing import TypeVar
 
 from mindeval.errors import MindEvalError
 from mindeval.store.db import Database, redact_url
-from mindeval.targets import DEFAULT_TARGET, load_target
+from mindeval.study_data import StudyRatings, StudyTurns, SubmittedRating
+from mindeval.targets import load_target
 
 from .exporters import submitted_ratings, user_turns_rows
 from .ratings import na_value
 from .studies import get_study
-from .tables import NA_VALUE
 
 T = TypeVar("T")
-
-
-class SubmittedRating(BaseModel):
-    """The last submitted version of one annotator's rating of one interaction."""
-
-    interaction_id: str  # the id the interaction had where it came from
-    profile_id: str | None  # a run's profile id, when known
-    member_attributes: dict[str, Any]
-    messages: list[dict[str, Any]]
-    clinician_model: str | None
-    annotator: str
-    values: dict[str, int]  # sub-axis id -> stored value; ``StudyRatings.na_value`` = not applicable / not rated
-    justification: str
-    safety_note: str | None
-    revision: int
-    submitted_at: datetime | None
-    adjudicated: bool = False  # the admin's adjudicated rating after a disagreement review
-
-
-class StudyRatings(BaseModel):
-    study: str
-    source: str  # the database URL (password hidden) and study, for messages
-    ratings: list[SubmittedRating]
-    target: str = DEFAULT_TARGET  # the study's target as load_target takes it: a built-in name or a folder
-    na_value: int = NA_VALUE  # how "not applicable" is stored: 0, or below the levels when 0 is a level
 
 
 def _with_study(url: str, study: str | int, what: str, fn: Callable[[Database, int], T]) -> tuple[str, str, T]:
@@ -85,7 +59,7 @@ def read_ratings(url: str, study: str | int) -> StudyRatings:
                         na_value=na_value(g))
 
 
-def read_user_turns(url: str, study: str | int) -> tuple[str, list[dict[str, Any]]]:
-    """``(source, rows)``: human patient turns of a role-play study in the authors' layout."""
+def read_user_turns(url: str, study: str | int) -> StudyTurns:
+    """The human patient turns of a role-play study, in the authors' layout."""
     name, _target, rows = _with_study(url, study, "role-play turns", user_turns_rows)
-    return f"{redact_url(url)}#study={name}", rows
+    return StudyTurns(source=f"{redact_url(url)}#study={name}", rows=rows)

@@ -72,11 +72,13 @@ def judge_annotations(source: str, args: argparse.Namespace, *, echo: bool = Tru
 
     from ..profiles.official import official_file
     from .options import options_of
+    from .studies import read_studies
 
     path = str(official_file("human_annotations.jsonl")) if source == "official" else source
     opts = options_of(args, annotations=path)
+    studies = read_studies([opts.annotations, opts.fewshot_file], opts.study)
     if opts.dry_run:
-        run_judge(opts, echo=print)
+        run_judge(opts, echo=print, studies=studies)
         return 0
-    summary = run_judge(opts, echo=print if echo else None)
+    summary = run_judge(opts, echo=print if echo else None, studies=studies)
     return 0 if summary["n_failed_judgments"] == 0 else 1

@@ -449,6 +449,29 @@ def _same(a: float, b: float) -> bool:
     return a == b or (a != a and b != b)
 
 
+def _merged(answers: list[_Block]) -> dict[str, float]:
+    """The answer blocks' scores together; an axis they give with different values is refused."""
+    merged: dict[str, float] = {}
+    for b in answers:
+        for ax, v in b.scores.items():
+            if ax in merged and not _same(merged[ax], v):
+                raise JudgeParseError(f"the reply gives {ax} twice with different values "
+                                      f"({format_value(merged[ax])} and {format_value(v)})")
+            merged.setdefault(ax, v)
+    return merged
+
+
+def _check_later_blocks(blocks: list[_Block], first: int, merged: dict[str, float]) -> None:
+    """No block that is not an answer, from the first answer on, may give a score that disagrees with it."""
+    for b in blocks:
+        if b.answer or b.start < first:
+            continue
+        for ax, v in b.scores.items():
+            if v == v and ax in merged and not _same(merged[ax], v):
+                raise JudgeParseError(f"a score after the answer disagrees with it ({ax}: "
+                                      f"{format_value(merged[ax])}, then {format_value(v)})")
+
+
 def parse_scores(
     text: str, guidelines: Guidelines | None = None, *, protocol: str = "mindeval", nonce: str | None = None
 ) -> tuple[dict[str, float], str | None]:
@@ -478,25 +501,13 @@ def parse_scores(
             raise JudgeParseError(b.error)
     if nonce and any(b.answer and not b.scores for b in blocks):
         raise JudgeParseError("an answer block holds no scores")
-    merged: dict[str, float] = {}
-    for b in answers:
-        for ax, v in b.scores.items():
-            if ax in merged and not _same(merged[ax], v):
-                raise JudgeParseError(f"the reply gives {ax} twice with different values "
-                                      f"({format_value(merged[ax])} and {format_value(v)})")
-            merged.setdefault(ax, v)
+    merged = _merged(answers)
     complete = [b for b in answers if all(ax in b.scores for ax in codes)]
     if not complete:
         missing = [ax for ax in codes if ax not in merged] or [ax for ax in codes if ax not in answers[-1].scores]
         raise JudgeParseError(f"missing score(s) for {', '.join(missing)}")
     first = min(b.start for b in answers)
-    for b in blocks:
-        if b.answer or b.start < first:
-            continue
-        for ax, v in b.scores.items():
-            if v == v and ax in merged and not _same(merged[ax], v):
-                raise JudgeParseError(f"a score after the answer disagrees with it ({ax}: "
-                                      f"{format_value(merged[ax])}, then {format_value(v)})")
+    _check_later_blocks(blocks, first, merged)
     for m in _inline_re(tuple(codes), tuple(ax.name for ax in g.judge_axes)).finditer(text, first):
         if any(b.answer and b.start <= m.start() < _block_end(text, b) for b in blocks) and nonce:
             continue

@@ -135,3 +135,26 @@ def test_roleplay_exports_use_the_interactions_and_human_turns_schemas(tmp_db_ur
     with pytest.raises(MindEvalError, match="rating study"):
         ws.export_text(SYSTEM, 1, "user-turns")
     ws.close()
+
+
+def test_roleplay_turns_reach_metaeval_realism_as_data_read_by_the_command_line(tmp_db_url):
+    """`metaeval realism --human-turns URL --study S`: the command line reads the study's turns
+    through the app's data package; metaeval takes them as data and never opens the database."""
+    from metaeval.realism import load_human_turns
+    from mindeval.cli.studies import read_turns
+
+    ws = make_workspace(tmp_db_url)
+    v = viewer(ws, "demo", DEMO_CODE)
+    sid = ws.sessions(v, 2)[0].session_id
+    ws.start_session(v, sid)
+    ws.send_message(v, sid, "I can't switch off at night.")
+    ws.finish_session(v, sid)
+    name = ws.study(SYSTEM, 2).name
+    ws.close()
+    read = read_turns(tmp_db_url, name)
+    assert read is not None and read.source.endswith(f"#study={name}")
+    turns = load_human_turns(tmp_db_url, name, read)
+    assert [t.content for t in turns] == ["I can't switch off at night."] and turns[0].profile.name
+    assert read_turns("human_user_turns.jsonl", name) is None  # a file is metaeval's to read
+    with pytest.raises(MindEvalError, match="annotation database was not read"):
+        load_human_turns(tmp_db_url, name)

@@ -13,8 +13,8 @@ from appkit import ADMIN_CODE, DEMO_CODE, sign_in, viewer
 from sqlalchemy import select, update
 
 from annotation_app.services import SYSTEM, AccessDenied, RatingIncomplete, Workspace
-from annotation_app.store import AnnotatorRow, AssignmentRow
-from metaeval.sources import load_annotation_db
+from annotation_app.store import AnnotatorRow, AssignmentRow, read_ratings
+from metaeval.sources import load_study
 
 BEA = "BEA-CODE-000001"
 
@@ -88,9 +88,9 @@ def test_an_adjudicated_rating_is_its_own_rater_marked_in_exports_and_left_out_o
     authors = ws.export_text(SYSTEM, 1, "authors")
     assert '"adjudicated"' not in authors  # the authors' layout has no place for it
 
-    humans = load_annotation_db(tmp_db_url, 1)
+    humans = load_study(read_ratings(tmp_db_url, 1))
     assert sorted(r.label for r in humans.raters) == ["bea", "demo"]  # default: raters only
-    with_adj = load_annotation_db(tmp_db_url, 1, adjudicated=True)
+    with_adj = load_study(read_ratings(tmp_db_url, 1), adjudicated=True)
     assert sorted(r.label for r in with_adj.raters) == ["adjudicated", "bea", "demo"]
 
 

@@ -99,8 +99,8 @@ def test_metaeval_model_options_reach_the_model_spec(monkeypatch, tmp_path):
     import metaeval.realism as re_
 
     seen = {}
-    monkeypatch.setattr(jr, "run_judge", lambda opts, echo: seen.setdefault("judge", opts) and {"n_failed_judgments": 0})
-    monkeypatch.setattr(re_, "run_realism", lambda opts, echo: seen.setdefault("realism", opts))
+    monkeypatch.setattr(jr, "run_judge", lambda opts, echo, **_: seen.setdefault("judge", opts) and {"n_failed_judgments": 0})
+    monkeypatch.setattr(re_, "run_realism", lambda opts, echo, **_: seen.setdefault("realism", opts))
     assert metaeval_main(["judge", "--annotations", "a.jsonl", "--judge", "fake/judge", "--out", str(tmp_path / "j"),
                           "--judge-timeout", "7", "--judge-rpm", "30", "--temperature", "0.2"]) == 0
     assert metaeval_main(["realism", "--human-turns", "h.jsonl", "--out", str(tmp_path / "r"),

@@ -72,8 +72,9 @@ def test_the_graph_was_read():
     [
         # the library never reaches up into the app, the meta-evaluation or the command lines
         (("mindeval",), ("annotation_app", "metaeval", "mindeval.cli", "mindeval.commands"), CLI, ()),
-        # the meta-evaluation reads ratings through the app's data package, never its pages or services
-        (("metaeval",), ("annotation_app",), (), ("annotation_app.store",)),
+        # the meta-evaluation never imports the app, not even its data package: the command lines
+        # read a study and hand metaeval the ratings as data (mindeval.study_data)
+        (("metaeval",), ("annotation_app",), (), ()),
         # the app's data package depends only on the mindeval library: not on the pages, the
         # meta-evaluation or a command line
         (("annotation_app.store",), ("annotation_app", "metaeval", "streamlit", *CLI), (), ("annotation_app.store",)),
@@ -100,11 +101,10 @@ def test_no_upward_imports(importers, forbidden, exempt, allowed):
     assert _offenders(importers, forbidden, exempt, allowed) == []
 
 
-def test_the_app_data_package_is_where_metaeval_reads_ratings():
-    """The one allowed arrow from metaeval into the app is to its data package (and it is used)."""
-    used = {n for mod, names in GRAPH.items() if _within(mod, ("metaeval",)) for n in names
-            if _within(n, ("annotation_app",))}
-    assert used and all(_within(n, ("annotation_app.store",)) for n in used)
+def test_the_command_line_reads_studies_for_metaeval():
+    """The arrow into the app's data package for metaeval's studies starts at the command line."""
+    readers = {mod for mod, names in GRAPH.items() if _within("annotation_app.store", names)}
+    assert "mindeval.cli.studies" in readers and not [m for m in readers if _within(m, ("metaeval",))]
     assert not [m for m in GRAPH if m.startswith("mindeval.store.annotations")]  # no shim left behind
 
 
@@ -176,6 +176,29 @@ def test_the_circle_finder_finds_circles():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e2"}, "e2": set()}
     assert _circles(graph) == [["a", "b", "c"]]
     assert "metaeval.comparison" in _module_graph()["metaeval.api"]  # names resolve to modules
+
+
+def _layer(mod: str) -> int:
+    """0 the engine (mindeval), 1 metaeval, 2 the annotation app, 3 the command lines."""
+    if _within(mod, CLI):
+        return 3
+    return 2 if _within(mod, ("annotation_app",)) else 1 if _within(mod, ("metaeval",)) else 0
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps if _layer(d) > _layer(m))
+
+
+def test_no_upward_imports_between_layers():
+    """engine < metaeval < app < command lines: a module imports only its own layer and those below."""
+    assert _upward(_module_graph()) == []
+
+
+def test_the_layer_check_finds_an_upward_import():
+    graph = {"metaeval.sources": {"annotation_app.store", "mindeval.records"}, "mindeval.records": set(),
+             "annotation_app.store": {"mindeval.records"}, "metaeval.cli": {"annotation_app.store"},
+             "mindeval.runner": {"mindeval.cli.options"}}
+    assert _upward(graph) == ["metaeval.sources -> annotation_app.store", "mindeval.runner -> mindeval.cli.options"]
 
 
 def test_no_first_party_module_is_imported_by_name_outside_the_cli():

@@ -7,8 +7,14 @@ import warnings
 
 import pytest
 
-from metaeval.sources import load_annotation_db, load_authors_annotations
+from annotation_app.store import read_ratings
+from metaeval.sources import load_authors_annotations, load_study
 from mindeval.errors import MindEvalError
+
+
+def load_annotation_db(url: str, study, **kw):
+    """A study read as the command lines read it (the app's data package), then handed to metaeval."""
+    return load_study(read_ratings(url, study), **kw)
 
 
 def import_study(url: str, path, name: str = "ratings") -> None:
@@ -88,9 +94,26 @@ def test_judge_runs_over_a_database_study(tiny_authors, tmp_db_url, tmp_path):
     import_study(tmp_db_url, tiny_authors)
     out = tmp_path / "jr"
     s = run_judge(RunOptions(annotations=tmp_db_url, study="ratings", judge="fake/judge", fewshot_k=2,
-                                  out=str(out)), echo=None)
+                             out=str(out)), echo=None, studies={tmp_db_url: read_ratings(tmp_db_url, "ratings")})
     assert s["n_judged"] == 10
     cfg = (out / "config.json").read_text()
     assert "int-" in cfg  # the few-shot ids are the original interaction ids
     with pytest.raises(MindEvalError, match="needs --study"):
         run_judge(RunOptions(annotations=tmp_db_url, judge="fake/judge", out=str(tmp_path / "x")), echo=None)
+
+
+def test_metaeval_takes_a_study_as_data_and_never_opens_the_database(tiny_authors, tmp_db_url):
+    """A Python caller hands the ratings over (read with the app's data package); an unread
+    database is one clear error, its password hidden."""
+    from metaeval.comparison import CompareOptions, run_compare
+    from mindeval.cli.studies import read_studies
+
+    import_study(tmp_db_url, tiny_authors)
+    studies = read_studies([tmp_db_url, str(tiny_authors), None], "ratings")
+    assert list(studies) == [tmp_db_url] and studies[tmp_db_url].study == "ratings"
+    assert read_studies([tmp_db_url], None) == {}  # no study: metaeval says "needs --study"
+    both = run_compare(CompareOptions(humans=[tmp_db_url, str(tiny_authors)], study="ratings", resamples=0), studies)
+    assert both.extra["inputs"]["humans"][0]["source"].endswith("#study=ratings")
+    with pytest.raises(MindEvalError, match="annotation database was not read") as err:
+        run_compare(CompareOptions(humans=["postgresql://u:secret@host/db"], study="ratings"))
+    assert "secret" not in str(err.value)

@@ -239,7 +239,10 @@ def test_compare_a_toy_study_rated_in_the_app_database_against_a_toy_run(tmp_pat
     finally:
         db.close()
 
-    res = run_compare(CompareOptions(humans=[tmp_db_url], study="toy-study", judges=[str(r) for r in runs]))
+    from annotation_app.store import read_ratings
+
+    res = run_compare(CompareOptions(humans=[tmp_db_url], study="toy-study", judges=[str(r) for r in runs]),
+                      {tmp_db_url: read_ratings(tmp_db_url, "toy-study")})
     assert list(res.matrices) == ["DETECT", "GUIDE", "average"]
     judge = {}
     for run in runs:
