@@ -59,7 +59,8 @@ def _refuse(node: ast.AST, text: str, why: str) -> FormulaError:
     token = ast.get_source_segment(text, node) or type(node).__name__
     if len(token) > 40:
         token = token[:37] + "..."
-    return FormulaError(f"'{token}' is not allowed: {why}", token, getattr(node, "col_offset", -1) + 1)
+    column = node.col_offset + 1 if isinstance(node, ast.expr) else None
+    return FormulaError(f"'{token}' is not allowed: {why}", token, column)
 
 
 class Formula:
