@@ -452,7 +452,12 @@ def _files_only(path: Path, problems: list[MindEvalError]) -> TargetManifest | N
                                               visible_to=dict.fromkeys(names, list(TARGET_ROLES)))
     else:
         labels = None
-    return TargetManifest.model_construct(**{**data, "prompts": TargetPrompts(**data["prompts"]), "labels": labels})
+    try:  # its own problems are reported: the formula's names are checked only when it parses
+        score = TargetScore.model_validate(data["score"]) if data.get("score") is not None else None
+    except ValidationError:
+        score = None
+    return TargetManifest.model_construct(**{**data, "prompts": TargetPrompts(**data["prompts"]), "labels": labels,
+                                             "score": score})
 
 
 def _labels_bad(problems: list[MindEvalError]) -> bool:
