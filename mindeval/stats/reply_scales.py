@@ -29,12 +29,13 @@ import math
 from collections.abc import Iterable
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from ..formula import Formula
 from .bootstrap import cluster_counts, percentile_interval
 
 P99 = 0.99
+NATURAL_UNITS = frozenset({"mean_weight", "p99_weight", "points_score"})  # every other quantity is a percentage
 
 
 class ScaleSpec(BaseModel):
@@ -46,6 +47,14 @@ class ScaleSpec(BaseModel):
     weights: dict[str, float] | None = None
     flags: list[str] = Field(default_factory=list)
     points: dict[str, float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ScaleSpec:
+        if len(set(self.levels)) != len(self.levels) or len(set(self.flags)) != len(self.flags):
+            raise ValueError("levels and flags must be unique")
+        if self.weights is not None and set(self.weights) != set(self.levels):
+            raise ValueError("weights must give exactly one weight per level")
+        return self
 
 
 class Rating(BaseModel):
@@ -130,7 +139,7 @@ class ScaleReport(BaseModel):
 
     def _formula_values(self) -> dict[str, np.ndarray]:
         """The draws in a formula's units: ``pct_`` quantities as percentages."""
-        return {k: 100 * v if "pct_" in k else v for k, v in self._draws.items()}
+        return {k: v if k in NATURAL_UNITS else 100 * v for k, v in self._draws.items()}
 
 
 def quantity_names(spec: ScaleSpec) -> list[str]:

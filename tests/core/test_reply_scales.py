@@ -198,3 +198,12 @@ def test_nothing_relevant_reports_no_value():
     assert r.mean_weight.value is None and r.levels["minor"].ratings.value is None
     assert r.score(parse_formula("mean_weight + 1")).value is None
     assert r.not_relevant_conversations == 1
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"levels": ["a", "a"]}, "unique"), ({"levels": ["a"], "flags": ["f", "f"]}, "unique"),
+    ({"levels": ["a", "b"], "weights": {"a": 0}}, "one weight per level"), ({"levels": []}, "at least 1"),
+])
+def test_a_scale_spec_is_consistent(fields, message):
+    with pytest.raises(ValueError, match=message):
+        ScaleSpec(**fields)
