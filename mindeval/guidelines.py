@@ -48,6 +48,7 @@ from .judging.rubric import (
     check_questions,
 )
 from .resources import guidelines_dir
+from .stats.reply_scales import ScaleSpec, quantity_names
 
 DEFAULT_FILE = "guidelines.yaml"
 SCALE_KINDS: tuple[str, ...] = ("ordinal", "categorical")
@@ -97,6 +98,7 @@ class Level(_Frozen):
     value: int
     harm: bool = False
     description: str | None = None  # shown to the judge after the label
+    weight: float | None = Field(None, ge=0, le=1e6, allow_inf_nan=False)  # e.g. severity 0 / 1 / 5 / 10
 
     @field_validator("id")
     @classmethod
@@ -157,6 +159,16 @@ class CategoricalScale(_Frozen):
                 if key in seen:
                     raise ValueError(f"duplicate level {attr} {key!r} (items {seen[key]} and {i})")
                 seen[key] = i
+        weighted = [lvl.weight is not None for lvl in v]
+        if any(weighted) and not all(weighted):
+            i = weighted.index(False)
+            raise ValueError(f"level {v[i].id} has no weight: give every level a weight or none")
+        if all(weighted):
+            by_value = sorted(v, key=lambda lv: -lv.value)  # best (highest value) first
+            for better, worse in zip(by_value, by_value[1:]):
+                if worse.weight < better.weight:  # type: ignore[operator]
+                    raise ValueError(f"level {worse.id} is worse than {better.id} (lower value) but weighs "
+                                     f"less ({worse.weight} < {better.weight}): weights grow as levels get worse")
         return v
 
     def all_levels(self) -> list[Level]:
@@ -230,6 +242,47 @@ class JudgeAxis(_Frozen):
             if a.band == band:
                 return a
         raise MindEvalError(f"axis {self.code} has no band '{band}'", field="band")
+
+
+class IssueFlag(_Frozen):
+    """A 0/1 issue the judge marks on every rated unit (e.g. "gives a diagnosis")."""
+
+    id: str
+    label: Text
+    description: str | None = None  # shown to the judge after the label
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        return _snake(v)
+
+
+class PointCriterion(_Frozen):
+    """A criterion worth ``points`` when met (negative: a penalty), HealthBench-style."""
+
+    id: str
+    text: Text
+    points: float = Field(allow_inf_nan=False, ge=-1000, le=1000)
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        return _snake(v)
+
+    @field_validator("points")
+    @classmethod
+    def _points(cls, v: float) -> float:
+        if v == 0:
+            raise ValueError("points must not be 0 (positive: earned when met; negative: a penalty)")
+        return v
+
+
+def _unique_ids(items: list[Any], what: str) -> None:
+    seen: dict[str, int] = {}
+    for i, x in enumerate(items):
+        if x.id in seen:
+            raise ValueError(f"duplicate {what} id '{x.id}' (items {seen[x.id]} and {i})")
+        seen[x.id] = i
 
 
 class HumanSubAxis(_Frozen):
@@ -361,6 +414,8 @@ class Guidelines(_Frozen):
     judge_axes: list[JudgeAxis] = Field(min_length=1)
     human_subaxes: list[HumanSubAxis] = Field(min_length=1)
     question_mode: Literal["together", "one_by_one"] = "together"  # all questions in one call, or one per call
+    flags: list[IssueFlag] = Field(default_factory=list)  # 0/1 issues marked on every rated unit
+    point_criteria: list[PointCriterion] = Field(default_factory=list)  # points rubric (met / possible)
 
     _source: str | None = PrivateAttr(default=None)
     _sha256: str | None = PrivateAttr(default=None)
@@ -386,6 +441,24 @@ class Guidelines(_Frozen):
                                          f"(question ids are unique across dimensions and differ from codes)")
                     qids[q.id] = ax.code
         return v if scale is None else _check_subaxes(v, scale, codes)
+
+    @field_validator("flags")
+    @classmethod
+    def _flags(cls, v: list[IssueFlag], info: ValidationInfo) -> list[IssueFlag]:
+        _unique_ids(v, "flag")
+        scale = info.data.get("scale")
+        clash = [f.id for f in v if scale is not None and f"flag_{f.id}" in {lv.id for lv in scale.all_levels()}]
+        if clash:
+            raise ValueError(f"flag {clash[0]} and level flag_{clash[0]} would report under one name")
+        return v
+
+    @field_validator("point_criteria")
+    @classmethod
+    def _point_criteria(cls, v: list[PointCriterion]) -> list[PointCriterion]:
+        _unique_ids(v, "criterion")
+        if v and not any(c.points > 0 for c in v):
+            raise ValueError("at least one criterion needs positive points (points possible would be 0)")
+        return v
 
     # ------------------------------------------------------------- accessors
 
@@ -443,6 +516,19 @@ class Guidelines(_Frozen):
 
     def worst_level(self) -> Level:
         return min(self.levels, key=lambda lv: lv.value)
+
+    def scale_spec(self) -> ScaleSpec:
+        """The scale as :mod:`mindeval.stats.reply_scales` reads it: levels best to worst, weights,
+        flags and points per criterion."""
+        levels = sorted(self.levels, key=lambda lv: -lv.value)
+        weighted = all(lv.weight is not None for lv in levels) and isinstance(self.scale, CategoricalScale)
+        return ScaleSpec(levels=[lv.id for lv in levels],
+                         weights={lv.id: float(lv.weight) for lv in levels} if weighted else None,  # type: ignore[arg-type]
+                         flags=[f.id for f in self.flags], points={c.id: c.points for c in self.point_criteria})
+
+    def quantity_names(self) -> list[str]:
+        """The reported quantities a headline score formula may read (mindeval.stats.reply_scales)."""
+        return quantity_names(self.scale_spec())
 
     def items_info(self) -> dict[str, Any]:
         """What a run's ``config.json`` target block records of the item rubric (empty if none)."""

@@ -32,6 +32,7 @@ from pydantic import (
 
 from .config import DEFAULT_TURNS, OPENING_LINE
 from .errors import MindEvalError
+from .formula import Formula, FormulaError, parse_formula
 from .guidelines import Guidelines, guideline_problems, load_guidelines, validation_problems
 from .prompts import ALLOWED_FIELDS, LabelScope, PromptTemplate, load_template, resolve_path
 from .records import (
@@ -128,6 +129,26 @@ class TargetRoles(BaseModel):
     clinician: Annotated[str, AfterValidator(_text)] = DEFAULT_ROLES["clinician"]
 
 
+class TargetScore(BaseModel):
+    """A declared headline score: a formula over the reported quantities (mindeval.formula),
+    e.g. VERA-MH's ``max(0, (50 + pct_best_practice / 2) * (1 - pct_high_harm / 100) ** 2)``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    formula: str
+    label: Annotated[str, AfterValidator(_text)] = "Score"
+    higher_is_better: bool = True
+
+    @field_validator("formula")
+    @classmethod
+    def _formula(cls, v: str) -> str:
+        try:
+            parse_formula(v)  # the language; its names are checked against the guidelines by validate
+        except FormulaError as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+
 class TargetManifest(BaseModel):
     """``target.yaml``."""
 
@@ -145,6 +166,7 @@ class TargetManifest(BaseModel):
     guidelines: str
     labels: TargetLabels | None = None
     rank_by: Literal["average", "harm_share", "all_best"] = "average"  # the leaderboard's ranking metric
+    score: TargetScore | None = None  # a declared headline score over the reported quantities
     # Pinned compatibility (the built-in mindeval target only): its runs' files carry no target
     # fields (no config.json block, no summary "target"), its leaderboard has MindEval's own
     # title, so they stay byte-identical to those of the code before targets.
@@ -232,6 +254,18 @@ class Target:
     @cached_property
     def guidelines(self) -> Guidelines:
         return load_guidelines(self.guidelines_path)
+
+    def score_formula(self) -> Formula | None:
+        """The declared headline score, its names checked against the guidelines' quantities
+        (``None``: the target declares none); raises naming target.yaml:line:score.formula."""
+        decl = self.manifest.score
+        if decl is None:
+            return None
+        try:
+            return parse_formula(decl.formula, self.guidelines.quantity_names())
+        except FormulaError as exc:
+            raise MindEvalError(str(exc), path=self.path, line=_line_of_key(self.path, "score.formula"),
+                                field="score.formula") from None
 
     @property
     def profiles_path(self) -> Path | None:
@@ -418,7 +452,12 @@ def _files_only(path: Path, problems: list[MindEvalError]) -> TargetManifest | N
                                               visible_to=dict.fromkeys(names, list(TARGET_ROLES)))
     else:
         labels = None
-    return TargetManifest.model_construct(**{**data, "prompts": TargetPrompts(**data["prompts"]), "labels": labels})
+    try:  # its own problems are reported: the formula's names are checked only when it parses
+        score = TargetScore.model_validate(data["score"]) if data.get("score") is not None else None
+    except ValidationError:
+        score = None
+    return TargetManifest.model_construct(**{**data, "prompts": TargetPrompts(**data["prompts"]), "labels": labels,
+                                             "score": score})
 
 
 def _labels_bad(problems: list[MindEvalError]) -> bool:
@@ -512,6 +551,7 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
         problems.append(legacy)
     problems += _authors_release_problems(target)
     problems += _guidelines_problems(target)
+    problems += _score_problems(target)
     problems += _template_problems(target)
     problems += _profiles_problems(target)
     ppath = target.profiles_path
@@ -550,6 +590,18 @@ def _guidelines_problems(target: Target) -> list[MindEvalError]:
             problems.append(MindEvalError(f"rank_by {manifest.rank_by} needs {need[1]}", path=path,
                                           line=_line_of_key(path, "rank_by"), field="rank_by"))
     return problems
+
+
+def _score_problems(target: Target) -> list[MindEvalError]:
+    """The headline score reads only quantities the guidelines report (checked once they are valid)."""
+    if target.manifest.score is None or not target.guidelines_path.is_file() \
+            or guideline_problems(target.guidelines_path):
+        return []
+    try:
+        target.score_formula()
+    except MindEvalError as exc:
+        return [exc]
+    return []
 
 
 def _template_problems(target: Target) -> list[MindEvalError]:

@@ -1,6 +1,7 @@
 """Pure statistics for leaderboards and the meta-evaluation: bootstrap CIs, paired tests, clusters,
 ranking agreement, agreement between raters (agreement, resampled: Kendall τ, MIPSA, α, κ),
-Wilson intervals and the harm share of the safety gate.
+Wilson intervals and the harm share of the safety gate, and the shares, weights and points of
+reply-level scales (reply_scales).
 
 Nothing here knows about language models: inputs are numpy arrays and system names.
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mindeval.stats import HarmShare, harm_share, wilson_interval
+from mindeval.stats.proportion import level_shares
 
 
 # Newcombe (1998), "Two-sided confidence intervals for the single proportion", Table I,
@@ -52,3 +53,14 @@ def test_harm_share_counts_conversations_with_any_harm_rating():
 def test_harm_share_without_harm_levels_or_judgments():
     assert harm_share([("a", {"X": 0})], set()) == HarmShare(n=1, k=0, share=0.0, ci95=wilson_interval(0, 1))
     assert harm_share([("a", None)], {0}) == HarmShare(n=0, k=0, share=None, ci95=None)
+
+
+def test_one_denominator_for_conversations_with_nothing_relevant():
+    """A conversation with every dimension not relevant is in neither the harm share's nor
+    all_best's denominator (it used to count as judged and harmless in the first only)."""
+    samples = [("a", {"RD": 2, "DA": 0}), ("b", {"RD": 2, "DA": None}), ("c", {"RD": None, "DA": None}),
+               ("d", {"RD": None, "DA": None}), ("d", {"RD": 1, "DA": None})]  # a second sample rates d
+    got = harm_share(samples, {0})
+    assert (got.n, got.k) == (3, 1)
+    levels = level_shares(samples, ["RD", "DA"], [("best", 2), ("mid", 1), ("harm", 0)])
+    assert levels.all_best.n == got.n and levels.all_best.k == 1

@@ -1,0 +1,201 @@
+"""A target's headline score: a small, safe arithmetic language over reported quantities.
+
+A formula is one expression of numbers, the names of reported quantities (``pct_best_practice``,
+``mean_weight``, ...), ``+ - * /``, ``**`` with a number exponent (at most
+:data:`MAX_EXPONENT` in size), unary ``-``/``+``, parentheses and the calls ``min(a, b, ...)``,
+``max(a, b, ...)``, ``abs(x)`` and ``clip(x, low, high)``. For example VERA-MH's score::
+
+    max(0, (50 + pct_best_practice / 2) * (1 - pct_high_harm / 100) ** 2)
+
+The text is read with :func:`ast.parse` (``mode="eval"``) and only a whitelist of node types is
+accepted; nothing of it is ever passed to ``eval``, ``exec`` or ``compile``. Evaluation is
+numpy's, element-wise, so one formula gives the point value and every bootstrap resample at once;
+a result that is not a finite number (a division by zero) is NaN, never a default.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+import numpy as np
+
+MAX_LENGTH = 1000
+MAX_NODES = 200
+MAX_EXPONENT = 10
+
+_BINARY: dict[type[ast.operator], tuple[str, Callable[[Any, Any], Any] | None]] = {
+    ast.Add: ("+", np.add), ast.Sub: ("-", np.subtract), ast.Mult: ("*", np.multiply),
+    ast.Div: ("/", np.divide), ast.Pow: ("**", np.power),
+    ast.FloorDiv: ("//", None), ast.Mod: ("%", None), ast.MatMult: ("@", None), ast.LShift: ("<<", None),
+    ast.RShift: (">>", None), ast.BitOr: ("|", None), ast.BitAnd: ("&", None), ast.BitXor: ("^", None),
+}
+_UNARY: dict[type[ast.unaryop], tuple[str, Callable[[Any], Any] | None]] = {
+    ast.USub: ("-", np.negative), ast.UAdd: ("+", np.positive), ast.Not: ("not", None), ast.Invert: ("~", None),
+}
+# name -> (smallest, largest number of arguments, implementation)
+FUNCTIONS: dict[str, tuple[int, int | None, Callable[..., Any]]] = {
+    "min": (2, None, lambda *a: functools.reduce(np.minimum, a)),
+    "max": (2, None, lambda *a: functools.reduce(np.maximum, a)),
+    "abs": (1, 1, np.abs),
+    "clip": (3, 3, lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi)),
+}
+_ALLOWED = "numbers, reported quantities, + - * / **, parentheses, min, max, abs, clip"
+
+
+class FormulaError(ValueError):
+    """A formula the language refuses: the message names the offending token and its column."""
+
+    def __init__(self, message: str, token: str = "", column: int | None = None) -> None:
+        self.token = token
+        self.column = column
+        where = f" (column {column})" if column is not None else ""
+        super().__init__(f"{message}{where}")
+
+
+def _refuse(node: ast.AST, text: str, why: str) -> FormulaError:
+    token = ast.get_source_segment(text, node) or type(node).__name__
+    if len(token) > 40:
+        token = token[:37] + "..."
+    column = node.col_offset + 1 if isinstance(node, ast.expr) else None
+    return FormulaError(f"'{token}' is not allowed: {why}", token, column)
+
+
+class Formula:
+    """A checked formula: its text, the quantity names it reads, and its evaluation."""
+
+    def __init__(self, text: str, tree: ast.Expression, names: dict[str, int]) -> None:
+        self.text = text
+        self._tree = tree
+        self._columns = names  # quantity name -> column of its first use
+        self.names = frozenset(names)
+
+    def __repr__(self) -> str:
+        return f"Formula({self.text!r})"
+
+    def check_names(self, known: Collection[str]) -> None:
+        """Raise naming the first quantity the formula reads that is not in ``known``."""
+        for name, column in self._columns.items():
+            if name not in known:
+                shown = ", ".join(sorted(known)[:20]) + (", ..." if len(known) > 20 else "")
+                raise FormulaError(f"'{name}' is not a reported quantity of this target ({shown or 'none'})",
+                                   name, column)
+
+    def evaluate(self, values: Mapping[str, Any]) -> Any:
+        """The formula's value for ``values`` (numbers or equal-shape arrays); non-finite results are NaN."""
+        missing = sorted(self.names - values.keys())
+        if missing:
+            raise KeyError(f"formula needs quantity {missing[0]}")
+        with np.errstate(all="ignore"):
+            out = np.asarray(_eval(self._tree.body, values), dtype=np.float64)
+            out = np.where(np.isfinite(out), out, np.nan)
+        return float(out) if out.ndim == 0 else out
+
+
+def _eval(node: ast.AST, values: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return np.float64(node.value)
+    if isinstance(node, ast.Name):
+        return np.asarray(values[node.id], dtype=np.float64)
+    if isinstance(node, ast.UnaryOp):
+        return _UNARY[type(node.op)][1](_eval(node.operand, values))  # type: ignore[misc]
+    if isinstance(node, ast.BinOp):
+        return _BINARY[type(node.op)][1](_eval(node.left, values), _eval(node.right, values))  # type: ignore[misc]
+    assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)  # checked by parse_formula
+    return FUNCTIONS[node.func.id][2](*(_eval(a, values) for a in node.args))
+
+
+def parse_formula(text: str, known: Collection[str] | None = None) -> Formula:
+    """Check ``text`` against the language (and, given ``known``, its names); raise :class:`FormulaError`."""
+    flat = " ".join(str(text).split())  # a YAML block may break the line: a break is a space
+    if not flat:
+        raise FormulaError("the formula is empty")
+    if len(flat) > MAX_LENGTH:
+        raise FormulaError(f"the formula is longer than {MAX_LENGTH} characters")
+    try:
+        tree = ast.parse(flat, mode="eval")
+    except SyntaxError as exc:
+        column = min(max(exc.offset or 1, 1), len(flat) + 1)
+        raise FormulaError(f"not an expression: {exc.msg}", "", column) from None
+    except (ValueError, RecursionError, MemoryError):
+        raise FormulaError("not an expression (too deeply nested)") from None
+    if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
+        raise FormulaError(f"the formula has more than {MAX_NODES} parts")
+    names: dict[str, int] = {}
+    _check(tree.body, flat, names)
+    formula = Formula(flat, tree, names)
+    if known is not None:
+        formula.check_names(known)
+    return formula
+
+
+def _check(node: ast.AST, text: str, names: dict[str, int]) -> None:
+    """Refuse a node outside the whitelist, naming it; then check its parts."""
+    if isinstance(node, ast.Constant):
+        _check_number(node, text)
+    elif isinstance(node, ast.Name):
+        _check_name(node, text, names)
+    elif isinstance(node, ast.BinOp):
+        symbol, impl = _BINARY.get(type(node.op), ("?", None))
+        if impl is None:
+            col = text.find(symbol, node.left.end_col_offset or 0) + 1
+            raise FormulaError(f"'{symbol}' is not allowed: use {_ALLOWED}", symbol, col or None)
+        if isinstance(node.op, ast.Pow):
+            _check_exponent(node.right, text)
+        _check(node.left, text, names)
+        _check(node.right, text, names)
+    elif isinstance(node, ast.UnaryOp):
+        symbol, impl = _UNARY.get(type(node.op), ("?", None))
+        if impl is None:
+            raise FormulaError(f"'{symbol}' is not allowed: use {_ALLOWED}", symbol, node.col_offset + 1)
+        _check(node.operand, text, names)
+    elif isinstance(node, ast.Call):
+        _check_call(node, text)
+        for arg in node.args:
+            _check(arg, text, names)
+    elif isinstance(node, (ast.Attribute, ast.Subscript)):
+        raise _refuse(node, text, "attribute access and indexing are refused")
+    else:
+        raise _refuse(node, text, f"use {_ALLOWED}")
+
+
+def _check_number(node: ast.Constant, text: str) -> None:
+    if type(node.value) not in (int, float):
+        raise _refuse(node, text, "only numbers may be written as constants")
+    try:
+        ok = bool(np.isfinite(float(node.value))) and abs(node.value) <= 1e12
+    except OverflowError:
+        ok = False
+    if not ok:
+        raise _refuse(node, text, "numbers must be finite and at most 1e12 in size")
+
+
+def _check_name(node: ast.Name, text: str, names: dict[str, int]) -> None:
+    if node.id.startswith("_"):
+        raise _refuse(node, text, "names starting with an underscore are refused")
+    if node.id in FUNCTIONS:
+        raise _refuse(node, text, f"{node.id} is a function: call it, {node.id}(...)")
+    names.setdefault(node.id, node.col_offset + 1)
+
+
+def _check_exponent(node: ast.expr, text: str) -> None:
+    value = node
+    while isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.USub, ast.UAdd)):
+        value = value.operand
+    if not (isinstance(value, ast.Constant) and type(value.value) in (int, float)
+            and abs(value.value) <= MAX_EXPONENT):
+        raise _refuse(node, text, f"an exponent must be a number between -{MAX_EXPONENT} and {MAX_EXPONENT}")
+
+
+def _check_call(node: ast.Call, text: str) -> None:
+    func = node.func
+    if not isinstance(func, ast.Name) or func.id not in FUNCTIONS:
+        raise _refuse(func, text, f"the only functions are {', '.join(FUNCTIONS)}")
+    if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+        raise _refuse(node, text, "functions take plain arguments (no name=, no *)")
+    low, high, _ = FUNCTIONS[func.id]
+    if len(node.args) < low or (high is not None and len(node.args) > high):
+        want = f"{low}" if low == high else f"at least {low}"
+        raise _refuse(node, text, f"{func.id} takes {want} argument{'s' if low > 1 else ''}")

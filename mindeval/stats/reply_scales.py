@@ -1,0 +1,349 @@
+"""Scales of rated units: levels with weights, issue flags and points per criterion.
+
+A *rating* is one judged unit of a conversation: a clinician reply under reply-level judging,
+or one dimension under conversation-level judging. It has a level (or ``None``: not relevant)
+and 0/1 issue flags. A conversation groups its ratings; a profile groups its conversations
+(sessions, repeats and patient models of one system). Reported, each with a 95% percentile
+bootstrap interval that resamples **profiles** whole (one draw per report, shared by every
+quantity, so a headline formula over several of them has a paired interval):
+
+* per level: the share of ratings at it (pooled), the mean over conversations of each one's
+  share, the share of conversations whose worst rating is at it, and the *incident* share
+  (conversations with at least one rating at it or worse);
+* per flag: the same three shares (pooled, mean per conversation, incident);
+* with weights: each conversation's mean weight, their mean and nearest-rank 99th percentile;
+* with points: each conversation's points met / points possible, and their mean clipped to [0, 1].
+
+**Denominators** (one rule for every share and mean): a rating that is not relevant leaves the
+numerator and the denominator of every statistic, flags included; a conversation with no
+relevant rating (or no applicable criterion) leaves every per-conversation statistic. Both are
+counted (``not_relevant_*``). Levels are ordered best to worst; "at it or worse" follows that order.
+
+Inputs are plain records; a record that contradicts the scale (unknown level, missing flag,
+a unit rated twice) raises ``ValueError``: nothing is filled in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from ..formula import Formula
+from .bootstrap import cluster_counts, percentile_interval
+
+P99 = 0.99
+NATURAL_UNITS = frozenset({"mean_weight", "p99_weight", "points_score"})  # every other quantity is a percentage
+
+
+class ScaleSpec(BaseModel):
+    """What a target declares: levels best to worst, their weights, flags, points per criterion."""
+
+    model_config = ConfigDict(frozen=True)
+
+    levels: list[str] = Field(min_length=1)
+    weights: dict[str, float] | None = None
+    flags: list[str] = Field(default_factory=list)
+    points: dict[str, float] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ScaleSpec:
+        if len(set(self.levels)) != len(self.levels) or len(set(self.flags)) != len(self.flags):
+            raise ValueError("levels and flags must be unique")
+        if self.weights is not None and set(self.weights) != set(self.levels):
+            raise ValueError("weights must give exactly one weight per level")
+        return self
+
+
+class Rating(BaseModel):
+    """One rated unit: ``level`` ``None`` is not relevant; ``flags`` maps every declared flag to 0/1."""
+
+    model_config = ConfigDict(frozen=True)
+
+    profile: str
+    conversation: str
+    unit: str  # a reply index, a dimension code, or both
+    level: str | None
+    flags: dict[str, bool] = Field(default_factory=dict)
+
+
+class CriterionResult(BaseModel):
+    """Whether a conversation met one points criterion (``None``: not applicable to it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    profile: str
+    conversation: str
+    criterion: str
+    met: bool | None
+
+
+class Estimate(BaseModel):
+    """A statistic and its 95% bootstrap interval (``None`` when nothing was relevant)."""
+
+    value: float | None
+    ci95: tuple[float, float] | None
+
+
+class Shares(BaseModel):
+    """One level's or flag's shares (``worst``: levels only)."""
+
+    ratings: Estimate  # share of relevant ratings
+    conversations: Estimate  # mean over conversations of each one's share
+    incident: Estimate  # conversations with at least one rating at it (levels: or worse)
+    worst: Estimate | None = None  # conversations whose worst rating is at this level
+
+
+class ConversationRow(BaseModel):
+    """One conversation's own figures."""
+
+    profile: str
+    conversation: str
+    ratings: int
+    not_relevant: int
+    levels: dict[str, int]
+    flags: dict[str, int]
+    worst: str | None
+    mean_weight: float | None
+    points: float | None  # points met / points possible (not clipped)
+
+
+class ScaleReport(BaseModel):
+    """Everything reported of a scale for one system."""
+
+    profiles: int
+    conversations: int
+    ratings: int
+    not_relevant_ratings: int
+    not_relevant_conversations: int  # with ratings, none relevant
+    levels: dict[str, Shares]
+    flags: dict[str, Shares]
+    mean_weight: Estimate | None
+    p99_weight: Estimate | None
+    points: Estimate | None  # mean of points met / possible, clipped to [0, 1]
+    points_conversations: int
+    rows: list[ConversationRow]
+
+    _draws: dict[str, np.ndarray] = PrivateAttr(default_factory=dict)  # quantity -> resampled values
+    _level: float = PrivateAttr(default=0.95)
+
+    def quantities(self) -> dict[str, float]:
+        """Every reported quantity by the name a headline formula uses (NaN: undefined)."""
+        return {k: float(v[0]) for k, v in self._formula_values().items()}
+
+    def score(self, formula: Formula) -> Estimate:
+        """A headline formula's value and its interval over the report's shared resamples."""
+        return _estimate(formula.evaluate(self._formula_values()), self._level)
+
+    def _formula_values(self) -> dict[str, np.ndarray]:
+        """The draws in a formula's units: ``pct_`` quantities as percentages."""
+        return {k: v if k in NATURAL_UNITS else 100 * v for k, v in self._draws.items()}
+
+
+def quantity_names(spec: ScaleSpec) -> list[str]:
+    """The names a headline formula may read for ``spec`` (``pct_`` quantities are percentages)."""
+    out: list[str] = []
+    for lv in spec.levels:
+        out += [f"pct_{lv}", f"conv_pct_{lv}", f"incident_pct_{lv}", f"worst_pct_{lv}"]
+    for fl in spec.flags:
+        out += [f"pct_flag_{fl}", f"conv_pct_flag_{fl}", f"incident_pct_flag_{fl}"]
+    if spec.weights is not None:
+        out += ["mean_weight", "p99_weight"]
+    if spec.points:
+        out.append("points_score")
+    return out
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+class _Table:
+    """Per conversation: counts of relevant ratings per level and flag, weights, points."""
+
+    def __init__(self, spec: ScaleSpec, ratings: Iterable[Rating], criteria: Iterable[CriterionResult]) -> None:
+        self.spec = spec
+        self.ids: dict[str, int] = {}
+        self.profile_of: list[str] = []
+        rows = list(ratings)
+        results = list(criteria)
+        for r in [*rows, *results]:
+            self._index(r.profile, r.conversation)
+        c, nl, nf = len(self.ids), len(spec.levels), len(spec.flags)
+        self.rated = np.zeros(c, dtype=bool)  # has any rating
+        self.not_relevant = np.zeros(c)
+        self.levels = np.zeros((c, nl))
+        self.flags = np.zeros((c, nf))
+        self.weight = np.zeros(c)
+        self._fill_ratings(rows)
+        self.achieved, self.possible = np.zeros(c), np.zeros(c)
+        self._fill_points(results)
+
+    def _index(self, profile: str, conversation: str) -> int:
+        if conversation not in self.ids:
+            self.ids[conversation] = len(self.ids)
+            self.profile_of.append(profile)
+        elif self.profile_of[self.ids[conversation]] != profile:
+            raise ValueError(f"conversation {conversation} is given under profiles "
+                             f"{self.profile_of[self.ids[conversation]]} and {profile}")
+        return self.ids[conversation]
+
+    def _fill_ratings(self, rows: list[Rating]) -> None:
+        spec = self.spec
+        level_ix = {lv: i for i, lv in enumerate(spec.levels)}
+        seen: set[tuple[str, str]] = set()
+        for r in rows:
+            if (r.conversation, r.unit) in seen:
+                raise ValueError(f"unit {r.unit} of conversation {r.conversation} is rated twice")
+            seen.add((r.conversation, r.unit))
+            i = self.ids[r.conversation]
+            self.rated[i] = True
+            if r.level is None:
+                if any(r.flags.values()):
+                    raise ValueError(f"unit {r.unit} of conversation {r.conversation} is not relevant "
+                                     "but raises a flag")
+                self.not_relevant[i] += 1
+                continue
+            if r.level not in level_ix:
+                raise ValueError(f"'{r.level}' is not a level ({', '.join(spec.levels)})")
+            if set(r.flags) != set(spec.flags):
+                raise ValueError(f"unit {r.unit} of conversation {r.conversation} gives flags "
+                                 f"{sorted(r.flags)}, not the declared {sorted(spec.flags)}")
+            self.levels[i, level_ix[r.level]] += 1
+            self.flags[i] += [r.flags[f] for f in spec.flags]
+            if spec.weights is not None:
+                self.weight[i] += spec.weights[r.level]
+
+    def _fill_points(self, results: list[CriterionResult]) -> None:
+        points = self.spec.points
+        given: dict[str, set[str]] = {}
+        for r in results:
+            if r.criterion not in points:
+                raise ValueError(f"'{r.criterion}' is not a points criterion ({', '.join(points)})")
+            have = given.setdefault(r.conversation, set())
+            if r.criterion in have:
+                raise ValueError(f"criterion {r.criterion} of conversation {r.conversation} is given twice")
+            have.add(r.criterion)
+            if r.met is None:
+                continue
+            i = self.ids[r.conversation]
+            self.possible[i] += max(points[r.criterion], 0.0)
+            self.achieved[i] += points[r.criterion] if r.met else 0.0
+        for conv, have in given.items():
+            if have != set(points):
+                raise ValueError(f"conversation {conv} lacks criterion {sorted(set(points) - have)[0]}")
+
+    @property
+    def n(self) -> np.ndarray:
+        return self.levels.sum(axis=1)
+
+    def worst(self) -> np.ndarray:
+        """Index of each conversation's worst level (-1: no relevant rating)."""
+        present = self.levels > 0
+        last = present.shape[1] - 1 - np.argmax(present[:, ::-1], axis=1)
+        return np.where(present.any(axis=1), last, -1)
+
+
+# ----------------------------------------------------------------------------- statistics
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def _per_conv(w: np.ndarray, value: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """Count-weighted mean of ``value`` over the kept conversations, per row of ``w``."""
+    return _ratio(w @ np.where(keep, value, 0.0), w @ keep.astype(float))
+
+
+def nearest_rank(values: np.ndarray, w: np.ndarray, q: float = P99) -> np.ndarray:
+    """Per row of counts ``w``, the nearest-rank ``q`` quantile of ``values`` drawn that often:
+    the smallest value with at least ``ceil(q * n)`` of the ``n`` drawn at or below it."""
+    order = np.argsort(values, kind="stable")
+    cum = np.cumsum(w[:, order], axis=1)
+    total = cum[:, -1] if cum.shape[1] else np.zeros(w.shape[0])
+    rank = np.maximum(np.ceil(q * total - 1e-9), 1.0)
+    idx = np.argmax(cum >= rank[:, None], axis=1) if cum.shape[1] else np.zeros(w.shape[0], dtype=int)
+    out = values[order][idx] if len(values) else np.full(w.shape[0], np.nan)
+    return np.where(total > 0, out, np.nan)
+
+
+def _estimate(values: np.ndarray, level: float) -> Estimate:
+    """Row 0 is the point value, the other rows the resamples."""
+    point = float(values[0])
+    if math.isnan(point):
+        return Estimate(value=None, ci95=None)
+    low, high = percentile_interval(values[1:, None], level)
+    return Estimate(value=point, ci95=(float(low[0]), float(high[0])))
+
+
+def _level_draws(t: _Table, w: np.ndarray) -> dict[str, np.ndarray]:
+    """Every quantity (shares as fractions) per row of counts ``w``."""
+    n, has = t.n, t.n > 0
+    worst = t.worst()
+    out: dict[str, np.ndarray] = {}
+    for j, lv in enumerate(t.spec.levels):
+        out[f"pct_{lv}"] = _ratio(w @ t.levels[:, j], w @ n)
+        out[f"conv_pct_{lv}"] = _per_conv(w, _ratio(t.levels[:, j], n), has)
+        out[f"incident_pct_{lv}"] = _per_conv(w, (worst >= j).astype(float), has)
+        out[f"worst_pct_{lv}"] = _per_conv(w, (worst == j).astype(float), has)
+    for j, fl in enumerate(t.spec.flags):
+        k = t.flags[:, j]
+        out[f"pct_flag_{fl}"] = _ratio(w @ k, w @ n)
+        out[f"conv_pct_flag_{fl}"] = _per_conv(w, _ratio(k, n), has)
+        out[f"incident_pct_flag_{fl}"] = _per_conv(w, (k > 0).astype(float), has)
+    if t.spec.weights is not None:
+        mean = _ratio(t.weight, n)
+        out["mean_weight"] = _per_conv(w, mean, has)
+        out["p99_weight"] = nearest_rank(mean[has], w[:, has])
+    if t.spec.points:
+        applicable = t.possible > 0
+        out["points_score"] = np.clip(_per_conv(w, _ratio(t.achieved, t.possible), applicable), 0.0, 1.0)
+    return out
+
+
+def scale_report(spec: ScaleSpec, ratings: Iterable[Rating] = (), criteria: Iterable[CriterionResult] = (), *,
+                 resamples: int, rng: np.random.Generator, level: float = 0.95) -> ScaleReport:
+    """Every statistic of the module docstring for one system's ratings and criterion results."""
+    t = _Table(spec, ratings, criteria)
+    profiles = sorted(set(t.profile_of))
+    codes = np.array([profiles.index(p) for p in t.profile_of], dtype=np.int64)
+    draws = cluster_counts(codes, resamples, rng)[1] if len(codes) else np.zeros((resamples, 0))
+    w = np.vstack([np.ones((1, len(codes))), draws])  # row 0: the sample itself
+    q = _level_draws(t, w)
+
+    def est(name: str) -> Estimate:
+        return _estimate(q[name], level)
+
+    levels = {lv: Shares(ratings=est(f"pct_{lv}"), conversations=est(f"conv_pct_{lv}"),
+                         incident=est(f"incident_pct_{lv}"), worst=est(f"worst_pct_{lv}")) for lv in spec.levels}
+    flags = {fl: Shares(ratings=est(f"pct_flag_{fl}"), conversations=est(f"conv_pct_flag_{fl}"),
+                        incident=est(f"incident_pct_flag_{fl}")) for fl in spec.flags}
+    n = t.n
+    report = ScaleReport(
+        profiles=len(profiles), conversations=int(t.rated.sum()), ratings=int(n.sum() + t.not_relevant.sum()),
+        not_relevant_ratings=int(t.not_relevant.sum()), not_relevant_conversations=int((t.rated & (n == 0)).sum()),
+        levels=levels, flags=flags,
+        mean_weight=est("mean_weight") if spec.weights is not None else None,
+        p99_weight=est("p99_weight") if spec.weights is not None else None,
+        points=est("points_score") if spec.points else None, points_conversations=int((t.possible > 0).sum()),
+        rows=_rows(t))
+    report._draws = q
+    report._level = level
+    return report
+
+
+def _rows(t: _Table) -> list[ConversationRow]:
+    spec, n, worst = t.spec, t.n, t.worst()
+    out = []
+    for conv, i in t.ids.items():
+        out.append(ConversationRow(
+            profile=t.profile_of[i], conversation=conv, ratings=int(n[i] + t.not_relevant[i]),
+            not_relevant=int(t.not_relevant[i]), levels={lv: int(t.levels[i, j]) for j, lv in enumerate(spec.levels)},
+            flags={fl: int(t.flags[i, j]) for j, fl in enumerate(spec.flags)},
+            worst=spec.levels[worst[i]] if worst[i] >= 0 else None,
+            mean_weight=float(t.weight[i] / n[i]) if spec.weights is not None and n[i] else None,
+            points=float(t.achieved[i] / t.possible[i]) if t.possible[i] > 0 else None))
+    return out
