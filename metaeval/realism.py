@@ -35,12 +35,14 @@ from mindeval import __version__
 from mindeval.config import DEFAULT_MODEL, OPENING_LINE, REALISM_OPENER, REALISM_VARIANTS
 from mindeval.errors import MindEvalError, ModelCallError
 from mindeval.records import ATTRIBUTE_FIELDS, Profile, read_jsonl, validate_row
+from mindeval.rundir_guard import check_store, run_dir_lock
 from mindeval.workers import check_concurrency, run_pool
 
 from .style import relative_to, style_table
 
 KIND = "metaeval-realism"
 HUMAN = "human"
+OUTPUTS = ("realism.json", "realism.md", "tsne.png", "style.csv", "turns.jsonl")  # realism.json names the run
 TSNE_MIN_TEXTS = 31  # scikit-learn's default perplexity (30) must be below the sample count
 COLOURS = {"human": "#222222", "default": "#d62728", "no_format": "#1f77b4", "no_profile": "#2ca02c",
            "role_only": "#9467bd"}
@@ -66,6 +68,7 @@ class RealismOptions(BaseModel):
     study: str | None = None
     opener: str = REALISM_OPENER
     new_run: bool = False
+    overwrite: bool = False  # run even where outputs exist without their store (buys their calls again)
 
 
 # --------------------------------------------------------------------- human turns
@@ -275,10 +278,16 @@ def _silent(_msg: str) -> None:
 
 
 def run_realism(opts: RealismOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
-    say = echo or _silent
-    started = time.perf_counter()
+    """The realism study in ``opts.out``, holding the directory (one process; outputs whose store
+    is missing or of another run are refused unless ``overwrite``: :mod:`mindeval.rundir_guard`)."""
     out = Path(opts.out)
-    out.mkdir(parents=True, exist_ok=True)
+    with run_dir_lock(out):
+        check_store(out, opts.db_url, overwrite=opts.overwrite, outputs=OUTPUTS, record=OUTPUTS[0])
+        return _realism(opts, out, echo or _silent)
+
+
+def _realism(opts: RealismOptions, out: Path, say: Callable[[str], None]) -> dict[str, Any]:
+    started = time.perf_counter()
     turns = sample_turns(load_human_turns(opts.human_turns, opts.study), opts.limit, opts.seed)
     if len(turns) * (1 + len(opts.variants)) < TSNE_MIN_TEXTS:
         raise MindEvalError(
