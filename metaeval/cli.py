@@ -162,7 +162,7 @@ def cmd_realism(args: argparse.Namespace) -> int:
         human_turns=args.human_turns, patient=args.patient, variants=args.variants, out=str(args.out),
         db_url=args.db, embedder=args.embedder, limit=args.limit, seed=args.seed,
         params=role_spec(args, "patient").model_dump(exclude={"model"}), concurrency=args.concurrency, study=args.study,
-        opener=args.opener, new_run=args.new_run,
+        opener=args.opener, new_run=args.new_run, overwrite=args.overwrite,
     )
     run_realism(opts, echo=print, study_turns=read_turns(opts.human_turns, opts.study))
     return 0
@@ -301,6 +301,7 @@ def _add_realism(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--out", type=out_dir(), required=True, metavar="DIR", help="output directory (resumable)")
     r.add_argument("--db", metavar="URL", help="SQLAlchemy URL of the store (default: OUT/run.db)")
     r.add_argument("--new-run", action="store_true", help="start a new run even if --out holds one with other options")
+    add_overwrite_option(r)
     r.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY,
                    help="patient calls in parallel")
     r.set_defaults(func=cmd_realism)

@@ -35,6 +35,7 @@ from mindeval import __version__
 from mindeval.config import DEFAULT_MODEL, OPENING_LINE, REALISM_OPENER, REALISM_VARIANTS
 from mindeval.errors import MindEvalError, ModelCallError
 from mindeval.records import ATTRIBUTE_FIELDS, Profile, read_jsonl, validate_row
+from mindeval.rundir_guard import check_store, run_dir_lock
 from mindeval.study_data import StudyTurns
 from mindeval.workers import check_concurrency, run_pool
 
@@ -42,6 +43,7 @@ from .style import relative_to, style_table
 
 KIND = "metaeval-realism"
 HUMAN = "human"
+OUTPUTS = ("realism.json", "realism.md", "tsne.png", "style.csv", "turns.jsonl")  # realism.json names the run
 TSNE_MIN_TEXTS = 31  # scikit-learn's default perplexity (30) must be below the sample count
 COLOURS = {"human": "#222222", "default": "#d62728", "no_format": "#1f77b4", "no_profile": "#2ca02c",
            "role_only": "#9467bd"}
@@ -67,6 +69,7 @@ class RealismOptions(BaseModel):
     study: str | None = None
     opener: str = REALISM_OPENER
     new_run: bool = False
+    overwrite: bool = False  # run even where outputs exist without their store (buys their calls again)
 
 
 # --------------------------------------------------------------------- human turns
@@ -281,11 +284,18 @@ def _silent(_msg: str) -> None:
 
 def run_realism(opts: RealismOptions, *, echo: Callable[[str], None] | None = print,
                 study_turns: StudyTurns | None = None) -> dict[str, Any]:
-    """The realism run; ``study_turns``: the role-play study's turns when ``opts.human_turns`` is a database."""
-    say = echo or _silent
-    started = time.perf_counter()
+    """The realism study in ``opts.out``, holding the directory (one process; outputs whose store
+    is missing or of another run are refused unless ``overwrite``: :mod:`mindeval.rundir_guard`);
+    ``study_turns``: the role-play study's turns when ``opts.human_turns`` is a database."""
     out = Path(opts.out)
-    out.mkdir(parents=True, exist_ok=True)
+    with run_dir_lock(out):
+        check_store(out, opts.db_url, overwrite=opts.overwrite, outputs=OUTPUTS, record=OUTPUTS[0])
+        return _realism(opts, out, echo or _silent, study_turns)
+
+
+def _realism(opts: RealismOptions, out: Path, say: Callable[[str], None],
+             study_turns: StudyTurns | None) -> dict[str, Any]:
+    started = time.perf_counter()
     turns = sample_turns(load_human_turns(opts.human_turns, opts.study, study_turns), opts.limit, opts.seed)
     if len(turns) * (1 + len(opts.variants)) < TSNE_MIN_TEXTS:
         raise MindEvalError(

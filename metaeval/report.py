@@ -23,6 +23,8 @@ from .matrices import Matrix, MetricOptions, Verdict, long_table
 from .rollup import AVERAGE
 from .statistics import GROUP_STATISTICS, LAYOUTS, STATISTICS, layouts_for
 
+CELL_PT = 8  # the smallest text in a figure (cell values, captions), readable in print
+
 AXIS_TITLES: dict[str, str] = {
     "CAC": "Clinical Accuracy & Competence",
     "EPC": "Ethical & Professional Conduct",
@@ -334,7 +336,7 @@ def heatmap(m: Matrix, layout: str, path: Path) -> list[Path]:
             if i == j or metric not in m.cell(a, b).values:
                 continue
             tri[metric][i, j] = m.cell(a, b).point(metric)
-    size = 2.4 + 1.5 * n
+    size = 2.4 + 1.9 * n  # cells wide enough for value, interval and n at 8 pt
     fig, ax = plt.subplots(figsize=(size + 1.6, size * 0.8))
     metrics = [lower] if _scale(lower)[0] == _scale(upper)[0] and _scale(lower)[3] == _scale(upper)[3] else [lower, upper]
     shown = {}
@@ -359,10 +361,10 @@ def heatmap(m: Matrix, layout: str, path: Path) -> list[Path]:
             cmap, vmin, vmax, _ = _scale(metric)
             strong = np.isfinite(v) and abs((v - vmin) / (vmax - vmin) - (0.5 if vmin < 0 else 0.0)) > (
                 0.3 if vmin < 0 else 0.6)
-            ax.text(j, i, label, ha="center", va="center", fontsize=6, color="white" if strong else "black")
+            ax.text(j, i, label, ha="center", va="center", fontsize=CELL_PT, color="white" if strong else "black")
     ax.set_xticks(range(n), m.labels, rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(n), m.labels, fontsize=8)
-    ax.set_title(f"{title_of(m)}\n{layout_caption(layout, m.options)}", fontsize=7, wrap=True)
+    ax.set_title(f"{title_of(m)}\n{layout_caption(layout, m.options)}", fontsize=CELL_PT, wrap=True)
     fig.tight_layout()
     paths = [path.with_suffix(".png"), path.with_suffix(".svg")]
     for p in paths:
@@ -389,13 +391,14 @@ def calibration_plots(extra: dict[str, Any], out: Path) -> list[Path]:
         left.bar(axes, bias, yerr=np.nan_to_num(err), capsize=4, color="tab:blue")
         left.axhline(0.0, color="black", linewidth=0.8)
         left.set_ylabel("judge − Avg. P (mean, with interval)")
-        left.set_title(f"{judge}: bias per axis; Wasserstein to humans: "
-                       + ", ".join(f"{r['axis']} {r['wasserstein']:.2f}" for r in mine), fontsize=7)
+        n = ", ".join(sorted({str(r["n_interactions"]) for r in mine if r.get("n_interactions") is not None}))
+        left.set_title(f"{judge}: bias per axis (n = {n or '?'} interactions)\nWasserstein to humans: "
+                       + ", ".join(f"{r['axis']} {r['wasserstein']:.2f}" for r in mine), fontsize=CELL_PT)
         avg = next((r for r in mine if r["axis"] == AVERAGE), mine[-1])
         conf = np.array(avg["confusion"], dtype=float)
         im = right.imshow(conf, cmap="Oranges", origin="lower")
         for (i, j), v in np.ndenumerate(conf):
-            right.text(j, i, f"{int(v)}", ha="center", va="center", fontsize=7)
+            right.text(j, i, f"{int(v)}", ha="center", va="center", fontsize=CELL_PT)
         right.set_xticks(range(len(avg["levels"])), avg["levels"])
         right.set_yticks(range(len(avg["levels"])), avg["levels"])
         right.set_xlabel("Avg. P (rounded)")

@@ -529,6 +529,7 @@ async def _arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | Non
     try:
         opened = open_run(db, config, opts.new_run)
         run_id, resumed = opened.run_id, opened.resumed
+        db.claim(run_id)  # one process per run, also in a shared --db (mindeval.store.claim)
         budget = None
         if opts.max_cost is not None:
             budget = Budget(opts.max_cost, RunStore(db, run_id).spent_usd())

@@ -7,16 +7,21 @@ import sys
 import time
 from pathlib import Path
 
+from ..profiles.download import COMMIT, RELEASE, REPOSITORY
+
+_V1 = (f"MindEval implements {RELEASE}: the files of {REPOSITORY} at commit {COMMIT[:7]}, never a branch "
+       "(the authors' main branch now serves MindEval 2).")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("data", help="download the authors' data release (profiles, human annotations)",
-                       description="Fetch the authors' release at a pinned commit into the cache and verify "
-                       "its SHA-256 checksums. See docs/profiles.md.")
+    p = sub.add_parser("data", help="download the authors' MindEval (v1) data release (profiles, human annotations)",
+                       description=f"Fetch the authors' MindEval (v1) release at its pinned commit into the cache "
+                       f"and verify its SHA-256 checksums. {_V1} See docs/profiles.md.")
     dsub = p.add_subparsers(dest="data_command", metavar="ACTION")
     p.set_defaults(func=lambda args: _help(p))
 
     d = dsub.add_parser("download", help="download and verify profiles.jsonl and the human data",
-                        description="Files go to <cache>/official/<commit>/ where <cache> is --cache-dir, "
+                        description=f"{_V1} Files go to <cache>/official/<commit>/ where <cache> is --cache-dir, "
                         "else $MINDEVAL_CACHE_DIR, else ~/.cache/mindeval. Verified files are kept; "
                         "an interrupted or corrupted transfer leaves nothing behind.")
     d.add_argument("files", nargs="*", metavar="FILE",
@@ -69,7 +74,7 @@ def _download(args: argparse.Namespace) -> int:
         rate = f", {r.bytes / 1e6 / r.seconds:.1f} MB/s" if r.status == "downloaded" and r.seconds > 0 else ""
         print(f"{r.status:10s} {r.name}  sha256 {r.sha256[:16]}…  {r.bytes} bytes{rate}")
     target = official_dir(args.cache_dir)
-    print(f"verified files are in {target}", file=sys.stderr)
+    print(f"verified files of {RELEASE} ({REPOSITORY} at commit {COMMIT[:7]}) are in {target}", file=sys.stderr)
     if args.cache_dir is not None:
         print(f"to use them: export MINDEVAL_CACHE_DIR={args.cache_dir}", file=sys.stderr)
     return 0

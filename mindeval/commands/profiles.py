@@ -30,6 +30,28 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="attribute pool directory (default: the bundled data/attribute_pool)")
     s.set_defaults(func=_sample)
 
+    _add_generate(psub)
+
+    t = psub.add_parser("stats", help="severity mix, identity and other distributions vs the paper")
+    t.add_argument("source", metavar="FILE", help="profiles.jsonl, 'official' or 'demo'")
+    t.add_argument("--against", default=None, metavar="FILE", help="a second set shown beside (e.g. official)")
+    t.add_argument("--top", type=int, default=5, help="values shown per attribute")
+    t.add_argument("--pool", type=Path, default=None, metavar="DIR", help="pool used to map finance tiers")
+    t.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    t.set_defaults(func=_stats)
+
+    v = psub.add_parser("validate", help="report every schema error as file:line:field (exit 1 if any)")
+    v.add_argument("source", metavar="FILE", nargs="?", default=None,
+                   help="profiles.jsonl, 'official' or 'demo' (default with --target: the target's profiles)")
+    v.add_argument("--target", default=None, metavar="NAME|DIR",
+                   help="also check the target's profile labels file against these profiles (found by "
+                        "itself when FILE is the profiles file named by a target.yaml beside it)")
+    v.add_argument("--backstory", action="store_true",
+                   help="also require valid backstories (4 paragraphs, second person, no headings/lists)")
+    v.set_defaults(func=_validate)
+
+
+def _add_generate(psub: argparse._SubParsersAction) -> None:
     g = psub.add_parser("generate", help="write a 4-paragraph backstory for each profile with a model",
                         description="Calls are stored in <out stem>.backstory.db (or --db); re-running the "
                         "same command reuses them. Invalid replies are retried with feedback.")
@@ -50,26 +72,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--db", default=None, metavar="URL", help="SQLAlchemy URL instead of <out stem>.backstory.db")
     g.add_argument("--regenerate", action="store_true", help="replace backstories the input already has")
     g.add_argument("--new-run", action="store_true", help="start a new run even if the store holds one with other options")
+    g.add_argument("--overwrite", action="store_true",
+                   help="generate even where FILE's outputs exist without their store <out stem>.backstory.db (or "
+                   "with another run's): their calls are bought again and the outputs replaced")
     g.add_argument("--quiet", action="store_true", help="no progress output")
     g.set_defaults(func=_generate)
-
-    t = psub.add_parser("stats", help="severity mix, identity and other distributions vs the paper")
-    t.add_argument("source", metavar="FILE", help="profiles.jsonl, 'official' or 'demo'")
-    t.add_argument("--against", default=None, metavar="FILE", help="a second set shown beside (e.g. official)")
-    t.add_argument("--top", type=int, default=5, help="values shown per attribute")
-    t.add_argument("--pool", type=Path, default=None, metavar="DIR", help="pool used to map finance tiers")
-    t.add_argument("--json", action="store_true", help="print JSON instead of the table")
-    t.set_defaults(func=_stats)
-
-    v = psub.add_parser("validate", help="report every schema error as file:line:field (exit 1 if any)")
-    v.add_argument("source", metavar="FILE", nargs="?", default=None,
-                   help="profiles.jsonl, 'official' or 'demo' (default with --target: the target's profiles)")
-    v.add_argument("--target", default=None, metavar="NAME|DIR",
-                   help="also check the target's profile labels file against these profiles (found by "
-                        "itself when FILE is the profiles file named by a target.yaml beside it)")
-    v.add_argument("--backstory", action="store_true",
-                   help="also require valid backstories (4 paragraphs, second person, no headings/lists)")
-    v.set_defaults(func=_validate)
 
 
 def _help(p: argparse.ArgumentParser) -> int:
@@ -110,7 +117,8 @@ def _generate(args: argparse.Namespace) -> int:
 
     options = BackstoryOptions(template=args.prompt, retries=args.retries, seed=args.seed,
                                concurrency=args.concurrency, regenerate=args.regenerate, progress=not args.quiet)
-    report = generate_file(source, args.out, spec, options, db_url=args.db, on_done=progress, new_run=args.new_run)
+    report = generate_file(source, args.out, spec, options, db_url=args.db, on_done=progress, new_run=args.new_run,
+                           overwrite=args.overwrite)
     print(f"{'resumed' if report.resumed else 'started'} run {report.run_id}: "
           f"{report.n_ok} generated, {report.n_kept} kept, {report.n_failed} failed of {report.n_profiles}; "
           f"{calls_line(report.calls_made, report.calls_reused, report.calls_failed)}; "

@@ -5,7 +5,9 @@ non-severe patients, or the runs sharing one value of a run attribute (interacti
 length, clinician prompt, …) when the loaded runs differ in it. For each condition and
 criterion the report gives the mean over systems of each system's mean (the bar of
 Fig. 3) and the best and worst system (the triangles); ties go to the first name in
-alphabetical order.
+alphabetical order. Each system's average in a condition carries its 95% percentile bootstrap
+interval over that condition's interactions (``ci_per_system``; the figures draw it, the JSON
+leaves it out), with the table's resamples and seed.
 """
 
 from __future__ import annotations
@@ -13,10 +15,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from pydantic import BaseModel
+import numpy as np
+from pydantic import BaseModel, Field
 
+from ..stats import bootstrap_mean_ci, rng_for
 from ..stats.proportion import CategoricalReport, level_shares
 from .loading import InteractionScore, RunData, criteria_of
+from .table import StatsSettings
+
+AVERAGE = "average"
 
 
 class Extreme(BaseModel):
@@ -34,6 +41,8 @@ class Condition(BaseModel):
     worst: dict[str, Extreme]
     per_system: dict[str, dict[str, float]]
     n_per_system: dict[str, int]
+    # system -> (low, high) of its average's 95% interval (NaN when not every average is finite)
+    ci_per_system: dict[str, tuple[float, float]] = Field(default_factory=dict, exclude=True)
 
 
 class LabelPanel(BaseModel):
@@ -58,16 +67,31 @@ def _relevant_mean(values: list[float]) -> float:
     return sum(known) / len(known) if known else math.nan
 
 
+def _average_ci(rows: list[InteractionScore], settings: StatsSettings, *keys: str) -> tuple[float, float]:
+    if AVERAGE not in rows[0].scores:
+        return math.nan, math.nan
+    values = np.array([r.scores[AVERAGE] for r in rows], dtype=float)
+    if not np.all(np.isfinite(values)):
+        return math.nan, math.nan
+    _, low, high = bootstrap_mean_ci(values, resamples=settings.resamples, level=settings.level,
+                                     rng=rng_for(settings.seed, "breakdown", *keys))
+    return float(low[0]), float(high[0])
+
+
 def _condition(
-    breakdown: str, name: str, labelled: list[tuple[str, RunData]], keep: Callable[[InteractionScore], bool]
+    breakdown: str, name: str, labelled: list[tuple[str, RunData]], keep: Callable[[InteractionScore], bool],
+    settings: StatsSettings | None = None,
 ) -> Condition | None:
+    settings = settings or StatsSettings()
     per_system: dict[str, dict[str, float]] = {}
     n_per: dict[str, int] = {}
+    cis: dict[str, tuple[float, float]] = {}
     for label, run in labelled:
         rows = [r for r in run.scores if keep(r)]
         if rows:
             per_system[label] = _system_means(rows)
             n_per[label] = len(rows)
+            cis[label] = _average_ci(rows, settings, breakdown, name, label)
     if not per_system:
         return None
     mean, best, worst = {}, {}, {}
@@ -83,7 +107,7 @@ def _condition(
         worst[c] = Extreme(system=w[1], score=w[0])
     return Condition(breakdown=breakdown, condition=name, n_systems=len(per_system),
                      n_interactions=sum(n_per.values()), mean=mean, best=best, worst=worst,
-                     per_system=per_system, n_per_system=n_per)
+                     per_system=per_system, n_per_system=n_per, ci_per_system=cis)
 
 
 # Run attributes that define across-run conditions, with how to read them.
@@ -103,15 +127,15 @@ def _sort_key(value: str) -> tuple[int, float, str]:
         return (1, math.inf, value)
 
 
-def compute_breakdowns(labelled: list[tuple[str, RunData]],
-                       by: Sequence[str] = ()) -> tuple[list[Condition], list[str]]:
+def compute_breakdowns(labelled: list[tuple[str, RunData]], by: Sequence[str] = (),
+                       settings: StatsSettings | None = None) -> tuple[list[Condition], list[str]]:
     """All conditions that have data; warnings name the ones that are empty. ``by``: profile
     label fields of the target (``--by LABEL``), one condition per declared value."""
     out: list[Condition] = []
     warnings: list[str] = []
     for name, keep in (("all", lambda r: True), ("severe", lambda r: r.severe),
                        ("non-severe", lambda r: not r.severe)):
-        cond = _condition("patients", name, labelled, keep)
+        cond = _condition("patients", name, labelled, keep, settings)
         if cond is None:
             warnings.append(f"no scored interaction with {name} patients: that breakdown is empty")
         else:
@@ -122,11 +146,11 @@ def compute_breakdowns(labelled: list[tuple[str, RunData]],
             continue
         for v in values:
             subset = [(lab, r) for lab, r in labelled if read(r) == v]
-            cond = _condition(attr, v, subset, lambda r: True)
+            cond = _condition(attr, v, subset, lambda r: True, settings)
             if cond is not None:
                 out.append(cond)
     for field in by:
-        conds, empty = _label_conditions(labelled, field)
+        conds, empty = _label_conditions(labelled, field, settings)
         out += conds
         warnings += [f"no scored interaction with {field} = {value}: that breakdown is empty" for value in empty]
     return out, warnings
@@ -136,14 +160,15 @@ def _has_label(field: str, value: str, tags: dict[str, dict[str, str]]) -> Calla
     return lambda r: tags.get(r.profile_id, {}).get(field) == value
 
 
-def _label_conditions(labelled: list[tuple[str, RunData]], field: str) -> tuple[list[Condition], list[str]]:
+def _label_conditions(labelled: list[tuple[str, RunData]], field: str,
+                      settings: StatsSettings | None = None) -> tuple[list[Condition], list[str]]:
     """One condition per declared value of profile label ``field`` that has data; the empty values."""
     if not labelled:
         return [], []
     target = labelled[0][1].target
     out, empty = [], []
     for value in target.labels.get(field, []):
-        cond = _condition(field, value, labelled, _has_label(field, value, target.profile_labels))
+        cond = _condition(field, value, labelled, _has_label(field, value, target.profile_labels), settings)
         if cond is None:
             empty.append(value)
         else:
@@ -151,7 +176,7 @@ def _label_conditions(labelled: list[tuple[str, RunData]], field: str) -> tuple[
     return out, empty
 
 
-def label_panels(labelled: list[tuple[str, RunData]]) -> list[LabelPanel]:
+def label_panels(labelled: list[tuple[str, RunData]], settings: StatsSettings | None = None) -> list[LabelPanel]:
     """A panel per profile label the runs' target declares (none for MindEval)."""
     if not labelled:
         return []
@@ -160,7 +185,7 @@ def label_panels(labelled: list[tuple[str, RunData]]) -> list[LabelPanel]:
     scale = [(lv.id, lv.value) for lv in target.scale.levels]
     panels = []
     for field, values in target.labels.items():
-        conditions, _ = _label_conditions(labelled, field)
+        conditions, _ = _label_conditions(labelled, field, settings)
         levels: dict[str, dict[str, CategoricalReport]] = {}
         for value in values if categorical else ():
             keep = _has_label(field, value, target.profile_labels)

@@ -166,7 +166,7 @@ def build_leaderboard(
     incomplete = _coverage(runs, labels, allow_incomplete, warnings)
     scored, excluded = _scored(runs, labels, warnings)
     table = _table(scored, keys, labels, settings, criteria_of(target), warnings)
-    breakdowns, bd_warnings = compute_breakdowns([(labels[r.path], r) for r in scored], by)
+    breakdowns, bd_warnings = compute_breakdowns([(labels[r.path], r) for r in scored], by, settings)
     verbosity = _verbosity(runs, labels, table, warnings)
     warnings += bd_warnings
     comparisons = _comparisons(runs, scored, keys, labels, compare_to, warnings) if compare_to else []
@@ -184,7 +184,7 @@ def build_leaderboard(
     return Leaderboard(
         target=target, safety=safety, table=table, runs=[_info(r, labels[r.path]) for r in runs], verbosity=verbosity,
         breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings, incomplete=incomplete,
-        levels=levels, rank_by=rank_by, label_panels=label_panels([(labels[r.path], r) for r in scored]),
+        levels=levels, rank_by=rank_by, label_panels=label_panels([(labels[r.path], r) for r in scored], settings),
         run_data=by_label,
     )
 

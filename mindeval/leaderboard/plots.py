@@ -6,6 +6,8 @@ paper's Figure 3: by patient severity and by interaction length; and any other b
 the runs differ in); and a panel per profile label the target declares (its
 ``label_panels``: scores by value, or for categorical scales the share of conversations at
 each worst level by value). Nothing is computed again here. SVG text stays text (searchable).
+Every mean is drawn with its 95% interval and its system's n (scored conversations), score axes
+span the target's scale, captions name the judge, and no text is below 8 pt.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
-    matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "mindeval", "font.size": 9})
+    matplotlib.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "mindeval", "font.size": 9,
+                                "legend.fontsize": 8, "legend.title_fontsize": 8})
     import matplotlib.pyplot as plt
 
     return plt
@@ -50,6 +53,21 @@ def _criteria(lb: Leaderboard) -> list[str]:
     return [c for c in lb.table.criteria if c != AVERAGE]
 
 
+def _judge(lb: Leaderboard) -> str:
+    return ", ".join(dict.fromkeys(r.judge_model for r in lb.runs)) or "unknown"
+
+
+def _scale(lb: Leaderboard) -> tuple[float, float] | None:
+    """The score axis: the target's ordinal scale (``None``: fit the data)."""
+    sc = lb.target.scale
+    return (float(sc.min), float(sc.max)) if sc.kind == "ordinal" and sc.min is not None and sc.max is not None else None
+
+
+def _title(ax: Any, lb: Leaderboard, title: str, n: str) -> None:
+    """``title`` over a caption naming the judge, what n counts and the intervals."""
+    ax.set_title(f"{title}\njudge {_judge(lb)}; n = {n}; 95% bootstrap intervals", fontsize=9)
+
+
 def leaderboard_chart(lb: Leaderboard, out: Path) -> list[Path]:
     """Average score per system with its 95% interval, coloured and labelled by cluster."""
     plt = _pyplot()
@@ -60,18 +78,22 @@ def leaderboard_chart(lb: Leaderboard, out: Path) -> list[Path]:
         r = s.results[AVERAGE]
         ax.errorbar(r.mean, y, xerr=[[r.mean - r.ci_low], [r.ci_high - r.mean]], fmt="o", capsize=4,
                     color=cmap((r.cluster - 1) % 10))
-        ax.annotate(f"{r.mean:.2f}  cluster {r.cluster}", (r.ci_high, y), xytext=(6, 0),
+        ax.annotate(f"{r.mean:.2f}  cluster {r.cluster}  n={s.n}", (r.ci_high, y), xytext=(6, 0),
                     textcoords="offset points", va="center")
     ax.set_yticks(range(len(systems)), [s.label for s in systems])
     ax.invert_yaxis()
     ax.set_xlabel("average score (95% interval)")
     st = lb.table.settings
-    ax.set_title(f"Leaderboard: clusters by {st.test} test ({st.sided}-sided, alpha {st.alpha})")
+    _title(ax, lb, f"Leaderboard: clusters by {st.test} test ({st.sided}-sided, alpha {st.alpha})",
+           "scored conversations per system")
     ax.grid(axis="x", alpha=0.3)
     lo = min(s.results[AVERAGE].ci_low for s in systems)
     hi = max(s.results[AVERAGE].ci_high for s in systems)
     span = max(hi - lo, 0.5)
     ax.set_xlim(lo - 0.1 * span, hi + 0.45 * span)  # room for the labels right of each interval
+    scale = _scale(lb)
+    if scale:  # ticks only on the scale (the room for labels may reach past its end)
+        ax.set_xticks([t for t in range(int(scale[0]), int(scale[1]) + 1) if lo - 0.1 * span <= t <= hi + 0.45 * span])
     paths = _save(fig, out, "leaderboard")
     plt.close(fig)
     return paths
@@ -83,15 +105,19 @@ def dimension_bars(lb: Leaderboard, out: Path) -> list[Path]:
     criteria, systems = _criteria(lb), lb.table.systems
     width = 0.8 / max(len(systems), 1)
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(criteria), 4))
+    scale = _scale(lb)
+    base = scale[0] if scale else 0.0
     for k, s in enumerate(systems):
         xs = [i + (k - (len(systems) - 1) / 2) * width for i in range(len(criteria))]
         res = [s.results[c] for c in criteria]
-        ax.bar(xs, [r.mean for r in res], width, label=s.label,
+        ax.bar(xs, [r.mean - base for r in res], width, bottom=base, label=f"{s.label} (n={s.n})",
                yerr=[[r.mean - r.ci_low for r in res], [r.ci_high - r.mean for r in res]], capsize=2)
     ax.set_xticks(range(len(criteria)), criteria)
+    if scale:
+        ax.set_ylim(*scale)
     ax.set_ylabel("mean score (95% interval)")
-    ax.set_title("Score per dimension")
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    _title(ax, lb, "Score per dimension", "scored conversations per system")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     paths = _save(fig, out, "dimensions")
     plt.close(fig)
@@ -105,14 +131,18 @@ def _slug(text: str) -> str:
 _SETTING = re.compile(r"\s*\[[^\]]*\]$")  # a label's run setting, e.g. "model [40 turns]"
 
 
-def _by_system(conditions: list[Condition]) -> dict[str, dict[str, float]]:
-    """Condition → system → average; across runs a system is its label without the run setting
-    (``model [40 turns]`` and ``model [20 turns]`` are one clinician), unless that merges two."""
-    out: dict[str, dict[str, float]] = {}
+def _by_system(conditions: list[Condition]) -> dict[str, dict[str, tuple[float, float, float, int]]]:
+    """Condition → system → (average, interval low, high, n); across runs a system is its label
+    without the run setting (``model [40 turns]`` and ``model [20 turns]`` are one clinician),
+    unless that merges two."""
+    out: dict[str, dict[str, tuple[float, float, float, int]]] = {}
     for cond in conditions:
         bases = {label: _SETTING.sub("", label) for label in cond.per_system}
         merged = len(set(bases.values())) < len(bases)
-        out[cond.condition] = {(label if merged else bases[label]): v[AVERAGE] for label, v in cond.per_system.items()}
+        nan = (float("nan"), float("nan"))
+        out[cond.condition] = {(label if merged else bases[label]): (v[AVERAGE], *cond.ci_per_system.get(label, nan),
+                                                                     cond.n_per_system[label])
+                               for label, v in cond.per_system.items()}
     return out
 
 
@@ -123,16 +153,28 @@ def breakdown_chart(lb: Leaderboard, breakdown: str, conditions: list[Condition]
     systems = list(dict.fromkeys(s for label in _systems(lb) for s in (label, _SETTING.sub("", label))
                                  if any(s in v for v in values.values())))
     width = 0.8 / max(len(conditions), 1)
-    fig, ax = plt.subplots(figsize=(2.2 + (0.5 + 0.4 * len(conditions)) * len(systems), 4))
+    fig, ax = plt.subplots(figsize=(2.2 + (0.6 + 0.55 * len(conditions)) * len(systems), 4.4))
+    scale = _scale(lb)
+    base = scale[0] if scale else 0.0
+    missing = (float("nan"),) * 3 + (0,)
     for k, cond in enumerate(conditions):
         xs = [i + (k - (len(conditions) - 1) / 2) * width for i in range(len(systems))]
-        ys = [values[cond.condition].get(s, float("nan")) for s in systems]
-        ax.bar(xs, ys, width, label=f"{cond.condition} (n={cond.n_interactions})")
+        bars = [values[cond.condition].get(s, missing) for s in systems]
+        ys = [b[0] for b in bars]
+        err = [[y - b[1] for y, b in zip(ys, bars, strict=True)], [b[2] - y for y, b in zip(ys, bars, strict=True)]]
+        ax.bar(xs, [y - base for y in ys], width, bottom=base, yerr=err, capsize=2, label=cond.condition)
+        for x, b in zip(xs, bars, strict=True):
+            if b[3]:
+                top = b[2] if b[2] == b[2] else b[0]  # above the interval (NaN-safe)
+                ax.annotate(f"n={b[3]}", (x, top), xytext=(0, 2), textcoords="offset points", ha="center",
+                            fontsize=8, rotation=90 if len(conditions) > 2 else 0, va="bottom")
     ax.set_xticks(range(len(systems)), systems, rotation=20, ha="right")
-    ax.set_ylabel("average score")
+    if scale:
+        ax.set_ylim(scale[0], scale[1] + 0.12 * (scale[1] - scale[0]))  # room for the n labels
+    ax.set_ylabel("average score (95% interval)")
     title = TITLES.get(breakdown, breakdown)
-    ax.set_title(f"Average score by {title}")
-    ax.legend(title=title, fontsize=7)
+    _title(ax, lb, f"Average score by {title}", "a system's scored conversations in the condition")
+    ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     stem = "by_severity" if breakdown == "patients" else f"by_{_slug(breakdown)}"
     paths = _save(fig, out, stem)
@@ -162,14 +204,14 @@ def level_chart(lb: Leaderboard, panel: LabelPanel, out: Path) -> list[Path]:
                    label=lv.label + (" (harm)" if lv.harm else ""))
             bottom = [b + s for b, s in zip(bottom, shares, strict=True)]
         for x, n in zip(xs, rated, strict=True):
-            ax.annotate(f"n={n}", (x, 1.0), xytext=(0, 3), textcoords="offset points", ha="center", fontsize=7)
+            ax.annotate(f"n={n}", (x, 1.0), xytext=(0, 3), textcoords="offset points", ha="center", fontsize=8)
         ax.set_xticks(list(xs), panel.values, rotation=30, ha="right")
-        ax.set_title(system, fontsize=8)
+        ax.set_title(system, fontsize=9)
         ax.set_ylim(0, 1.12)
         ax.set_xlabel(panel.label)
     axes[0][0].set_ylabel("share of conversations by worst level")
-    axes[0][-1].legend(title="worst level", fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.suptitle(f"Worst level by {panel.label}")
+    axes[0][-1].legend(title="worst level", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.suptitle(f"Worst level by {panel.label}\njudge {_judge(lb)}; n = conversations per bar", fontsize=9)
     paths = _save(fig, out, f"by_{_slug(panel.label)}")
     plt.close(fig)
     return paths

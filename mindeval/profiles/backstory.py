@@ -26,6 +26,7 @@ from ..llm.gateway import ModelSpec, check_model_string
 from ..prompts import PromptTemplate, load_template, render_backstory
 from ..records import Profile, load_profiles
 from ..run_config import spec_with_defaults
+from ..rundir_guard import check_store, run_dir_lock
 from ..store import CallLog, redact_url, sqlite_url
 from ..store.calls import logged_run
 from ..workers import check_concurrency, run_pool
@@ -237,6 +238,7 @@ def run_config(spec: ModelSpec, tpl: PromptTemplate, seed: int | None) -> dict[s
 def generate_file(
     source: str | Path, output: str | Path, spec: ModelSpec, options: BackstoryOptions | None = None, *,
     db_url: str | None = None, on_done: Callable[[BackstoryOutcome], None] | None = None, new_run: bool = False,
+    overwrite: bool = False,
 ) -> GenerationReport:
     """Read profiles, generate backstories, write ``output`` plus its sidecar files.
 
@@ -244,7 +246,9 @@ def generate_file(
     failures go to ``<stem>.failures.jsonl`` and provenance to ``<stem>.meta.json``.
     Calls are stored in ``<stem>.backstory.db`` beside the output unless ``db_url`` is given;
     the run resumes there, or is refused with a diff if its configuration differs (unless
-    ``new_run``).
+    ``new_run``). One process writes ``output`` at a time (a lock file beside it); an output whose
+    store is missing or holds another run is refused unless ``overwrite`` (its calls would be
+    bought again: :mod:`mindeval.rundir_guard`).
     """
     started = time.perf_counter()
     options = options or BackstoryOptions()
@@ -257,27 +261,36 @@ def generate_file(
     profiles = load_profiles(src)
     tpl = options.prompt()
     url = db_url or sqlite_url(sidecar(out, "backstory.db"))
-    if db_url is None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    with logged_run(url, ROLE, run_config(spec, tpl, options.seed), new_run=new_run) as (log, resumed):
-        outcomes = generate_backstories(profiles, spec, log, options.model_copy(update={"template": tpl}),
-                                        on_done=on_done)
-    failed = _write_outputs(out, profiles, outcomes)
-    report = GenerationReport(
-        source=str(src), output=str(out), failures_file=str(sidecar(out, "failures.jsonl")) if failed else None,
-        db=redact_url(url), run_id=log.run_id, resumed=resumed, n_profiles=len(profiles),
-        n_ok=sum(o.status == "ok" for o in outcomes), n_kept=sum(o.status == "kept" for o in outcomes),
-        n_failed=failed, calls_made=log.counters.made, calls_reused=log.counters.reused,
-        calls_failed=log.counters.failed, elapsed_s=round(time.perf_counter() - started, 3), outcomes=outcomes,
-    )
-    meta = {
-        **report.model_dump(exclude={"outcomes"}),
-        "kind": "backstory", "model": spec.model_dump(mode="json"),
-        "prompt": {"ref": tpl.ref, "sha256": tpl.sha256}, "retries": options.retries, "seed": options.seed,
-        "source_sha256": sha256_file(src), "mindeval_version": __version__,
-    }
-    write_json(sidecar(out, "meta.json"), meta)
+    meta_file = sidecar(out, "meta.json")
+    with run_dir_lock(out.parent, f".{out.name}.lock"):
+        check_store(out.parent, db_url, overwrite=overwrite, outputs=(meta_file.name,) if _generated(meta_file) else (),
+                    record=meta_file.name, store=sidecar(out, "backstory.db").name)
+        with logged_run(url, ROLE, run_config(spec, tpl, options.seed), new_run=new_run) as (log, resumed):
+            outcomes = generate_backstories(profiles, spec, log, options.model_copy(update={"template": tpl}),
+                                            on_done=on_done)
+        failed = _write_outputs(out, profiles, outcomes)
+        report = GenerationReport(
+            source=str(src), output=str(out), failures_file=str(sidecar(out, "failures.jsonl")) if failed else None,
+            db=redact_url(url), run_id=log.run_id, resumed=resumed, n_profiles=len(profiles),
+            n_ok=sum(o.status == "ok" for o in outcomes), n_kept=sum(o.status == "kept" for o in outcomes),
+            n_failed=failed, calls_made=log.counters.made, calls_reused=log.counters.reused,
+            calls_failed=log.counters.failed, elapsed_s=round(time.perf_counter() - started, 3), outcomes=outcomes,
+        )
+        write_json(meta_file, {
+            **report.model_dump(exclude={"outcomes"}),
+            "kind": "backstory", "model": spec.model_dump(mode="json"),
+            "prompt": {"ref": tpl.ref, "sha256": tpl.sha256}, "retries": options.retries, "seed": options.seed,
+            "source_sha256": sha256_file(src), "mindeval_version": __version__,
+        })
     return report
+
+
+def _generated(meta: Path) -> bool:
+    """Whether ``meta`` is the provenance of a backstory run (not of a sample or another file)."""
+    try:
+        return json.loads(meta.read_text(encoding="utf-8")).get("kind") == "backstory"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _write_outputs(out: Path, profiles: list[Profile], outcomes: list[BackstoryOutcome]) -> int:

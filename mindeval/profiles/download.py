@@ -1,5 +1,9 @@
 """``mindeval data download``: fetch the authors' data release at a pinned commit, verified.
 
+MindEval implements MindEval (v1): the paper and the data of the authors' repository at
+:data:`COMMIT`. That repository's main branch now serves MindEval 2, which this project does
+not implement, so the download names a commit, never a branch.
+
 Each file is streamed into a temporary file in the cache directory while its SHA-256 is
 computed; only a complete, verified file is moved (``os.replace``) to its final name.
 A transfer that is interrupted, truncated or corrupted leaves nothing under the final
@@ -26,7 +30,8 @@ from ..errors import MindEvalError
 from ..files import sha256_file
 
 REPOSITORY = "SWORDHealth/mind-eval"
-COMMIT = "aab6be604e686bd5a158c3f252c3a71c955c28ce"
+COMMIT = "aab6be604e686bd5a158c3f252c3a71c955c28ce"  # MindEval (v1); their main branch is MindEval 2
+RELEASE = "MindEval (v1)"
 DEFAULT_BASE_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/{COMMIT}/data"
 # Upstream SHA-256 at COMMIT (from the data release README).
 UPSTREAM_SHA256: dict[str, str] = {
@@ -203,12 +208,13 @@ def download_release(
 
 def _write_manifest(target: Path, base: str, expected: dict[str, str], results: list[FileResult]) -> None:
     path = target / MANIFEST
-    data: dict = {"repository": REPOSITORY, "commit": COMMIT, "files": {}}
+    data: dict = {"repository": REPOSITORY, "commit": COMMIT, "release": RELEASE, "files": {}}
     if path.is_file():
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             pass
+    data["release"] = RELEASE
     for r in results:
         data.setdefault("files", {})[r.name] = {
             "sha256": r.sha256,

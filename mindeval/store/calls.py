@@ -231,12 +231,14 @@ def logged_run(db_url: str, kind: str, config: dict[str, Any], *, new_run: bool 
     """Yield ``(call log, resumed)`` of the run of ``kind`` with ``config`` in ``db_url``.
 
     The run is created or resumed by :func:`~mindeval.store.runs.open_run` (another
-    stored configuration is refused with a diff unless ``new_run``); on exit every queued
-    write is committed and the database closed.
+    stored configuration is refused with a diff unless ``new_run``) and held by this process
+    (:meth:`~mindeval.store.db.Database.claim`); on exit every queued write is committed and
+    the database closed.
     """
     db = Database(db_url)
     try:
         run_id, resumed = open_run(db, kind, kind, config, hash_config(config), new_run=new_run)
+        db.claim(run_id)  # one process per run (mindeval.store.claim)
         writer = Writer(db)
         try:
             yield CallLog(db, run_id, writer), resumed

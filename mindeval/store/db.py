@@ -5,13 +5,15 @@ writer thread (:class:`mindeval.store.runs.Writer`); :meth:`Database.write` is t
 blocking path of the annotation app, serialised within the process by a lock.
 Opening with ``create=True`` creates a new store or upgrades an older one through the
 run store's one list of migrations (:mod:`mindeval.store.migrations`).
+:meth:`Database.claim` holds one run for this process until :meth:`Database.close`
+(:mod:`mindeval.store.claim`).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
@@ -66,6 +68,7 @@ class Database:
         self.engine = make_engine(url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self.write_lock = threading.RLock()
+        self._claims = ExitStack()
         if create:
             try:
                 upgrade(self.engine)
@@ -94,5 +97,14 @@ class Database:
                 session.rollback()
                 raise
 
+    def claim(self, run_id: str) -> None:
+        """Hold run ``run_id`` until :meth:`close`; another process holding it is a clear error."""
+        from .claim import claim_run
+
+        self._claims.enter_context(claim_run(self.engine, run_id, redact_url(self.url)))
+
     def close(self) -> None:
-        self.engine.dispose()
+        try:
+            self._claims.close()
+        finally:
+            self.engine.dispose()

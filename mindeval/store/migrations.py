@@ -6,6 +6,9 @@ the version is written. A store newer than this code is refused. A store made be
 versions were recorded (no ``run_schema_version`` table) is brought to version 1 by
 :func:`_baseline`, which adds the nullable columns those stores gained one by one.
 
+Openers of one store migrate one at a time (a PostgreSQL transaction lock, SQLite's
+``BEGIN IMMEDIATE``): two processes starting on a new store never both create its tables.
+
 To change the schema: change :mod:`mindeval.store.tables` and append a :class:`Migration`
 whose ``apply`` makes the same change to an existing store.
 """
@@ -63,6 +66,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, summary="baseline: run tables, unversioned nullable columns", apply=_baseline),
 )
 HEAD = MIGRATIONS[-1].version
+MIGRATION_LOCK = 0x6D696E64  # PostgreSQL advisory lock key of "a process is migrating this store"
 
 
 def current_version(engine: Engine | Connection) -> int | None:
@@ -77,9 +81,18 @@ def current_version(engine: Engine | Connection) -> int | None:
     return conn.execute(text(f"SELECT version FROM {VERSION_TABLE}")).scalar()
 
 
+def _one_at_a_time(conn: Connection) -> None:
+    """Hold the store's migration lock until the transaction ends (other openers wait)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK})
+    elif conn.dialect.name == "sqlite" and conn.connection.dbapi_connection.in_transaction is False:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock now, not at the first CREATE
+
+
 def upgrade(engine: Engine) -> int:
     """Bring the store to :data:`HEAD` (creating it when empty); return the version found before."""
     with engine.begin() as conn:
+        _one_at_a_time(conn)
         found = current_version(conn)
         if found is not None and found > HEAD:
             raise MindEvalError(

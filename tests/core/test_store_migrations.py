@@ -89,3 +89,31 @@ def test_no_schema_change_outside_the_migrations():
                  for p in (ROOT / pkg).rglob("*.py")
                  if p not in homes and any(s in p.read_text(encoding="utf-8") for s in ("ALTER TABLE", "add_column("))]
     assert offenders == []
+
+
+def test_openers_of_a_new_store_at_once_create_it_once(any_db_url):
+    """Several processes starting on one new store (a shared --db) migrate it one at a time
+    (before: 'table runs already exists' on SQLite, a pg_type UniqueViolation on PostgreSQL)."""
+    import threading
+
+    start, errors = threading.Barrier(4), []
+
+    def open_store() -> None:
+        start.wait()
+        try:
+            Database(any_db_url).close()
+        except Exception as exc:  # noqa: BLE001 - any failure is the finding
+            errors.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=open_store) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    db = Database(any_db_url, create=False)
+    try:
+        assert current_version(db.engine) == HEAD
+        assert set(RunBase.metadata.tables) <= set(inspect(db.engine).get_table_names())
+    finally:
+        db.close()

@@ -56,11 +56,42 @@ def test_figures_show_the_leaderboards_numbers(board):
     dims = _texts((board / "dimensions.svg").read_text())
     assert all(axis in dims for axis in ("CAC", "EPC", "AR", "TRA", "ASCQ"))
     severity = _texts((board / "by_severity.svg").read_text())
-    assert "severe (n=24)" in severity and "non-severe (n=24)" in severity
+    assert "severe" in severity and "non-severe" in severity
+    assert "n=6" in severity and "n=24" not in severity  # each bar's own n, never pooled over systems
     turns = _texts((board / "by_turns.svg").read_text())
     assert "Average score by interaction length (turns)" in turns
-    assert "20 (n=24)" in turns and "40 (n=24)" in turns
+    assert "n=12" in turns and "n=24" not in turns
     assert "openai/good" in turns and "[20 turns]" not in turns  # one clinician, two lengths
+
+
+def test_every_figure_carries_intervals_n_the_judge_the_scale_and_legible_text(make_run, tmp_path, monkeypatch):
+    """Issue 29: by_severity had no intervals and pooled n; bars started at 0 on a 1-6 scale;
+    the leaderboard chart named neither n nor the judge; legends were 7 pt."""
+    from support.figures import record_figures
+
+    seen = record_figures(monkeypatch)
+    runs = [make_run(f"{name}-{turns}", model, _scores(base + (turns == 40), 2), turns=turns, severe=SEVERE)
+            for name, model, base in (("good", "openai/good", 4), ("weak", "openai/weak", 1))
+            for turns in (20, 40)]
+    out = tmp_path / "board"
+    assert main(["leaderboard", *map(str, runs), "--allow-mixed", "--out", str(out), "--plots", "--no-report"]) == 0
+    assert {"leaderboard.png", "dimensions.png", "by_severity.png", "by_turns.png"} <= set(seen)
+    judge = json.loads((runs[0] / "config.json").read_text())["config"]["judge"]["model"]
+    for name, fig in seen.items():
+        assert fig.min_font_pt >= 8, name
+        assert any(f"judge {judge}" in t and "n = " in t and "95%" in t for t in fig.texts), name
+    (chart,) = seen["leaderboard.png"].axes
+    assert chart.errorbar_sets == 4 and sum("n=12" in t for t in seen["leaderboard.png"].texts) == 4
+    for name in ("dimensions.png", "by_severity.png", "by_turns.png"):
+        (ax,) = seen[name].axes
+        assert ax.bar_sets and ax.bar_sets_with_errors == ax.bar_sets, name  # every bar with its interval
+        assert ax.ylim[0] == 1.0 and ax.ylim[1] >= 6.0, name  # on the 1-6 scale, not from 0
+    assert all(f"(n={12})" in t for t in seen["dimensions.png"].texts if t.startswith("openai/"))
+    assert sum(t == "n=6" for t in seen["by_severity.png"].texts) == 8  # 4 systems x 2 conditions
+    lb = build_leaderboard(runs, StatsSettings(), allow_mixed=True)
+    severe = next(c for c in lb.breakdowns if c.breakdown == "patients" and c.condition == "severe")
+    for system, (low, high) in severe.ci_per_system.items():
+        assert low <= severe.per_system[system]["average"] <= high and low < high, system
 
 
 def test_plots_need_an_out_dir(make_run, capsys):
@@ -122,7 +153,8 @@ def test_an_ordinal_targets_label_gets_scores_by_value(tmp_path):
     assert main(["leaderboard", *map(str, runs), "--out", str(out), "--plots", "--no-report"]) == 0
     assert (out / "by_risk.png").stat().st_size > 10_000
     text = _texts((out / "by_risk.svg").read_text())
-    assert "Average score by risk" in text and "none (n=10)" in text and "plan (n=10)" in text
+    assert "Average score by risk" in text and "none" in text and "plan" in text
+    assert text.count("n=5") == 4 and "n=10" not in text  # each bar's n (2 systems x 2 values of 5)
     assert "openai/good" in text and "openai/weak" in text
 
 

@@ -214,3 +214,23 @@ def test_paper_compatible_conflicting_zeros_is_refused(shared_data, capsys):
     rc = meta_main(["compare", "--humans", str(shared_data / "human_annotations.jsonl"),
                     "--paper-compatible", "--zeros", "missing", "--no-plots"])
     assert rc == 2 and "--zeros missing" in capsys.readouterr().err
+
+
+def test_every_figure_is_legible_and_the_calibration_names_its_n(tiny_authors, tmp_path, monkeypatch):
+    """Issue 29: heatmap cell text was 6 pt; the calibration plot's bias bars named no n."""
+    pytest.importorskip("matplotlib")
+    from support.figures import record_figures
+
+    seen = record_figures(monkeypatch)
+    jdir = judge_dir_from_humans(tiny_authors, tmp_path / "judge")
+    assert main(["compare", "--humans", str(tiny_authors), "--judges", f"J={jdir}", "--out", str(tmp_path / "c")]) == 0
+    heatmaps = [name for name in seen if name.startswith("heatmap_")]
+    assert len(heatmaps) == 24 and "calibration_J.png" in seen  # PNG and SVG of each
+    for name, fig in seen.items():
+        assert fig.min_font_pt >= 8, name
+    cells = [t for t in seen["heatmap_average_tau_mipsa.png"].texts  # cell labels with a defined value
+             if "\n" in t and t[:1] in "[-0123456789" and "nan" not in t]
+    assert cells and [t for t in cells if not re.search(r"\[-?\d\.\d+, -?\d\.\d+\]", t)] == []  # each with its interval
+    bias = seen["calibration_J.png"].axes[0]
+    assert bias.bar_sets == bias.bar_sets_with_errors == 1
+    assert any(re.search(r"bias per axis \(n = \d+ interactions\)", t) for t in seen["calibration_J.png"].texts)

@@ -17,6 +17,7 @@ from metaeval.realism import (
 from metaeval.style import relative_to, style_table, turn_stats
 from mindeval.errors import MindEvalError
 from mindeval.llm import fake
+from mindeval.rundir_guard import run_dir_lock
 
 
 def test_turn_stats_by_hand():
@@ -88,3 +89,11 @@ def test_realism_end_to_end_offline(tmp_path):
     again = run_realism(opts, echo=None)  # stored calls, same seed: same numbers, no new call
     assert fake.CALLS["echo"] - before == 4 * 8 and again["calls_made"] == 0
     assert again["distance_tsne"] == pytest.approx(res["distance_tsne"])
+    # Its store deleted, the same study is refused rather than bought again; one process per --out.
+    (out / "run.db").unlink()
+    with pytest.raises(MindEvalError, match="not its store run.db.*--overwrite"):
+        run_realism(opts, echo=None)
+    assert fake.CALLS["echo"] - before == 4 * 8
+    with run_dir_lock(out), pytest.raises(MindEvalError, match="in use by another run: pid"):
+        run_realism(opts.model_copy(update={"overwrite": True}), echo=None)
+    assert fake.CALLS["echo"] - before == 4 * 8

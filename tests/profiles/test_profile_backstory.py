@@ -210,3 +210,32 @@ def test_embedded_model_records_a_valid_backstory_or_a_failure(tmp_path):
     assert len(rows) == o.attempts
     again = generate_file(src, out, spec, BackstoryOptions(retries=2))
     assert again.calls_made == 0 and again.outcomes[0].status == o.status
+
+
+def test_outputs_without_their_store_are_refused_and_one_process_writes_them(tmp_path, two_profiles, capsys):
+    """Deleting <stem>.backstory.db used to make the same command buy every backstory again and
+    replace the file without a word; a second writer of the same -o is told which process holds it."""
+    from mindeval.rundir_guard import run_dir_lock
+
+    out = tmp_path / "out.jsonl"
+    args = ["profiles", "generate", str(two_profiles), "--model", "fake/echo:bs-store", "-o", str(out), "--quiet",
+            "--retries", "1"]
+    assert main(args) in (0, 1)  # echo replies are no valid backstory: recorded failed, not filled in
+    made = fake.CALLS["echo:bs-store"]
+    assert made == 2
+    (tmp_path / "out.backstory.db").unlink()
+    before = (out.read_bytes(), (tmp_path / "out.meta.json").read_bytes())
+    capsys.readouterr()
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not its store out.backstory.db" in err[0] and "--overwrite" in err[0], err
+    assert fake.CALLS["echo:bs-store"] == made
+    assert (out.read_bytes(), (tmp_path / "out.meta.json").read_bytes()) == before
+    with run_dir_lock(tmp_path, ".out.jsonl.lock"):  # another process writing the same -o
+        assert main([*args, "--overwrite"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "in use by another run" in err[0] and "pid" in err[0], err
+    assert fake.CALLS["echo:bs-store"] == made
+    assert main([*args, "--overwrite"]) in (0, 1)  # said explicitly: bought again
+    assert fake.CALLS["echo:bs-store"] == 2 * made
+    assert not (tmp_path / ".out.jsonl.lock").exists()

@@ -7,7 +7,9 @@ upstream (credential fields stripped), so its checksum is overridden with the lo
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from mindeval.cli import main
+from mindeval.cli import build_parser, main
 from mindeval.errors import MindEvalError
 from mindeval.profiles import download as dl
 from mindeval.profiles.official import official_file, resolve_profiles_arg
@@ -217,3 +219,21 @@ def test_default_cache_location(monkeypatch, tmp_path):
     monkeypatch.setenv("MINDEVAL_CACHE_DIR", str(tmp_path / "c"))
     assert dl.official_dir() == tmp_path / "c" / "official" / dl.COMMIT
     assert dl.official_dir(tmp_path / "d") == tmp_path / "d" / "official" / dl.COMMIT
+
+
+def test_the_release_is_mindeval_v1_at_a_pinned_commit_never_a_branch(tmp_path, server, turns_sha, capsys):
+    """The authors' main branch now serves MindEval 2: the default source names the v1 commit,
+    and the command says which release it fetched."""
+    assert re.fullmatch(r"[0-9a-f]{40}", dl.COMMIT)
+    assert dl.DEFAULT_BASE_URL == f"https://raw.githubusercontent.com/{dl.REPOSITORY}/{dl.COMMIT}/data"
+    parser = build_parser()
+    assert "MindEval (v1)" in parser.format_help()
+    data = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["data"]
+    download = next(a for a in data._actions if isinstance(a, argparse._SubParsersAction)).choices["download"]
+    text = " ".join(download.format_help().split())
+    assert "MindEval (v1)" in text and dl.COMMIT[:7] in text and "MindEval 2" in text and "never a branch" in text
+    assert main(["data", "download", "--cache-dir", str(tmp_path), "--base-url", server.url("good"), "--quiet",
+                 "--sha256", f"human_user_turns.jsonl={turns_sha}"]) == 0
+    assert f"MindEval (v1) ({dl.REPOSITORY} at commit {dl.COMMIT[:7]})" in capsys.readouterr().err
+    manifest = dl.read_manifest(tmp_path / "official" / dl.COMMIT)
+    assert manifest["release"] == "MindEval (v1)" and manifest["commit"] == dl.COMMIT

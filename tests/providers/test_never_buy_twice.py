@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from provkit import SECRET
 
@@ -132,3 +133,81 @@ def test_metaeval_judge_dry_run_and_max_cost(server, tmp_path, capsys, shared_da
     assert "stopped before exceeding --max-cost" in capsys.readouterr().err and not server.requests
     assert meta([*base, "--max-cost", "5"]) == 0
     assert len(server.requests) == 2
+
+
+def _advisory_locks(url: str) -> int:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as c:
+            return c.execute(text("select count(*) from pg_locks where locktype = 'advisory'")).scalar()
+    finally:
+        engine.dispose()
+
+
+def test_a_second_process_on_the_same_run_of_a_shared_store_is_told_which_one_runs(server, tmp_path, any_db_url):
+    """Two run directories, one store (a SQLite file or PostgreSQL): the second process would resume the
+    same run and buy its calls again beside the first (before: a UniqueViolation traceback on PostgreSQL)."""
+    server.script(["hang"], model="clinician-model")
+    env = {**os.environ, "OPENAI_API_KEY": SECRET}
+
+    def cmd(out: str) -> list[str]:
+        return [sys.executable, "-m", "mindeval", "run", "--quiet", "--limit", "1", "--turns", "2", "--db", any_db_url,
+                "--out", str(tmp_path / out), "--max-retries", "0", *_models(server)]
+
+    first = subprocess.Popen(cmd("A"), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not server.requests and time.monotonic() < deadline and first.poll() is None:
+            time.sleep(0.05)
+        assert server.requests, "the first process never reached the server"
+        second = subprocess.run(cmd("B"), env=env, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 2, second.stderr
+        err = second.stderr.strip().splitlines()
+        assert len(err) == 1 and f"pid {first.pid}" in err[0] and "is in use by another process" in err[0], err
+        assert "Traceback" not in second.stderr and len(server.requests) == 1  # the second bought nothing
+        assert first.poll() is None
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    if any_db_url.startswith("postgresql"):  # the server frees the claim when the holder's connection closes
+        deadline = time.monotonic() + 60
+        while _advisory_locks(any_db_url) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    third = subprocess.run(cmd("B"), env=env, capture_output=True, text=True, timeout=300)
+    assert third.returncode == 0, third.stderr
+    assert not list(tmp_path.glob(".store.db.*.lock"))
+
+
+def _empty_store(url: str) -> None:
+    """The store loses every run: its SQLite file is deleted, its PostgreSQL schema emptied."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    if url.startswith("sqlite"):
+        for path in Path(make_url(url).database).parent.glob("store.db*"):
+            path.unlink()
+        return
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as c:
+        c.execute(text("DROP SCHEMA public CASCADE"))
+        c.execute(text("CREATE SCHEMA public"))
+    engine.dispose()
+
+
+def test_a_run_whose_shared_store_lost_it_is_refused(server, tmp_path, any_db_url, capsys):
+    """``--db`` on a database server is checked as run.db is: outputs whose run the store does not
+    hold are not bought again silently (before: every call was bought again on PostgreSQL)."""
+    out = tmp_path / "R"
+    assert _run(server, out, "--db", any_db_url) == 0
+    paid = len(server.requests)
+    _empty_store(any_db_url)
+    before = _digests(out)
+    capsys.readouterr()
+    assert _run(server, out, "--db", any_db_url) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--overwrite" in err[0] and ("does not hold" in err[0] or "not its store" in err[0]), err
+    assert "password" not in err[0] and len(server.requests) == paid and _digests(out) == before
+    assert _run(server, out, "--db", any_db_url, "--overwrite") == 0
+    assert len(server.requests) == 2 * paid
