@@ -214,8 +214,13 @@
   // A change made on this page load was sent by its own click; one carried over is due at once.
   const due = (e) => (e.n || 0) < MAX_TRIES && now() >= (e.next ?? (e.t < LOADED ? 0 : e.t + 1500));
   const tried = (e) => { e.n = (e.n || 0) + 1; e.next = now() + Math.min(1000 * 2 ** (e.n - 1), 15000); };
+  let resent = { run: -1, at: 0 };  // the save line's run number when a resend was last pressed
   function rerun() {  // the save line's run stores whatever the form shows and the database lacks
-    const b = document.querySelector(".st-key-rate-retry button");
+    // A resend that brought no new save line for 8 s (its fragment unknown to a restarted
+    // server) is pressed again as a whole page run.
+    const stuck = resent.run === seen.run && now() - resent.at > 8000;
+    if (resent.run !== seen.run || stuck) resent = { run: seen.run, at: now() };
+    const b = document.querySelector(stuck ? ".st-key-rate-retry-page button" : ".st-key-rate-retry button");
     if (b && !b.disabled) b.click();
   }
 

@@ -314,6 +314,9 @@ with right:
         submit_col, note_col = st.columns([2, 3], vertical_alignment="center")
         with note_col:
             _save_line(aid, key)
+        # the same for a whole page run, when the save line's fragment is unknown to the server
+        # (e.g. after a restart: assets/rate_keys.js falls back to it); hidden (compact.css)
+        st.button("Store unsaved changes", key="rate-retry-page")
         submit_col.button("Submit rating", type="primary", key=f"submit_{aid}", on_click=_submit, args=(aid,))
         incomplete = st.session_state.get("rate_incomplete")
         if incomplete and incomplete[0] == aid:  # kept until shown: a run cut short does not lose it
