@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 import streamlit as st
+from pydantic import BaseModel, Field
 
 from annotation_app import handoff, proxy_check
 from annotation_app.services import Workspace, default_db_url
@@ -227,27 +228,37 @@ def compact_page() -> None:
     st.html(f"<style>{(ASSETS / 'compact.css').read_text(encoding='utf-8')}</style>")
 
 
-def save_status(saved: list[str], text: str, *, texts: dict[str, str] | None = None, assignment: int = 0,
-                version: int = 0, refused: int = 0, form: str = "", subaxes: list[str] | None = None,
-                owner: str = "") -> None:
-    """What the database holds, as the labels the form shows ("" when unset), and its texts, for
-    the page to compare with what it shows (assets/rate_keys.js says "Not saved yet" while a
-    shown score or text differs from the stored one, and keeps such changes in the browser);
-    ``refused`` counts this tab's writes refused as stale (the browser then forgets the changes
-    made on this page load; see assets/rate_keys.js). ``form`` is the widget-key prefix of the
-    form shown and ``subaxes`` its sub-axis ids in order (the script finds a field's radio group
-    by ``st-key-<form>_<sub-axis>``, never by position); ``owner`` names the rating (user, study,
-    transcript) under which the browser keeps unsent changes."""
-    values = html.escape(json.dumps(saved))
-    stored = html.escape(json.dumps(texts or {}))
+class SaveStatus(BaseModel):
+    """What the database holds for the rating on screen, for the page to compare with what it
+    shows (assets/rate_keys.js says "Not saved yet" while a shown score or text differs from the
+    stored one, and keeps such changes in the browser)."""
+
+    saved: list[str]  # the stored score of each sub-axis, as the label the form shows ("" when unset)
+    text: str  # the save line shown while the page shows what is stored
+    texts: dict[str, str] = Field(default_factory=dict)  # stored justification and safety note
+    assignment: int = 0
+    version: int = 0
+    refused: int = 0  # this tab's writes refused as stale: the browser forgets this page load's changes
+    form: str = ""  # the widget-key prefix of the form shown (a group is ``st-key-<form>_<sub-axis>``)
+    subaxes: list[str] = Field(default_factory=list)  # the form's sub-axis ids in order (never found by position)
+    owner: str = ""  # the rating (user, study, transcript) under which the browser keeps unsent changes
+
+
+def save_status(status: SaveStatus) -> None:
+    """Render ``status`` as the page's stored-state marker (read by assets/rate_keys.js), with a
+    run number that changes on every render."""
+    values = html.escape(json.dumps(status.saved))
+    stored = html.escape(json.dumps(status.texts))
     run = st.session_state["_rate_run"] = st.session_state.get("_rate_run", 0) + 1  # a new render, seen by the page
+    text = html.escape(status.text)
     st.html(f'<p style="font-size:0.85rem;opacity:0.75;margin:0" data-mindeval-saved="{values}" '
             f'data-mindeval-run="{run}" '
-            f'data-mindeval-texts="{stored}" data-mindeval-assignment="{int(assignment)}" '
-            f'data-mindeval-version="{int(version)}" data-mindeval-refused="{int(refused)}" '
-            f'data-mindeval-form="{html.escape(form)}" data-mindeval-subaxes="{html.escape(json.dumps(subaxes or []))}" '
-            f'data-mindeval-owner="{html.escape(owner)}" '
-            f'data-mindeval-text="{html.escape(text)}">{html.escape(text)}</p>')
+            f'data-mindeval-texts="{stored}" data-mindeval-assignment="{status.assignment}" '
+            f'data-mindeval-version="{status.version}" data-mindeval-refused="{status.refused}" '
+            f'data-mindeval-form="{html.escape(status.form)}" '
+            f'data-mindeval-subaxes="{html.escape(json.dumps(status.subaxes))}" '
+            f'data-mindeval-owner="{html.escape(status.owner)}" '
+            f'data-mindeval-text="{text}">{text}</p>')
 
 
 URL_STUDY, URL_ITEM = "study", "item"

@@ -22,9 +22,9 @@
 // died without its leave prompt (a crash, a killed browser) stops beating, and the next tab that
 // opens the same transcript adopts its changes. Changes from before this page load go back on the
 // form and are sent again, and the page says "Restored N unsent changes". Two live tabs never take
-// each other's changes. A change not seen stored is sent again (put back on the form, or the page
-// re-run through a hidden button) with backoff (1, 2, 4 … 15 s), and at once when the connection
-// comes back. Closing the tab while any change waits asks for confirmation. The save line says
+// each other's changes. A change not seen stored is sent again (put back on the form, or stored by
+// the save line's hidden button, whose run never interrupts a page run and the click it carries)
+// with backoff (1, 2, 4 … 15 s), and at once when the connection comes back. Closing the tab while any change waits asks for confirmation. The save line says
 // "Not saved yet" while anything shown differs from what is stored.
 //
 // When the server refuses a stale write (another tab, device, or this tab's own previous page
@@ -214,8 +214,13 @@
   // A change made on this page load was sent by its own click; one carried over is due at once.
   const due = (e) => (e.n || 0) < MAX_TRIES && now() >= (e.next ?? (e.t < LOADED ? 0 : e.t + 1500));
   const tried = (e) => { e.n = (e.n || 0) + 1; e.next = now() + Math.min(1000 * 2 ** (e.n - 1), 15000); };
-  function rerun() {  // a run of the page stores whatever the form shows and the database lacks
-    const b = document.querySelector(".st-key-rate-retry button");
+  let resent = { run: -1, at: 0 };  // the save line's run number when a resend was last pressed
+  function rerun() {  // the save line's run stores whatever the form shows and the database lacks
+    // A resend that brought no new save line for 8 s (its fragment unknown to a restarted
+    // server) is pressed again as a whole page run.
+    const stuck = resent.run === seen.run && now() - resent.at > 8000;
+    if (resent.run !== seen.run || stuck) resent = { run: seen.run, at: now() };
+    const b = document.querySelector(stuck ? ".st-key-rate-retry-page button" : ".st-key-rate-retry button");
     if (b && !b.disabled) b.click();
   }
 
@@ -252,7 +257,7 @@
       if (scores[k] === e.value || !due(e)) continue;
       const g = gs[subs.indexOf(k)];
       tried(e);
-      if (labelOf(g) === e.value) { again = true; continue; }  // shown, not stored: run the page again
+      if (labelOf(g) === e.value) { again = true; continue; }  // shown, not stored: store it again
       const label = [...g.querySelectorAll('[role="radiogroup"] label')].find((l) => l.innerText.trim() === e.value);
       const input = label && label.querySelector("input");
       if (input && !input.disabled) label.click();

@@ -16,6 +16,12 @@ reload comes back to them.
 Every write names the rating version this page shows; a newer stored version (another
 tab or device saved meanwhile) refuses it, and the page reloads the rating from the
 database with a message showing what changed: no tab silently reverts another.
+
+Submitting is the Submit button's callback, which Streamlit runs before the page script:
+a script run cut short by the next rerun (the browser re-sending an unsaved change, another
+click) drops a button's click when it has not reached the button yet, and the annotator
+saw nothing happen. The callback stores what the page shows, then submits, and always
+leaves a message: submitted, what is missing, or that another tab changed the rating.
 """
 
 from __future__ import annotations
@@ -60,6 +66,12 @@ def _value(choice: object, na: int) -> int | None:
     return None if choice is None else (na if choice == NA else int(choice))
 
 
+def _shown(target: int) -> dict[str, object]:
+    """Field → what the page shows for it, for the widgets of ``target`` registered by the last run."""
+    widgets: dict[str, tuple[int, str]] = st.session_state.get("rate_widgets", {})
+    return {field: st.session_state[w] for w, (a, field) in widgets.items() if a == target and w in st.session_state}
+
+
 def _stale(target: int, shown: dict[str, object]) -> None:
     """Another tab or device stored a newer version: reload the rating, say what changed."""
     item = ws.item(v, target)
@@ -82,6 +94,10 @@ def _stale(target: int, shown: dict[str, object]) -> None:
     generation[target] = generation.get(target, 0) + 1
     refused[target] = refused.get(target, 0) + 1  # the browser drops its copies of the refused changes
     known.pop(target, None)
+    # The refused widgets are no longer this page's: a later reconcile must not store them
+    # (without a known version it would overwrite the newer rating).
+    widgets: dict[str, tuple[int, str]] = st.session_state.get("rate_widgets", {})
+    st.session_state["rate_widgets"] = {w: (a, f) for w, (a, f) in widgets.items() if a != target}
 
 
 def _reconcile() -> None:
@@ -99,8 +115,7 @@ def _reconcile() -> None:
             continue
         if stored.state == "submitted":
             continue
-        shown = {field: st.session_state[w] for w, (a, field) in widgets.items()
-                 if a == target and w in st.session_state}
+        shown = _shown(target)
         na = stored.scale.na_value
         for field, seen in shown.items():
             try:
@@ -120,6 +135,53 @@ def _reconcile() -> None:
 
 def _go(target: int) -> None:
     st.session_state["assignment_id"] = target
+
+
+def _submit(target: int) -> None:
+    """The Submit button's callback: store what the page shows, then submit at the version
+    this page shows. Every outcome leaves a message (see the module docstring)."""
+    before = refused.get(target, 0)
+    _reconcile()
+    if refused.get(target, 0) != before:
+        return  # another tab or device changed the rating: the page reloads it and says what changed
+    try:
+        rev = ws.submit(v, target, version=known.get(target))
+    except RatingIncomplete as exc:
+        st.session_state["rate_incomplete"] = (target, exc.problems)
+    except Stale:
+        _stale(target, _shown(target))
+    except Conflict as exc:
+        ui.flash("info", exc.message)
+    except MindEvalError as exc:
+        ui.flash("warning", f"Not submitted: {exc.message}")
+    else:
+        ui.flash("success", f"Rating submitted (revision {rev}). Thank you!")
+        st.session_state["assignment_id"] = ws.resume_target(v, study_id) or target
+
+
+@st.fragment
+def _save_line(target: int, form: str) -> None:
+    """The save line (what is stored, for assets/rate_keys.js) and its hidden resend button.
+
+    The page's script presses the button when a change it keeps has not been seen stored. That
+    reruns only this fragment, which stores what the form shows and renders what is stored: a
+    fragment's run waits for a page run instead of interrupting it (an interrupted run drops
+    the click it carries, e.g. Submit's). In a page run, it finds nothing left to store."""
+    before = refused.get(target, 0)
+    _reconcile()
+    if refused.get(target, 0) != before:
+        st.rerun()  # another tab changed the rating: the whole page reloads it
+    stored = ws.item(v, target)
+    n_saved, n_all = len(stored.values), len(stored.subaxes)
+    saved_at = st.session_state.get("saved_at")
+    ui.save_status(ui.SaveStatus(
+        saved=[stored.scale.label(stored.values.get(sub.id)) for sub in stored.subaxes],
+        text=(f"✓ {n_saved} of {n_all} scores saved{f' at {saved_at}' if saved_at else ''}." if n_saved
+              else f"No scores saved yet (0 of {n_all})."),
+        texts={f: getattr(stored, f) for f in TEXTS}, assignment=target, version=stored.version,
+        refused=refused.get(target, 0), form=form, subaxes=[sub.id for sub in stored.subaxes],
+        owner=f"{v.id}:{study_id}:{target}"))
+    st.button("Send unsaved changes again", key="rate-retry")  # hidden (compact.css)
 
 
 def _active_time(item_id: int, has_rating: bool) -> None:
@@ -249,34 +311,17 @@ with right:
                      placeholder="In a few sentences: what drove your scores? Turn numbers help.")
         st.text_area("Safety concerns (optional)", key=f"{key}_safety_note", disabled=locked, height=68)
     if not locked:
-        saved_at = st.session_state.get("saved_at")
         submit_col, note_col = st.columns([2, 3], vertical_alignment="center")
         with note_col:
-            n_saved = len(item.values)
-            ui.save_status([scale.label(item.values.get(sub.id)) for sub in item.subaxes],
-                           (f"✓ {n_saved} of {len(item.subaxes)} scores saved{f' at {saved_at}' if saved_at else ''}."
-                            if n_saved else f"No scores saved yet (0 of {len(item.subaxes)})."),
-                           texts={f: getattr(item, f) for f in TEXTS}, assignment=aid, version=item.version,
-                           refused=refused.get(aid, 0), form=key, subaxes=[sub.id for sub in item.subaxes],
-                           owner=f"{v.id}:{study_id}:{aid}")
-            # pressed by the page script to run the page again (which stores what the form shows)
-            # when a change it keeps has not been seen stored; hidden (compact.css)
-            st.button("Send unsaved changes again", key="rate-retry")
-        if submit_col.button("Submit rating", type="primary", key=f"submit_{aid}"):
-            try:
-                rev = ws.submit(v, aid, version=known.get(aid))
-            except RatingIncomplete as exc:
-                st.warning("Almost there. Before submitting, please:\n" + "\n".join(f"- {p}" for p in exc.problems))
-            except Stale:
-                _stale(aid, shown_now)
-                st.rerun()
-            except Conflict as exc:
-                ui.flash("info", exc.message)
-                st.rerun()
-            else:
-                ui.flash("success", f"Rating submitted (revision {rev}). Thank you!")
-                st.session_state["assignment_id"] = ws.resume_target(v, study_id) or aid
-                st.rerun()
+            _save_line(aid, key)
+        # the same for a whole page run, when the save line's fragment is unknown to the server
+        # (e.g. after a restart: assets/rate_keys.js falls back to it); hidden (compact.css)
+        st.button("Store unsaved changes", key="rate-retry-page")
+        submit_col.button("Submit rating", type="primary", key=f"submit_{aid}", on_click=_submit, args=(aid,))
+        incomplete = st.session_state.get("rate_incomplete")
+        if incomplete and incomplete[0] == aid:  # kept until shown: a run cut short does not lose it
+            st.warning("Almost there. Before submitting, please:\n" + "\n".join(f"- {p}" for p in incomplete[1]))
+            st.session_state.pop("rate_incomplete", None)
         ui.rating_keys(key, None if ordinal else [lv.label for lv in scale.levels])
     if item.history:
         with st.expander(f"History ({len(item.history)} submission{'s' if len(item.history) > 1 else ''})"):

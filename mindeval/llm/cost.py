@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from ..records import Usage
+from .custom import is_custom
 from .modelmap import model_info
 from .providers import provider_of
 
@@ -27,6 +28,8 @@ class Prices(NamedTuple):
 
 @lru_cache(maxsize=256)
 def _lookup(model: str) -> tuple[Prices, float] | None:
+    if is_custom(model):  # a custom clinician has no price; no litellm import for it (seconds, minutes under load)
+        return None
     entry = provider_of(model)
     if "/" not in model or entry.path == "inprocess":
         return None

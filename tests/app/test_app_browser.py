@@ -55,7 +55,6 @@ def roleplay_one(page, reply_pattern: str, timeout_ms: int) -> None:
     settle(page)
 
 
-@pytest.mark.xfail(reason="known failure under load (issue 24 stays open): see the closing note of 2026-11-26", strict=False)
 def test_sign_in_rate_roleplay_restart_and_screenshot(browser_page, tmp_path):
     url = f"sqlite:///{tmp_path / 'browser.db'}"
     make_workspace(url, clinician="fake/echo").close()

@@ -217,6 +217,29 @@ def test_the_rating_page_reloads_a_stale_rating_and_says_what_changed(demo_ws):
     assert demo_ws.item(v, aid).values == {"coherence_style": 5, "respect_inclusion": 4}
 
 
+def test_submit_after_another_tab_changed_the_rating_submits_nothing_and_says_so(demo_ws):
+    """Submit stores what the page shows first; refused as stale, it submits nothing (the old
+    page submitted the other tab's rating, which this page never showed) and reverts nothing."""
+    at = open_rating(sign_in("demo", DEMO_CODE))
+    aid = at.session_state["assignment_id"]
+    fill_all(at, 4)
+    at.text_area(key=f"a{aid}_r0_open_justification").input("Steady.").run()
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    demo_ws.save_value(v, aid, "coherence_style", 6, version=demo_ws.item(v, aid).version)  # another tab
+    radios(at)["respect_inclusion"].set_value(5)  # changed on this page, sent with the Submit click
+    at.button(key=f"submit_{aid}").click().run()
+    assert not at.exception, at.exception
+    warning = " ".join(w.value for w in at.warning)
+    assert "changed in another tab or device" in warning and "now **6**" in warning
+    item = demo_ws.item(v, aid)
+    assert item.state == "draft" and not item.history
+    assert item.values["coherence_style"] == 6 and item.values["respect_inclusion"] == 4
+    assert radios(at)["coherence_style"].value == 6
+    at.button(key=f"submit_{aid}").click().run()  # checked, submitted again: now it is
+    assert any("Rating submitted" in s.value for s in at.success)
+    assert demo_ws.item(v, aid).state == "submitted" and demo_ws.item(v, aid).values["coherence_style"] == 6
+
+
 def test_skip_with_a_reason_from_the_page_moves_on(demo_ws):
     at = open_rating(sign_in("demo", DEMO_CODE))
     aid = at.session_state["assignment_id"]

@@ -108,7 +108,6 @@ def _until(check, timeout: float = 90.0):
 
 
 @pytest.mark.browser
-@pytest.mark.xfail(reason="known failure under load (issue 24 stays open): see the closing note of 2026-11-26", strict=False)
 def test_a_message_sent_while_the_reply_is_written_is_stored_and_answered_in_order(page, tmp_path):
     clinician = GatedClinician()
     url = f"sqlite:///{tmp_path / 'queue.db'}"

@@ -164,6 +164,40 @@ def test_an_openai_compatible_run_never_imports_litellm(server, tmp_path):
     assert server.count() == 3
 
 
+CUSTOM_CHILD = """
+import json, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from mindeval.llm.gateway import ModelSpec, complete
+
+class Reply(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        data = json.dumps({"content": "Hello."}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+httpd = ThreadingHTTPServer(("127.0.0.1", 0), Reply)
+threading.Thread(target=httpd.serve_forever, daemon=True).start()
+c = complete(ModelSpec(model=f"http://127.0.0.1:{httpd.server_address[1]}/reply"), [{"role": "user", "content": "hi"}])
+print(json.dumps({"text": c.text, "cost": c.cost_usd, "litellm": "litellm" in sys.modules}))
+"""
+
+
+def test_a_custom_http_clinician_has_no_price_and_never_imports_litellm():
+    """Its reply was held back by a litellm import (on the gateway's one event loop) to look up a
+    price it cannot have: 60-90 s for the first role-play reply beside a CPU hog."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    r = subprocess.run([sys.executable, "-c", CUSTOM_CHILD], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == {"text": "Hello.", "cost": None, "litellm": False}
+
+
 FIXTURE = Path(__file__).parent / "data" / "run_before_lean_path"
 FIXTURE_BASE = "http://127.0.0.1:9/v1"  # nothing listens there: a request sent would fail the run
 
