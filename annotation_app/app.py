@@ -50,4 +50,4 @@ else:
             ui.sign_out()
             st.rerun()
 ui.follow_handoff()
-nav.run()
+ui.run_page(nav)

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import streamlit as st
 from pydantic import BaseModel, Field
+from streamlit.navigation.page import StreamlitPage
+from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 from annotation_app import handoff, proxy_check
 from annotation_app.services import Workspace, default_db_url
@@ -165,8 +167,29 @@ def flash(kind: str, text: str) -> None:
 
 
 def show_flash() -> None:
-    for kind, text in st.session_state.pop("_flash", []):
+    """Show the waiting messages. They are dropped only when the run showing them ends
+    (``run_page``): a run cut short by the next click would otherwise lose one (e.g. "Rating
+    submitted", shown by the run that carried the click)."""
+    shown = list(st.session_state.get("_flash", []))
+    for kind, text in shown:
         getattr(st, kind)(text)
+    st.session_state["_flash_shown"] = len(shown)
+
+
+def run_page(nav: StreamlitPage) -> None:
+    """Run the chosen page; when it ran to its end (or to ``st.stop()``), drop the messages it
+    showed. A run cut short by the next rerun (``RerunException``) keeps them."""
+    st.session_state.pop("_flash_shown", None)
+    try:
+        nav.run()
+    except StopException:
+        _drop_shown()
+        raise
+    _drop_shown()
+
+
+def _drop_shown() -> None:
+    del st.session_state.setdefault("_flash", [])[: st.session_state.pop("_flash_shown", 0)]
 
 
 def saved_now() -> None:

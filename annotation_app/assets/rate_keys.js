@@ -215,10 +215,13 @@
   const due = (e) => (e.n || 0) < MAX_TRIES && now() >= (e.next ?? (e.t < LOADED ? 0 : e.t + 1500));
   const tried = (e) => { e.n = (e.n || 0) + 1; e.next = now() + Math.min(1000 * 2 ** (e.n - 1), 15000); };
   let resent = { run: -1, at: 0 };  // the save line's run number when a resend was last pressed
+  let busyAt = 0;  // when the page was last seen running a script (mark() looks every 200 ms)
   function rerun() {  // the save line's run stores whatever the form shows and the database lacks
-    // A resend that brought no new save line for 8 s (its fragment unknown to a restarted
-    // server) is pressed again as a whole page run.
-    const stuck = resent.run === seen.run && now() - resent.at > 8000;
+    // A resend that brought no new save line while the page sat idle for 8 s (its fragment
+    // unknown to a restarted server) is pressed again as a whole page run. Time spent running
+    // does not count: a busy server queues the resend behind a page run (Submit's, say), and a
+    // whole page run pressed then would cut that run short.
+    const stuck = resent.run === seen.run && now() - Math.max(resent.at, busyAt) > 8000;
     if (resent.run !== seen.run || stuck) resent = { run: seen.run, at: now() };
     const b = document.querySelector(stuck ? ".st-key-rate-retry-page button" : ".st-key-rate-retry button");
     if (b && !b.disabled) b.click();
@@ -281,6 +284,7 @@
 
   function mark() {
     beat();
+    if (!idle()) busyAt = now();
     const m = marker();
     const o = m && m.getAttribute("data-mindeval-owner");
     if (o !== owner) { owner = o; focus = -1; }

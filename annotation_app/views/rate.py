@@ -159,6 +159,36 @@ def _submit(target: int) -> None:
         st.session_state["assignment_id"] = ws.resume_target(v, study_id) or target
 
 
+# The buttons below act in callbacks, which Streamlit runs before the page script: a run cut
+# short by the next click (or the browser's resend) cannot drop them (see _submit).
+def _unflag(target: int) -> None:
+    try:
+        ws.set_flag(v, target, None)
+    except MindEvalError as exc:
+        ui.flash("warning", exc.message)
+
+
+def _flag(target: int) -> None:
+    kind = st.session_state.get(f"flagkind_{target}", "flag")
+    try:
+        ws.set_flag(v, target, kind, st.session_state.get(f"flagreason_{target}", ""))
+    except MindEvalError as exc:
+        ui.flash("warning", exc.message)
+        return
+    ui.flash("info", "Skipped: the study admin sees your reason." if kind == "skip"
+             else "Flagged: the study admin sees your reason.")
+    if kind == "skip":
+        nxt = ws.resume_target(v, study_id)
+        st.session_state["assignment_id"] = nxt if nxt is not None else target
+
+
+def _revise(target: int) -> None:
+    try:
+        ws.revise(v, target)
+    except MindEvalError as exc:
+        ui.flash("warning", exc.message)
+
+
 @st.fragment
 def _save_line(target: int, form: str) -> None:
     """The save line (what is stored, for assets/rate_keys.js) and its hidden resend button.
@@ -263,35 +293,17 @@ with right:
         if item.flag:
             st.markdown(f"You {'skipped' if item.flag == 'skip' else 'flagged'} this transcript: "
                         f"“{ui.inert(item.flag_reason)}”")
-            if st.button("Undo", key=f"unflag_{aid}"):
-                ws.set_flag(v, aid, None)
-                st.rerun()
+            st.button("Undo", key=f"unflag_{aid}", on_click=_unflag, args=(aid,))
         else:
-            kind = st.radio("What to do", ["flag", "skip"], key=f"flagkind_{aid}", horizontal=True,
-                            format_func=lambda k: {"flag": "Flag a problem (keep rating)",
-                                                   "skip": "Skip this transcript"}[k])
-            reason = st.text_input("Reason (the study admin sees it)", key=f"flagreason_{aid}", max_chars=2000)
-            if st.button("Save", key=f"flagsave_{aid}"):
-                try:
-                    ws.set_flag(v, aid, kind, reason)
-                except MindEvalError as exc:
-                    st.warning(exc.message)
-                else:
-                    ui.flash("info", "Skipped: the study admin sees your reason." if kind == "skip"
-                             else "Flagged: the study admin sees your reason.")
-                    if kind == "skip":
-                        nxt = ws.resume_target(v, study_id)
-                        st.session_state["assignment_id"] = nxt if nxt is not None else aid
-                    st.rerun()
+            st.radio("What to do", ["flag", "skip"], key=f"flagkind_{aid}", horizontal=True,
+                     format_func=lambda k: {"flag": "Flag a problem (keep rating)",
+                                            "skip": "Skip this transcript"}[k])
+            st.text_input("Reason (the study admin sees it)", key=f"flagreason_{aid}", max_chars=2000)
+            st.button("Save", key=f"flagsave_{aid}", on_click=_flag, args=(aid,))
     if locked:
         st.success(f"Submitted (revision {item.revision}). To change it, choose **Revise this rating**; "
                    "your earlier submission stays in the history.")
-        if st.button("Revise this rating", key=f"revise_{aid}"):
-            try:
-                ws.revise(v, aid)
-            except MindEvalError as exc:
-                ui.flash("warning", exc.message)
-            st.rerun()
+        st.button("Revise this rating", key=f"revise_{aid}", on_click=_revise, args=(aid,))
     elif item.revision:
         st.info(f"You are revising submission {item.revision}. Submit again when you are done.")
     with st.container(height=440, key="rating-pane"):

@@ -251,6 +251,10 @@ def test_skip_with_a_reason_from_the_page_moves_on(demo_ws):
     assert demo_ws.item(v, aid).flag == "skip"
     assert at.session_state["assignment_id"] != aid
     assert "Guidelines (full text)" in all_text(at)
+    # the message stays waiting until a run that showed it ends, then it is gone
+    assert [i.value for i in at.info].count("Skipped: the study admin sees your reason.") == 1
+    at.run()
+    assert "Skipped: the study admin sees your reason." not in [i.value for i in at.info]
 
 
 def test_flags_and_active_time_reach_the_admin_and_the_exports(demo_ws):
