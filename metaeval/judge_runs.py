@@ -38,13 +38,14 @@ from mindeval.records import (
     JUDGMENTS_FILE,
     RATED_JUDGE_KIND,
     SUMMARY_FILE,
-    JudgeRunConfig,
     JudgmentRecord,
+    PromptRecord,
+    RunConfig,
     RunConfigRecord,
     RunSummary,
 )
-from mindeval.run_config import hash_config
 from mindeval.run_options import RunOptions
+from mindeval.rundir import upgraded_view
 from mindeval.rundir_guard import check_store, run_dir_lock
 from mindeval.runner import JudgeSetup, format_failures, judge_setup
 from mindeval.store import sqlite_url
@@ -162,18 +163,17 @@ def _fewshot(opts: RunOptions, target: Target, mapping: Any, data: HumanSource,
 
 
 def _run_config(opts: RunOptions, setup: JudgeSetup, target: Target, data: HumanSource, shots: _Shots,
-                evaluate: list[AnnotatedInteraction], mapping: Any) -> JudgeRunConfig:
+                evaluate: list[AnnotatedInteraction], mapping: Any) -> RunConfig:
     tpl = setup.template
-    return JudgeRunConfig(
-        judge=setup.spec.model_dump(mode="json"),
-        prompt={"ref": tpl.ref, "sha256": tpl.sha256},
+    return RunConfig(
+        judge=setup.spec, prompts={"judge": PromptRecord(ref=tpl.ref, sha256=tpl.sha256)},
         annotations_sha256=_content_hash(data) if _is_url(opts.annotations) else sha256_file(opts.annotations),
         fewshot_sha256=(None if not opts.fewshot_file else _content_hash(shots.source)
                         if _is_url(opts.fewshot_file) else sha256_file(opts.fewshot_file)),
         fewshot_k=len(shots.ids), judge_protocol=opts.judge_protocol, fewshot_interaction_ids=shots.ids,
         fewshot_scores={i: ex.scores for i, ex in zip(shots.ids, shots.examples, strict=True)}, zeros=opts.zeros,
-        mapping_version=mapping.version, repetitions=opts.judge_samples, retries=opts.judge_retries, seed=opts.seed,
-        interaction_ids=[it.interaction_id for it in evaluate], target=target.block(), prompts={"judge": tpl.ref},
+        mapping_version=mapping.version, judge_samples=opts.judge_samples, judge_retries=opts.judge_retries,
+        seed=opts.seed, interaction_ids=[it.interaction_id for it in evaluate], target=target.block(),
     )
 
 
@@ -203,7 +203,7 @@ class _Work(BaseModel):
 
     spec: ModelSpec
     prompt: JudgePrompt
-    config: JudgeRunConfig
+    config: RunConfig
     shots: _Shots
     evaluate: list[AnnotatedInteraction]
     labels: dict
@@ -257,15 +257,16 @@ def _write_run(opts: RunOptions, out: Path, work: _Work, echo: Callable[[str], N
     say = echo or (lambda _m: None)
     spec, config, shots, evaluate = work.spec, work.config, work.shots, work.evaluate
     label = opts.label or spec.model
-    hashed = config.hashed()
-    with logged_run(opts.db or sqlite_url(out / "run.db"), KIND, hashed, new_run=opts.new_run) as (log, resumed):
+    full = config.hash()  # an older judge run's directory is resumed by its upgraded view
+    with logged_run(opts.db or sqlite_url(out / "run.db"), KIND, config.hashed_view(), new_run=opts.new_run,
+                    config_hash=full, upgrade=upgraded_view) as (log, resumed):
         if opts.max_cost is not None:
             from mindeval.budget import Budget
 
             log.guard = Budget(opts.max_cost, log.store.spent_usd())
             log.guard.check_priced({"judge": spec})
         RunConfigRecord(
-            run_id=log.run_id, config_hash=hash_config(hashed), kind=KIND, label=label,
+            run_id=log.run_id, config_hash=full, kind=KIND, label=label,
             fewshot_interaction_ids=shots.ids, config=config.model_dump(mode="json"),
             annotations_source=_shown(opts.annotations), fewshot_source=_shown(opts.fewshot_file),
             package_version=__version__,

@@ -649,9 +649,10 @@ class RunConfigRecord(_Document):
     the run's options (:class:`mindeval.run_options.RunOptions`) resolved to.
 
     ``kind`` says what ``config`` holds: a :class:`RunConfig` (``benchmark()``) or a
-    :class:`JudgeRunConfig` (``judge_run()``). ``config`` is stored as written, so a file keeps
-    its bytes and hash. Files written by earlier versions are read by :meth:`_compatible` (the
-    one place that knows their shapes).
+    :class:`RunConfig` (``judge_run()``): one model, a judge run recording no simulation.
+    ``config`` is stored as written, so a file keeps its bytes and hash. Files written by earlier
+    versions are read by :meth:`_compatible` (the one place that knows their shapes:
+    :func:`upgrade_rated_judge_config`).
     """
 
     run_id: str | None = None
@@ -676,6 +677,8 @@ class RunConfigRecord(_Document):
         cfg = data.get("config")
         if "kind" not in data and isinstance(cfg, dict) and "annotations_sha256" in cfg:
             data = {**data, "kind": RATED_JUDGE_KIND}
+        if data.get("kind") == RATED_JUDGE_KIND and isinstance(cfg, dict):
+            data = {**data, "config": upgrade_rated_judge_config(cfg)}
         return data
 
     @model_serializer(mode="wrap")
@@ -711,58 +714,22 @@ class RunConfigRecord(_Document):
     def benchmark(self, path: str | Path = CONFIG_FILE) -> RunConfig:
         """The benchmark settings; errors name ``config.json::config.<field>``."""
         cfg = self._typed(RunConfig, BENCHMARK_KIND, path)
+        for key in SIMULATION_KEYS:
+            if getattr(cfg, key) is None:
+                raise MindEvalError("missing required field", path=path, field=f"config.{key}")
         for role in ROLES:
             if role not in cfg.prompts:
                 raise MindEvalError("missing required field", path=path, field=f"config.prompts.{role}")
         return cfg
 
-    def judge_run(self, path: str | Path = CONFIG_FILE) -> JudgeRunConfig:
-        """The settings of a judge run over rated interactions (old files included)."""
-        return self._typed(JudgeRunConfig, RATED_JUDGE_KIND, path)
+    def judge_run(self, path: str | Path = CONFIG_FILE) -> RunConfig:
+        """The settings of a judge run over rated interactions (old files upgraded when read)."""
+        return self._typed(RunConfig, RATED_JUDGE_KIND, path)
 
     def judge_prompt(self) -> Any:
         """The judge prompt as recorded: ``{ref, sha256}`` (benchmark) or its ref (judge run)."""
-        return (self.config.get("prompts") or {}).get("judge")
-
-
-class JudgeRunConfig(BaseModel):
-    """``config`` of a judge run over rated interactions (kind ``metaeval-judge``): the judge
-    set-up (:func:`mindeval.runner.judge_setup`), its few-shot draw and the interactions
-    judged. ``target`` is left out for MindEval; ``prompts`` (the judge prompt's ref) is
-    recorded but not hashed (:meth:`hashed`), so hashes are those of earlier versions."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    judge: dict[str, Any]
-    prompt: dict[str, str]
-    annotations_sha256: str
-    fewshot_sha256: str | None = None
-    fewshot_k: int = 0
-    judge_protocol: str = "mindeval"  # absent in files written before judge protocols
-    fewshot_interaction_ids: list[str] = Field(default_factory=list)
-    fewshot_scores: dict[str, dict[str, float]] = Field(default_factory=dict)
-    zeros: str = "missing"
-    mapping_version: str = ""
-    repetitions: int = 1
-    retries: int = 3
-    seed: int = 0
-    interaction_ids: list[str] = Field(default_factory=list)
-    target: TargetInfo
-    prompts: dict[str, str] | None = None
-
-    @model_serializer(mode="wrap")
-    def _serialize(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        if data.get("prompts") is None:
-            data.pop("prompts", None)
-        return data
-
-    def hashed(self) -> dict[str, Any]:
-        """What the config hash covers (and the run store records): all but ``prompts`` and a
-        ``legacy_files`` target's block (:func:`identity_view`)."""
-        data = identity_view(self.model_dump(mode="json"))
-        data.pop("prompts", None)
-        return data
+        prompt = (self.config.get("prompts") or {}).get("judge")
+        return prompt["ref"] if self.kind == RATED_JUDGE_KIND and isinstance(prompt, dict) else prompt
 
 
 class ModelRecord(BaseModel):
@@ -794,10 +761,15 @@ class PromptRecord(BaseModel):
 
 
 class RunConfig(BaseModel):
-    """``config`` of a benchmark run's ``config.json`` (``mindeval run``, ``mindeval judge RUN_DIR``):
-    the run's options as resolved (:mod:`mindeval.run_options` has the options; this records what
-    they gave: prompt and profile hashes, the target block, ...). The runner writes it and every
+    """``config`` of every run's ``config.json``: the run's options as resolved
+    (:mod:`mindeval.run_options` has the options; this records what they gave: prompt and
+    profile hashes, the target block, ...). The runner and the judge runs write it and every
     reader reads it; keys of other versions are kept, unread.
+
+    A benchmark run (``mindeval run``, ``mindeval judge RUN_DIR``) records its simulation
+    (:data:`SIMULATION_KEYS`); a judge run over rated interactions (``metaeval judge``,
+    ``mindeval judge FILE``) records none and names what it judged instead (``annotations_sha256``,
+    ``interaction_ids``, the few-shot draw): keys a run does not have are not written.
 
     The config hash (:meth:`hash`) covers everything that changes results (models and parameters,
     prompt versions and contents, guideline version, profiles, turns, seeds, judge settings) and
@@ -806,12 +778,12 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    patient: ModelRecord
-    clinician: ModelRecord
+    patient: ModelRecord | None = None  # None: a judge run (it simulates nothing)
+    clinician: ModelRecord | None = None
     judge: ModelRecord
     prompts: dict[str, PromptRecord]
-    profile_ids: list[str]
-    turns: int
+    profile_ids: list[str] | None = None
+    turns: int | None = None
     guidelines_version: str = ""
     seed: int | None = None
     judge_samples: int = 1
@@ -829,10 +801,29 @@ class RunConfig(BaseModel):
     judge_retries: int = DEFAULT_JUDGE_RETRIES
     fewshot_source: str | None = None
     package_version: str | None = None
+    # a judge run over rated interactions: what it judged, and its few-shot draw
+    annotations_sha256: str | None = None
+    mapping_version: str | None = None
+    zeros: str | None = None
+    fewshot_interaction_ids: list[str] | None = None
+    fewshot_scores: dict[str, dict[str, float]] | None = None
+    interaction_ids: list[str] | None = None
 
     @model_serializer(mode="wrap")
     def _serialize(self, handler: Any) -> dict[str, Any]:
-        return _omit_defaults(handler(self))
+        data = _omit_defaults(handler(self))
+        if self.patient is None:  # a judge run: no simulation settings
+            for key in ("opening_line", "profiles_source", "profiles_sha256"):
+                data.pop(key, None)
+            if data.get("guidelines_version") == "":  # the target block names the guidelines
+                data.pop("guidelines_version")
+            for key in ("fewshot_source", "package_version"):  # config.json's envelope has them
+                if data.get(key, 0) is None:
+                    data.pop(key)
+        for key in (*SIMULATION_KEYS, *RATED_KEYS):
+            if data.get(key, 0) is None:
+                data.pop(key)
+        return data
 
     def hash(self) -> str:
         return hash_config(self.hashed_view(), compact=True)
@@ -843,6 +834,27 @@ class RunConfig(BaseModel):
     def simulation_hash(self) -> str:
         """The identity of the run's conversations: the config hash without the judge's part."""
         return hash_config(simulation_view(self.model_dump(mode="json")))
+
+
+# What a benchmark run records and a judge run over rated interactions does not (and the reverse).
+SIMULATION_KEYS = ("patient", "clinician", "profile_ids", "turns")
+RATED_KEYS = ("annotations_sha256", "mapping_version", "zeros", "fewshot_interaction_ids", "fewshot_scores",
+              "interaction_ids")
+# Keys of a rated judge run's config as written before it was a RunConfig: their current names.
+_RATED_LEGACY_KEYS = {"repetitions": "judge_samples", "retries": "judge_retries"}
+
+
+def upgrade_rated_judge_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A rated judge run's ``config`` (or the view its run store holds) as written by earlier
+    versions, in today's keys: ``repetitions``/``retries`` are ``judge_samples``/``judge_retries``
+    and the judge prompt ``prompt: {ref, sha256}`` is ``prompts: {judge: {ref, sha256}}``
+    (the old ``prompts: {judge: REF}`` is dropped). A current config is returned as it is."""
+    if "prompt" not in config and not any(k in config for k in _RATED_LEGACY_KEYS):
+        return config
+    data = {_RATED_LEGACY_KEYS.get(k, k): v for k, v in config.items() if k not in ("prompt", "prompts")}
+    if isinstance(config.get("prompt"), dict):
+        data["prompts"] = {"judge": config["prompt"]}
+    return data
 
 
 def hash_config(config: dict[str, Any], *, compact: bool = False) -> str:

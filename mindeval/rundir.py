@@ -3,7 +3,8 @@
 Runs of MindEval made before run directories carried their target have no ``target``
 block in ``config.json``; they were judged against the built-in ``mindeval`` target.
 :func:`read_config` (and :func:`read_run`, which uses it) adds that target's block when
-it is missing, so every reader — the leaderboard, replay and re-judging, ``metaeval``, the
+it is missing (and :class:`~mindeval.records.RunConfigRecord` reads an older judge run's
+keys as today's), so every reader — the leaderboard, replay and re-judging, ``metaeval``, the
 app's importer, the viewer — finds a target in every run. The file itself is not rewritten.
 """
 
@@ -12,6 +13,8 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from .errors import MindEvalError
 from .records import (
@@ -23,9 +26,11 @@ from .records import (
     InteractionRecord,
     JudgmentRecord,
     Run,
+    RunConfig,
     RunConfigRecord,
     RunSummary,
     TargetInfo,
+    upgrade_rated_judge_config,
 )
 from .targets import load_target
 
@@ -41,6 +46,16 @@ def upgrade_config(config: dict[str, Any]) -> dict[str, Any]:
     if config.get("target"):
         return config
     return {**config, "target": legacy_target().model_dump(mode="json")}
+
+
+def upgraded_view(config: dict[str, Any]) -> dict[str, Any] | None:
+    """A configuration a run store holds from an earlier version (either kind, any form) as
+    today's hashed view (:meth:`RunConfig.hashed_view`); None when it does not read as one.
+    What decides that an older run is the same run, resumed (:func:`mindeval.store.runs.open_run`)."""
+    try:
+        return RunConfig.model_validate(upgrade_config(upgrade_rated_judge_config(config))).hashed_view()
+    except ValidationError:
+        return None
 
 
 def read_config(path: str | Path) -> RunConfigRecord:

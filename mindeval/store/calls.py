@@ -226,18 +226,23 @@ def _completion(row: CallRow) -> Completion:
 
 
 @contextmanager
-def logged_run(db_url: str, kind: str, config: dict[str, Any], *, new_run: bool = False
+def logged_run(db_url: str, kind: str, config: dict[str, Any], *, new_run: bool = False,
+               config_hash: str | None = None,
+               upgrade: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
                ) -> Iterator[tuple[CallLog, bool]]:
     """Yield ``(call log, resumed)`` of the run of ``kind`` with ``config`` in ``db_url``.
 
     The run is created or resumed by :func:`~mindeval.store.runs.open_run` (another
-    stored configuration is refused with a diff unless ``new_run``) and held by this process
+    stored configuration is refused with a diff unless ``new_run``; ``config_hash``: the run's
+    own hash instead of :func:`hash_config` of ``config``; ``upgrade``: how an earlier version's
+    stored configuration reads today) and held by this process
     (:meth:`~mindeval.store.db.Database.claim`); on exit every queued write is committed and
     the database closed.
     """
     db = Database(db_url)
     try:
-        run_id, resumed = open_run(db, kind, kind, config, hash_config(config), new_run=new_run)
+        run_id, resumed = open_run(db, kind, kind, config, config_hash or hash_config(config), new_run=new_run,
+                                  upgrade=upgrade)
         db.claim(run_id)  # one process per run (mindeval.store.claim)
         writer = Writer(db)
         try:

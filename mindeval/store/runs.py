@@ -310,8 +310,13 @@ def ensure_run(db: Database, run_id: str, config_json: dict[str, Any], kind: str
 
 def open_run(db: Database, kind: str, prefix: str, config_json: dict[str, Any], config_hash: str,
              hashed_view: dict[str, Any] | None = None, *, new_run: bool = False,
-             ignore: tuple[str, ...] = ("package_version",)) -> tuple[str, bool]:
+             ignore: tuple[str, ...] = ("package_version",),
+             upgrade: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None) -> tuple[str, bool]:
     """Return ``(run_id, resumed)``: resume the latest run of ``kind`` with this hash, or start one.
+
+    ``upgrade`` reads a configuration stored by an earlier version as today's view (None: not
+    readable): a run whose upgraded view equals this one's is the same run, resumed under its
+    own id although its stored hash is that of the old form.
 
     A stored run of the same kind with another configuration is refused with a readable
     diff unless ``new_run`` is set.
@@ -320,9 +325,9 @@ def open_run(db: Database, kind: str, prefix: str, config_json: dict[str, Any], 
         latest = s.scalars(select(RunRow).where(RunRow.kind == kind)
                            .order_by(RunRow.created_at.desc()).limit(1)).first()
     if latest is not None and not new_run:
-        if latest.config_hash == config_hash:
-            return latest.id, True
         view = hashed_view or config_json
+        if latest.config_hash == config_hash or (upgrade is not None and upgrade(latest.config_json) == view):
+            return latest.id, True
         old = {k: v for k, v in _as_viewed(latest.config_json, config_json, view).items() if k not in ignore}
         new = {k: v for k, v in view.items() if k not in ignore}
         raise ConfigMismatchError(

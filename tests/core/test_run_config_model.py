@@ -17,11 +17,10 @@ from mindeval.errors import MindEvalError
 from mindeval.records import (
     BENCHMARK_KIND,
     RATED_JUDGE_KIND,
-    JudgeRunConfig,
     RunConfig,
     RunConfigRecord,
 )
-from mindeval.rundir import legacy_target, read_config, read_run
+from mindeval.rundir import legacy_target, read_config, read_run, upgraded_view
 
 RUN = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge", "--profiles", "demo",
        "--limit", "2", "--turns", "2", "--concurrency", "1", "--quiet"]
@@ -32,7 +31,7 @@ def _reads_back(path: Path, kind: str) -> RunConfigRecord:
     rec = RunConfigRecord.read(path)
     assert rec.kind == kind
     typed = rec.benchmark(path) if kind == BENCHMARK_KIND else rec.judge_run(path)
-    assert isinstance(typed, RunConfig if kind == BENCHMARK_KIND else JudgeRunConfig)
+    assert isinstance(typed, RunConfig)
     copy = path.parent / "copy.json"
     rec.write(copy)
     assert copy.read_bytes() == path.read_bytes()
@@ -64,7 +63,8 @@ def test_every_run_kind_writes_a_config_the_one_model_reads(tmp_path, annotation
     for name in ("mj", "me"):
         rec = _reads_back(tmp_path / name / "config.json", RATED_JUDGE_KIND)
         cfg = rec.judge_run()
-        assert cfg.judge["model"] == "fake/judge" and cfg.prompts == {"judge": rec.judge_prompt()}
+        assert cfg.judge.model == "fake/judge" and cfg.prompts["judge"].ref == rec.judge_prompt()
+        assert cfg.patient is None and cfg.profile_ids is None and cfg.interaction_ids
         assert rec.annotations_source == annotations and "database" not in rec.model_dump()
     # one implementation: the same options give the same configuration (and hash) by either command
     assert metaeval_main(["judge", "--annotations", annotations, "--judge", "fake/judge",
@@ -99,7 +99,9 @@ def test_an_old_metaeval_judge_config_still_loads(tmp_path, drop_kind):
     assert rec.kind == RATED_JUDGE_KIND and rec.label == "old judge"
     cfg = rec.judge_run()
     assert cfg.judge_protocol == "mindeval" and cfg.target == legacy_target() and cfg.interaction_ids == ["int-02"]
-    assert cfg.hashed() == {k: v for k, v in old["config"].items() if k != "prompts"} | {"judge_protocol": "mindeval"}
+    # today's keys: repetitions/retries are judge_samples/judge_retries, prompt is prompts.judge
+    assert (cfg.judge_samples, cfg.judge_retries, cfg.prompts["judge"].ref) == (1, 3, "judge/default@v1")
+    assert "repetitions" not in cfg.model_dump() and upgraded_view(old["config"]) == cfg.hashed_view()
     [judge] = load_judge_run(tmp_path)
     assert judge.label == "old judge" and judge.meta["fewshot_interaction_ids"] == ["int-01"]
     assert judge.meta["prompt"] == "judge/default@v1"

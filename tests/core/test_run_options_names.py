@@ -130,6 +130,23 @@ def test_config_json_records_the_options_by_their_names(tmp_path):
         assert set(recorded[role]) <= {k.split(".")[1] for k in option_keys() if k.startswith(role + ".")}
 
 
+RATED = {"annotations_sha256", "interaction_ids", "fewshot_interaction_ids", "fewshot_scores", "mapping_version"}
+
+
+def test_a_judge_runs_config_json_is_the_same_model(tmp_path, shared_data):
+    """A judge run over rated interactions records the same model: option names, the resolved
+    values above, and what it judged (each listed in the documentation)."""
+    assert main(["judge", str(shared_data / "human_annotations.jsonl"), "--judge", "fake/judge", "--quiet",
+                 "--fewshot-k", "1", "--out", str(tmp_path / "mj")]) == 0
+    recorded = RunConfigRecord.read(tmp_path / "mj" / CONFIG_FILE).config
+    text = DOC.read_text().split("## What `config.json` records")[1]
+    assert RATED <= set(recorded) and not {"patient", "clinician", "turns", "profile_ids"} & set(recorded)
+    for key in recorded:
+        assert key in RunOptions.model_fields or key in RATED or key in {"prompts", "fewshot_sha256",
+                                                                         "fewshot_source", "package_version"}, key
+        assert f"`{key}`" in text, key
+
+
 # ------------------------------------------------------------------ unknown and repeated keys
 
 CASES = {

@@ -58,7 +58,7 @@ def test_rerun_makes_no_call_and_other_config_is_refused(tiny_authors, tmp_path)
     again = run_judge(opts(tiny_authors, out, judge_samples=2), echo=None)
     assert fake.CALLS["judge"] == before and again["calls_made"] == 0
     assert (out / "judgments.jsonl").read_text() == first
-    with pytest.raises(ConfigMismatchError, match="repetitions"):
+    with pytest.raises(ConfigMismatchError, match="judge_samples"):
         run_judge(opts(tiny_authors, out, judge_samples=3), echo=None)
 
 
@@ -117,7 +117,7 @@ def test_judge_run_with_another_target(tiny_authors, tmp_path):
     summary = run_judge(opts(tiny_authors, out, target=str(toy), limit=3), echo=None)
     assert summary["n_judged"] == 3 and summary["n_failed_judgments"] == 0
     run = read_run(out)
-    assert run.config.config["prompts"]["judge"] == "judge/toy_judge@v1"
+    assert run.config.config["prompts"]["judge"]["ref"] == run.config.judge_prompt() == "judge/toy_judge@v1"
     assert run.target.name == "toy" and run.target.harm_values == (0,)
     assert all(j.target == "toy" and set(j.scores) == {"DETECT", "GUIDE"} for j in run.judgments)
     assert all(v in (0, 1, 2) for j in run.judgments for v in j.scores.values())
