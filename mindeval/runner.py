@@ -336,8 +336,7 @@ def open_run(db: Database, config: RunConfig, new_run: bool) -> OpenedRun:
     owner = next((rid for rid, _, cfg in stored if simulation_view(cfg) == sim), None)
     if owner is None:
         run_id, resumed = runs.open_run(db, "benchmark", "run", config.model_dump(mode="json"), full,
-                                        config.hashed_view(), new_run=new_run,
-                                        ignore=("package_version", "profiles_source", "fewshot_source"))
+                                        config.hashed_view(), new_run=new_run)
         return OpenedRun(run_id=run_id, conversations=run_id, resumed=resumed)
     run_id = f"run-{full[:8]}-{uuid.uuid4().hex[:6]}"
     runs.ensure_run(db, run_id, config.model_dump(mode="json"), "benchmark", full)

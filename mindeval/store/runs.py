@@ -300,6 +300,10 @@ class RunStore:
 # ---------------------------------------------------------------------- runs: create / resume
 
 
+NOT_IN_DIFF = ("package_version", "profiles_source", "fewshot_source")
+"""Recorded keys a configuration mismatch never lists: the version and where inputs were read from."""
+
+
 def ensure_run(db: Database, run_id: str, config_json: dict[str, Any], kind: str, config_hash: str = "") -> None:
     """Create the run row if it does not exist (needed before any call is logged)."""
     with db.write() as s:
@@ -310,7 +314,6 @@ def ensure_run(db: Database, run_id: str, config_json: dict[str, Any], kind: str
 
 def open_run(db: Database, kind: str, prefix: str, config_json: dict[str, Any], config_hash: str,
              hashed_view: dict[str, Any] | None = None, *, new_run: bool = False,
-             ignore: tuple[str, ...] = ("package_version",),
              upgrade: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None) -> tuple[str, bool]:
     """Return ``(run_id, resumed)``: resume the latest run of ``kind`` with this hash, or start one.
 
@@ -328,8 +331,9 @@ def open_run(db: Database, kind: str, prefix: str, config_json: dict[str, Any], 
         view = hashed_view or config_json
         if latest.config_hash == config_hash or (upgrade is not None and upgrade(latest.config_json) == view):
             return latest.id, True
-        old = {k: v for k, v in _as_viewed(latest.config_json, config_json, view).items() if k not in ignore}
-        new = {k: v for k, v in view.items() if k not in ignore}
+        old = {k: v for k, v in _as_viewed(latest.config_json, config_json, view).items()
+               if k not in NOT_IN_DIFF}
+        new = {k: v for k, v in view.items() if k not in NOT_IN_DIFF}
         raise ConfigMismatchError(
             "this output directory holds a run with a different configuration:\n"
             + "\n".join(config_diff(old, new) or ["  (package version only)"])
