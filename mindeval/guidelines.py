@@ -90,7 +90,18 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Level(_Frozen):
+class _Identified(_Frozen):
+    """An item named by a snake_case ``id`` (levels, flags, criteria, sub-axes)."""
+
+    id: str
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        return _snake(v)
+
+
+class Level(_Identified):
     """One level of a scale: an id, a label for people, its number for statistics, a harm flag."""
 
     id: str
@@ -99,11 +110,6 @@ class Level(_Frozen):
     harm: bool = False
     description: str | None = None  # shown to the judge after the label
     weight: float | None = Field(None, ge=0, le=1e6, allow_inf_nan=False)  # e.g. severity 0 / 1 / 5 / 10
-
-    @field_validator("id")
-    @classmethod
-    def _id(cls, v: str) -> str:
-        return _snake(v)
 
 
 class OrdinalScale(_Frozen):
@@ -244,30 +250,20 @@ class JudgeAxis(_Frozen):
         raise MindEvalError(f"axis {self.code} has no band '{band}'", field="band")
 
 
-class IssueFlag(_Frozen):
+class IssueFlag(_Identified):
     """A 0/1 issue the judge marks on every rated unit (e.g. "gives a diagnosis")."""
 
     id: str
     label: Text
     description: str | None = None  # shown to the judge after the label
 
-    @field_validator("id")
-    @classmethod
-    def _id(cls, v: str) -> str:
-        return _snake(v)
 
-
-class PointCriterion(_Frozen):
+class PointCriterion(_Identified):
     """A criterion worth ``points`` when met (negative: a penalty), HealthBench-style."""
 
     id: str
     text: Text
     points: float = Field(allow_inf_nan=False, ge=-1000, le=1000)
-
-    @field_validator("id")
-    @classmethod
-    def _id(cls, v: str) -> str:
-        return _snake(v)
 
     @field_validator("points")
     @classmethod
@@ -285,7 +281,7 @@ def _unique_ids(items: list[Any], what: str) -> None:
         seen[x.id] = i
 
 
-class HumanSubAxis(_Frozen):
+class HumanSubAxis(_Identified):
     """One item of the human rating form, belonging to a judge axis."""
 
     id: str
@@ -293,11 +289,6 @@ class HumanSubAxis(_Frozen):
     name: Text
     anchors: dict[Union[int, str], str]  # noqa: UP007 - scores (ordinal) or level ids (categorical)
     allow_na: bool = False
-
-    @field_validator("id")
-    @classmethod
-    def _id(cls, v: str) -> str:
-        return _snake(v)
 
     @field_validator("anchors")
     @classmethod
