@@ -30,6 +30,7 @@ The stored turn keeps the model's exact text; only what models are shown is guar
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..config import MAX_TURN_CHARS
@@ -78,8 +79,11 @@ def control_sequences(text: str) -> list[str]:
     return _SPECIAL.findall(text)
 
 
+@functools.lru_cache(maxsize=8192)
 def guard_turn(text: str, limit: int = MAX_TURN_CHARS) -> str:
-    """A turn as models are shown it: neutralised, visible, cut at ``limit``; empty → :data:`NO_REPLY`."""
+    """A turn as models are shown it: neutralised, visible, cut at ``limit``; empty → :data:`NO_REPLY`.
+
+    Cached: a conversation's earlier turns are shown again at every later call."""
     if not text.strip():
         return NO_REPLY
     cut = ""
