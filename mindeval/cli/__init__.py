@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "mindeval.commands.profiles",
     "mindeval.commands.data",
     "mindeval.commands.leaderboard",
+    "mindeval.commands.export",
     "mindeval.commands.app",
     "mindeval.commands.targets",
     "mindeval.commands.view",

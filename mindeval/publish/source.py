@@ -1,0 +1,95 @@
+"""One run directory as it is published: its rows and configuration scrubbed of secrets
+(:mod:`.scrub`) and its scores with their 95% bootstrap intervals (the leaderboard's, one home)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..errors import MindEvalError
+from ..rundir import read_run
+from .scrub import Scrubber
+
+
+class Score(BaseModel):
+    """One criterion of one run: mean over the scored conversations, its interval and n."""
+
+    criterion: str
+    mean: float
+    ci_low: float
+    ci_high: float
+    n: int
+    level: float
+    resamples: int
+    seed: int
+
+
+class PublishedRun(BaseModel):
+    path: str
+    run_id: str
+    config_hash: str
+    clinician: str
+    patient: str | None
+    judge: str
+    judge_protocol: str
+    judge_prompt: str  # the judge prompt's ref@version
+    target: str
+    target_version: str
+    scale_min: float | None
+    scale_max: float | None
+    turns: int | None
+    seed: int | None
+    n_benchmark: int  # the benchmark's conversations (profiles)
+    package_version: str
+    config: dict[str, Any]  # config.json, scrubbed
+    summary: dict[str, Any] | None  # summary.json, scrubbed
+    interactions: list[dict[str, Any]]
+    judgments: list[dict[str, Any]]
+    scores: list[Score]
+    redacted: int  # values replaced or dropped as secrets
+
+
+def _scores(run_dir: Path) -> list[Score]:
+    from ..leaderboard import StatsSettings, build_leaderboard
+
+    settings = StatsSettings()
+    lb = build_leaderboard([run_dir], settings, allow_incomplete=True)
+    system = lb.table.systems[0]
+    return [Score(criterion=c, mean=r.mean, ci_low=r.ci_low, ci_high=r.ci_high, n=system.n, level=settings.level,
+                  resamples=settings.resamples, seed=settings.seed)
+            for c, r in system.results.items()]
+
+
+def load_published(run_dirs: list[Path]) -> list[PublishedRun]:
+    """Each run directory read, checked and scrubbed; a directory given twice is one error line."""
+    seen: dict[str, Path] = {}
+    out = []
+    for run_dir in run_dirs:
+        run = read_run(run_dir)
+        if run.config is None or run.config.run_id is None:
+            raise MindEvalError("not a run directory (config.json with a run_id not found)", path=run_dir)
+        if (rid := run.config.run_id) in seen:
+            raise MindEvalError(f"run {rid} given twice (also {seen[rid]})", path=run_dir)
+        seen[rid] = run_dir
+        scrub = Scrubber()
+        cfg = run.config.benchmark(Path(run_dir) / "config.json")
+        record = scrub(run.config.model_dump(mode="json"))
+        summary = scrub(run.summary.model_dump(mode="json")) if run.summary is not None else None
+        scale = run.target.scale
+        out.append(PublishedRun(
+            path=str(run_dir), run_id=rid, config_hash=run.config.config_hash or "",
+            clinician=cfg.clinician.model, patient=cfg.patient.model if cfg.patient else None, judge=cfg.judge.model,
+            judge_protocol=cfg.judge_protocol, judge_prompt=cfg.prompts["judge"].ref,
+            target=run.target.name, target_version=run.target.version,
+            scale_min=scale.min if scale.kind == "ordinal" else None,
+            scale_max=scale.max if scale.kind == "ordinal" else None,
+            turns=cfg.turns, seed=cfg.seed, n_benchmark=len(cfg.profile_ids),
+            package_version=(summary or {}).get("package_version") or "unknown",
+            config=record, summary=summary,
+            interactions=[{"run_id": rid, **scrub(r.model_dump(mode="json"))} for r in run.interactions],
+            judgments=[{"run_id": rid, **scrub(j.model_dump(mode="json"))} for j in run.judgments],
+            scores=_scores(Path(run_dir)), redacted=scrub.replaced,
+        ))
+    return out
