@@ -24,8 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace files an earlier export left in --out")
     p.add_argument("--organization", default="unknown", metavar="NAME",
                    help="eee: who ran the evaluation (source_organization_name)")
-    p.add_argument("--relationship", choices=("first_party", "third_party", "collaborative", "other"),
-                   default="third_party", help="eee: the evaluator's relationship to the clinician model's developer")
+    p.add_argument("--relationship", choices=("first-party", "third-party", "collaborative", "other"),
+                   default="third-party", help="eee: the evaluator's relationship to the clinician model's developer")
     p.set_defaults(func=handle)
 
 
@@ -51,7 +51,8 @@ def handle(args: argparse.Namespace) -> int:
     else:
         from ..publish.eee import write_eee
 
-        paths = write_eee(runs, args.out, organization=args.organization, relationship=args.relationship)
+        paths = write_eee(runs, args.out, organization=args.organization,
+                           relationship=args.relationship.replace("-", "_"))
     for path in paths:
         print(f"wrote {path}", file=sys.stderr)
     redacted = sum(r.redacted for r in runs)
