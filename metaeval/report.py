@@ -434,6 +434,10 @@ def write_outputs(out: Path, matrices: dict[str, Matrix], verdict_list: list[Ver
                 paths[f"heatmap_{ax}_{layout}"] = p
         for p in calibration_plots(extra, out):
             paths[f"calibration_{p.name}"] = p
+        from .forest import forest_plot
+
+        for p in forest_plot(matrices, out, _pyplot()):
+            paths[f"forest_{p.suffix[1:]}"] = p
     if extra.get("judge_diffs"):
         paths["judge_pairs"] = out / "judge_pairs.csv"
         _csv_frame(pd.DataFrame(extra["judge_diffs"])).to_csv(paths["judge_pairs"], index=False)

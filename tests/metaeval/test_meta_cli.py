@@ -12,6 +12,7 @@ import pytest
 from metaeval_builders import write_judgments
 
 from metaeval.cli import main
+from metaeval.matrices import AVG_LABEL as AVG
 from metaeval.report import fmt_values
 from metaeval.sources import load_authors_annotations
 from mindeval.judging.authors import AUTHORS_FEWSHOT_IDS
@@ -234,3 +235,46 @@ def test_every_figure_is_legible_and_the_calibration_names_its_n(tiny_authors, t
     bias = seen["calibration_J.png"].axes[0]
     assert bias.bar_sets == bias.bar_sets_with_errors == 1
     assert any(re.search(r"bias per axis \(n = \d+ interactions\)", t) for t in seen["calibration_J.png"].texts)
+
+
+def test_forest_plot_shows_each_judges_tau_with_interval_against_the_human_range(tiny_authors, tmp_path,
+                                                                                  monkeypatch):
+    """Issue 29: a forest plot of each judge's agreement with humans against the human-human range."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.collections import PolyCollection
+    from support.figures import record_figures
+
+    seen = record_figures(monkeypatch)
+    shapes = []
+    from matplotlib.figure import Figure
+
+    save = Figure.savefig
+
+    def savefig(self, fname, *args, **kwargs):
+        if str(fname).endswith("forest_tau.png"):
+            ax = self.axes[0]
+            shapes.append((ax.get_xlim(), [c for c in ax.collections if isinstance(c, PolyCollection)]))
+        return save(self, fname, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    jdir = judge_dir_from_humans(tiny_authors, tmp_path / "judge")
+    out = tmp_path / "c"
+    assert main(["compare", "--humans", str(tiny_authors), "--judges", f"J={jdir}", "--out", str(out)]) == 0
+    assert (out / "forest_tau.png").is_file() and (out / "forest_tau.svg").is_file()
+    fig = seen["forest_tau.png"]
+    agreement = json.loads((out / "agreement.json").read_text())
+    axes = list(agreement["matrices"])
+    ax = fig.axes[0]
+    assert ax.errorbar_sets == len(axes)  # one point per judge and dimension, each with its interval
+    assert fig.min_font_pt >= 8
+    for axis in axes:
+        cell = agreement["matrices"][axis]["summary"].get(f"J|{AVG}") or agreement["matrices"][axis]["summary"][
+            f"{AVG}|J"]
+        tau = cell["tau"][1] if len(cell["tau"]) == 3 else cell["tau"][0]
+        label = next(t for t in fig.texts if t.startswith(f"τ {tau:.2f} ["))
+        assert re.search(r"\[-?\d\.\d\d, -?\d\.\d\d\] n=\d+", label)
+        assert f"{axis}: J" in fig.texts
+    xlim, bands = shapes[0]
+    assert xlim == (-1.0, 1.0)  # τ's whole range
+    assert len(bands) == len(axes)  # the human-human range behind every dimension's rows
+    assert "human-human range" in fig.texts
