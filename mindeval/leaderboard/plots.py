@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..stats.proportion import wilson_interval
 from .breakdowns import Condition, LabelPanel
 from .build import Leaderboard
 
@@ -72,7 +73,7 @@ def leaderboard_chart(lb: Leaderboard, out: Path) -> list[Path]:
     """Average score per system with its 95% interval, coloured and labelled by cluster."""
     plt = _pyplot()
     systems = lb.table.systems
-    fig, ax = plt.subplots(figsize=(7, 0.9 + 0.45 * len(systems)))
+    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * len(systems)))
     cmap = plt.get_cmap("tab10")
     for y, s in enumerate(systems):
         r = s.results[AVERAGE]
@@ -87,13 +88,15 @@ def leaderboard_chart(lb: Leaderboard, out: Path) -> list[Path]:
     _title(ax, lb, f"Leaderboard: clusters by {st.test} test ({st.sided}-sided, alpha {st.alpha})",
            "scored conversations per system")
     ax.grid(axis="x", alpha=0.3)
-    lo = min(s.results[AVERAGE].ci_low for s in systems)
-    hi = max(s.results[AVERAGE].ci_high for s in systems)
-    span = max(hi - lo, 0.5)
-    ax.set_xlim(lo - 0.1 * span, hi + 0.45 * span)  # room for the labels right of each interval
     scale = _scale(lb)
-    if scale:  # ticks only on the scale (the room for labels may reach past its end)
-        ax.set_xticks([t for t in range(int(scale[0]), int(scale[1]) + 1) if lo - 0.1 * span <= t <= hi + 0.45 * span])
+    if scale:  # the whole scale, and room past its end for the labels right of each interval
+        ax.set_xlim(scale[0], scale[1] + 0.45 * (scale[1] - scale[0]))
+        ax.set_xticks(range(int(scale[0]), int(scale[1]) + 1))
+    else:
+        lo = min(s.results[AVERAGE].ci_low for s in systems)
+        hi = max(s.results[AVERAGE].ci_high for s in systems)
+        span = max(hi - lo, 0.5)
+        ax.set_xlim(lo - 0.1 * span, hi + 0.45 * span)
     paths = _save(fig, out, "leaderboard")
     plt.close(fig)
     return paths
@@ -182,6 +185,20 @@ def breakdown_chart(lb: Leaderboard, breakdown: str, conditions: list[Condition]
     return paths
 
 
+def _level_intervals(ax: Any, xs: list[int], reports: list[Any], rated: list[int], levels: list[Any]) -> None:
+    """At each boundary between two levels of a stacked bar, the 95% Wilson interval of the share
+    below it (the conversations whose worst level is that level or better)."""
+    for i in range(len(levels) - 1):
+        pts = [(x, wilson_interval(k, n), k / n) for x, r, n in zip(xs, reports, rated, strict=True)
+               if r is not None and n
+               for k in [sum(r.worst[lv.id] for lv in levels[:i + 1])]]
+        if pts:
+            shift = (i - (len(levels) - 2) / 2) * 0.12  # side by side where boundaries' intervals overlap
+            ax.errorbar([p[0] + shift for p in pts], [p[2] for p in pts], yerr=[[p[2] - p[1][0] for p in pts],
+                                                                        [p[1][1] - p[2] for p in pts]],
+                        fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+
+
 def level_chart(lb: Leaderboard, panel: LabelPanel, out: Path) -> list[Path]:
     """Categorical scales: per system and value of one label, the share of its conversations
     whose worst level over the relevant dimensions is each level (stacked, best level at the
@@ -203,6 +220,7 @@ def level_chart(lb: Leaderboard, panel: LabelPanel, out: Path) -> list[Path]:
             ax.bar(xs, shares, 0.7, bottom=bottom, color=colour, edgecolor="white", linewidth=0.5,
                    label=lv.label + (" (harm)" if lv.harm else ""))
             bottom = [b + s for b, s in zip(bottom, shares, strict=True)]
+        _level_intervals(ax, list(xs), reports, rated, levels)
         for x, n in zip(xs, rated, strict=True):
             ax.annotate(f"n={n}", (x, 1.0), xytext=(0, 3), textcoords="offset points", ha="center", fontsize=8)
         ax.set_xticks(list(xs), panel.values, rotation=30, ha="right")
@@ -211,7 +229,8 @@ def level_chart(lb: Leaderboard, panel: LabelPanel, out: Path) -> list[Path]:
         ax.set_xlabel(panel.label)
     axes[0][0].set_ylabel("share of conversations by worst level")
     axes[0][-1].legend(title="worst level", loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.suptitle(f"Worst level by {panel.label}\njudge {_judge(lb)}; n = conversations per bar", fontsize=9)
+    fig.suptitle(f"Worst level by {panel.label}\njudge {_judge(lb)}; n = conversations per bar; at each level "
+                 "boundary the 95% Wilson interval of the share below it", fontsize=9, y=1.06)
     paths = _save(fig, out, f"by_{_slug(panel.label)}")
     plt.close(fig)
     return paths

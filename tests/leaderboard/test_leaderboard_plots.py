@@ -82,6 +82,7 @@ def test_every_figure_carries_intervals_n_the_judge_the_scale_and_legible_text(m
         assert any(f"judge {judge}" in t and "n = " in t and "95%" in t for t in fig.texts), name
     (chart,) = seen["leaderboard.png"].axes
     assert chart.errorbar_sets == 4 and sum("n=12" in t for t in seen["leaderboard.png"].texts) == 4
+    assert chart.xlim[0] == 1.0 and chart.xlim[1] >= 6.0  # the whole 1-6 scale, not zoomed to the data
     for name in ("dimensions.png", "by_severity.png", "by_turns.png"):
         (ax,) = seen[name].axes
         assert ax.bar_sets and ax.bar_sets_with_errors == ax.bar_sets, name  # every bar with its interval
@@ -160,3 +161,36 @@ def test_an_ordinal_targets_label_gets_scores_by_value(tmp_path):
 
 def test_a_target_without_labels_gets_no_label_panel(board):
     assert sorted(p.name for p in board.glob("by_*.svg")) == ["by_severity.svg", "by_turns.svg"]
+
+
+def test_level_shares_carry_a_wilson_interval_at_each_level_boundary(toy_board, monkeypatch):
+    """Issue 29: the worst-level share chart had no intervals."""
+    from matplotlib.container import ErrorbarContainer
+    from support.figures import record_figures
+
+    from mindeval.stats.proportion import wilson_interval
+
+    seen = record_figures(monkeypatch)
+    out, runs = toy_board
+    assert main(["leaderboard", *map(str, runs), "--allow-incomplete", "--out", str(out), "--plots", "--no-report"]) == 0
+    fig = seen["by_risk.png"]
+    assert fig.min_font_pt >= 8
+    assert any("95% Wilson interval" in t and "n = conversations per bar" in t for t in fig.texts)
+    for ax in fig.axes:  # one panel per system; two boundaries between three levels
+        assert ax.bar_sets == 3 and ax.errorbar_sets == 2
+        assert ax.ylim == (0.0, 1.12)
+    import matplotlib.pyplot as plt
+
+    lb = build_leaderboard(runs, StatsSettings(), allow_incomplete=True)
+    from matplotlib.figure import Figure
+
+    from mindeval.leaderboard.plots import level_chart
+
+    captured = {}
+    monkeypatch.setattr(Figure, "clf", lambda self, *a, **k: None)  # keep the drawn axes to read them
+    monkeypatch.setattr(plt, "close", lambda fig: captured.setdefault("fig", fig))
+    level_chart(lb, lb.label_panels[0], out)
+    a = captured["fig"].axes[0]  # vendor/a, "plan": worst levels 1 best, 2 suboptimal, 2 harm of 5
+    low, high = wilson_interval(3, 5)  # below the harm boundary: best or suboptimal
+    segs = [seg for c in a.containers if isinstance(c, ErrorbarContainer) for seg in c.lines[2][0].get_segments()]
+    assert any(abs(seg[0][1] - low) < 1e-9 and abs(seg[1][1] - high) < 1e-9 for seg in segs)

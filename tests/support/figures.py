@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 class AxesFacts(BaseModel):
     ylim: tuple[float, float]
+    xlim: tuple[float, float]
     bar_sets: int  # bar containers drawn
     bar_sets_with_errors: int  # of those, with error bars
     errorbar_sets: int  # points drawn with ax.errorbar
@@ -32,7 +33,7 @@ def _facts(fig: Any) -> FigureFacts:
     from matplotlib.text import Text
 
     texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
-    axes = [AxesFacts(ylim=tuple(ax.get_ylim()),
+    axes = [AxesFacts(ylim=tuple(ax.get_ylim()), xlim=tuple(ax.get_xlim()),
                       bar_sets=sum(isinstance(c, BarContainer) for c in ax.containers),
                       bar_sets_with_errors=sum(isinstance(c, BarContainer) and c.errorbar is not None
                                                for c in ax.containers),
