@@ -13,7 +13,8 @@ HONEST_USE = """\
 **What these scores measure.** How one LLM judge ({judges}) rated the clinician model's side of
 multi-turn conversations with an LLM-simulated patient, played from written patient profiles, on
 the target's dimensions ({dimensions}){scale}, following the benchmark's rating guidelines. Each
-mean comes with a 95% bootstrap interval over the conversations scored (n).
+mean comes with a 95% bootstrap interval over the conversations scored (n); a harm share (targets
+with harm levels) with its 95% Wilson interval.
 
 **What they do not measure.** They are not evidence of clinical efficacy, of safety with real
 people in distress, or of fitness to deploy in mental-health care. The patients are simulated and
@@ -39,9 +40,10 @@ def _cell(text: object) -> str:
 def card(runs: list[PublishedRun]) -> str:
     """The README.md of an export of ``runs``."""
     judges = ", ".join(dict.fromkeys(r.judge for r in runs))
-    dims = ", ".join(dict.fromkeys(s.criterion for r in runs for s in r.scores if s.criterion != "average"))
+    criteria = list(dict.fromkeys(s.criterion for r in runs for s in r.scores))
+    dims = ", ".join(c for c in criteria if c not in ("average", "harm_share"))
     lo, hi = runs[0].scale_min, runs[0].scale_max
-    scale = f", scale {lo:g}-{hi:g}" if lo is not None and hi is not None else ""
+    scale = f", {runs[0].scale_kind} scale {lo:g}-{hi:g}" if lo is not None and hi is not None else ""
     targets = ", ".join(dict.fromkeys(f"{r.target} {r.target_version}".strip() for r in runs))
     header = "\n".join(["---", "pretty_name: MindEval runs", "language:", "- en", "tags:", "- mindeval",
                         "- llm-as-a-judge", "- mental-health", "- synthetic", "size_categories:", "- n<1K",
@@ -54,7 +56,7 @@ def card(runs: list[PublishedRun]) -> str:
             "## Files", "",
             "| configuration | file | one row per |", "|---|---|---|",
             "| runs | runs.jsonl | run: ids, models, judge protocol, the full `config.json` and `summary.json` (JSON text) |",
-            "| scores | scores.jsonl | run and criterion: mean, 95% interval, n |",
+            "| scores | scores.jsonl | run and criterion: mean (or harm share), 95% interval and its method, n |",
             "| transcripts | transcripts.jsonl | conversation: profile, messages, status |",
             "| judgments | judgments.jsonl | judge sample: scores, parse status, the judge's raw reply |", "",
             "## Provenance", "",
@@ -67,11 +69,12 @@ def card(runs: list[PublishedRun]) -> str:
             r.run_id, r.clinician, r.patient, r.judge, f"{r.judge_protocol} ({r.judge_prompt})", r.turns, r.seed,
             f"{n}/{r.n_benchmark}", r.package_version, r.config_hash[:12])) + " |")
     body += ["", "## Scores (mean [95% interval], n)", "",
-             "| run id | clinician | " + " | ".join(s.criterion for s in runs[0].scores) + " |",
-             "|---|---|" + "---|" * len(runs[0].scores)]
+             "| run id | clinician | " + " | ".join(criteria) + " |", "|---|---|" + "---|" * len(criteria)]
     for r in runs:
+        mine = {s.criterion: s for s in r.scores}
         body.append(f"| {_cell(r.run_id)} | {_cell(r.clinician)} | " + " | ".join(
-            f"{s.mean:.2f} [{s.ci_low:.2f}, {s.ci_high:.2f}], n={s.n}" for s in r.scores) + " |")
+            f"{s.mean:.2f} [{s.ci_low:.2f}, {s.ci_high:.2f}], n={s.n}" if (s := mine.get(c)) else "-"
+            for c in criteria) + " |")
     redacted = sum(r.redacted for r in runs)
     body += ["", f"Secrets: API keys and credentials never enter an export; {redacted} value(s) that looked like "
              "one were replaced by `[redacted]` or left out.", ""]

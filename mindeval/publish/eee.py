@@ -52,6 +52,13 @@ def _generation_args(role: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in args.items() if v is not None}
 
 
+def _description(target: str, criterion: str) -> str:
+    if criterion == "harm_share":
+        return f"{target}: share of judged conversations with a dimension rated at a harm level"
+    return f"{target} {criterion}: mean judge score per conversation" + (
+        " over the dimensions" if criterion == "average" else "")
+
+
 def record(run: PublishedRun, *, organization: str, relationship: Relationship,
            retrieved: str | None = None) -> dict[str, Any]:
     """The EEE aggregate record of one run."""
@@ -68,11 +75,11 @@ def record(run: PublishedRun, *, organization: str, relationship: Relationship,
     results = []
     for s in run.scores:
         metric = {
-            "evaluation_description": f"{run.target} {s.criterion}: mean judge score per conversation"
-                                      + (" over the dimensions" if s.criterion == "average" else ""),
-            "metric_id": f"{run.target}.{s.criterion}", "metric_name": s.criterion, "metric_kind": "mean_judge_score",
-            "metric_unit": "points", "lower_is_better": False, "score_type": "continuous",
-            "min_score": run.scale_min, "max_score": run.scale_max,
+            "evaluation_description": _description(run.target, s.criterion),
+            "metric_id": f"{run.target}.{s.criterion}", "metric_name": s.criterion,
+            "metric_kind": "proportion" if s.unit == "proportion" else "mean_judge_score",
+            "metric_unit": s.unit, "lower_is_better": s.lower_is_better, "score_type": "continuous",
+            "min_score": s.min_score, "max_score": s.max_score,
             "llm_scoring": {"judges": [judge], "input_prompt": run.judge_prompt,
                             "additional_details": _strings({"judge_protocol": run.judge_protocol})},
         }
@@ -81,8 +88,8 @@ def record(run: PublishedRun, *, organization: str, relationship: Relationship,
             "source_data": source, "metric_config": metric,
             "score_details": {"score": s.mean, "uncertainty": {
                 "confidence_interval": {"lower": s.ci_low, "upper": s.ci_high, "confidence_level": s.level,
-                                        "method": "percentile bootstrap over conversations"},
-                "num_samples": s.n, "num_bootstrap_samples": s.resamples}},
+                                        "method": s.method},
+                "num_samples": s.n, **({"num_bootstrap_samples": s.resamples} if s.resamples else {})}},
             **({"generation_config": {"generation_args": args}} if (args := _generation_args(clinician_role)) else {}),
         })
     return {

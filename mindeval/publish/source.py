@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..errors import MindEvalError
+from ..records import TargetInfo
 from ..rundir import read_run
 from .scrub import Scrubber
 
@@ -16,14 +17,19 @@ from .scrub import Scrubber
 class Score(BaseModel):
     """One criterion of one run: mean over the scored conversations, its interval and n."""
 
-    criterion: str
+    criterion: str  # a dimension, "average", or "harm_share" (targets with harm levels)
     mean: float
     ci_low: float
     ci_high: float
     n: int
     level: float
-    resamples: int
-    seed: int
+    method: str  # how the interval was computed
+    resamples: int | None  # bootstrap resamples (None: not a bootstrap interval)
+    seed: int | None
+    lower_is_better: bool = False
+    min_score: float | None = None
+    max_score: float | None = None
+    unit: str = "points"
 
 
 class PublishedRun(BaseModel):
@@ -39,6 +45,7 @@ class PublishedRun(BaseModel):
     target_version: str
     scale_min: float | None
     scale_max: float | None
+    scale_kind: str
     turns: int | None
     seed: int | None
     n_benchmark: int  # the benchmark's conversations (profiles)
@@ -51,15 +58,32 @@ class PublishedRun(BaseModel):
     redacted: int  # values replaced or dropped as secrets
 
 
-def _scores(run_dir: Path) -> list[Score]:
+def _bounds(target: TargetInfo) -> tuple[float | None, float | None]:
+    """The score range: an ordinal scale's ends, a categorical scale's lowest and highest level value."""
+    sc = target.scale
+    if sc.kind == "ordinal":
+        return (float(sc.min), float(sc.max)) if sc.min is not None and sc.max is not None else (None, None)
+    values = [lv.value for lv in sc.levels]
+    return (float(min(values)), float(max(values))) if values else (None, None)
+
+
+def _scores(run_dir: Path, target: TargetInfo) -> list[Score]:
+    """The run's leaderboard row (one home for means, intervals and the harm share)."""
     from ..leaderboard import StatsSettings, build_leaderboard
 
     settings = StatsSettings()
     lb = build_leaderboard([run_dir], settings, allow_incomplete=True)
     system = lb.table.systems[0]
-    return [Score(criterion=c, mean=r.mean, ci_low=r.ci_low, ci_high=r.ci_high, n=system.n, level=settings.level,
-                  resamples=settings.resamples, seed=settings.seed)
-            for c, r in system.results.items()]
+    lo, hi = _bounds(target)
+    scores = [Score(criterion=c, mean=r.mean, ci_low=r.ci_low, ci_high=r.ci_high, n=system.n, level=settings.level,
+                    method="percentile bootstrap over conversations", resamples=settings.resamples,
+                    seed=settings.seed, min_score=lo, max_score=hi)
+              for c, r in system.results.items()]
+    scores += [Score(criterion="harm_share", mean=h.share, ci_low=h.ci_low, ci_high=h.ci_high, n=h.n, level=0.95,
+                     method="Wilson score interval", resamples=None, seed=None, lower_is_better=True, min_score=0.0,
+                     max_score=1.0, unit="proportion")
+               for h in lb.safety]
+    return scores
 
 
 def load_published(run_dirs: list[Path]) -> list[PublishedRun]:
@@ -77,19 +101,18 @@ def load_published(run_dirs: list[Path]) -> list[PublishedRun]:
         cfg = run.config.benchmark(Path(run_dir) / "config.json")
         record = scrub(run.config.model_dump(mode="json"))
         summary = scrub(run.summary.model_dump(mode="json")) if run.summary is not None else None
-        scale = run.target.scale
+        lo, hi = _bounds(run.target)
         out.append(PublishedRun(
             path=str(run_dir), run_id=rid, config_hash=run.config.config_hash or "",
             clinician=cfg.clinician.model, patient=cfg.patient.model if cfg.patient else None, judge=cfg.judge.model,
             judge_protocol=cfg.judge_protocol, judge_prompt=cfg.prompts["judge"].ref,
             target=run.target.name, target_version=run.target.version,
-            scale_min=scale.min if scale.kind == "ordinal" else None,
-            scale_max=scale.max if scale.kind == "ordinal" else None,
+            scale_min=lo, scale_max=hi, scale_kind=run.target.scale.kind,
             turns=cfg.turns, seed=cfg.seed, n_benchmark=len(cfg.profile_ids),
             package_version=(summary or {}).get("package_version") or "unknown",
             config=record, summary=summary,
             interactions=[{"run_id": rid, **scrub(r.model_dump(mode="json"))} for r in run.interactions],
             judgments=[{"run_id": rid, **scrub(j.model_dump(mode="json"))} for j in run.judgments],
-            scores=_scores(Path(run_dir)), redacted=scrub.replaced,
+            scores=_scores(Path(run_dir), run.target), redacted=scrub.replaced,
         ))
     return out

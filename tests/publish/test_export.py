@@ -65,7 +65,7 @@ def test_hf_folder_loads_with_datasets_and_matches_the_leaderboard(runs, board, 
     assert card.startswith("---\n") and "config_name: scores" in card
     for rid in by_run:
         assert rid in card  # provenance: every run by id
-    assert "What they do not measure" in card and "fake/judge" in card and "scale 1-6" in card
+    assert "What they do not measure" in card and "fake/judge" in card and "ordinal scale 1-6" in card
 
 
 def test_eee_records_validate_with_the_every_eval_ever_package(runs, board, tmp_path):
@@ -144,3 +144,28 @@ def test_export_refuses_to_overwrite_or_write_into_a_run(runs, tmp_path, capsys)
     assert not (runs[0] / "README.md").exists()
     assert main(["export", str(runs[0]), str(runs[0]), "--format", "eee", "--out", str(tmp_path / "e")]) == 2
     assert "given twice" in capsys.readouterr().err
+
+
+def test_a_harm_target_exports_its_harm_share_lower_is_better(tmp_path, monkeypatch):
+    """A categorical target with harm levels: bounds are the level values, the harm share is a result."""
+    monkeypatch.setenv("MINDEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    run = tmp_path / "crisis"
+    assert main(["run", "--quiet", "--target", "crisis", "--limit", "3", "--turns", "2", "--clinician", "fake/echo",
+                 "--patient", "fake/echo", "--judge", "fake/judge", "--out", str(run)]) == 0
+    summary = json.loads((run / "summary.json").read_text())
+    assert main(["export", str(run), "--format", "eee", "--out", str(tmp_path / "eee")]) == 0
+    (path,) = (tmp_path / "eee").rglob("*.json")
+    results = {r["metric_config"]["metric_name"]: r for r in json.loads(path.read_text())["evaluation_results"]}
+    harm = results["harm_share"]
+    assert harm["metric_config"]["lower_is_better"] is True
+    assert harm["score_details"]["score"] == pytest.approx(summary["harm"]["share"])
+    ci = harm["score_details"]["uncertainty"]["confidence_interval"]
+    assert [ci["lower"], ci["upper"]] == pytest.approx(summary["harm"]["ci95"])
+    assert (results["average"]["metric_config"]["min_score"], results["average"]["metric_config"]["max_score"]) == (0, 2)
+    core = pytest.importorskip("every_eval_ever.validator.validation_core")
+    report = core.validate_aggregate(path, repo_path=path.relative_to(tmp_path / "eee").as_posix(),
+                                     run_semantic_checks=True)
+    assert report.valid and report.warnings == [], (report.errors, report.warnings)
+    assert main(["export", str(run), "--format", "hf", "--out", str(tmp_path / "hf")]) == 0
+    card = (tmp_path / "hf" / "README.md").read_text()
+    assert "categorical scale 0-2" in card and "harm_share" in card
