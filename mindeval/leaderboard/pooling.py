@@ -47,6 +47,7 @@ def pool_runs(runs: list[RunData]) -> tuple[list[RunData], dict[str, list[RunDat
         if len(group) == 1 or len(set(models)) != len(models):
             out.append(r)
         elif r is group[0]:
+            group = sorted(group, key=lambda g: g.setup.patient_model)
             merged = merge(group)
             members[merged.path] = group
             out.append(merged)
