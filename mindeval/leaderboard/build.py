@@ -15,7 +15,7 @@ from ..stats.proportion import CategoricalReport
 from ..stats.significance import small_sample_warning
 from .breakdowns import Condition, LabelPanel, compute_breakdowns, label_panels
 from .compare import Comparison, compare_setups
-from .loading import InteractionScore, RunData, criteria_of, load_run
+from .loading import RunData, criteria_of, load_run, per_profile
 from .pooling import PooledSystem, describe, pool_runs
 from .score import HeadlineScore, headline_score, score_order
 from .systems import assign_labels, check_compatible, check_same_target, group_by_setup, system_key
@@ -268,23 +268,6 @@ def _table(scored: list[RunData], keys: dict[str, str], labels: dict[str, str], 
     if small:
         warnings.append(small)
     return table
-
-
-def per_profile(scores: list[InteractionScore], criteria: tuple[str, ...]) -> dict[str, object]:
-    """``profile_ids`` and ``values`` of a system: one row per profile, the mean of its conversations
-    (repeats, pooled patient models) per criterion over those that rated it (NaN: none did)."""
-    rows: dict[str, list[list[float]]] = {}
-    for s in scores:
-        rows.setdefault(s.profile_id, []).append([s.scores[c] for c in criteria])
-    values = np.array([v[0] if len(v) == 1 else _relevant_mean(np.array(v)) for v in rows.values()],
-                      dtype=np.float64)
-    return {"profile_ids": list(rows), "values": values.reshape(len(rows), len(criteria))}
-
-
-def _relevant_mean(v: np.ndarray) -> np.ndarray:
-    known = ~np.isnan(v)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(known.any(axis=0), np.where(known, v, 0.0).sum(axis=0) / known.sum(axis=0), np.nan)
 
 
 def _verbosity(runs: list[RunData], labels: dict[str, str], table: Table, warnings: list[str]) -> list[SystemVerbosity]:

@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import MindEvalError
@@ -306,3 +307,20 @@ def run_levels(target: TargetInfo, scored: list[InteractionScore],
     rows = ((s.interaction_id, {ax: None if math.isnan(v) else v for ax, v in x.items()})
             for s in scored for x in samples[s.interaction_id])
     return level_shares(rows, t.axes, [(lv.id, lv.value) for lv in t.scale.levels])
+
+
+def per_profile(scores: list[InteractionScore], criteria: tuple[str, ...]) -> dict[str, Any]:
+    """``profile_ids`` and ``values`` of a system: one row per profile, the mean of its conversations
+    (repeats, pooled patient models) per criterion over those that rated it (NaN: none did)."""
+    rows: dict[str, list[list[float]]] = {}
+    for s in scores:
+        rows.setdefault(s.profile_id, []).append([s.scores[c] for c in criteria])
+    values = np.array([v[0] if len(v) == 1 else _relevant_mean(np.array(v)) for v in rows.values()],
+                      dtype=np.float64)
+    return {"profile_ids": list(rows), "values": values.reshape(len(rows), len(criteria))}
+
+
+def _relevant_mean(v: np.ndarray) -> np.ndarray:
+    known = ~np.isnan(v)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(known.any(axis=0), np.where(known, v, 0.0).sum(axis=0) / known.sum(axis=0), np.nan)
