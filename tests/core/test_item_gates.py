@@ -58,3 +58,19 @@ def test_a_bad_gate_reference_is_one_line_naming_file_line_field(tmp_path):
         line = gpath.read_text().splitlines().index(f"        sets_not_relevant: {gate}") + 1
         msgs = [str(p) for p in validate_target(target)]
         assert msgs == [f"{gpath}:{line}:judge_axes.0.questions.0.sets_not_relevant: {why}"], msgs
+
+
+def test_under_together_the_gate_overrules_the_gated_answers(tmp_path):
+    # One call answers everything; the judge says "no risk" but answers ASK's gate "yes".
+    target = tmp_path / "together"
+    shutil.copytree(ROOT, target)
+    gpath = target / "guidelines.yaml"
+    gpath.write_text(gpath.read_text().replace(GATE, GATE.replace("\n", "\n        sets_not_relevant: [ASK]\n", 1)))
+    contradicting = {**_answers("none"), "a_reason": "yes", "a_asked": "yes"}
+    model = fake.script("gate-together", [reply(contradicting)])
+    out = tmp_path / "run"
+    assert main(["run", "--target", str(target), "--clinician", "fake/echo", "--patient", "fake/echo",
+                 "--judge", model, "--turns", "1", "--limit", "1", "--out", str(out), "--quiet"]) == 0
+    (row,) = read_run(out).judgments
+    assert row.scores["ASK"] is None and row.scores["NOTICE"] is None
+    assert row.answers["a_reason"] == "yes"  # kept as answered, but it fires nothing
