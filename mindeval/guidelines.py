@@ -45,6 +45,7 @@ from .judging.rubric import (
     NOT_RELEVANT,
     LevelRule,
     Question,
+    check_gates,
     check_questions,
 )
 from .resources import guidelines_dir
@@ -309,7 +310,9 @@ def _band_range(band: str) -> tuple[int, int] | None:
 
 
 def _check_axes(axes: list[JudgeAxis], scale: OrdinalScale | CategoricalScale) -> list[JudgeAxis]:
-    problems: list[tuple[tuple[Any, ...], str]] = []
+    problems: list[tuple[tuple[Any, ...], str]] = check_gates(
+        [a.code for a in axes], [bool(a.questions) for a in axes], [a.not_relevant for a in axes],
+        [a.questions for a in axes])
     seen: dict[str, int] = {}
     for i, ax in enumerate(axes):
         if ax.code in seen:

@@ -222,6 +222,15 @@ class ScaleInfo(BaseModel):
         return {k: v for k, v in handler(self).items() if v is not None}
 
 
+class ScoreInfo(BaseModel):
+    """A target's declared headline score as recorded in ``config.json`` (target.yaml ``score``)."""
+
+    formula: str
+    label: str = "Score"
+    higher_is_better: bool = True
+    weights: dict[str, float] | None = None  # per level id, when the scale has weights
+
+
 class TargetInfo(BaseModel):
     """The ``target`` block of a run's ``config.json``: what every reader needs to know of the
     target from the run directory alone (older MindEval files have none: mindeval.rundir adds it)."""
@@ -239,6 +248,7 @@ class TargetInfo(BaseModel):
     rank_by: str = "average"  # the leaderboard's ranking metric (average | harm_share | all_best)
     roles: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_ROLES))  # transcript labels
     legacy_files: bool = False  # rows and summary carry no target fields (MindEval's, pinned: identity_view)
+    score: ScoreInfo | None = None  # the declared headline score (the leaderboard ranks by it)
 
     def speakers(self) -> dict[str, str]:
         """The transcript's speaker label per message role (user = patient)."""
@@ -256,6 +266,10 @@ class TargetInfo(BaseModel):
             data.pop("roles")
         if not data.get("legacy_files"):
             data.pop("legacy_files", None)
+        if data.get("score") is None:
+            data.pop("score", None)
+        elif data["score"].get("weights") is None:
+            data["score"].pop("weights", None)
         return data
 
     def values(self) -> tuple[int, ...]:
@@ -787,6 +801,7 @@ class RunConfig(BaseModel):
     guidelines_version: str = ""
     seed: int | None = None
     judge_samples: int = 1
+    repeats: int = 1  # conversations per profile (absent from config.json when 1)
     fewshot_sha256: str | None = None
     fewshot_k: int = 0
     judge_protocol: str = "mindeval"
@@ -812,6 +827,8 @@ class RunConfig(BaseModel):
     @model_serializer(mode="wrap")
     def _serialize(self, handler: Any) -> dict[str, Any]:
         data = _omit_defaults(handler(self))
+        if data.get("repeats") == 1:
+            data.pop("repeats")
         if self.patient is None:  # a judge run: no simulation settings
             for key in ("opening_line", "profiles_source", "profiles_sha256"):
                 data.pop(key, None)

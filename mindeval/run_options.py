@@ -59,6 +59,7 @@ class RunOptions(BaseModel):
     limit: int | None = None  # first N profiles (rated interactions: first N evaluated)
     turns: int | None = None
     seed: int = DEFAULT_SEED
+    repeats: int = Field(1, ge=1)  # conversations per profile (repeat 0 keeps a run's seeds)
     # the judge
     judge_retries: int = DEFAULT_JUDGE_RETRIES
     judge_samples: int = DEFAULT_JUDGE_SAMPLES

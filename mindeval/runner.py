@@ -210,7 +210,7 @@ def prepare(opts: RunOptions) -> Prepared:
         opening_line=target.manifest.opening_line,
         seed=opts.seed,
         judge_retries=opts.judge_retries,
-        judge_samples=opts.judge_samples,
+        judge_samples=opts.judge_samples, repeats=opts.repeats,
         fewshot_source=str(fewshot_path) if fewshot_path else None,
         fewshot_sha256=fewshot_sha,
         fewshot_k=len(fewshot),
@@ -248,7 +248,7 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
     calls = dict.fromkeys(specs, 0)
     judge_prompt = prep.judge_prompt()
     judge_seen = 0
-    for profile in prep.profiles:
+    for profile in (p for p in prep.profiles for _ in range(c.repeats)):  # every repeat is bought
         tags = prep.labels.get(profile.id)
         system = {"patient": prompt_tokens([{"content": render_patient(prep.templates["patient"], profile, tags)}]),
                   "clinician": prompt_tokens([{"content": render_clinician(prep.templates["clinician"], profile,
@@ -352,8 +352,10 @@ def _owner(stored: list[tuple[str, str, dict[str, Any]]], run_id: str) -> str:
 # ---------------------------------------------------------------------------- the run
 
 
-def interaction_id(run_id: str, position: int, profile: Profile) -> str:
-    return f"{run_id}-{position:03d}-{profile.id}"
+def interaction_id(run_id: str, position: int, profile: Profile, repeat: int = 0) -> str:
+    """A conversation's id; repeat 0 keeps the id (and so every seed) of a run without repeats, a
+    later repeat adds ``-rN`` (its turns' seeds derive from the id: :func:`mindeval.simulate.turn_seed`)."""
+    return f"{run_id}-{position:03d}-{profile.id}" + (f"-r{repeat}" if repeat else "")
 
 
 class Failure(BaseModel):
@@ -394,7 +396,7 @@ class _Run:
         self.complete = ({i.id for i in self.sim_log.store.interactions() if i.status == "complete"}
                          if opts.judge_only else None)
         c = prep.config
-        self.progress = Progress(len(prep.profiles) * (c.turns + c.judge_samples), "run", opts.progress)
+        self.progress = Progress(len(prep.profiles) * c.repeats * (c.turns + c.judge_samples), "run", opts.progress)
         self.stop = asyncio.Event()
 
     def stop_on(self, exc: ModelCallError) -> None:
@@ -442,10 +444,10 @@ class _Run:
                                              message=j.error or "judge reply could not be parsed"))
             step()
 
-    async def work(self, entry: tuple[int, Profile]) -> None:
-        position, profile = entry
+    async def work(self, entry: tuple[int, Profile, int]) -> None:
+        position, profile, repeat = entry
         c = self.prep.config
-        iid = interaction_id(self.opened.conversations, position, profile)
+        iid = interaction_id(self.opened.conversations, position, profile, repeat)
         left = [c.turns + c.judge_samples]  # progress steps of this interaction not yet shown
 
         def step(n: int = 1) -> None:
@@ -474,7 +476,8 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: Opene
     """Simulate and judge every profile on one event loop; return the call logs (their counters)."""
     run = _Run(opts, prep, db, opened, budget, failures)
     try:
-        await bounded(list(enumerate(prep.profiles)), run.work, opts.concurrency, run.stop)
+        work = [(i, p, r) for i, p in enumerate(prep.profiles) for r in range(prep.config.repeats)]
+        await bounded(work, run.work, opts.concurrency, run.stop)
     finally:
         run.progress.close()
         await asyncio.to_thread(run.writer.close)
@@ -538,7 +541,8 @@ async def _arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | Non
                         database=redact_url(db.url)).write(out / CONFIG_FILE)
         if echo:
             verb = "resuming" if resumed else "starting"
-            echo(f"{verb} run {run_id}: {len(prep.profiles)} profiles x {config.turns} turns, "
+            echo(f"{verb} run {run_id}: {len(prep.profiles)} profiles x {config.turns} turns"
+                 + (f" x {config.repeats} repeats" if config.repeats > 1 else "") + ", "
                  f"clinician={config.clinician.model} patient={config.patient.model} judge={config.judge.model}"
                  + ("" if opened.conversations == run_id else
                     f"; judging the conversations of run {opened.conversations} (nothing is simulated again)"))
@@ -605,6 +609,9 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         "means": means,
         **means,
         "n_profiles": len(config.profile_ids),
+        # with --repeats, the benchmark's conversations (profiles x repeats); absent without
+        **({"repeats": config.repeats, "n_conversations": len(config.profile_ids) * config.repeats}
+           if config.repeats > 1 else {}),
         "n_interactions": len(interactions),
         "n_complete": sum(i.status == "complete" for i in interactions),
         "n_failed_interactions": sum(i.status == "failed" for i in interactions),
@@ -734,7 +741,12 @@ def _mean(values: list[float]) -> float | None:
 def is_complete(summary: dict[str, Any]) -> bool:
     """Every profile simulated and judged, nothing failed, the run not stopped."""
     return (not summary.get("stopped") and summary["n_failed_interactions"] == 0
-            and summary["n_failed_judgments"] == 0 and summary["n_means_over"] == summary["n_profiles"])
+            and summary["n_failed_judgments"] == 0 and summary["n_means_over"] == n_conversations(summary))
+
+
+def n_conversations(summary: dict[str, Any]) -> int:
+    """The conversations of the run's benchmark: one per profile and repeat."""
+    return summary.get("n_conversations", summary["n_profiles"])
 
 
 def format_failures(failures: list[dict[str, Any]]) -> list[str]:
@@ -752,7 +764,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         return "  n/a" if v is None else f"{v:5.2f}"
 
     cols = list(summary["means"])
-    over, total = summary["n_means_over"], summary["n_profiles"]
+    over, total = summary["n_means_over"], n_conversations(summary)
     target = f"  target={summary['target']}" if summary.get("target") else ""
     lines = [
         "",

@@ -359,6 +359,8 @@ class Target:
             out["rank_by"] = self.manifest.rank_by
         if self.manifest.legacy_files:
             out["legacy_files"] = True
+        if (score := self.manifest.score) is not None:
+            out["score"] = {**score.model_dump(), **({"weights": w} if (w := g.scale_spec().weights) else {})}
         if self.manifest.labels is not None:
             out["labels"] = self.manifest.labels.fields
             out["profile_labels"] = self.profile_labels()

@@ -53,6 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--db", default=None, metavar="URL", help="SQLAlchemy URL instead of DIR/run.db")
     p.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY, help="interactions in parallel")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of every model call and of the few-shot draw")
+    p.add_argument("--repeats", type=at_least("--repeats"), default=1,
+                   help="conversations per profile, each seeded apart (the first keeps the seeds of a run without "
+                   "repeats); the leaderboard keeps a profile's conversations together")
     p.add_argument("--patient-prompt", default=None, metavar="REF",
                    help="kind/name (e.g. patient/no_format) or a template file "
                    f"(default: the target's; for mindeval {DEFAULT_PROMPTS['patient']})")

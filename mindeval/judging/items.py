@@ -10,6 +10,9 @@ call answers every question and every directly rated dimension, then each questi
 dimension's path is walked. ``one_by_one``: one call for the directly rated
 dimensions (if any), then one call per question, following the branches. Every
 answer is kept in ``Judgment.answers``; a dimension that is not relevant is ``None``.
+A gate (a question's ``sets_not_relevant``, :func:`mindeval.judging.rubric.gated`) that ends its
+dimension as not relevant makes the listed later dimensions ``None`` too: under ``one_by_one``
+their questions are never asked; under ``together`` they were in the one call and are discarded.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from ..records import Judgment
 from .call import Reply, ask_judge
 from .job import JudgeJob, Transcript
 from .reply_format import answer_label, render_slots_format, reply_slots
-from .rubric import END, NOT_RELEVANT, derive_level, next_question
+from .rubric import END, NOT_RELEVANT, derive_level, gated, next_question
 
 _BASE = 900  # reply levels' numbers: far from any score a judge might write by mistake
 
@@ -59,9 +62,12 @@ def _decode(j: Judgment, reply: Guidelines, slots: list[tuple[str, str, list[str
 def _scores(g: Guidelines, answers: dict[str, str]) -> dict[str, int | None]:
     """Each dimension's value (``None``: not relevant) from the answers."""
     levels = [(lv.id, lv.value) for lv in g.levels]
+    off = gated([(a.code, a.questions) for a in g.judge_axes], answers)  # set not relevant by a gate
     out: dict[str, int | None] = {}
     for ax in g.judge_axes:
-        if ax.questions:
+        if ax.code in off:
+            level = None
+        elif ax.questions:
             level, _ = derive_level(ax.questions, ax.rule, answers, levels)
         else:
             level = answers[ax.code]
@@ -109,6 +115,8 @@ async def judge_items(job: JudgeJob, item: Transcript, sample: int = 0, round_: 
         error = error or await ask(axes, slots, suffix)
     if g.question_mode == "one_by_one":
         for ax in (a for a in g.judge_axes if a.questions):
+            if ax.code in gated([(a.code, a.questions) for a in g.judge_axes], answers):
+                continue  # a gate already set it not relevant: never asked
             i: int | str = 0
             while error is None and isinstance(i, int):
                 q = ax.questions[i]

@@ -12,6 +12,10 @@ The dimension's level is derived by its ``rule`` (:class:`LevelRule`):
 path, ``otherwise`` (default: the best level) when none fires, and no level ("not
 relevant", stored as ``None``) when the path says so.
 
+A question may carry ``sets_not_relevant: [CODE, ...]``: when an answer to it ends its own
+dimension as not relevant, the listed later question dimensions are not relevant too and are
+never asked (a gate asked once: :func:`gated`).
+
 An axis with ``not_relevant: true`` lets the judge answer ``not_relevant`` instead of
 a level (stored as ``None``: excluded from that dimension's denominators, counted).
 
@@ -52,6 +56,8 @@ class Question(BaseModel):
     answers: list[str] = Field(default_factory=lambda: list(DEFAULT_ANSWERS), min_length=2)
     severity: dict[str, str] = Field(default_factory=dict)  # answer -> level id
     next: dict[str, str] = Field(default_factory=dict)  # answer -> question id | end | not_relevant
+    # later question dimensions that are not relevant when this question ends its own as not relevant
+    sets_not_relevant: list[str] = Field(default_factory=list)
 
     @field_validator("answers", mode="before")
     @classmethod
@@ -119,6 +125,50 @@ def check_questions(questions: list[Question], level_ids: list[str]) -> list[tup
                 elif index[to] <= i:
                     problems.append(((i, "next", ans), f"'{to}' comes before {q.id}: branches may only jump forward"))
     return problems
+
+
+def check_gates(codes: list[str], with_questions: list[bool], not_relevant: list[bool],
+                questions: list[list[Question]]) -> list[tuple[tuple[Any, ...], str]]:
+    """Problems of the ``sets_not_relevant`` references: ``((axis, "questions", q, "sets_not_relevant"), message)``.
+    A reference names a later dimension scored from questions that may be not relevant, and the
+    question must have an answer that ends its own dimension as not relevant."""
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    index = {c: i for i, c in enumerate(codes)}
+    for i, qs in enumerate(questions):
+        for k, q in enumerate(qs):
+            where = (i, "questions", k, "sets_not_relevant")
+            if q.sets_not_relevant and NOT_RELEVANT not in q.next.values():
+                problems.append((where, f"question {q.id} has no answer with next: {NOT_RELEVANT}, so it never "
+                                        "sets other dimensions not relevant"))
+            for code in q.sets_not_relevant:
+                j = index.get(code)
+                if j is None:
+                    why = f"'{code}' is not a dimension code ({', '.join(codes)})"
+                elif j <= i:
+                    why = f"'{code}' is not a later dimension than {codes[i]}: a gate only skips what comes after it"
+                elif not with_questions[j]:
+                    why = f"'{code}' is not scored from questions"
+                elif not not_relevant[j]:
+                    why = f"'{code}' cannot be not relevant: set not_relevant: true on it"
+                else:
+                    continue
+                problems.append((where, why))
+    return problems
+
+
+def gated(axes: list[tuple[str, list[Question]]], answers: Mapping[str, str]) -> set[str]:
+    """The dimensions a gate set not relevant, walking ``(code, questions)`` in order over ``answers``
+    (a dimension not yet answered ends the walk)."""
+    out: set[str] = set()
+    for code, questions in axes:
+        if code in out or not questions:
+            continue
+        path, ending = walk(questions, answers)
+        if ending == "missing":
+            break
+        if ending == NOT_RELEVANT and path:
+            out.update(next(q for q in questions if q.id == path[-1]).sets_not_relevant)
+    return out
 
 
 def mentioned_answers(questions: list[Question]) -> list[str]:

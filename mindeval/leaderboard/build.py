@@ -15,7 +15,9 @@ from ..stats.proportion import CategoricalReport
 from ..stats.significance import small_sample_warning
 from .breakdowns import Condition, LabelPanel, compute_breakdowns, label_panels
 from .compare import Comparison, compare_setups
-from .loading import RunData, criteria_of, load_run
+from .loading import RunData, criteria_of, load_run, per_profile
+from .pooling import PooledSystem, describe, pool_runs
+from .score import HeadlineScore, headline_score, score_order
 from .systems import assign_labels, check_compatible, check_same_target, group_by_setup, system_key
 from .table import MIN_RESAMPLES, StatsSettings, SystemScores, Table, compute_table
 from .verbosity import VerbosityCounts
@@ -72,7 +74,8 @@ class SystemLevels(BaseModel):
 
 RANK_METRICS: dict[str, str] = {"average": "average score, descending",
                                 "harm_share": "harm share (conversations with any harm rating), ascending",
-                                "all_best": "share of conversations with every dimension at the best level, descending"}
+                                "all_best": "share of conversations with every dimension at the best level, descending",
+                                "score": "the target's declared score (target.yaml score), its direction"}
 
 
 class Leaderboard(BaseModel):
@@ -90,15 +93,17 @@ class Leaderboard(BaseModel):
     incomplete: list[str] = Field(default_factory=list)
 
     def coverage(self, system: str) -> str:
-        """``scored/benchmark`` conversations of ``system`` (e.g. ``48/50``)."""
-        r = next(r for r in self.runs if r.system == system)
-        return f"{r.n_scored}/{r.n_benchmark}"
+        """``scored/benchmark`` conversations of ``system`` (e.g. ``48/50``; a pooled system's runs summed)."""
+        rs = [r for r in self.runs if r.system == system]
+        return f"{sum(r.n_scored for r in rs)}/{sum(r.n_benchmark for r in rs)}"
     levels: list[SystemLevels] = Field(default_factory=list)  # per system, when the scale is categorical
     rank_by: str = "average"  # the target's declared ranking metric (RANK_METRICS)
     # Every profile label the target declares, by value (the figures' panels); not in the JSON.
     label_panels: list[LabelPanel] = Field(default_factory=list, exclude=True)
     # Each ranked system's loaded run, by label: what a leaderboard column may compute from; not in the JSON.
     run_data: dict[str, RunData] = Field(default_factory=dict, exclude=True)
+    pooled: list[PooledSystem] = Field(default_factory=list)  # rows that pool runs (patient models)
+    score: HeadlineScore | None = None  # the target's declared score (ranks the table)
 
     @property
     def criteria(self) -> tuple[str, ...]:
@@ -158,6 +163,7 @@ def build_leaderboard(
         raise MindEvalError("give at least one run directory")
     runs = _load_all(run_dirs)
     check_same_target(runs)
+    runs, members = pool_runs(runs)
     target = runs[0].target
     _check_by(target, by)
     warnings = check_compatible(runs, allow_mixed)
@@ -179,10 +185,19 @@ def build_leaderboard(
     rank_by = target.rank_by
     if rank_by != "average":
         table = rerank(table, rank_by, by_label)
+    score = headline_score(target, by_label, resamples=settings.resamples, seed=settings.seed, alpha=settings.alpha,
+                           sided=settings.sided, level=settings.level)
+    if score is not None:
+        rank_by = "score"
+        order = sorted(table.systems, key=lambda s: (score_order(score, s.label), s.rank))
+        table = table.model_copy(update={"systems": [s.model_copy(update={"rank": i})
+                                                     for i, s in enumerate(order, start=1)]})
     levels = [SystemLevels(system=s.label, report=by_label[s.label].levels) for s in table.systems
               if by_label[s.label].levels is not None]
+    infos = [_info(m, labels[r.path]) for r in runs for m in members.get(r.path, [r])]
     return Leaderboard(
-        target=target, safety=safety, table=table, runs=[_info(r, labels[r.path]) for r in runs], verbosity=verbosity,
+        target=target, safety=safety, table=table, runs=infos, verbosity=verbosity,
+        pooled=[describe(labels[path], group) for path, group in members.items()], score=score,
         breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings, incomplete=incomplete,
         levels=levels, rank_by=rank_by, label_panels=label_panels([(labels[r.path], r) for r in scored], settings),
         run_data=by_label,
@@ -240,11 +255,7 @@ def _scored(runs: list[RunData], labels: dict[str, str], warnings: list[str]) ->
 def _table(scored: list[RunData], keys: dict[str, str], labels: dict[str, str], settings: StatsSettings,
            criteria: tuple[str, ...], warnings: list[str]) -> Table:
     """Table 4 over the scored runs (the masked variant when a dimension was not relevant somewhere)."""
-    systems = [
-        SystemScores(label=labels[r.path], key=keys[r.path], profile_ids=[s.profile_id for s in r.scores],
-                     values=np.array([[s.scores[c] for c in criteria] for s in r.scores], dtype=np.float64))
-        for r in scored
-    ]
+    systems = [SystemScores(label=labels[r.path], key=keys[r.path], **per_profile(r.scores, criteria)) for r in scored]
     if any(np.isnan(s.values).any() for s in systems):
         from .masked import compute_table_masked
 

@@ -166,6 +166,26 @@ def _levels_csv(lb: Leaderboard) -> list[Field]:
     return [Field(name, lambda lb, s, i=i: level_cells(lb, s.label)[i]) for i, name in enumerate(level_columns(lb))]
 
 
+def score_cell(lb: Leaderboard, s: SystemResult) -> str:
+    """``61.2 [55.0, 67.1]``: the declared score and its 95% bootstrap interval over profiles."""
+    assert lb.score is not None
+    v = lb.score.of(s.label)
+    if v.value is None:
+        return "n/a"
+    ci = "" if v.ci_low is None or v.ci_high is None else f" [{num(v.ci_low)}, {num(v.ci_high)}]"
+    return f"{num(v.value)}{ci}"
+
+
+def _score_value_csv(lb: Leaderboard) -> list[Field]:
+    def value(x: str) -> Cell:
+        def get(lb: Leaderboard, s: SystemResult) -> Any:
+            assert lb.score is not None
+            v = getattr(lb.score.of(s.label), x)
+            return "" if v is None else f"{v:.6f}"
+        return get
+    return [Field(f"score_{x}", value(x)) for x in ("value", "ci_low", "ci_high")]
+
+
 # ------------------------------------------------------------------------- the columns
 
 COLUMNS: list[Column] = [
@@ -174,6 +194,11 @@ COLUMNS: list[Column] = [
            latex=one("Model", lambda lb, s: latex_escape(s.label)
                      + (r"\textsuperscript{\dag}" if s.label in lb.incomplete else "")),
            csv=one("system", lambda lb, s: s.label)),
+    Column("score", applies=lambda lb: lb.score is not None,
+           markdown=lambda lb: [Field(md_escape(f"{lb.score.label} [95% CI]"), score_cell)],  # type: ignore[union-attr]
+           latex=lambda lb: [Field(latex_escape(f"{lb.score.label} [95% CI]"),  # type: ignore[union-attr]
+                                   lambda lb, s: latex_escape(score_cell(lb, s)))],
+           csv=_score_value_csv),
     Column("n", markdown=one("n", lambda lb, s: str(s.n)), csv=one("n", lambda lb, s: s.n)),
     Column("scored", markdown=one("Scored", lambda lb, s: lb.coverage(s.label)
                                   + (" INCOMPLETE" if s.label in lb.incomplete else ""))),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from ..stats import PairwiseAccuracy, SelfPreference, pairwise_accuracy, self_preference
-from .loading import RunData, criteria_of
+from .loading import RunData, criteria_of, per_profile
 from .systems import setup_differences, system_key
 
 
@@ -30,7 +30,13 @@ def _means(runs: dict[str, RunData]) -> dict[str, dict[str, float]]:
 
 
 def _per_profile(runs: dict[str, RunData]) -> dict[str, dict[str, float]]:
-    return {key: {s.profile_id: s.scores["average"] for s in r.scores} for key, r in runs.items() if r.scores}
+    """Each system's average per profile (a profile's conversations averaged: repeats, pooled runs)."""
+    out = {}
+    for key, r in runs.items():
+        if r.scores:
+            rows = per_profile(r.scores, ("average",))
+            out[key] = {p: float(v[0]) for p, v in zip(rows["profile_ids"], rows["values"], strict=True)}
+    return out
 
 
 def compare_setups(

@@ -18,7 +18,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import MindEvalError
 from ..records import (
@@ -98,6 +99,11 @@ class RunData(BaseModel):
     target: TargetInfo
     harm: HarmShare | None = None  # only for targets with harm levels
     levels: CategoricalReport | None = None  # per-level shares, only for categorical targets
+    repeats: int = 1  # conversations per profile (``mindeval run --repeats``)
+    # Pooled systems (mindeval.leaderboard.pooling): the run directories and patient models pooled.
+    pooled: list[str] = Field(default_factory=list)
+    # Each scored interaction's parsed judge samples (what pooled runs recompute their shares from).
+    samples: dict[str, list[dict[str, float]]] = Field(default_factory=dict, exclude=True)
 
 
 def _short(sha: str) -> str:
@@ -139,12 +145,14 @@ def load_run(run_dir: str | Path) -> RunData:
         n_failed_samples=n_failed_samples,
         n_unscored=len(interactions) - len(scored),
         n_partly_judged=n_partly_judged,
-        n_benchmark=len(cfg.profile_ids),
+        n_benchmark=len(cfg.profile_ids) * cfg.repeats,
         verbosity=verbosity,
         target=target,
         harm=harm_share(((s.interaction_id, x) for s in scored for x in samples[s.interaction_id]),
                         harm_values) if (harm_values := target.harm_values) else None,
         levels=run_levels(target, scored, samples),
+        repeats=cfg.repeats,
+        samples={s.interaction_id: samples[s.interaction_id] for s in scored},
     )
 
 
@@ -217,7 +225,7 @@ def _score(interactions: dict[str, InteractionRecord], samples: dict[str, list[d
     axis, and ``average``; and the number of interactions only partly judged (left unscored)."""
     axes = axes_of(target)
     scored: list[InteractionScore] = []
-    by_profile: dict[str, str] = {}
+    by_profile: dict[str, list[str]] = {}
     n_partly_judged = 0
     requested = set(range(cfg.judge_samples))  # every sample the run asked for (config.json)
     for iid, row in interactions.items():
@@ -227,11 +235,13 @@ def _score(interactions: dict[str, InteractionRecord], samples: dict[str, list[d
         if not requested <= parsed[iid]:  # a failed sample never leaves the others to decide the mean
             n_partly_judged += 1
             continue
-        if row.profile_id in by_profile:
+        seen = by_profile.setdefault(row.profile_id, [])
+        if len(seen) >= cfg.repeats:
             raise MindEvalError(
-                f"profile {row.profile_id!r} is judged in two interactions ({by_profile[row.profile_id]!r}, "
-                f"{iid!r}); a run must score each profile once", path=jpath, field="interaction_id")
-        by_profile[row.profile_id] = iid
+                f"profile {row.profile_id!r} is judged in {len(seen) + 1} interactions ({seen[0]!r}, "
+                f"{iid!r}); a run scores each profile once per repeat (repeats: {cfg.repeats})", path=jpath,
+                field="interaction_id")
+        seen.append(iid)
         if any(math.isnan(s[ax]) for s in got for ax in axes):
             per_axis = relevant_scores(got, axes)
         else:
@@ -297,3 +307,20 @@ def run_levels(target: TargetInfo, scored: list[InteractionScore],
     rows = ((s.interaction_id, {ax: None if math.isnan(v) else v for ax, v in x.items()})
             for s in scored for x in samples[s.interaction_id])
     return level_shares(rows, t.axes, [(lv.id, lv.value) for lv in t.scale.levels])
+
+
+def per_profile(scores: list[InteractionScore], criteria: tuple[str, ...]) -> dict[str, Any]:
+    """``profile_ids`` and ``values`` of a system: one row per profile, the mean of its conversations
+    (repeats, pooled patient models) per criterion over those that rated it (NaN: none did)."""
+    rows: dict[str, list[list[float]]] = {}
+    for s in scores:
+        rows.setdefault(s.profile_id, []).append([s.scores[c] for c in criteria])
+    values = np.array([v[0] if len(v) == 1 else _relevant_mean(np.array(v)) for v in rows.values()],
+                      dtype=np.float64)
+    return {"profile_ids": list(rows), "values": values.reshape(len(rows), len(criteria))}
+
+
+def _relevant_mean(v: np.ndarray) -> np.ndarray:
+    known = ~np.isnan(v)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(known.any(axis=0), np.where(known, v, 0.0).sum(axis=0) / known.sum(axis=0), np.nan)

@@ -28,6 +28,7 @@ from .columns import (
     order,
     pct,
 )
+from .pooling import note
 
 
 def _p(p: float) -> str:
@@ -56,7 +57,8 @@ def settings_line(lb: Leaderboard) -> str:
 
 def to_markdown(lb: Leaderboard) -> str:
     """The full report: Table 4 (score + cluster), CIs, p-values, breakdowns, verbosity, Table 5."""
-    lines = _md_head(lb) + _md_scores(lb) + levels_markdown(lb) + _md_intervals(lb) + _md_pvalues(lb)
+    lines = _md_head(lb) + _md_scores(lb) + levels_markdown(lb) + _md_intervals(lb) + _md_score_tests(lb)
+    lines += _md_pvalues(lb)
     lines += _md_breakdowns(lb) + _md_verbosity(lb) + _md_comparisons(lb)
     if lb.warnings:
         lines += ["", "## Notes", ""] + [f"- {md_escape(w)}" for w in lb.warnings]
@@ -83,12 +85,21 @@ def _md_scores(lb: Leaderboard) -> list[str]:
         explain += (" Harm share (safety gate): conversations with any dimension rated at a harm level, "
                     "95% Wilson interval, (k/n conversations judged).")
     explain += " Scored: conversations of the benchmark that were scored."
+    if lb.score is not None:
+        explain += (f" Ranked by {lb.score.label} = {lb.score.formula} ("
+                    + ("higher" if lb.score.higher_is_better else "lower")
+                    + " is better), 95% bootstrap interval over profiles; paired permutation tests below.")
     note = incomplete_note(lb)
     lines = ["", "## Scores and significance clusters", "", *([f"**{md_escape(note)}**", ""] if note else []),
              explain, ""]
     cols = fields(lb, "markdown")
     rows = [[f.cell(lb, s) for f in cols] for s in lb.table.systems]
-    return lines + _md_table([f.header for f in cols], rows)
+    return lines + _md_table([f.header for f in cols], rows) + [*(["", *(f"- {md_escape(n)}" for n in
+                                                                     pooled_notes(lb))] if lb.pooled else [])]
+
+
+def pooled_notes(lb: Leaderboard) -> list[str]:
+    return [note(p) for p in lb.pooled]
 
 
 def _md_intervals(lb: Leaderboard) -> list[str]:
@@ -97,6 +108,17 @@ def _md_intervals(lb: Leaderboard) -> list[str]:
     rows = [[md_escape(s.label), *[f"[{num(s.results[c].ci_low)}, {num(s.results[c].ci_high)}]" for c in crit]]
             for s in lb.table.systems]
     return lines + _md_table(["System", *[header(c) for c in crit]], rows)
+
+
+def _md_score_tests(lb: Leaderboard) -> list[str]:
+    """The declared score's paired permutation tests (profiles swapped whole)."""
+    if lb.score is None or not lb.score.pairs:
+        return []
+    rows = [[md_escape(p.a), md_escape(p.b), str(p.n_shared), "n/a" if p.diff is None else num(p.diff),
+             "n/a" if p.p_value is None else _p(p.p_value) + ("*" if p.significant else "")] for p in lb.score.pairs]
+    return ["", f"### Paired tests of {md_escape(lb.score.label)}", "",
+            "A minus B on the profiles both have; permutation test swapping a profile's conversations "
+            "(* = significant).", "", *_md_table(["A", "B", "Profiles", "Difference", "p"], rows)]
 
 
 def _md_pvalues(lb: Leaderboard) -> list[str]:
@@ -192,13 +214,14 @@ def to_latex(lb: Leaderboard) -> str:
     lines += [r"\bottomrule", r"\end{tabular}"]
     if note:
         lines += ["", r"\dag\," + latex_escape(note)]
+    lines += [x for n in pooled_notes(lb) for x in ("", latex_escape(n))]
     lines += levels_latex(lb)
     return "\n".join(lines) + "\n"
 
 
 def to_json(lb: Leaderboard) -> dict[str, Any]:
     """The whole leaderboard; ``target`` and ``safety`` only when there is something to say."""
-    drop = {k for k in ("safety", "levels") if not getattr(lb, k)}
+    drop = {k for k in ("safety", "levels", "pooled", "score") if not getattr(lb, k)}
     if lb.rank_by == "average":
         drop.add("rank_by")
     if lb.target.legacy_files:

@@ -138,8 +138,12 @@ class ScaleReport(BaseModel):
         return _estimate(formula.evaluate(self._formula_values()), self._level)
 
     def _formula_values(self) -> dict[str, np.ndarray]:
-        """The draws in a formula's units: ``pct_`` quantities as percentages."""
-        return {k: v if k in NATURAL_UNITS else 100 * v for k, v in self._draws.items()}
+        return formula_units(self._draws)
+
+
+def formula_units(draws: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Quantities in a formula's units: ``pct_`` quantities as percentages."""
+    return {k: v if k in NATURAL_UNITS else 100 * v for k, v in draws.items()}
 
 
 def quantity_names(spec: ScaleSpec) -> list[str]:
@@ -347,3 +351,40 @@ def _rows(t: _Table) -> list[ConversationRow]:
             mean_weight=float(t.weight[i] / n[i]) if spec.weights is not None and n[i] else None,
             points=float(t.achieved[i] / t.possible[i]) if t.possible[i] > 0 else None))
     return out
+
+
+class ScoreTest(BaseModel):
+    """A paired test of a headline score between two systems on the profiles both have."""
+
+    n_shared: int  # profiles
+    diff: float | None  # score(a) - score(b); None when undefined for either
+    p_value: float | None
+
+
+def paired_score_test(spec: ScaleSpec, formula: Formula, a: Iterable[Rating], b: Iterable[Rating], *,
+                      resamples: int, rng: np.random.Generator, sided: str = "one",
+                      tol: float = 1e-9) -> ScoreTest:
+    """Permutation test of ``formula`` between systems ``a`` and ``b`` over their shared profiles:
+    each resample swaps, per profile with probability 1/2, the two systems' conversations (a
+    profile's conversations stay together). ``sided="one"`` counts resamples at least as far as
+    the observed difference in its direction, ``"two"`` in either; p = (1 + hits) / (resamples + 1)."""
+    ra, rb = list(a), list(b)
+    shared = sorted({r.profile for r in ra} & {r.profile for r in rb})
+    keep = set(shared)
+    rows = [r.model_copy(update={"conversation": f"a\x00{r.conversation}"}) for r in ra if r.profile in keep]
+    rows += [r.model_copy(update={"conversation": f"b\x00{r.conversation}"}) for r in rb if r.profile in keep]
+    if not shared:
+        return ScoreTest(n_shared=0, diff=None, p_value=None)
+    t = _Table(spec, rows, ())
+    side = np.array([conv.startswith("b\x00") for conv in t.ids], dtype=float)
+    codes = np.array([shared.index(p) for p in t.profile_of], dtype=np.int64)
+    swap = np.vstack([np.zeros((1, len(shared))), rng.integers(0, 2, size=(resamples, len(shared)))])[:, codes]
+    w_a = np.abs(side - swap)  # 1 where the conversation counts for a in this resample
+    fa = np.asarray(formula.evaluate(formula_units(_level_draws(t, w_a))), dtype=np.float64)
+    fb = np.asarray(formula.evaluate(formula_units(_level_draws(t, 1.0 - w_a))), dtype=np.float64)
+    d = fa - fb
+    if not np.isfinite(d[0]):
+        return ScoreTest(n_shared=len(shared), diff=None, p_value=None)
+    far = np.abs(d[1:]) if sided == "two" else np.where(d[0] < 0, -1.0, 1.0) * d[1:]
+    hits = int((far >= abs(d[0]) - tol).sum())  # an undefined resample (NaN) is no hit
+    return ScoreTest(n_shared=len(shared), diff=float(d[0]), p_value=(1.0 + hits) / (resamples + 1.0))

@@ -40,9 +40,10 @@ def reply(answers_: dict[str, str]) -> str:
 
 
 def scripted_run(out: Path, name: str, kinds: list[str], clinician: str = "fake/echo",
-                 target: Path = RISK_CHECKLIST) -> Path:
-    """A ``mindeval run`` of the example target whose judge answers ``kinds[i]`` for profile ``i``."""
+                 target: Path = RISK_CHECKLIST, patient: str = "fake/echo", extra: tuple[str, ...] = ()) -> Path:
+    """A ``mindeval run`` of the example target whose judge answers ``kinds[i]`` for its ``i``-th
+    conversation (profile order; with ``--repeats``, each profile's repeats in turn)."""
     model = fake.script(name, [reply(answers(k)) for k in kinds])
-    assert main(["run", "--target", str(target), "--clinician", clinician, "--patient", "fake/echo",
-                 "--judge", model, "--turns", "1", "--concurrency", "1", "--out", str(out), "--quiet"]) == 0
+    assert main(["run", "--target", str(target), "--clinician", clinician, "--patient", patient,
+                 "--judge", model, "--turns", "1", "--concurrency", "1", "--out", str(out), "--quiet", *extra]) == 0
     return out

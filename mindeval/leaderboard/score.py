@@ -1,0 +1,116 @@
+"""A target's declared headline score on the leaderboard: value, interval and paired tests.
+
+Each system's rated units are its conversations' dimensions (a not-relevant one is ``None``); a
+conversation's level on a dimension is its worst over the judge samples. The score is the
+target's formula (``config.json`` ``target.score``, :mod:`mindeval.formula`) over the quantities
+of :func:`mindeval.stats.reply_scales.scale_report`, its 95% interval resamples profiles whole
+(all of a profile's conversations together: repeats and pooled patient models), and each pair of
+systems gets a paired permutation test over the profiles both have that swaps a profile's
+conversations between them as a block.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from pydantic import BaseModel
+
+from ..errors import MindEvalError
+from ..formula import Formula, FormulaError, parse_formula
+from ..records import TargetInfo
+from ..stats import rng_for
+from ..stats.reply_scales import Rating, ScaleSpec, paired_score_test, quantity_names, scale_report
+from .loading import RunData
+
+
+class SystemScoreValue(BaseModel):
+    system: str
+    value: float | None  # None: undefined (e.g. a division by zero)
+    ci_low: float | None
+    ci_high: float | None
+
+
+class ScorePair(BaseModel):
+    a: str
+    b: str
+    n_shared: int
+    diff: float | None  # score(a) - score(b)
+    p_value: float | None
+    significant: bool
+
+
+class HeadlineScore(BaseModel):
+    label: str
+    formula: str
+    higher_is_better: bool
+    systems: list[SystemScoreValue]
+    pairs: list[ScorePair]
+
+    def of(self, system: str) -> SystemScoreValue:
+        return next(s for s in self.systems if s.system == system)
+
+
+def scale_spec(target: TargetInfo) -> ScaleSpec:
+    """The run's scale as the statistics read it: levels best to worst (by value), weights."""
+    levels = sorted(target.scale.levels, key=lambda lv: -lv.value)
+    weights = target.score.weights if target.score is not None else None
+    return ScaleSpec(levels=[lv.id for lv in levels], weights=weights)
+
+
+def run_ratings(run: RunData) -> list[Rating]:
+    """One rating per scored conversation and dimension (the level of its worst sample)."""
+    by_value = {lv.value: lv.id for lv in run.target.scale.levels}
+    out = []
+    for s in run.scores:
+        for ax in run.target.axes:
+            v = s.worst.get(ax, s.scores[ax])
+            if math.isnan(v):
+                level = None
+            elif v in by_value:
+                level = by_value[v]
+            else:  # an ordinal mean over samples is no level
+                raise MindEvalError(f"{ax} = {v} is not a level of the scale: a declared score needs one judge "
+                                    "sample per conversation or a categorical scale", path=run.path, field="scores")
+            out.append(Rating(profile=s.profile_id, conversation=s.interaction_id, unit=ax, level=level))
+    return out
+
+
+def formula_of(target: TargetInfo, spec: ScaleSpec) -> Formula:
+    assert target.score is not None
+    try:
+        return parse_formula(target.score.formula, quantity_names(spec))
+    except FormulaError as exc:
+        raise MindEvalError(str(exc), field="config.target.score.formula") from None
+
+
+def headline_score(target: TargetInfo, runs: dict[str, RunData], *, resamples: int, seed: int, alpha: float,
+                   sided: str, level: float) -> HeadlineScore | None:
+    """The declared score of every system (``runs`` by label); ``None`` when the target declares none."""
+    if target.score is None:
+        return None
+    spec = scale_spec(target)
+    formula = formula_of(target, spec)
+    ratings = {label: run_ratings(r) for label, r in runs.items()}
+    systems = []
+    for label, rows in ratings.items():
+        est = scale_report(spec, rows, resamples=resamples, rng=rng_for(seed, "score", label),
+                           level=level).score(formula)
+        ci = est.ci95 or (None, None)
+        systems.append(SystemScoreValue(system=label, value=est.value, ci_low=ci[0], ci_high=ci[1]))
+    pairs = []
+    for a, b in itertools.combinations(sorted(ratings), 2):
+        t = paired_score_test(spec, formula, ratings[a], ratings[b], resamples=resamples,
+                              rng=rng_for(seed, "score-pair", f"{a}\n{b}"), sided=sided)
+        pairs.append(ScorePair(a=a, b=b, n_shared=t.n_shared, diff=t.diff, p_value=t.p_value,
+                               significant=t.p_value is not None and t.p_value < alpha))
+    return HeadlineScore(label=target.score.label, formula=target.score.formula,
+                         higher_is_better=target.score.higher_is_better, systems=systems, pairs=pairs)
+
+
+def score_order(score: HeadlineScore, label: str) -> float:
+    """Sort key of a system by the score (best first; undefined last)."""
+    v = score.of(label).value
+    if v is None:
+        return math.inf
+    return -v if score.higher_is_better else v
