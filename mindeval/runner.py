@@ -645,6 +645,10 @@ def _target_blocks(judgments: list[Judgment], t: TargetInfo, profile_of: dict[st
                                    t.harm_values).model_dump(mode="json")
     if t.scale.kind == "categorical":
         extra["levels"] = categorical_block(judgments, t)
+    if t.unit == "reply":
+        from .reply_summary import replies_block
+
+        extra["replies"] = replies_block(judgments, t, profile_of)
     if t.profile_labels:
         extra["by_label"] = label_breakdowns(judgments, t, lambda j: profile_of.get(j.interaction_id, ""))
     return extra
@@ -780,6 +784,11 @@ def format_summary(summary: dict[str, Any]) -> str:
     if summary.get("levels"):
         at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
         lines[at:at] = format_levels(summary["levels"])
+    if summary.get("replies"):
+        from .reply_summary import format_replies
+
+        at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
+        lines[at:at] = format_replies(summary["replies"])
     for field, values in (summary.get("by_label") or {}).items():
         at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
         parts = [f"{v} n={b['n']}" + (f" harm {b['harm']['k']}/{b['harm']['n']}" if b.get("harm") else "")
