@@ -751,6 +751,20 @@ def format_failures(failures: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _target_lines(summary: dict[str, Any]) -> list[str]:
+    """The summary's target-specific lines: levels, reply-level aggregates, label breakdowns."""
+    lines = format_levels(summary["levels"]) if summary.get("levels") else []
+    if summary.get("replies"):
+        from .reply_summary import format_replies
+
+        lines += format_replies(summary["replies"])
+    for field, values in (summary.get("by_label") or {}).items():
+        parts = [f"{v} n={b['n']}" + (f" harm {b['harm']['k']}/{b['harm']['n']}" if b.get("harm") else "")
+                 for v, b in values.items()]
+        lines.append(f"  by {field}: " + "; ".join(parts))
+    return lines
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     def fmt(v: float | None) -> str:
         return "  n/a" if v is None else f"{v:5.2f}"
@@ -781,19 +795,8 @@ def format_summary(summary: dict[str, Any]) -> str:
         lo, hi = harm["ci95"]
         lines.insert(5, f"potential harm: {harm['k']} of {harm['n']} conversations ({harm['share']:.0%}; "
                         f"95% CI {lo:.0%}-{hi:.0%}) with any dimension rated at a harm level")
-    if summary.get("levels"):
-        at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
-        lines[at:at] = format_levels(summary["levels"])
-    if summary.get("replies"):
-        from .reply_summary import format_replies
-
-        at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
-        lines[at:at] = format_replies(summary["replies"])
-    for field, values in (summary.get("by_label") or {}).items():
-        at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
-        parts = [f"{v} n={b['n']}" + (f" harm {b['harm']['k']}/{b['harm']['n']}" if b.get("harm") else "")
-                 for v, b in values.items()]
-        lines.insert(at, f"  by {field}: " + "; ".join(parts))
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
+    lines[at:at] = _target_lines(summary)
     tok = summary.get("tokens", {})
     if tok:
         lines.append(f"{'role':<10} {'calls':>6} {'input tok':>10} {'cache read':>10} {'written':>9} "
