@@ -94,21 +94,22 @@ def render_reply_transcript(messages: Sequence[dict[str, str]], turn: int,
 
 
 def reply_cache_prefixes(text: str, messages: Sequence[dict[str, str]], turn: int) -> tuple[str, ...]:
-    """The starts of a reply-level request ``text`` that other replies' requests share: up to the
-    end of the previous reply of the same speaker (the previous call wrote it) and up to the end
-    of this reply (the next call reads it)."""
+    """The starts of a reply-level request ``text`` that later replies' requests share: up to the
+    end of each reply of the same speaker up to ``messages[turn]``. Every request of a
+    conversation cuts its text at the same places (so the provider sees the same blocks); the
+    last two are the cache entry the previous call wrote and the one the next call reads."""
     tok = transcript_token(messages, "reply")
-    end = text.find(f"[TRANSCRIPT {tok} END]")
+    end = text.find(f"\n[TRANSCRIPT {tok} END]\n") + 1  # the line, not the BEGIN line's mention of it
+    if end <= 0:
+        return ()
     role = messages[turn]["role"]
-    prev = next((i for i in range(turn - 1, -1, -1) if messages[i]["role"] == role), None)
     out = []
-    if prev is not None:
-        cut = text.find(f"[{tok} TURN {prev + 2}:")
-        if 0 < cut < end:
-            out.append(text[:cut])
-    if end > 0:
-        out.append(text[:end])
-    return tuple(out)
+    for i in range(turn):
+        if messages[i]["role"] == role:
+            cut = text.find(f"\n[{tok} TURN {i + 2}: ") + 1
+            if 0 < cut < end:
+                out.append(text[:cut])
+    return (*out, text[:end])
 
 
 def intake_block(intake: dict[str, str]) -> str:

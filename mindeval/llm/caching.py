@@ -11,9 +11,10 @@ cached). :func:`with_breakpoints` marks, in litellm's content-block format:
   message of the previous request (two messages back), which this one reads;
 * a caller-given ``stable_prefix`` of the first user message (the judge's scale, rubric
   and examples, the same for every interaction of a run) as its own block, so that every
-  judge call after the first reads it. Several nested prefixes (a tuple) each end a block:
-  a reply-level judge call marks the rubric, the end of the previous reply (which the
-  previous call wrote) and the end of its own reply (which the next call reads). The text sent is unchanged: the message is split
+  judge call after the first reads it. Several nested prefixes (a tuple) each end a block,
+  and the first and the last two are marked: a reply-level judge call cuts at the rubric and
+  at the end of every reply so far (the same blocks in every call of a conversation) and marks
+  the rubric, the previous reply (the previous call wrote it) and its own (the next call reads it). The text sent is unchanged: the message is split
   into two blocks whose concatenation is the original content.
 
 A cache entry can be read only once the request that writes it has been answered; the
@@ -70,7 +71,8 @@ def with_breakpoints(
         if isinstance(content, str) and content:
             if i == split:
                 ends = [0, *cuts]
-                blocks = [_block(content[a:b], True) for a, b in zip(ends, cuts)]
+                keep = {0, len(cuts) - 2, len(cuts) - 1}  # the first and the last two prefixes
+                blocks = [_block(content[a:b], k in keep) for k, (a, b) in enumerate(zip(ends, cuts))]
                 m = {**m, "content": [*blocks, _block(content[cuts[-1]:], i in marks)]}
             elif i in marks:
                 m = {**m, "content": [_block(content, True)]}

@@ -191,3 +191,32 @@ def test_a_bad_unit_is_one_line_naming_file_line_and_field(tmp_path, edit, messa
         load_guidelines(p)
     assert e.value.field == "unit" and e.value.line == 2
     assert (message if edit.startswith("unit: reply\n") else "Input should be 'conversation'") in e.value.message
+
+
+def test_consecutive_replies_read_the_conversation_so_far_from_the_provider_cache(tmp_path, env, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-local")
+    for t in TABLE.values():
+        monkeypatch.setitem(t, 6, ("no_concern", ()))
+        monkeypatch.setitem(t, 8, ("minor", ()))
+    out = tmp_path / "run"
+    with ReplyJudge(cache=True, cache_min_tokens=64, reply_words=60) as srv:
+        args = run_args(srv, out, "--turns", "8")
+        at = args.index("openai/judge-model")
+        args[at:at + 3] = ["anthropic/claude-judge", "--judge-api-base", srv.base]
+        assert main(args) == 0
+    with sqlite3.connect(out / "run.db") as con:
+        rows = con.execute("SELECT tag, prompt_tokens, cached_tokens, cache_write_tokens FROM calls "
+                           "WHERE role='judge' ORDER BY tag").fetchall()
+    assert len(rows) == 12
+    by_conv: dict[str, list[tuple[int, int, int]]] = {}
+    for tag, prompt, read, written in rows:
+        by_conv.setdefault(tag.split("/")[0], []).append((prompt, read, written))
+    for calls in by_conv.values():  # tags sort reply1, reply3, reply5, reply7
+        for (p0, r0, w0), (p1, r1, w1) in zip(calls, calls[1:]):
+            assert r1 >= r0 + w0 and r1 > p0 / 2  # reads what the previous reply's call read and wrote
+            assert w1 < p1 - r1 < p1 / 2  # writes only the two new turns
+    total = sum(p for _, p, _, _ in rows)
+    read = sum(r for _, _, r, _ in rows)
+    written = sum(w for _, _, _, w in rows)
+    billed = total - read - written + 0.1 * read + 1.25 * written
+    assert billed < 0.6 * total
