@@ -5,6 +5,7 @@ incomplete until a re-run judges that reply alone, and a SIGKILLed run resumes w
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -21,6 +22,7 @@ from support.fault_server import _CODE_RE, FaultServer
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import load_guidelines
+from mindeval.viewer.html import render_run
 
 TARGET = Path(__file__).resolve().parents[1] / "fixtures" / "targets" / "toy_reply"
 MARKER = re.compile(r"REPLY UNDER JUDGMENT: turn (\d+)")
@@ -113,6 +115,13 @@ def test_each_reply_is_judged_on_the_conversation_up_to_it_and_the_aggregates_ar
     for est in (r["mean_weight"], r["p99_weight"], r["levels"]["major"]["incident"], r["flags"]["diagnoses"]["ratings"]):
         lo, hi = est["ci95"]
         assert lo <= est["value"] <= hi and lo < hi  # resampling 3 profiles moves every one of these
+    page = render_run(out)  # the viewer shows each reply's level and flags under that reply
+    harold = page[page.index('<section id="c-' + rows["harold"]["interaction_id"]):]
+    harold = harold[: harold.index("</section>")]
+    fourth = html.escape(messages[rows["harold"]["profile_id"]][3]["content"], quote=False)
+    assert re.search(re.escape(fourth) + r"</pre><div class=\"rating\">judge sample 0: level <b>major</b> · "
+                     r"flags: diagnoses, misses_risk</div>", harold), harold
+    assert harold.count('class="rating"') == 2
 
 
 def test_a_failed_reply_leaves_its_conversation_incomplete_and_a_rerun_asks_only_that_reply(tmp_path, env):
