@@ -14,9 +14,12 @@ import sqlite3
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine
+from sqlalchemy import text as sql
 from support.fault_server import _CODE_RE, FaultServer
 
 from mindeval.cli import main
@@ -124,23 +127,27 @@ def test_each_reply_is_judged_on_the_conversation_up_to_it_and_the_aggregates_ar
     assert harold.count('class="rating"') == 2
 
 
-def test_a_failed_reply_leaves_its_conversation_incomplete_and_a_rerun_asks_only_that_reply(tmp_path, env):
+@pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_a_failed_reply_leaves_its_conversation_incomplete_and_a_rerun_asks_only_that_reply(tmp_path, env, db,
+                                                                                             request):
     out = tmp_path / "run"
+    url = f"sqlite:///{out / 'run.db'}" if db == "sqlite" else request.getfixturevalue("pg_url")
+    seed = str(zlib.crc32(str(tmp_path).encode()))  # this test's own run in a shared database
     with ReplyJudge() as srv:
         ReplyJudge.broken = {("Theo", 4)}
-        assert main(run_args(srv, out)) == 1
+        assert main(run_args(srv, out, "--db", url, "--seed", seed)) == 1
         s = json.loads((out / "summary.json").read_text())
         assert s["n_failed_judgments"] == 1 and s["n_means_over"] == 2
         assert s["replies"]["conversations"] == 2 and s["replies"]["ratings"] == 4  # never averaged away
         theo = next(json.loads(x) for x in (out / "judgments.jsonl").read_text().splitlines() if "theo" in x)
         assert theo["parse_status"] == "failed" and "1 of 2 replies not judged; reply at turn 4" in theo["error"]
-        with sqlite3.connect(out / "run.db") as con:
-            got = con.execute("SELECT turn, parse_status FROM reply_judgments WHERE interaction_id LIKE '%theo%' "
-                              "ORDER BY turn").fetchall()
-        assert got == [(1, "ok"), (3, "failed")]
+        with create_engine(url).connect() as con:
+            got = con.execute(sql("SELECT turn, parse_status FROM reply_judgments WHERE interaction_id = :i "
+                                   "ORDER BY turn"), {"i": theo["interaction_id"]}).all()
+        assert [tuple(r) for r in got] == [(1, "ok"), (3, "failed")]
         ReplyJudge.broken = set()
         seen = srv.count()
-        assert main(run_args(srv, out)) == 0
+        assert main(run_args(srv, out, "--db", url, "--seed", seed)) == 0
         assert srv.count() - seen == 1 and srv.count(model="judge-model") == 7  # only Theo's reply at turn 4
     s = json.loads((out / "summary.json").read_text())
     assert s["n_failed_judgments"] == 0 and s["replies"]["ratings"] == 6
