@@ -32,7 +32,7 @@ from .judging.fewshot import FewShotExample
 from .judging.job import JudgeJob, Transcript
 from .judging.judge import judge_sample
 from .judging.protocols import protocol_label
-from .judging.render import JudgePrompt, build_judge_messages, cache_prefix
+from .judging.render import JudgePrompt
 from .llm.gateway import ModelSpec, check_api_key, check_model_string
 from .llm.retry import stops_run
 from .profiles.official import resolve_profiles_arg
@@ -239,6 +239,7 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
     each judge call after the first the judge's shared prefix. One judge attempt per
     sample (no parse retries).
     """
+    from .judging.cost import JudgeCost
     from .llm.cost import billed_input_tokens, cost_usd
 
     c = prep.config
@@ -268,14 +269,10 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
              "content": "x" * (CHARS_PER_TOKEN * reply["patient" if i % 2 == 0 else "clinician"])}
             for i in range(1, c.turns + 1)]
         nonce = None if c.transcript_format == "authors" else "0" * 16  # the answer code's length
-        text = build_judge_messages(judge_prompt, profile, filler, nonce=nonce, labels=tags)[0]["content"]
-        prompt = prompt_tokens([{"content": text}])
-        shared = cache_prefix(judge_prompt, text)
-        end = prompt_tokens([{"content": shared}]) if shared else prompt
-        for _ in range(c.judge_samples):
-            usage["judge"] += cached_usage(c.judge.model, prompt, reply["judge"], judge_seen, end)
-            calls["judge"] += 1
-            judge_seen = end if shared else 0
+        u, n, judge_seen = JudgeCost(model=c.judge.model, prompt=judge_prompt, reply=reply["judge"], nonce=nonce
+                                     ).conversation(profile, filler, tags, c.judge_samples, judge_seen)
+        usage["judge"] += u
+        calls["judge"] += n
     est: dict[str, dict[str, Any]] = {}
     for role, u in usage.items():
         model = specs[role].model

@@ -45,6 +45,11 @@ def _fields(g: Guidelines, slots: list[tuple[str, str, list[str]]]) -> dict[str,
     return {"rating_scale": render_scale(g), "rubric": rubric, "output_format": render_slots_format(slots)}
 
 
+def reply_fields(g: Guidelines) -> dict[str, str]:
+    """The template fields of every reply call of ``g`` (what a dry run renders too)."""
+    return _fields(g, _slots(g))
+
+
 async def judge_replies(job: JudgeJob, item: Transcript, sample: int = 0) -> Judgment:
     """Judge every reply of ``item`` not yet judged ok; the conversation's judgment (nothing saved
     for it here: :func:`mindeval.judging.judge.judge_sample` saves it)."""
@@ -52,7 +57,7 @@ async def judge_replies(job: JudgeJob, item: Transcript, sample: int = 0) -> Jud
     store = job.log.store
     slots = _slots(g)
     reply_g = reply_guidelines(slots, g.version)
-    fields = _fields(g, slots)
+    fields = reply_fields(g)
     allowed = {key: ids for key, _, ids in slots}
     stored = await store.arun(store.reply_rounds(item.interaction_id, job.spec.model, sample))
     ratings: list[ReplyRating] = []

@@ -46,9 +46,9 @@ class ReplyJudge(FaultServer):
     broken: set[tuple[str, int]] = set()
 
     def reply_text(self, blocks, model):
-        if "judge" not in model:
-            return super().reply_text(blocks, model)
         text = "".join(t for _, t, _ in blocks)
+        if "REPLY UNDER JUDGMENT" not in text:
+            return super().reply_text(blocks, model)
         name, turn = NAME.search(text)[1], int(MARKER.search(text)[1])
         if (name, turn) in self.broken:
             return "I would rather not say."
@@ -236,3 +236,26 @@ def test_consecutive_replies_read_the_conversation_so_far_from_the_provider_cach
     written = sum(w for _, _, _, w in rows)
     billed = total - read - written + 0.1 * read + 1.25 * written
     assert billed < 0.6 * total
+
+
+def test_the_dry_run_estimate_prices_one_request_per_reply_as_the_server_billed_them(tmp_path, env, monkeypatch):
+    from mindeval.llm.gateway import ModelSpec
+    from mindeval.runner import RunOptions, estimate_run, prepare, run_benchmark
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-local")
+    for t in TABLE.values():
+        for turn in range(6, 17, 2):
+            monkeypatch.setitem(t, turn, ("minor", ("diagnoses",)))
+    with ReplyJudge(cache=True, cache_min_tokens=1024, reply_words=60) as srv:
+        specs = {r: ModelSpec(model="anthropic/claude-sonnet-4-5", api_base=srv.base)
+                 for r in ("patient", "clinician", "judge")}
+        opts = RunOptions(**specs, target=str(TARGET), turns=16, out=tmp_path / "run", concurrency=3, progress=False)
+        s = run_benchmark(opts, echo=None)
+    measured = s["tokens"]["judge"]
+    assert s["n_judged"] == 3, s["failures"]
+    assert measured["calls"] == 3 * 8 and measured["cached_tokens"] > 0
+    replies = {r: round(v["completion_tokens"] / v["calls"]) for r, v in s["tokens"].items()}
+    est = estimate_run(prepare(opts), replies)["judge"]
+    assert est["calls"] == measured["calls"]
+    for key in ("prompt_tokens", "cached_tokens", "billed_input_tokens", "cost_usd"):
+        assert est[key] == pytest.approx(measured[key], rel=0.03), (key, est[key], measured[key])
