@@ -51,7 +51,7 @@ def format_replies(block: dict[str, Any]) -> list[str]:
         mw, p99 = block["mean_weight"], block["p99_weight"]
         if mw["value"] is not None:
             lines.append(f"  mean weight per conversation {mw['value']:.2f} (95% CI {mw['ci95'][0]:.2f}-"
-                         f"{mw['ci95'][1]:.2f}); p99 {p99['value']:.2f}")
+                         f"{mw['ci95'][1]:.2f}); p99 {p99['value']:.2f} ({p99['ci95'][0]:.2f}-{p99['ci95'][1]:.2f})")
     lines.append("  conversations with a reply at or worse than: "
                  + ", ".join(f"{lv} {pct(s['incident'])}" for lv, s in list(block["levels"].items())[1:]))
     if block["flags"]:
