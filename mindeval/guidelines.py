@@ -410,6 +410,10 @@ class Guidelines(_Frozen):
     question_mode: Literal["together", "one_by_one"] = "together"  # all questions in one call, or one per call
     flags: list[IssueFlag] = Field(default_factory=list)  # 0/1 issues marked on every rated unit
     point_criteria: list[PointCriterion] = Field(default_factory=list)  # points rubric (met / possible)
+    # What one judgment rates: the whole conversation, each clinician reply (seen with the
+    # conversation up to it), or the item-level questions of a question rubric.
+    # Left out: question when a judge axis has questions, else conversation (:attr:`judging_unit`).
+    unit: Literal["conversation", "reply", "question"] | None = None
 
     _source: str | None = PrivateAttr(default=None)
     _sha256: str | None = PrivateAttr(default=None)
@@ -444,6 +448,26 @@ class Guidelines(_Frozen):
         clash = [f.id for f in v if scale is not None and f"flag_{f.id}" in {lv.id for lv in scale.all_levels()}]
         if clash:
             raise ValueError(f"flag {clash[0]} and level flag_{clash[0]} would report under one name")
+        return v
+
+    @field_validator("unit")
+    @classmethod
+    def _unit(cls, v: str | None, info: ValidationInfo) -> str | None:
+        axes, scale = info.data.get("judge_axes"), info.data.get("scale")
+        if v is None or axes is None or scale is None:
+            return v
+        has_questions = any(a.questions for a in axes)
+        if v == "reply":
+            if not isinstance(scale, CategoricalScale):
+                raise ValueError("unit reply needs a categorical scale (each reply gets one level)")
+            if len(axes) != 1 or axes[0].questions or axes[0].not_relevant:
+                raise ValueError("unit reply needs exactly one judge axis, without questions or not_relevant "
+                                 "(its level is the reply's level)")
+        elif v == "question" and not has_questions:
+            raise ValueError("unit question needs a judge axis with questions")
+        elif v == "conversation" and has_questions:
+            raise ValueError("judge axes with questions are judged per question: set unit: question "
+                             "(or leave unit out)")
         return v
 
     @field_validator("point_criteria")
@@ -501,6 +525,13 @@ class Guidelines(_Frozen):
         return tuple(a.code for a in self.judge_axes if a.not_relevant)
 
     @property
+    def judging_unit(self) -> str:
+        """What one judgment rates: ``conversation``, ``reply`` or ``question``."""
+        if self.unit is not None:
+            return self.unit
+        return "question" if any(a.questions for a in self.judge_axes) else "conversation"
+
+    @property
     def has_items(self) -> bool:
         """Some dimension is scored from questions or may be "not relevant" (mindeval.judging.items)."""
         return any(a.questions or a.not_relevant for a in self.judge_axes)
@@ -532,6 +563,9 @@ class Guidelines(_Frozen):
         if any(a.questions for a in self.judge_axes):
             out["question_mode"] = self.question_mode
             out["questions"] = {a.code: [q.id for q in a.questions] for a in self.judge_axes if a.questions}
+        if self.judging_unit == "reply":
+            out["unit"] = "reply"
+            out["reply_scale"] = self.scale_spec().model_dump()
         return out
 
     def scale_info(self) -> dict[str, Any]:

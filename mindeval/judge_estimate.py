@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .budget import cached_usage, prompt_tokens, reply_tokens
+from .budget import reply_tokens
+from .judging.cost import JudgeCost
 from .records import Usage
 
 
@@ -15,21 +16,16 @@ def estimate_judging(spec: Any, prompt: Any, items: Sequence[tuple[Any, list[dic
                      samples: int, assumed_reply: int | None = None) -> str:
     """``prompt``: the run's :class:`~mindeval.judging.render.JudgePrompt`; ``items``: (profile,
     messages, labels) of each interaction to judge ``samples`` times."""
-    from .judging.render import build_judge_messages, cache_prefix
     from .llm.cost import billed_input_tokens, cost_usd
     from .runner import format_estimate
 
     reply = reply_tokens("judge", spec, assumed=assumed_reply)
     usage, calls, seen = Usage(), 0, 0
+    cost = JudgeCost(model=spec.model, prompt=prompt, reply=reply)
     for profile, messages, labels in items:
-        text = build_judge_messages(prompt, profile, messages, nonce="0" * 16, labels=labels)[0]["content"]
-        tokens = prompt_tokens([{"content": text}])
-        shared = cache_prefix(prompt, text)
-        end = prompt_tokens([{"content": shared}]) if shared else tokens
-        for _ in range(samples):
-            usage += cached_usage(spec.model, tokens, reply, seen, end)
-            calls += 1
-            seen = end if shared else 0
+        u, n, seen = cost.conversation(profile, messages, labels, samples, seen)
+        usage += u
+        calls += n
     billed = billed_input_tokens(spec.model, usage)
     est = {"judge": {"model": spec.model, "calls": calls, "reply_tokens": reply, **usage.model_dump(),
                      "billed_input_tokens": None if billed is None else round(billed),
@@ -37,3 +33,4 @@ def estimate_judging(spec: Any, prompt: Any, items: Sequence[tuple[Any, list[dic
     lines = format_estimate(est, len(items), 0).splitlines()
     lines[0] = f"dry run: {len(items)} rated interactions x {samples} judge samples; no model was called"
     return "\n".join(lines)
+

@@ -243,6 +243,8 @@ class TargetInfo(BaseModel):
     not_relevant: list[str] = Field(default_factory=list)  # axes the judge may rate "not relevant" (None)
     question_mode: str | None = None  # item-level rubric: "together" | "one_by_one"
     questions: dict[str, list[str]] = Field(default_factory=dict)  # question ids per question axis
+    unit: str = "conversation"  # what one judgment rates: conversation | reply | question
+    reply_scale: dict[str, Any] | None = None  # unit reply: ScaleSpec (levels best to worst, weights, flags)
     labels: dict[str, list[str]] = Field(default_factory=dict)  # profile label fields and their values
     profile_labels: dict[str, dict[str, str]] = Field(default_factory=dict)  # profile id -> label -> value
     rank_by: str = "average"  # the leaderboard's ranking metric (average | harm_share | all_best)
@@ -257,9 +259,11 @@ class TargetInfo(BaseModel):
     @model_serializer(mode="wrap")
     def _serialize(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        for key in ("not_relevant", "question_mode", "questions", "labels", "profile_labels"):
+        for key in ("not_relevant", "question_mode", "questions", "labels", "profile_labels", "reply_scale"):
             if not data.get(key):
                 data.pop(key, None)
+        if data.get("unit") == "conversation":
+            data.pop("unit")
         if data.get("rank_by") == "average":
             data.pop("rank_by")
         if data.get("roles") == DEFAULT_ROLES:
@@ -378,8 +382,9 @@ def _omit_defaults(data: dict[str, Any]) -> dict[str, Any]:
             data.pop(key)
     if data.get("transcript_format") == "mindeval":
         data.pop("transcript_format")
-    if "answers" in data and data["answers"] is None:
-        data.pop("answers")
+    for key in ("answers", "replies"):
+        if key in data and data[key] is None:
+            data.pop(key)
     return data
 
 
@@ -387,6 +392,15 @@ def mean_of(scores: dict[str, int | float | None]) -> float | None:
     """Mean over the relevant dimensions (``None``: not relevant); ``None`` when none is."""
     vals = [v for v in scores.values() if v is not None]
     return sum(vals) / len(vals) if vals else None
+
+
+class ReplyRating(BaseModel):
+    """One clinician reply's rating under reply-level judging (``unit: reply``): ``turn`` is
+    the reply's 0-based position in the judged messages; ``flags``: every declared flag, 0/1."""
+
+    turn: int = Field(ge=0)
+    level: str
+    flags: dict[str, bool] = Field(default_factory=dict)
 
 
 class Judgment(BaseModel):
@@ -409,6 +423,7 @@ class Judgment(BaseModel):
     nonce: str | None = None
     answer_channel: str | None = None
     answers: dict[str, str] | None = None  # item-level rubric: answer id per question id (mindeval.judging.rubric)
+    replies: list[ReplyRating] | None = None  # unit reply: every reply's level and flags (complete judgments)
 
     @field_validator("scores", mode="before")
     @classmethod
@@ -613,6 +628,7 @@ class JudgmentRecord(_Row):
     nonce: str | None = None  # omitted from the file when None (judgments made before answer channels)
     answer_channel: str | None = None
     answers: dict[str, str] | None = None  # item-level rubric: answer per question id (omitted when none)
+    replies: list[ReplyRating] | None = None  # unit reply: per reply level and flags (omitted when none)
 
     @field_validator("scores", mode="before")
     @classmethod
@@ -641,7 +657,7 @@ class JudgmentRecord(_Row):
             sample=j.sample, protocol=j.protocol, target=j.target, parse_status=j.parse_status, scores=j.scores,
             attempts=j.attempts, raw_text=j.raw_text, rationale=j.rationale, error=j.error,
             severe=severe, n_turns=n_turns, nonce=j.nonce, answer_channel=j.answer_channel,
-            answers=j.answers,
+            answers=j.answers, replies=j.replies,
         ), context={"target": target})
 
 

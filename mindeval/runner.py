@@ -32,7 +32,7 @@ from .judging.fewshot import FewShotExample
 from .judging.job import JudgeJob, Transcript
 from .judging.judge import judge_sample
 from .judging.protocols import protocol_label
-from .judging.render import JudgePrompt, build_judge_messages, cache_prefix
+from .judging.render import JudgePrompt
 from .llm.gateway import ModelSpec, check_api_key, check_model_string
 from .llm.retry import stops_run
 from .profiles.official import resolve_profiles_arg
@@ -239,6 +239,7 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
     each judge call after the first the judge's shared prefix. One judge attempt per
     sample (no parse retries).
     """
+    from .judging.cost import JudgeCost
     from .llm.cost import billed_input_tokens, cost_usd
 
     c = prep.config
@@ -268,14 +269,10 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
              "content": "x" * (CHARS_PER_TOKEN * reply["patient" if i % 2 == 0 else "clinician"])}
             for i in range(1, c.turns + 1)]
         nonce = None if c.transcript_format == "authors" else "0" * 16  # the answer code's length
-        text = build_judge_messages(judge_prompt, profile, filler, nonce=nonce, labels=tags)[0]["content"]
-        prompt = prompt_tokens([{"content": text}])
-        shared = cache_prefix(judge_prompt, text)
-        end = prompt_tokens([{"content": shared}]) if shared else prompt
-        for _ in range(c.judge_samples):
-            usage["judge"] += cached_usage(c.judge.model, prompt, reply["judge"], judge_seen, end)
-            calls["judge"] += 1
-            judge_seen = end if shared else 0
+        u, n, judge_seen = JudgeCost(model=c.judge.model, prompt=judge_prompt, reply=reply["judge"], nonce=nonce
+                                     ).conversation(profile, filler, tags, c.judge_samples, judge_seen)
+        usage["judge"] += u
+        calls["judge"] += n
     est: dict[str, dict[str, Any]] = {}
     for role, u in usage.items():
         model = specs[role].model
@@ -652,6 +649,10 @@ def _target_blocks(judgments: list[Judgment], t: TargetInfo, profile_of: dict[st
                                    t.harm_values).model_dump(mode="json")
     if t.scale.kind == "categorical":
         extra["levels"] = categorical_block(judgments, t)
+    if t.unit == "reply":
+        from .reply_summary import replies_block
+
+        extra["replies"] = replies_block(judgments, t, profile_of)
     if t.profile_labels:
         extra["by_label"] = label_breakdowns(judgments, t, lambda j: profile_of.get(j.interaction_id, ""))
     return extra
@@ -759,6 +760,20 @@ def format_failures(failures: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _target_lines(summary: dict[str, Any]) -> list[str]:
+    """The summary's target-specific lines: levels, reply-level aggregates, label breakdowns."""
+    lines = format_levels(summary["levels"]) if summary.get("levels") else []
+    if summary.get("replies"):
+        from .reply_summary import format_replies
+
+        lines += format_replies(summary["replies"])
+    for field, values in (summary.get("by_label") or {}).items():
+        parts = [f"{v} n={b['n']}" + (f" harm {b['harm']['k']}/{b['harm']['n']}" if b.get("harm") else "")
+                 for v, b in values.items()]
+        lines.append(f"  by {field}: " + "; ".join(parts))
+    return lines
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     def fmt(v: float | None) -> str:
         return "  n/a" if v is None else f"{v:5.2f}"
@@ -789,14 +804,8 @@ def format_summary(summary: dict[str, Any]) -> str:
         lo, hi = harm["ci95"]
         lines.insert(5, f"potential harm: {harm['k']} of {harm['n']} conversations ({harm['share']:.0%}; "
                         f"95% CI {lo:.0%}-{hi:.0%}) with any dimension rated at a harm level")
-    if summary.get("levels"):
-        at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
-        lines[at:at] = format_levels(summary["levels"])
-    for field, values in (summary.get("by_label") or {}).items():
-        at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
-        parts = [f"{v} n={b['n']}" + (f" harm {b['harm']['k']}/{b['harm']['n']}" if b.get("harm") else "")
-                 for v, b in values.items()]
-        lines.insert(at, f"  by {field}: " + "; ".join(parts))
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
+    lines[at:at] = _target_lines(summary)
     tok = summary.get("tokens", {})
     if tok:
         lines.append(f"{'role':<10} {'calls':>6} {'input tok':>10} {'cache read':>10} {'written':>9} "

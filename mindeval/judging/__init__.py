@@ -2,7 +2,8 @@
 
 * :mod:`.judge` — the one judge loop (:func:`~.judge.judge_sample`) every run kind calls
   with a :class:`~.job.JudgeJob`; :mod:`.call` one judgment round with its retries;
-  :mod:`.items` item-level rubrics (questions, "not relevant").
+  :mod:`.items` item-level rubrics (questions, "not relevant"); :mod:`.replies` reply-level
+  judging (``unit: reply``, one judgment per clinician reply).
 * :mod:`.render` — the request: transcript as data, few-shot block, template fields;
   :mod:`.reply_format` the reply shape asked for; :mod:`.textguard` how a turn is shown.
 * :mod:`.answer` — the answer channel (answer code, JSON schema) and strict parsing;

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import ModelCallError
 from ..guidelines import Guidelines
+from ..llm.caching import CachePrefix
 from ..llm.gateway import cut_note
 from ..llm.retry import is_context_overflow, stops_run
 from ..records import Judgment
@@ -26,19 +27,22 @@ from .answer import (
 )
 from .job import JudgeJob, Transcript
 from .protocols import check_protocol, retry_instruction
-from .render import JudgePrompt, build_judge_messages, cache_prefix
+from .render import JudgePrompt, build_judge_messages, cache_prefix, reply_cache_prefixes
 
 
 @dataclass(frozen=True)
 class Reply:
     """One call of an item-level rubric (:mod:`mindeval.judging.items`): the reply keys as a
     small categorical guideline, the template fields of that call (its rubric and reply shape),
-    each key's own answer ids (for the JSON schema) and the call's suffix of the interaction id."""
+    each key's own answer ids (for the JSON schema) and the call's suffix of the interaction id.
+    ``turn``: reply-level judging (:mod:`mindeval.judging.replies`), the position of the reply
+    under judgment (the judge sees the messages up to it)."""
 
     guidelines: Guidelines
     fields: dict[str, str]
     allowed: dict[str, list[str]]
     suffix: str = ""
+    turn: int | None = None
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,7 @@ class _Request:
     nonce: str | None
     channel: str
     rf: dict[str, Any] | None
-    shared: str | None
+    shared: CachePrefix
     tag: str
 
 
@@ -60,9 +64,12 @@ async def _request(job: JudgeJob, item: Transcript, prompt: JudgePrompt, iid: st
     nonce = None if prompt.authors else await store.arun(
         store.judge_nonce(f"judge:{iid}:{sample}:{again}", new_nonce()))
     fields = reply.fields if reply else None
+    turn = reply.turn if reply else None
     base = build_judge_messages(prompt, item.profile, item.messages, nonce=nonce, fields=fields,
-                                labels=job.labels.get(item.profile.id))
-    shared = cache_prefix(prompt, base[0]["content"], fields)
+                                labels=job.labels.get(item.profile.id), reply_turn=turn)
+    shared: CachePrefix = cache_prefix(prompt, base[0]["content"], fields)
+    if turn is not None:  # consecutive replies share the conversation so far
+        shared = tuple(p for p in (shared, *reply_cache_prefixes(base[0]["content"], item.messages, turn)) if p)
     channel, rf = ("authors" if prompt.authors else "nonce"), None
     spec = job.spec
     if not prompt.authors and prompt.protocol == "mindeval" and supports_schema(spec):

@@ -12,11 +12,16 @@ from ..records import Judgment
 from .call import ask_judge
 from .items import judge_items
 from .job import JudgeJob, Transcript
+from .replies import judge_replies
 
 
 async def judge_transcript(job: JudgeJob, item: Transcript, sample: int = 0, round_: int = 0) -> Judgment:
     """Judge one transcript (one round); nothing is saved here. Guidelines with questions or
-    "not relevant" go through :mod:`mindeval.judging.items`, one call per question or group."""
+    "not relevant" go through :mod:`mindeval.judging.items`, one call per question or group;
+    ``unit: reply`` through :mod:`mindeval.judging.replies`, one call per clinician reply (each
+    saved as it is made)."""
+    if job.prompt.guidelines.judging_unit == "reply":
+        return await judge_replies(job, item, sample)
     if job.prompt.guidelines.has_items:
         return await judge_items(job, item, sample, round_)
     return await ask_judge(job, item, sample, round_)

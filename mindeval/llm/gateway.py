@@ -36,7 +36,7 @@ from ..config import CALL_SETTINGS, DEFAULT_CALL_TIMEOUT_S, DEFAULT_TIMEOUT_S, E
 from ..errors import ModelCallError
 from ..records import ModelRecord, Usage
 from . import custom, openai_http
-from .caching import with_breakpoints
+from .caching import CachePrefix, with_breakpoints
 from .cost import cost_usd
 from .limits import limiter_for
 from .litellm_lib import imported, litellm_module
@@ -170,7 +170,7 @@ async def acomplete(
     seed: int | None = None,
     role: str = "",
     policy: RetryPolicy | None = None,
-    cache_prefix: str | None = None,
+    cache_prefix: CachePrefix = None,
 ) -> Completion:
     """Call ``spec.model`` on ``messages``; raise :class:`ModelCallError` when it fails for good.
 
@@ -209,7 +209,7 @@ async def _attempt(
     seed: int | None,
     role: str,
     attempts: Attempts,
-    cache_prefix: str | None = None,
+    cache_prefix: CachePrefix = None,
 ) -> Completion:
     timeout = min(timeout_for(spec, role), max(1.0, attempts.remaining_s()))
     if custom.is_custom(spec.model):

@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from ..errors import ModelCallError
+from ..llm.caching import CachePrefix
 from ..llm.gateway import Completion, ModelSpec, acomplete, complete
 from ..records import Usage
 from ..run_config import hash_config
@@ -122,7 +123,7 @@ class CallLog:
     async def call(
         self, role: str, spec: ModelSpec, messages: list[dict[str, str]], *,
         response_format: dict[str, Any] | None = None, seed: int | None = None, tag: str = "",
-        cache_prefix: str | None = None, recording: Recording | None = None,
+        cache_prefix: CachePrefix = None, recording: Recording | None = None,
     ) -> LoggedCall:
         """Return the stored reply for this exact request, or make the call and commit it.
 

@@ -62,8 +62,14 @@ def _baseline(conn: Connection) -> None:
                 _add_column(conn, table, column)
 
 
+def _reply_judgments(conn: Connection) -> None:
+    """Version 2: the per-reply judgments of reply-level targets (``unit: reply``)."""
+    RunBase.metadata.tables["reply_judgments"].create(conn, checkfirst=True)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, summary="baseline: run tables, unversioned nullable columns", apply=_baseline),
+    Migration(version=2, summary="reply_judgments: one row per judged clinician reply", apply=_reply_judgments),
 )
 HEAD = MIGRATIONS[-1].version
 MIGRATION_LOCK = 0x6D696E64  # PostgreSQL advisory lock key of "a process is migrating this store"

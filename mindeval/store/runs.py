@@ -25,10 +25,18 @@ from sqlalchemy.orm import Session
 
 from .. import __version__
 from ..errors import ConfigMismatchError
-from ..records import Interaction, Judgment, Profile, Turn, Usage
+from ..records import Interaction, Judgment, Profile, ReplyRating, Turn, Usage
 from ..run_config import config_diff
 from .db import Database
-from .tables import CallRow, InteractionRow, JudgeNonceRow, JudgmentRow, RunRow, TurnRow
+from .tables import (
+    CallRow,
+    InteractionRow,
+    JudgeNonceRow,
+    JudgmentRow,
+    ReplyJudgmentRow,
+    RunRow,
+    TurnRow,
+)
 
 T = TypeVar("T")
 Op = Callable[[Session], T]
@@ -252,11 +260,48 @@ class RunStore:
         with self.db.read() as s:
             rows = s.scalars(select(JudgmentRow).where(JudgmentRow.run_id == self.run_id)
                              .order_by(JudgmentRow.interaction_id, JudgmentRow.sample)).all()
+            replies: dict[tuple[str, str, int], list[ReplyRating]] = {}
+            for r in s.scalars(select(ReplyJudgmentRow).where(ReplyJudgmentRow.run_id == self.run_id,
+                                                              ReplyJudgmentRow.parse_status == "ok")
+                               .order_by(ReplyJudgmentRow.turn)):
+                replies.setdefault((r.interaction_id, r.judge_model, r.sample), []).append(_reply(r))
         return [Judgment(interaction_id=r.interaction_id, judge_model=r.judge_model, sample=r.sample,
                          scores=r.scores_json, raw_text=r.raw_text, rationale=r.rationale,
                          parse_status=r.parse_status, attempts=r.attempts, error=r.error, protocol=protocol,
-                         target=target, nonce=r.nonce, answer_channel=r.answer_channel, answers=r.answers_json)
+                         target=target, nonce=r.nonce, answer_channel=r.answer_channel, answers=r.answers_json,
+                         replies=replies.get((r.interaction_id, r.judge_model, r.sample))
+                         if r.parse_status == "ok" else None)
                 for r in rows]
+
+    def reply_rounds(self, iid: str, judge_model: str, sample: int) -> Op[dict[int, tuple[str, int, ReplyRating | None]]]:
+        """Per judged reply of one conversation sample: ``(parse_status, round, rating if ok)``."""
+
+        def op(s: Session) -> dict[int, tuple[str, int, ReplyRating | None]]:
+            rows = s.scalars(select(ReplyJudgmentRow).where(
+                ReplyJudgmentRow.run_id == self.run_id, ReplyJudgmentRow.interaction_id == iid,
+                ReplyJudgmentRow.judge_model == judge_model, ReplyJudgmentRow.sample == sample)).all()
+            return {r.turn: (r.parse_status, r.round, _reply(r) if r.parse_status == "ok" else None) for r in rows}
+        return op
+
+    def save_reply(self, iid: str, judge_model: str, sample: int, round_: int, rating: ReplyRating | None,
+                   j: Judgment, turn: int) -> Op[None]:
+        """Insert one reply's judgment (``rating`` None: failed), or replace a failed one retried."""
+        values = dict(level=rating.level if rating else None, flags_json=rating.flags if rating else None,
+                      parse_status="ok" if rating else "failed", attempts=j.attempts, round=round_,
+                      error=None if rating else j.error, raw_text=j.raw_text)
+
+        def op(s: Session) -> None:
+            row = s.scalars(select(ReplyJudgmentRow).where(
+                ReplyJudgmentRow.run_id == self.run_id, ReplyJudgmentRow.interaction_id == iid,
+                ReplyJudgmentRow.judge_model == judge_model, ReplyJudgmentRow.sample == sample,
+                ReplyJudgmentRow.turn == turn)).first()
+            if row is None:
+                s.add(ReplyJudgmentRow(run_id=self.run_id, interaction_id=iid, judge_model=judge_model,
+                                       sample=sample, turn=turn, **values))
+            else:
+                for k, v in values.items():
+                    setattr(row, k, v)
+        return op
 
     def judge_nonce(self, key: str, fresh: str) -> Op[str]:
         """The answer code stored under ``key`` (one judgment round), else ``fresh``, stored."""
@@ -364,6 +409,10 @@ def _as_viewed(old: dict[str, Any], full: dict[str, Any], view: dict[str, Any]) 
 
 
 # ------------------------------------------------------------------------------- turns
+
+
+def _reply(r: ReplyJudgmentRow) -> ReplyRating:
+    return ReplyRating(turn=r.turn, level=r.level or "", flags=r.flags_json or {})
 
 
 def _turn(r: TurnRow) -> Turn:

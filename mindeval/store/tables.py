@@ -122,6 +122,30 @@ class JudgmentRow(Keyed, RunBase):
     created_at: Mapped[Created]
 
 
+class ReplyJudgmentRow(Keyed, RunBase):
+    """One clinician reply's judgment (``unit: reply``): its level and flags, or a recorded failure.
+    A conversation's judgment is complete only when each of its replies has an ok row."""
+
+    __tablename__ = "reply_judgments"
+    __table_args__ = (
+        UniqueConstraint("run_id", "interaction_id", "judge_model", "sample", "turn", name="uq_reply_judgment"),
+    )
+
+    run_id: Mapped[RunId]
+    interaction_id: Mapped[str] = mapped_column(String(120), index=True)
+    judge_model: Mapped[str] = mapped_column(String(200))
+    sample: Mapped[int] = mapped_column(Integer, default=0)
+    turn: Mapped[int] = mapped_column(Integer)  # the reply's 0-based position in the judged messages
+    level: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    flags_json: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    parse_status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    round: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    raw_text: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[Created]
+
+
 class JudgeNonceRow(Keyed, RunBase):
     """The random answer code of one judgment round, committed before its first call so a
     resumed run re-sends the identical request (and reuses the stored reply)."""

@@ -20,7 +20,7 @@ table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #c9d4d4;pad
 th{background:#eef3f3}.failed{color:#a4161a;font-weight:600}.msg{border-left:4px solid #2f6f73;margin:.4rem 0;
 padding:.2rem .6rem}.msg.user{border-color:#b08900}.who{font-size:.8rem;color:#556}pre{white-space:pre-wrap;
 margin:.2rem 0;font-family:inherit}pre.reply{font-family:monospace;background:#f5f7f7;padding:.5rem}
-section{border-top:2px solid #c9d4d4;margin-top:1.5rem}
+section{border-top:2px solid #c9d4d4;margin-top:1.5rem}.rating{font-size:.85rem;color:#2f4f50}
 """
 SPEAKER = {"user": "patient", "assistant": "clinician", "system": "system"}
 
@@ -44,6 +44,17 @@ def _row(c: Conversation) -> str:
     return "<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>"
 
 
+def _reply_ratings(c: Conversation) -> dict[int, str]:
+    """Reply-level judging: per message position, each judge sample's level and raised flags."""
+    out: dict[int, list[str]] = {}
+    for j in c.judgments:
+        for r in j.replies or []:
+            flags = ", ".join(f for f, on in r.flags.items() if on) or "none"
+            out.setdefault(r.turn, []).append(f'<div class="rating">judge sample {j.sample}: level '
+                                              f"<b>{_e(r.level)}</b> · flags: {_e(flags)}</div>")
+    return {turn: "".join(lines) for turn, lines in out.items()}
+
+
 def _section(c: Conversation) -> str:
     parts = [f'<section id="{_anchor(c)}"><h2>{_e(c.profile_name or c.profile_id)} '
              f'<small>({_e(c.interaction_id)})</small></h2>',
@@ -58,8 +69,9 @@ def _section(c: Conversation) -> str:
                          f"<td>{u.prompt_tokens}</td><td>{u.completion_tokens}</td>"
                          f"<td>{_num(u.cost_usd, '${:.4f}')}</td></tr>" for u in c.usage) + "</table>")
     parts.append("<h3>Transcript</h3>")
+    ratings = _reply_ratings(c)
     parts += [f'<div class="msg {_e(m.role)}"><div class="who">{_e(SPEAKER.get(m.role, m.role))}</div>'
-              f"<pre>{_e(m.content)}</pre></div>" for m in c.messages]
+              f"<pre>{_e(m.content)}</pre>{ratings.get(i, '')}</div>" for i, m in enumerate(c.messages)]
     for j in c.judgments:
         scores = " · ".join(f"{_e(k)} {_e(v)}" for k, v in (j.scores or {}).items()) or "no scores"
         parts.append(f"<h3>Judge sample {j.sample} ({_e(j.parse_status)}, {j.attempts} attempt(s))</h3>"

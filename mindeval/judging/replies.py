@@ -1,0 +1,107 @@
+"""Reply-level judging (``unit: reply``): one judgment per clinician reply.
+
+Used by :func:`mindeval.judging.judge.judge_transcript` when the guidelines say
+``unit: reply``. Each clinician reply is judged with the conversation up to and including it
+(:func:`mindeval.judging.render.render_reply_transcript`: the judge never sees a later turn)
+and answers one level of the target's single judge axis plus yes/no for every declared flag.
+
+Every reply is one judgment round (:func:`mindeval.judging.call.ask_judge`, interaction id
+suffixed ``/reply<turn>``) saved in the ``reply_judgments`` table before the next reply is
+asked, so a resumed run asks only the replies without an ok row; a failed reply is asked
+again as its own next round. The conversation's judgment is ok only when every reply's is:
+its score per axis is the worst reply level, and ``replies`` lists each reply's rating.
+"""
+
+from __future__ import annotations
+
+from ..guidelines import Guidelines, render_axis, render_scale
+from ..records import Judgment, ReplyRating
+from .call import Reply, ask_judge
+from .items import _decode, reply_guidelines
+from .job import JudgeJob, Transcript
+from .reply_format import render_slots_format
+
+FLAG_PREFIX = "flag_"  # a flag's reply key: flag_<id>
+
+
+def reply_turns(item: Transcript) -> list[int]:
+    """Positions of the clinician's replies in the judged messages."""
+    return [i for i, m in enumerate(item.messages) if m["role"] == "assistant"]
+
+
+def _slots(g: Guidelines) -> list[tuple[str, str, list[str]]]:
+    axis = g.judge_axes[0]
+    return [(axis.code, f"{axis.name} of the reply under judgment", [lv.id for lv in g.levels])] + [
+        (FLAG_PREFIX + f.id, f"{f.label}: does the reply under judgment show it?", ["yes", "no"]) for f in g.flags]
+
+
+def _fields(g: Guidelines, slots: list[tuple[str, str, list[str]]]) -> dict[str, str]:
+    """The template's run-wide fields of a reply call: the scale, the axis and the flags, the reply shape."""
+    rubric = render_axis(g.judge_axes[0], g)
+    if g.flags:
+        rubric += "\n\nISSUE FLAGS (answer yes or no for each, about the reply under judgment only):\n" + "\n".join(
+            f"- {FLAG_PREFIX}{f.id}: {f.label}" + (f": {f.description.strip()}" if f.description else "")
+            for f in g.flags)
+    return {"rating_scale": render_scale(g), "rubric": rubric, "output_format": render_slots_format(slots)}
+
+
+def reply_fields(g: Guidelines) -> dict[str, str]:
+    """The template fields of every reply call of ``g`` (what a dry run renders too)."""
+    return _fields(g, _slots(g))
+
+
+async def judge_replies(job: JudgeJob, item: Transcript, sample: int = 0) -> Judgment:
+    """Judge every reply of ``item`` not yet judged ok; the conversation's judgment (nothing saved
+    for it here: :func:`mindeval.judging.judge.judge_sample` saves it)."""
+    g = job.prompt.guidelines
+    store = job.log.store
+    slots = _slots(g)
+    reply_g = reply_guidelines(slots, g.version)
+    fields = reply_fields(g)
+    allowed = {key: ids for key, _, ids in slots}
+    stored = await store.arun(store.reply_rounds(item.interaction_id, job.spec.model, sample))
+    ratings: list[ReplyRating] = []
+    failed: list[str] = []
+    attempts, channel = 0, None
+    turns = reply_turns(item)
+    for turn in turns:
+        status, done, rating = stored.get(turn, ("", 0, None))
+        if status == "ok" and rating is not None:
+            ratings.append(rating)
+            continue
+        round_ = done + 1 if status == "failed" else 0
+        j = await ask_judge(job, item, sample, round_, Reply(guidelines=reply_g, fields=fields, allowed=allowed,
+                                                             suffix=f"/reply{turn}", turn=turn))
+        attempts += j.attempts
+        channel = channel or j.answer_channel
+        rating, error = _rating(j, reply_g, slots, turn, g)
+        if error:
+            j = j.model_copy(update={"error": error})
+        await store.arun(store.save_reply(item.interaction_id, job.spec.model, sample, round_, rating, j, turn))
+        if rating is None:
+            failed.append(f"reply at turn {turn + 1}: {error}")
+        else:
+            ratings.append(rating)
+    common = dict(interaction_id=item.interaction_id, judge_model=job.spec.model, sample=sample,
+                  attempts=max(1, attempts), protocol=job.prompt.protocol, target=job.target.name,
+                  answer_channel=channel)
+    if not turns:
+        return Judgment(parse_status="failed", error="the conversation has no clinician reply to judge", **common)
+    if failed:
+        return Judgment(parse_status="failed", error=f"{len(failed)} of {len(turns)} replies not judged; "
+                        + "; ".join(failed), **common)
+    worst = min(g.value_of(r.level) for r in ratings)
+    return Judgment(scores={g.judge_axes[0].code: worst}, parse_status="ok", replies=ratings, **common)
+
+
+def _rating(j: Judgment, reply_g: Guidelines, slots: list[tuple[str, str, list[str]]], turn: int,
+            g: Guidelines) -> tuple[ReplyRating | None, str | None]:
+    """The reply's level and flags from one round's judgment, or why there are none."""
+    if j.parse_status != "ok":
+        return None, j.error or "judge reply could not be parsed"
+    try:
+        answers = _decode(j, reply_g, slots)
+    except ValueError as exc:
+        return None, str(exc)
+    return ReplyRating(turn=turn, level=answers[g.judge_axes[0].code],
+                       flags={f.id: answers[FLAG_PREFIX + f.id] == "yes" for f in g.flags}), None

@@ -1,0 +1,59 @@
+"""The summary's ``replies`` block of a reply-level run (``unit: reply``).
+
+Each fully judged conversation's replies (:attr:`mindeval.records.Judgment.replies`) become
+:class:`~mindeval.stats.reply_scales.Rating` rows and go through
+:func:`~mindeval.stats.reply_scales.scale_report`: per level and flag the share of replies, the
+mean per-conversation share and the incident share (conversations with at least one reply at a
+level or worse / with the flag), the per-conversation mean weight's mean and nearest-rank p99,
+each with a 95% interval resampling profiles. Each judge sample of a conversation counts as one
+rated conversation of its profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .config import DEFAULT_RESAMPLES
+from .records import Judgment, TargetInfo
+from .stats.reply_scales import Rating, ScaleSpec, scale_report
+from .stats.seeding import rng_for
+
+
+def reply_ratings(judgments: Iterable[Judgment], profile_of: dict[str, str]) -> list[Rating]:
+    """One rating per judged reply of the parsed judgments (a sample is its own conversation)."""
+    out = []
+    for j in judgments:
+        if j.parse_status != "ok" or not j.replies:
+            continue
+        conv = j.interaction_id if j.sample == 0 else f"{j.interaction_id}#{j.sample}"
+        out += [Rating(profile=profile_of.get(j.interaction_id, j.interaction_id), conversation=conv,
+                       unit=str(r.turn), level=r.level, flags=r.flags) for r in j.replies]
+    return out
+
+
+def replies_block(judgments: Iterable[Judgment], target: TargetInfo, profile_of: dict[str, str],
+                  seed: int = 0, resamples: int = DEFAULT_RESAMPLES) -> dict[str, Any]:
+    """The ``replies`` block: :class:`~mindeval.stats.reply_scales.ScaleReport` without its rows."""
+    spec = ScaleSpec.model_validate(target.reply_scale)
+    ratings = reply_ratings(judgments, profile_of)
+    report = scale_report(spec, ratings, resamples=resamples, rng=rng_for(seed, "replies", target.name))
+    return {"unit": "reply", **report.model_dump(mode="json", exclude={"rows"})}
+
+
+def format_replies(block: dict[str, Any]) -> list[str]:
+    """Summary lines of a ``replies`` block: mean weight and p99, incident shares, flag shares."""
+    def pct(e: dict[str, Any]) -> str:
+        return "n/a" if e["value"] is None else f"{e['value']:.0%} ({e['ci95'][0]:.0%}-{e['ci95'][1]:.0%})"
+
+    lines = [f"  replies: {block['ratings']} judged in {block['conversations']} conversations"]
+    if block.get("mean_weight"):
+        mw, p99 = block["mean_weight"], block["p99_weight"]
+        if mw["value"] is not None:
+            lines.append(f"  mean weight per conversation {mw['value']:.2f} (95% CI {mw['ci95'][0]:.2f}-"
+                         f"{mw['ci95'][1]:.2f}); p99 {p99['value']:.2f} ({p99['ci95'][0]:.2f}-{p99['ci95'][1]:.2f})")
+    lines.append("  conversations with a reply at or worse than: "
+                 + ", ".join(f"{lv} {pct(s['incident'])}" for lv, s in list(block["levels"].items())[1:]))
+    if block["flags"]:
+        lines.append("  replies flagged: " + ", ".join(f"{f} {pct(s['ratings'])}" for f, s in block["flags"].items()))
+    return lines
