@@ -41,7 +41,6 @@ from mindeval.records import (
     JudgmentRecord,
     PromptRecord,
     RunConfig,
-    RunConfigRecord,
     RunSummary,
 )
 from mindeval.run_options import RunOptions
@@ -174,6 +173,8 @@ def _run_config(opts: RunOptions, setup: JudgeSetup, target: Target, data: Human
         fewshot_scores={i: ex.scores for i, ex in zip(shots.ids, shots.examples, strict=True)}, zeros=opts.zeros,
         mapping_version=mapping.version, judge_samples=opts.judge_samples, judge_retries=opts.judge_retries,
         seed=opts.seed, interaction_ids=[it.interaction_id for it in evaluate], target=target.block(),
+        kind=KIND, label=opts.label or setup.spec.model, annotations_source=_shown(opts.annotations),
+        fewshot_source=_shown(opts.fewshot_file), package_version=__version__,
     )
 
 
@@ -265,12 +266,7 @@ def _write_run(opts: RunOptions, out: Path, work: _Work, echo: Callable[[str], N
 
             log.guard = Budget(opts.max_cost, log.store.spent_usd())
             log.guard.check_priced({"judge": spec})
-        RunConfigRecord(
-            run_id=log.run_id, config_hash=full, kind=KIND, label=label,
-            fewshot_interaction_ids=shots.ids, config=config.model_dump(mode="json"),
-            annotations_source=_shown(opts.annotations), fewshot_source=_shown(opts.fewshot_file),
-            package_version=__version__,
-        ).write(out / CONFIG_FILE)
+        config.model_copy(update={"run_id": log.run_id, "config_hash": full}).write(out / CONFIG_FILE)
         job = JudgeJob(log=log, spec=spec, prompt=work.prompt, target=config.target, samples=opts.judge_samples,
                        retries=opts.judge_retries, seed=opts.seed, labels=work.labels)
         todo = [(it, r) for it in evaluate for r in range(opts.judge_samples) if job.pending(it.interaction_id, r)]

@@ -38,7 +38,7 @@ from mindeval.records import (
     JUDGMENTS_FILE,
     JudgmentRecord,
     Profile,
-    RunConfigRecord,
+    RunConfig,
     TargetInfo,
     read_jsonl,
 )
@@ -219,13 +219,13 @@ def load_ratings_file(path: str | Path, dims: Dimensions, *, prefix: str = "") -
 # --------------------------------------------------------------------- judge runs
 
 
-def _judge_rows(path: Path) -> tuple[list[JudgmentRecord], RunConfigRecord, TargetInfo, Path]:
+def _judge_rows(path: Path) -> tuple[list[JudgmentRecord], RunConfig | None, TargetInfo, Path]:
     """The judgments, config, target and judgments file of a run directory (or of a bare
     judgments file: its directory's config, if any)."""
     if path.is_file():
         run_dir, jpath = path.parent, path
         cpath = run_dir / CONFIG_FILE
-        config = read_config(cpath) if cpath.is_file() else RunConfigRecord()
+        config = read_config(cpath) if cpath.is_file() else None
         target = run_target(run_dir)
         return JudgmentRecord.read(jpath, {"target": target}), config, target, jpath
     if not path.is_dir():
@@ -235,7 +235,15 @@ def _judge_rows(path: Path) -> tuple[list[JudgmentRecord], RunConfigRecord, Targ
         raise MindEvalError(f"no {JUDGMENTS_FILE} in this directory (is it a `mindeval run` or `metaeval judge` "
                             "output?)", path=path)
     run = read_run(path)
-    return run.judgments, run.config or RunConfigRecord(), run.target, jpath
+    return run.judgments, run.config, run.target, jpath
+
+
+def _recorded(config: RunConfig | None) -> dict[str, Any]:
+    """What a judge's scores carry of its run's ``config.json`` (nothing recorded without one)."""
+    if config is None:
+        return {"fewshot_interaction_ids": [], "prompt": None, "run_id": None}
+    return {"fewshot_interaction_ids": list(config.fewshot_interaction_ids or []), "prompt": config.judge_prompt(),
+            "run_id": config.run_id}
 
 
 def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScores]:
@@ -268,15 +276,14 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
             id_vars=["profile_id", "system", "interaction_id", "run"], value_vars=[*axes, AVERAGE],
             var_name="axis", value_name="score",
         ).loc[:, list(SCORE_COLUMNS)]
-        name = label or config.label or judge_model
+        name = label or (config.label if config else None) or judge_model
         if label and len(rows) > 1:
             name = f"{label}:{judge_model}"
         _check_unique(long, str(jpath), name)
         meta = {
             "judge_model": judge_model, "n_failed": n_failed,
             **({"n_not_relevant": n_not_relevant} if n_not_relevant else {}),
-            "fewshot_interaction_ids": list(config.fewshot_interaction_ids),
-            "prompt": config.judge_prompt(), "run_id": config.run_id,
+            **_recorded(config),
         }
         out.append(RaterScores(label=str(name), kind="judge", source=str(root), frame=long, meta=meta,
                                target=target))

@@ -549,6 +549,20 @@ class _Row(BaseModel):
             json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n" for r in rows))
 
 
+def read_json_object(path: str | Path) -> dict[str, Any]:
+    """A JSON document holding one object (config.json, summary.json); errors name file:line."""
+    p = Path(path)
+    if not p.is_file():
+        raise MindEvalError("file not found", path=p)
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise MindEvalError(f"malformed JSON ({exc.msg})", path=p, line=exc.lineno) from None
+    if not isinstance(obj, dict):
+        raise MindEvalError("expected a JSON object", path=p, line=1)
+    return obj
+
+
 class _Document(BaseModel):
     """A JSON document model (config.json, summary.json)."""
 
@@ -556,16 +570,7 @@ class _Document(BaseModel):
 
     @classmethod
     def read(cls, path: str | Path) -> Self:
-        p = Path(path)
-        if not p.is_file():
-            raise MindEvalError("file not found", path=p)
-        try:
-            obj = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise MindEvalError(f"malformed JSON ({exc.msg})", path=p, line=exc.lineno) from None
-        if not isinstance(obj, dict):
-            raise MindEvalError("expected a JSON object", path=p, line=1)
-        return validate_row(cls, obj, path=p)
+        return validate_row(cls, read_json_object(path), path=path)
 
     def write(self, path: str | Path) -> None:
         atomic_write(path, json.dumps(self.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
@@ -661,107 +666,6 @@ class JudgmentRecord(_Row):
         ), context={"target": target})
 
 
-# The run kinds a ``config.json`` records (``RunConfigRecord.kind``): a benchmark run
-# (``mindeval run``, and ``mindeval judge RUN_DIR`` re-judging stored conversations) and a
-# judge run over rated interactions (``mindeval judge official|FILE`` = ``metaeval judge``).
-BENCHMARK_KIND = "benchmark"
-RATED_JUDGE_KIND = "metaeval-judge"  # the name written since the first judge runs (run store and files)
-RUN_KINDS: tuple[str, ...] = (BENCHMARK_KIND, RATED_JUDGE_KIND)
-# Keys of config.json written by one kind only: omitted unless the writer set them, so each
-# kind's files keep their bytes (``database``: benchmark; the others: rated judge runs).
-_KIND_KEYS = ("database", "annotations_source", "fewshot_source", "package_version")
-
-
-class RunConfigRecord(_Document):
-    """``config.json`` of every run kind, written by ``mindeval run``, ``mindeval judge`` and
-    ``metaeval judge`` and read by every reader (``read_run``, the leaderboard, replay and
-    re-judging, ``metaeval compare``, the app): the run's id, hash and kind, and ``config``, what
-    the run's options (:class:`mindeval.run_options.RunOptions`) resolved to.
-
-    ``kind`` says what ``config`` holds: a :class:`RunConfig` (``benchmark()``) or a
-    :class:`RunConfig` (``judge_run()``): one model, a judge run recording no simulation.
-    ``config`` is stored as written, so a file keeps its bytes and hash. Files written by earlier
-    versions are read by :meth:`_compatible` (the one place that knows their shapes:
-    :func:`upgrade_rated_judge_config`).
-    """
-
-    run_id: str | None = None
-    config_hash: str | None = None
-    kind: Literal["benchmark", "metaeval-judge"] = BENCHMARK_KIND
-    label: str | None = None
-    fewshot_interaction_ids: list[str] = Field(default_factory=list)
-    config: dict[str, Any] = Field(default_factory=dict)
-    database: str | None = None  # benchmark: the store's URL, password redacted
-    annotations_source: str | None = None  # rated judge runs: where the rated interactions came from
-    fewshot_source: str | None = None
-    package_version: str | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _compatible(cls, data: Any) -> Any:
-        """Earlier versions' files: a ``metaeval judge`` config written as an untyped dict
-        before ``judge_protocol`` existed (the ``mindeval`` protocol), and files without ``kind``
-        (a judge run is told by its ``annotations_sha256``)."""
-        if not isinstance(data, dict):
-            return data
-        cfg = data.get("config")
-        if "kind" not in data and isinstance(cfg, dict) and "annotations_sha256" in cfg:
-            data = {**data, "kind": RATED_JUDGE_KIND}
-        if data.get("kind") == RATED_JUDGE_KIND and isinstance(cfg, dict):
-            data = {**data, "config": upgrade_rated_judge_config(cfg)}
-        return data
-
-    @model_serializer(mode="wrap")
-    def _serialize(self, handler: Any) -> dict[str, Any]:
-        data = handler(self)
-        for key in _KIND_KEYS:
-            if key not in self.model_fields_set:
-                data.pop(key, None)
-        return data
-
-    def target(self, path: str | Path = CONFIG_FILE) -> TargetInfo:
-        """The run's target block (``config.target``; :func:`mindeval.rundir.read_config` adds it to
-        an older MindEval file)."""
-        block = self.config.get("target")
-        if not block:
-            raise MindEvalError("missing required field", path=path, field="config.target")
-        try:
-            return TargetInfo.model_validate(block)
-        except ValidationError as exc:
-            field, msg = _validation_message(exc)
-            raise MindEvalError(msg, path=path, field=f"config.target.{field}") from None
-
-    def _typed(self, model: type[_M], kind: str, path: str | Path) -> _M:
-        if self.kind != kind:
-            raise MindEvalError(f"expected a {kind} run's configuration, this one is kind {self.kind!r}",
-                                path=path, field="kind")
-        try:
-            return model.model_validate(self.config)
-        except ValidationError as exc:
-            field, msg = _validation_message(exc)
-            raise MindEvalError(msg, path=path, field=f"config.{field}") from None
-
-    def benchmark(self, path: str | Path = CONFIG_FILE) -> RunConfig:
-        """The benchmark settings; errors name ``config.json::config.<field>``."""
-        cfg = self._typed(RunConfig, BENCHMARK_KIND, path)
-        for key in SIMULATION_KEYS:
-            if getattr(cfg, key) is None:
-                raise MindEvalError("missing required field", path=path, field=f"config.{key}")
-        for role in ROLES:
-            if role not in cfg.prompts:
-                raise MindEvalError("missing required field", path=path, field=f"config.prompts.{role}")
-        return cfg
-
-    def judge_run(self, path: str | Path = CONFIG_FILE) -> RunConfig:
-        """The settings of a judge run over rated interactions (old files upgraded when read)."""
-        return self._typed(RunConfig, RATED_JUDGE_KIND, path)
-
-    def judge_prompt(self) -> Any:
-        """The judge prompt as recorded: ``{ref, sha256}`` (benchmark) or its ref (judge run)."""
-        prompt = (self.config.get("prompts") or {}).get("judge")
-        return prompt["ref"] if self.kind == RATED_JUDGE_KIND and isinstance(prompt, dict) else prompt
-
-
 class ModelRecord(BaseModel):
     """A role's model string and generation parameters: the one home of model settings.
 
@@ -790,11 +694,32 @@ class PromptRecord(BaseModel):
     sha256: str
 
 
+# The run kinds a ``config.json`` records (``RunConfig.kind``): a benchmark run (``mindeval run``,
+# and ``mindeval judge RUN_DIR`` re-judging stored conversations) and a judge run over rated
+# interactions (``mindeval judge official|FILE`` = ``metaeval judge``).
+BENCHMARK_KIND = "benchmark"
+RATED_JUDGE_KIND = "metaeval-judge"  # the name written since the first judge runs (run store and files)
+RUN_KINDS: tuple[str, ...] = (BENCHMARK_KIND, RATED_JUDGE_KIND)
+# config.json's keys around ``config``, in the order written: the run's identity and label (fields of
+# RunConfig never hashed nor in its dump), then ``config``, then the keys of one kind: a benchmark
+# run's store (when known), a rated judge run's sources (its ``config`` records neither source).
+RECORD_KEYS = ("run_id", "config_hash", "kind", "label", "fewshot_interaction_ids")
+KIND_KEYS: dict[str, tuple[str, ...]] = {
+    BENCHMARK_KIND: ("database",), RATED_JUDGE_KIND: ("annotations_source", "fewshot_source", "package_version")}
+
+
 class RunConfig(BaseModel):
-    """``config`` of every run's ``config.json``: the run's options as resolved
-    (:mod:`mindeval.run_options` has the options; this records what they gave: prompt and
-    profile hashes, the target block, ...). The runner and the judge runs write it and every
-    reader reads it; keys of other versions are kept, unread.
+    """A run's configuration as recorded in its ``config.json``, the one model of that file for
+    every run kind: the run's options as resolved (:mod:`mindeval.run_options` has the options,
+    what the user asks; this records what they gave: prompt and profile hashes, the target
+    block, ...), and the run's id, hash, kind and label. The runner and the judge runs write it
+    and every reader reads it; keys of other versions are kept, unread.
+
+    On disk (:meth:`config_json`) the run's id, hash, kind, label, store and sources
+    (:data:`RECORD_KEYS`, :data:`KIND_KEYS`) sit around ``config``, the model's dump
+    (``model_dump``: what is hashed). :meth:`from_json` reads every version's file (an older
+    ``metaeval judge`` config: :func:`upgrade_rated_judge_config`; an older MindEval file without
+    a target block: :func:`mindeval.rundir.read_config`).
 
     A benchmark run (``mindeval run``, ``mindeval judge RUN_DIR``) records its simulation
     (:data:`SIMULATION_KEYS`); a judge run over rated interactions (``metaeval judge``,
@@ -804,14 +729,25 @@ class RunConfig(BaseModel):
     The config hash (:meth:`hash`) covers everything that changes results (models and parameters,
     prompt versions and contents, guideline version, profiles, turns, seeds, judge settings) and
     nothing that does not (the per-call settings: timeouts, rate limits; a run may resume with
-    other values; nor where the files were read from)."""
+    other values; nor where the files were read from, nor the run's id and label)."""
 
     model_config = ConfigDict(extra="allow")
 
+    # config.json's keys around ``config`` (never hashed; excluded from the dump)
+    run_id: str | None = Field(None, exclude=True)
+    config_hash: str | None = Field(None, exclude=True)
+    kind: Literal["benchmark", "metaeval-judge"] = Field(BENCHMARK_KIND, exclude=True)
+    label: str | None = Field(None, exclude=True)
+    database: str | None = Field(None, exclude=True)  # benchmark: the store's URL, password redacted
+    annotations_source: str | None = Field(None, exclude=True)  # rated judge run: what it judged
+    # ``config``
     patient: ModelRecord | None = None  # None: a judge run (it simulates nothing)
     clinician: ModelRecord | None = None
-    judge: ModelRecord
-    prompts: dict[str, PromptRecord]
+    # Always recorded by a run; None only in a hand-made ``config.json`` that a reader needing its
+    # target alone accepts (``metaeval compare``, the app's importer): :meth:`benchmark` and
+    # :meth:`judge_run` require them.
+    judge: ModelRecord | None = None
+    prompts: dict[str, PromptRecord] | None = None
     profile_ids: list[str] | None = None
     turns: int | None = None
     guidelines_version: str = ""
@@ -830,7 +766,7 @@ class RunConfig(BaseModel):
     profiles_sha256: str | None = None
     opening_line: str = OPENING_LINE
     judge_retries: int = DEFAULT_JUDGE_RETRIES
-    fewshot_source: str | None = None
+    fewshot_source: str | None = None  # a rated judge run writes it (and the version) around ``config``
     package_version: str | None = None
     # a judge run over rated interactions: what it judged, and its few-shot draw
     annotations_sha256: str | None = None
@@ -850,9 +786,9 @@ class RunConfig(BaseModel):
                 data.pop(key, None)
             if data.get("guidelines_version") == "":  # the target block names the guidelines
                 data.pop("guidelines_version")
-            for key in ("fewshot_source", "package_version"):  # config.json's envelope has them
-                if data.get(key, 0) is None:
-                    data.pop(key)
+        if self.kind == RATED_JUDGE_KIND:  # written around ``config`` (KIND_KEYS)
+            for key in ("fewshot_source", "package_version"):
+                data.pop(key, None)
         for key in (*SIMULATION_KEYS, *RATED_KEYS):
             if data.get(key, 0) is None:
                 data.pop(key)
@@ -867,6 +803,82 @@ class RunConfig(BaseModel):
     def simulation_hash(self) -> str:
         """The identity of the run's conversations: the config hash without the judge's part."""
         return hash_config(simulation_view(self.model_dump(mode="json")))
+
+    # ------------------------------------------------------------------ config.json
+
+    def config_json(self) -> dict[str, Any]:
+        """The object of ``config.json``: :data:`RECORD_KEYS`, ``config`` (the dump), :data:`KIND_KEYS`."""
+        data: dict[str, Any] = {k: getattr(self, k) for k in RECORD_KEYS}
+        data["fewshot_interaction_ids"] = list(self.fewshot_interaction_ids or [])
+        data["config"] = self.model_dump(mode="json")
+        for key in KIND_KEYS[self.kind]:
+            if key != "database" or self.database is not None:
+                data[key] = getattr(self, key)
+        return data
+
+    def write(self, path: str | Path) -> None:
+        atomic_write(path, json.dumps(self.config_json(), indent=2, ensure_ascii=False) + "\n")
+
+    @classmethod
+    def read(cls, path: str | Path) -> RunConfig:
+        """``config.json`` as written (:func:`mindeval.rundir.read_config` also reads older MindEval
+        files, without a target block); bad fields name file:line:field."""
+        return cls.from_json(read_json_object(path), path)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], path: str | Path = CONFIG_FILE) -> RunConfig:
+        """The object of a ``config.json`` of any version: files without ``kind`` are a judge run's
+        when they name ``annotations_sha256``; a judge run's older keys are today's
+        (:func:`upgrade_rated_judge_config`). Errors name ``config.<field>`` or the key around it."""
+        config = data.get("config", {})
+        if not isinstance(config, dict):
+            raise MindEvalError("expected an object", path=path, field="config")
+        kind = data.get("kind", RATED_JUDGE_KIND if "annotations_sha256" in config else BENCHMARK_KIND)
+        if kind == RATED_JUDGE_KIND:
+            config = upgrade_rated_judge_config(config)
+        around = {k: data[k] for k in ("run_id", "config_hash", "label", *KIND_KEYS.get(kind, ())) if k in data}
+        around["kind"] = kind
+        flat = {**config, **around}
+        if "fewshot_interaction_ids" not in config and data.get("fewshot_interaction_ids"):
+            flat["fewshot_interaction_ids"] = data["fewshot_interaction_ids"]  # only the copy around it
+        try:
+            return cls.model_validate(flat)
+        except ValidationError as exc:
+            field, msg = _validation_message(exc)
+            if field.split(".")[0] not in around:
+                field = f"config.{field}" if field else "config"
+            raise MindEvalError(msg, path=path, field=field) from None
+
+    # ------------------------------------------------------------------ typed views
+
+    def _checked(self, kind: str, keys: tuple[str, ...], path: str | Path) -> RunConfig:
+        if self.kind != kind:
+            raise MindEvalError(f"expected a {kind} run's configuration, this one is kind {self.kind!r}",
+                                path=path, field="kind")
+        for key in keys:
+            if getattr(self, key) is None:
+                raise MindEvalError("missing required field", path=path, field=f"config.{key}")
+        return self
+
+    def benchmark(self, path: str | Path = CONFIG_FILE) -> RunConfig:
+        """This configuration, checked to be a benchmark run's (its judge and simulation recorded);
+        errors name ``config.json::config.<field>``."""
+        self._checked(BENCHMARK_KIND, ("judge", "prompts", *SIMULATION_KEYS), path)
+        for role in ROLES:
+            if role not in (self.prompts or {}):
+                raise MindEvalError("missing required field", path=path, field=f"config.prompts.{role}")
+        return self
+
+    def judge_run(self, path: str | Path = CONFIG_FILE) -> RunConfig:
+        """This configuration, checked to be a judge run's over rated interactions."""
+        return self._checked(RATED_JUDGE_KIND, ("judge", "prompts"), path)
+
+    def judge_prompt(self) -> Any:
+        """The judge prompt as recorded: ``{ref, sha256}`` (benchmark) or its ref (judge run)."""
+        prompt = (self.prompts or {}).get("judge")
+        if prompt is None:
+            return None
+        return prompt.ref if self.kind == RATED_JUDGE_KIND else prompt.model_dump(mode="json")
 
 
 # What a benchmark run records and a judge run over rated interactions does not (and the reverse).
@@ -946,7 +958,7 @@ class Run(BaseModel):
     """A run directory read back: its config, rows and summary (absent files are empty)."""
 
     path: str
-    config: RunConfigRecord | None
+    config: RunConfig | None
     target: TargetInfo  # the config's block (mindeval.rundir.read_run upgrades older directories)
     interactions: list[InteractionRecord]
     judgments: list[JudgmentRecord]

@@ -3,7 +3,7 @@
 Runs of MindEval made before run directories carried their target have no ``target``
 block in ``config.json``; they were judged against the built-in ``mindeval`` target.
 :func:`read_config` (and :func:`read_run`, which uses it) adds that target's block when
-it is missing (and :class:`~mindeval.records.RunConfigRecord` reads an older judge run's
+it is missing (and :meth:`~mindeval.records.RunConfig.from_json` reads an older judge run's
 keys as today's), so every reader — the leaderboard, replay and re-judging, ``metaeval``, the
 app's importer, the viewer — finds a target in every run. The file itself is not rewritten.
 """
@@ -27,9 +27,9 @@ from .records import (
     JudgmentRecord,
     Run,
     RunConfig,
-    RunConfigRecord,
     RunSummary,
     TargetInfo,
+    read_json_object,
     upgrade_rated_judge_config,
 )
 from .targets import load_target
@@ -58,16 +58,19 @@ def upgraded_view(config: dict[str, Any]) -> dict[str, Any] | None:
         return None
 
 
-def read_config(path: str | Path) -> RunConfigRecord:
+def read_config(path: str | Path) -> RunConfig:
     """``config.json`` read and upgraded (:func:`upgrade_config`); bad fields name file:line:field."""
-    rec = RunConfigRecord.read(path)
-    return rec.model_copy(update={"config": upgrade_config(rec.config)})
+    data = read_json_object(path)
+    config = data.get("config", {})
+    if isinstance(config, dict):
+        data = {**data, "config": upgrade_config(config)}
+    return RunConfig.from_json(data, path)
 
 
 def run_target(run_dir: str | Path) -> TargetInfo:
     """The target block of a run directory (one without ``config.json`` holds MindEval's judgments)."""
     config = Path(run_dir) / CONFIG_FILE
-    return read_config(config).target(config) if config.is_file() else legacy_target()
+    return read_config(config).target if config.is_file() else legacy_target()
 
 
 def read_run(path: str | Path) -> Run:
@@ -85,7 +88,7 @@ def read_run(path: str | Path) -> Run:
         return files[name].is_file()
 
     config = read_config(files[CONFIG_FILE]) if present(CONFIG_FILE) else None
-    target = config.target(files[CONFIG_FILE]) if config else legacy_target()
+    target = config.target if config else legacy_target()
     return Run(
         path=str(d),
         config=config,

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import MindEvalError
-from .records import CONFIG_FILE, RunConfigRecord, _validation_message
+from .records import CONFIG_FILE, RunConfig, _validation_message
 from .run_options import LEGACY_KEYS, ROLE_FIELDS, RunOptions
 from .rundir import read_config
 from .rundir_guard import check_not_source, check_store
@@ -68,7 +68,7 @@ def _options(data: dict[str, Any], path: str | Path = "<config>", text: str = ""
         raise MindEvalError(msg, path=path, line=key_line(text, leaf) if leaf else None, field=field or None) from None
 
 
-def read_run_file(path: str | Path) -> tuple[dict[str, Any], RunConfigRecord | None]:
+def read_run_file(path: str | Path) -> tuple[dict[str, Any], RunConfig | None]:
     """A YAML/JSON run file's keys (every run it makes checked), or for a run's ``config.json``
     the keys that rebuild it and its record (the replay); errors name file:line:key."""
     p = Path(path)
@@ -113,15 +113,16 @@ def _current_names(data: dict[str, Any], path: Path, text: str) -> dict[str, Any
     return keys
 
 
-def _replay(rec: RunConfigRecord, path: Path) -> dict[str, Any]:
+def _replay(rec: RunConfig, path: Path) -> dict[str, Any]:
     """The keys that rebuild the configuration recorded in ``config.json`` (a benchmark
-    run's: :meth:`~mindeval.records.RunConfigRecord.benchmark`)."""
+    run's: :meth:`~mindeval.records.RunConfig.benchmark`)."""
     cfg = rec.benchmark(path)
-    c = rec.config
+    models = {role: getattr(cfg, role).model_dump(mode="json", exclude_unset=True)  # each as written
+              for role in ("patient", "clinician", "judge")}
     if cfg.profiles_source is None:
         raise MindEvalError("missing required field", path=path, field="config.profiles_source")
     return {
-        "patient": c["patient"], "clinician": c["clinician"], "judge": c["judge"], "target": cfg.target.name,
+        **models, "target": cfg.target.name,
         **{f"{role}_prompt": cfg.prompts[role].ref.split("@")[0] for role in ("patient", "clinician", "judge")},
         "profiles": cfg.profiles_source, "limit": len(cfg.profile_ids), "turns": cfg.turns,
         "seed": cfg.seed or 0, "judge_retries": cfg.judge_retries, "judge_samples": cfg.judge_samples,
@@ -130,14 +131,14 @@ def _replay(rec: RunConfigRecord, path: Path) -> dict[str, Any]:
     }
 
 
-def check_replay(rec: RunConfigRecord, config: Any, path: str | Path = CONFIG_FILE) -> None:
+def check_replay(rec: RunConfig, config: Any, path: str | Path = CONFIG_FILE) -> None:
     """A replayed ``config.json`` (``rec``) must give back its own configuration (``config``: the
     rebuilt :class:`~mindeval.records.RunConfig`); otherwise the differences are the error."""
     if not rec.config_hash or rec.config_hash == config.hash():
         return
-    from .run_config import config_diff, hashed_view
+    from .run_config import config_diff
 
-    diff = config_diff(hashed_view(rec.config), config.hashed_view()) \
+    diff = config_diff(rec.hashed_view(), config.hashed_view()) \
         or ["  (a file it names has changed or moved)"]
     raise MindEvalError("replaying this configuration gives another one:\n" + "\n".join(diff),
                         path=path, field="config_hash")

@@ -50,7 +50,6 @@ from .records import (
     PromptRecord,
     Role,
     RunConfig,
-    RunConfigRecord,
     RunSummary,
     TargetInfo,
     Turn,
@@ -534,8 +533,8 @@ async def _arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | Non
             budget = Budget(opts.max_cost, RunStore(db, run_id).spent_usd())
             budget.check_priced({r: getattr(config, r) for r in ("patient", "clinician", "judge")
                                  if r == "judge" or not opts.judge_only})  # a re-judge run calls only its judge
-        RunConfigRecord(run_id=run_id, config_hash=config.hash(), config=config.model_dump(mode="json"),
-                        database=redact_url(db.url)).write(out / CONFIG_FILE)
+        config.model_copy(update={"run_id": run_id, "config_hash": config.hash(),
+                                  "database": redact_url(db.url)}).write(out / CONFIG_FILE)
         if echo:
             verb = "resuming" if resumed else "starting"
             echo(f"{verb} run {run_id}: {len(prep.profiles)} profiles x {config.turns} turns"

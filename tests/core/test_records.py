@@ -19,7 +19,7 @@ from mindeval.records import (
     InteractionRecord,
     JudgmentRecord,
     ModelRecord,
-    RunConfigRecord,
+    RunConfig,
     RunSummary,
 )
 from mindeval.rundir import legacy_target, read_config
@@ -35,11 +35,12 @@ def write_run(out: Path, scores: list[dict | None], *, protocol: str = "mindeval
     """A complete run directory written through the record models."""
     out.mkdir(parents=True, exist_ok=True)
     pids = [f"p{i}" for i in range(len(scores))]
-    RunConfigRecord(run_id="run-x", config_hash="h", config={
-        "patient": _spec("fake/echo"), "clinician": _spec("sys/a"), "judge": _spec("fake/judge"),
-        "prompts": {r: {"ref": f"{r}/default@v1", "sha256": SHA} for r in ("patient", "clinician", "judge")},
-        "profile_ids": pids, "turns": 2, "guidelines_version": "1", "seed": 0,
-    }).write(out / "config.json")
+    RunConfig(
+        run_id="run-x", config_hash="h",
+        patient=_spec("fake/echo"), clinician=_spec("sys/a"), judge=_spec("fake/judge"),
+        prompts={r: {"ref": f"{r}/default@v1", "sha256": SHA} for r in ("patient", "clinician", "judge")},
+        profile_ids=pids, turns=2, guidelines_version="1", seed=0, target=legacy_target(),
+    ).write(out / "config.json")
     msgs = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi, how are you?"},
             {"role": "user", "content": "Tired."}]
     InteractionRecord.write(out / "interactions.jsonl", [
@@ -135,13 +136,11 @@ PINNED_CONFIG = Path(__file__).parent / "data" / "config_before_model_home.json"
 def test_a_config_saved_before_keeps_its_hash_and_bytes(tmp_path):
     """Model settings have one home (ModelRecord, which ModelSpec builds on): old runs still resume."""
     from mindeval.llm.gateway import ModelSpec
-    from mindeval.records import RunConfig
 
     assert issubclass(ModelSpec, ModelRecord)
     rec = read_config(PINNED_CONFIG)  # written before run directories carried their target: upgraded
-    config = RunConfig.model_validate(rec.config)
-    assert config.hash() == rec.config_hash == "f41ff26c13d41030d543d88ea1aa3b49f495f82c45e6a86215de8a76695d6584"
-    RunConfigRecord(**{**rec.model_dump(), "config": config.model_dump(mode="json")}).write(tmp_path / "c.json")
+    assert rec.hash() == rec.config_hash == "f41ff26c13d41030d543d88ea1aa3b49f495f82c45e6a86215de8a76695d6584"
+    rec.write(tmp_path / "c.json")
     # Written again, the file gains exactly its target block (MindEval's); every other byte is kept.
     pinned, again = json.loads(PINNED_CONFIG.read_bytes()), json.loads((tmp_path / "c.json").read_bytes())
     assert "target" not in pinned["config"] and again["config"].pop("target") == legacy_target().model_dump(mode="json")
@@ -150,4 +149,4 @@ def test_a_config_saved_before_keeps_its_hash_and_bytes(tmp_path):
     bench = rec.benchmark(PINNED_CONFIG)
     assert bench.clinician == ModelRecord(**pinned["config"]["clinician"])
     assert (bench.clinician.model, bench.clinician.max_tokens) == ("fake/echo", 99)
-    assert ModelRecord.model_validate(config.judge.model_dump()).model_dump() == bench.judge.model_dump()
+    assert ModelRecord.model_validate(pinned["config"]["judge"]).model_dump() == bench.judge.model_dump()

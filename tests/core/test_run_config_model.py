@@ -1,7 +1,8 @@
-"""One run-configuration model: every run kind writes a ``config.json`` that
-``RunConfigRecord`` reads back (its typed view and its exact bytes), and files written by
-earlier versions (a ``metaeval judge`` config without ``judge_protocol``, without ``kind``)
-still load."""
+"""One recorded run-configuration model: every run kind writes a ``config.json`` that
+``RunConfig`` reads back (its typed view and its exact bytes), files written by earlier versions
+(a ``metaeval judge`` config without ``judge_protocol``, without ``kind``) still load, and the files
+main wrote before ``config.json`` had one model (``tests/fixtures/main_613cd6c``) keep their bytes
+and hashes."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from mindeval.records import (
     BENCHMARK_KIND,
     RATED_JUDGE_KIND,
     RunConfig,
-    RunConfigRecord,
 )
 from mindeval.rundir import legacy_target, read_config, read_run, upgraded_view
 
@@ -26,12 +26,12 @@ RUN = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/ju
        "--limit", "2", "--turns", "2", "--concurrency", "1", "--quiet"]
 
 
-def _reads_back(path: Path, kind: str) -> RunConfigRecord:
-    """The one model reads the file, types its ``config`` by kind and writes the same bytes."""
-    rec = RunConfigRecord.read(path)
+def _reads_back(path: Path, kind: str) -> RunConfig:
+    """The one model reads the file, checks it by kind and writes the same bytes."""
+    rec = RunConfig.read(path)
     assert rec.kind == kind
     typed = rec.benchmark(path) if kind == BENCHMARK_KIND else rec.judge_run(path)
-    assert isinstance(typed, RunConfig)
+    assert typed is rec
     copy = path.parent / "copy.json"
     rec.write(copy)
     assert copy.read_bytes() == path.read_bytes()
@@ -65,12 +65,12 @@ def test_every_run_kind_writes_a_config_the_one_model_reads(tmp_path, annotation
         cfg = rec.judge_run()
         assert cfg.judge.model == "fake/judge" and cfg.prompts["judge"].ref == rec.judge_prompt()
         assert cfg.patient is None and cfg.profile_ids is None and cfg.interaction_ids
-        assert rec.annotations_source == annotations and "database" not in rec.model_dump()
+        assert rec.annotations_source == annotations and rec.database is None
     # one implementation: the same options give the same configuration (and hash) by either command
     assert metaeval_main(["judge", "--annotations", annotations, "--judge", "fake/judge",
                           "--out", str(tmp_path / "me-all")]) == 0
-    assert RunConfigRecord.read(tmp_path / "me-all" / "config.json").config_hash == \
-        RunConfigRecord.read(tmp_path / "mj" / "config.json").config_hash
+    assert RunConfig.read(tmp_path / "me-all" / "config.json").config_hash == \
+        RunConfig.read(tmp_path / "mj" / "config.json").config_hash
 
 
 OLD_JUDGE_CONFIG = {  # as `metaeval judge` wrote it before judge protocols and targets (untyped dict)
@@ -112,10 +112,59 @@ def test_a_config_of_another_kind_is_one_clear_error(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(OLD_JUDGE_CONFIG))
     with pytest.raises(MindEvalError) as exc:
-        RunConfigRecord.read(path).benchmark(path)
+        read_config(path).benchmark(path)
     assert str(exc.value) == (f"{path}:kind: expected a benchmark run's configuration, "
                               "this one is kind 'metaeval-judge'")
     path.write_text(json.dumps({**OLD_JUDGE_CONFIG, "kind": "something"}))
     with pytest.raises(MindEvalError) as exc:
-        RunConfigRecord.read(path)
+        read_config(path)
     assert str(exc.value).startswith(f"{path}:kind: ")
+
+
+# ------------------------------------------- config.json as main wrote it before the one model
+
+MAIN = Path(__file__).resolve().parents[1] / "fixtures" / "main_613cd6c"
+# How main (613cd6c, with RunConfigRecord around RunConfig) made each fixture's config.json,
+# fake models only: the command (A = the authors' human_annotations.jsonl), in MAIN's order.
+MADE_BY_MAIN = {
+    "run": ["mindeval", "run", *RUN],
+    "rejudged": ["mindeval", "judge", "<run>", "--judge", "fake/judge:other", "--quiet"],
+    "metaeval_judge": ["metaeval", "judge", "--annotations", "A", "--judge", "fake/judge", "--limit", "2"],
+    "metaeval_judge_fewshot": ["metaeval", "judge", "--annotations", "A", "--judge", "fake/judge", "--fewshot-k",
+                               "1", "--label", "shots", "--limit", "2", "--fewshot-file", "A"],
+}
+
+
+@pytest.mark.parametrize("name", list(MADE_BY_MAIN))
+def test_a_config_json_made_by_main_keeps_its_hash_and_bytes(tmp_path, name):
+    """Read by the one model, main's file gives back its recorded hash and, written again, its bytes."""
+    path = MAIN / name / "config.json"
+    rec = read_config(path)
+    assert rec.hash() == rec.config_hash
+    assert upgraded_view(json.loads(path.read_text())["config"]) == rec.hashed_view()
+    rec.write(tmp_path / "config.json")
+    assert (tmp_path / "config.json").read_bytes() == path.read_bytes()
+
+
+def _where_free(path: Path) -> str:
+    """config.json without what differs between two makings of one run: the run id's random
+    suffix and the paths (store, profiles, annotations), key order kept."""
+    data = json.loads(path.read_text())
+    data["run_id"] = data["run_id"].rsplit("-", 1)[0]
+    for key in ("database", "annotations_source", "fewshot_source"):
+        if data.get(key):
+            data[key] = Path(data[key]).name
+    if "profiles_source" in data["config"]:
+        data["config"]["profiles_source"] = Path(data["config"]["profiles_source"]).name
+    return json.dumps(data, indent=2)
+
+
+def test_todays_runs_write_what_main_wrote(tmp_path, annotations):
+    """The same four runs made today record main's hashes (so main's runs resume: nothing is bought
+    again) and the same config.json, but for the run id's random suffix and the paths."""
+    for name, command in MADE_BY_MAIN.items():
+        args = [annotations if a == "A" else str(tmp_path / "run") if a == "<run>" else a for a in command[1:]]
+        assert (main if command[0] == "mindeval" else metaeval_main)([*args, "--out", str(tmp_path / name)]) == 0
+        made, by_main = tmp_path / name / "config.json", MAIN / name / "config.json"
+        assert read_config(made).config_hash == read_config(by_main).config_hash, name
+        assert _where_free(made) == _where_free(by_main), name

@@ -17,7 +17,7 @@ from mindeval.cli import build_parser as mindeval_parser
 from mindeval.cli import main
 from mindeval.cli.options import options_of
 from mindeval.errors import MindEvalError
-from mindeval.records import CONFIG_FILE, RunConfigRecord
+from mindeval.records import CONFIG_FILE, RunConfig
 from mindeval.run_options import ROLE_FIELDS, RunOptions, cli_option, option_keys
 from mindeval.runfile import read_run_file
 
@@ -119,7 +119,7 @@ def test_config_json_records_the_options_by_their_names(tmp_path):
     run = tmp_path / "run"
     assert main(["run", "--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge",
                  "--profiles", "demo", "--limit", "1", "--turns", "2", "--quiet", "--out", str(run)]) == 0
-    recorded = RunConfigRecord.read(run / CONFIG_FILE).config
+    recorded = RunConfig.read(run / CONFIG_FILE).model_dump(mode="json")
     resolved = {"prompts", "profile_ids", "profiles_source", "profiles_sha256", "guidelines_version", "opening_line",
                 "fewshot_sha256", "fewshot_source", "answer_prompt", "package_version"}
     text = DOC.read_text().split("## What `config.json` records")[1]
@@ -138,7 +138,7 @@ def test_a_judge_runs_config_json_is_the_same_model(tmp_path, shared_data):
     values above, and what it judged (each listed in the documentation)."""
     assert main(["judge", str(shared_data / "human_annotations.jsonl"), "--judge", "fake/judge", "--quiet",
                  "--fewshot-k", "1", "--out", str(tmp_path / "mj")]) == 0
-    recorded = RunConfigRecord.read(tmp_path / "mj" / CONFIG_FILE).config
+    recorded = RunConfig.read(tmp_path / "mj" / CONFIG_FILE).model_dump(mode="json")
     text = DOC.read_text().split("## What `config.json` records")[1]
     assert RATED <= set(recorded) and not {"patient", "clinician", "turns", "profile_ids"} & set(recorded)
     for key in recorded:

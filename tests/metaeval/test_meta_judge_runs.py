@@ -117,12 +117,12 @@ def test_judge_run_with_another_target(tiny_authors, tmp_path):
     summary = run_judge(opts(tiny_authors, out, target=str(toy), limit=3), echo=None)
     assert summary["n_judged"] == 3 and summary["n_failed_judgments"] == 0
     run = read_run(out)
-    assert run.config.config["prompts"]["judge"]["ref"] == run.config.judge_prompt() == "judge/toy_judge@v1"
+    assert run.config.prompts["judge"].ref == run.config.judge_prompt() == "judge/toy_judge@v1"
     assert run.target.name == "toy" and run.target.harm_values == (0,)
     assert all(j.target == "toy" and set(j.scores) == {"DETECT", "GUIDE"} for j in run.judgments)
     assert all(v in (0, 1, 2) for j in run.judgments for v in j.scores.values())
     # the rated file holds MindEval ratings: no example of the toy's dimensions is drawn from it by default
-    assert run.config.config["fewshot_k"] == 0 and run.config.config["fewshot_interaction_ids"] == []
+    assert run.config.fewshot_k == 0 and run.config.fewshot_interaction_ids == []
     with pytest.raises(MindEvalError, match="few-shot examples are MindEval ratings"):
         run_judge(opts(tiny_authors, tmp_path / "f", target=str(toy), fewshot_file=str(tiny_authors)), echo=None)
     with pytest.raises(MindEvalError, match="paper is MindEval's own judge"):
