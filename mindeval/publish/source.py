@@ -99,7 +99,7 @@ def load_published(run_dirs: list[Path]) -> list[PublishedRun]:
         seen[rid] = run_dir
         scrub = Scrubber()
         cfg = run.config.benchmark(Path(run_dir) / "config.json")
-        record = scrub(run.config.model_dump(mode="json"))
+        record = scrub(run.config.config_json())  # config.json as written
         summary = scrub(run.summary.model_dump(mode="json")) if run.summary is not None else None
         lo, hi = _bounds(run.target)
         out.append(PublishedRun(
