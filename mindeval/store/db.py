@@ -11,10 +11,13 @@ run store's one list of migrations (:mod:`mindeval.store.migrations`).
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import ArgumentError, OperationalError
@@ -28,6 +31,19 @@ def sqlite_url(path: str | Path) -> str:
     return f"sqlite:///{Path(path).resolve()}"
 
 
+def _wal(cur: Any) -> None:
+    """``PRAGMA journal_mode=WAL``, waited for: SQLite answers "database is locked" at once, without
+    its busy timeout, when another opener holds a lock on a store that is not yet in WAL mode."""
+    for attempt in range(200):
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 199:
+                raise
+            time.sleep(min(0.5, 0.005 * 2 ** attempt))  # backoff: at most ~90 s in all
+
+
 def make_engine(url: str) -> Engine:
     """Create an engine for ``url``; a bad URL is a clear :class:`MindEvalError`."""
     try:
@@ -39,7 +55,7 @@ def make_engine(url: str) -> Engine:
             @event.listens_for(engine, "connect")
             def _pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
                 cur = dbapi_conn.cursor()
-                cur.execute("PRAGMA journal_mode=WAL")
+                _wal(cur)
                 cur.execute("PRAGMA synchronous=NORMAL")
                 cur.execute("PRAGMA foreign_keys=ON")
                 cur.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,25 @@ def test_openers_of_a_new_store_at_once_create_it_once(any_db_url):
         assert set(RunBase.metadata.tables) <= set(inspect(db.engine).get_table_names())
     finally:
         db.close()
+
+
+def test_an_opener_waits_for_a_lock_held_on_a_store_not_yet_in_wal_mode(tmp_path):
+    """SQLite refuses ``PRAGMA journal_mode=WAL`` at once ("database is locked", no busy timeout)
+    while another connection holds a write lock on a store still in rollback mode: the opener
+    waits for the lock instead of failing (seen as a flaky 'cannot open database' under load)."""
+    from mindeval.store.db import make_engine
+
+    path = tmp_path / "store.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("CREATE TABLE t (a)")
+    released = threading.Timer(0.3, lambda: holder.execute("COMMIT"))
+    released.start()
+    try:
+        engine = make_engine(f"sqlite:///{path}")
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        engine.dispose()
+    finally:
+        released.join()
+        holder.close()
