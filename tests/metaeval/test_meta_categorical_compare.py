@@ -87,7 +87,7 @@ def test_per_dimension_kappas_and_alpha_match_hand_computation(tmp_path, capsys)
     printed = capsys.readouterr().out
     assert printed.startswith("Categorical dimensions: Cohen's κ below the diagonal, Krippendorff α (nominal) above.")
     assert "target toy: categorical scale, blank/NA = not rated" in printed
-    assert "### Guides to help — Cohen's κ below the diagonal" in printed and "verdict J (DETECT): YES" in printed
+    assert "### Guides to help — Cohen's κ below the diagonal" in printed and "range check J (DETECT): is its agreement at least the lowest human-human agreement? YES" in printed
     report = json.loads((out / "agreement.json").read_text())
     assert report["target"] == "toy"
     assert list(report["matrices"]) == ["DETECT", "GUIDE", "average"]
@@ -123,7 +123,7 @@ def test_per_dimension_kappas_and_alpha_match_hand_computation(tmp_path, capsys)
     assert (v["metrics"]["kappa"]["low"], v["metrics"]["kappa"]["high"]) == (pytest.approx(3 / 7), pytest.approx(17 / 21))
     assert [v["axis"] for v in report["verdicts"]] == ["DETECT", "GUIDE", "average"]
     md = (out / "agreement.md").read_text()
-    assert ("- verdict J (DETECT): YES: Cohen's κ vs the humans (median) 0.6000 is inside the human-human range "
+    assert ("- range check J (DETECT): is its agreement at least the lowest human-human agreement? YES: Cohen's κ vs the humans (median) 0.6000 is inside the human-human range "
             "[0.4286, 0.8095]") in md
     assert "## Categorical dimensions: Cohen's κ and Krippendorff α (nominal)" in md
     assert "### Detects distress — Cohen's κ below the diagonal" in md

@@ -41,7 +41,11 @@ def test_compare_end_to_end_writes_every_output(tiny_authors, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "Kendall τ-b below the diagonal, MIPSA (ties=sign) above" in printed
     assert "| Annotator | P1 | P2 | P3 | J | Avg. P |" in printed
-    assert "verdict J (average)" in printed
+    assert "verdict J (average): is it non-inferior to the humans (95% confidence)? " in printed
+    # 3 humans on 10 interactions: below the paper's minimum of 30 items per human, so no pass or fail
+    assert ("may it replace a human annotator (alternative annotator test, ε = 0.2)? NOT APPLICABLE: a human has 12 "
+            "testable items, the test needs at least 30 per human") in printed
+    assert "range check J (average): is its agreement at least the lowest human-human agreement?" in printed
     md = (out / "agreement.md").read_text()
     assert "### Average score" in md and "Krippendorff α" in md
     data = json.loads((out / "agreement.json").read_text())
@@ -134,7 +138,7 @@ def test_compare_on_the_authors_data(shared_data, tmp_path, capsys):
     out = tmp_path / "cmp"
     assert main(["compare", "--humans", str(ann), "--judges", str(jdir), "--out", str(out), "--paper-compatible"]) == 0
     printed = capsys.readouterr().out
-    assert "| fake/judge | [" in printed and "verdict fake/judge (average)" in printed
+    assert "| fake/judge | [" in printed and "verdict fake/judge (average): " in printed
     data = json.loads((out / "agreement.json").read_text())
     excluded = set(shots) | set(AUTHORS_FEWSHOT_IDS)
     assert data["inputs"]["excluded_interaction_ids"] == sorted(excluded)
