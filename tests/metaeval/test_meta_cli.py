@@ -58,7 +58,7 @@ def test_compare_end_to_end_writes_every_output(tiny_authors, tmp_path, capsys):
     judge_rows = [r for r in rows if r["rater_a"] == "J" and r["metric"] == "tau"]
     assert judge_rows and all(r["n_runs"] == "2" for r in judge_rows)
     pngs = sorted(p.name for p in out.glob("heatmap_*.png"))
-    assert len(pngs) == 12 and all((out / p).stat().st_size > 5000 for p in pngs)
+    assert len(pngs) == 18 and all((out / p).stat().st_size > 5000 for p in pngs)
     assert (out / "heatmap_average_tau_mipsa.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -144,7 +144,7 @@ def test_compare_on_the_authors_data(shared_data, tmp_path, capsys):
     assert data["inputs"]["excluded_interaction_ids"] == sorted(excluded)
     assert data["matrices"]["average"]["n_interactions"] == 60 - len(excluded)
     assert data["matrices"]["average"]["runs"]["fake/judge"] == 2
-    assert len(list(out.glob("heatmap_*.png"))) == 12
+    assert len(list(out.glob("heatmap_*.png"))) == 18
 
 
 def test_paper_compatible_humans_reproduce_table3(shared_data, tmp_path, capsys):
@@ -229,7 +229,7 @@ def test_every_figure_is_legible_and_the_calibration_names_its_n(tiny_authors, t
     jdir = judge_dir_from_humans(tiny_authors, tmp_path / "judge")
     assert main(["compare", "--humans", str(tiny_authors), "--judges", f"J={jdir}", "--out", str(tmp_path / "c")]) == 0
     heatmaps = [name for name in seen if name.startswith("heatmap_")]
-    assert len(heatmaps) == 24 and "calibration_J.png" in seen  # PNG and SVG of each
+    assert len(heatmaps) == 36 and "calibration_J.png" in seen  # PNG and SVG of each (τ/MIPSA, α, ICC per axis)
     for name, fig in seen.items():
         assert fig.min_font_pt >= 8, name
     cells = [t for t in seen["heatmap_average_tau_mipsa.png"].texts  # cell labels with a defined value
