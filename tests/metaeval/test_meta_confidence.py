@@ -298,10 +298,31 @@ def test_power_from_a_pilot(shared_data, tmp_path, capsys):
     printed = capsys.readouterr().out
     rows = [line for line in printed.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert [r.split(" | ")[0] for r in rows] == ["| 1", "| 2", "| 3", "| 4"]
-    needed = [int(r.split(" | ")[3]) for r in rows]
+    needed = [int(r.split(" | ")[3].split()[0]) for r in rows]
     assert all(n > 0 for n in needed)
     assert needed[-1] < needed[0]  # a reference averaged over more raters is less noisy
     assert main(["power", "--humans", humans, "--judges", judges[0]]) == 2
+
+
+def test_power_figure_is_the_same_for_any_seed_and_carries_its_spread_over_pilots(shared_data, tmp_path):
+    """Issue 28: the bootstrap SE moved 'interactions needed' by ±5% with the seed alone; a pilot's own
+    sampling error was not shown."""
+    import json
+
+    from metaeval.cli import main
+
+    humans = str(shared_data / "human_annotations.jsonl")
+    judges = _judges_over(shared_data / "human_annotations.jsonl", tmp_path / "runs", np.random.default_rng(1))
+    reports = []
+    for seed in (0, 1):
+        assert main(["power", "--humans", humans, "--judges", *judges, "--seed", str(seed),
+                     "--out", str(tmp_path / f"p{seed}")]) == 0  # default resamples
+        reports.append(json.loads((tmp_path / f"p{seed}" / "power.json").read_text())["rows"])
+    assert [r["required_n"] for r in reports[0]] == [r["required_n"] for r in reports[1]]
+    for rows in reports:
+        for r in rows:
+            low, high = r["required_n_range"]
+            assert low < high and low <= r["required_n"] * 1.1 and high >= r["required_n"] * 0.9
 
 
 def test_app_results_page_summary_carries_metaevals_intervals():
