@@ -11,7 +11,8 @@ represented on every resample by the median over its runs, as in the matrices.
   (two-sided). Judges are clustered with the leaderboard's greedy rule
   (:func:`mindeval.stats.clusters.greedy_clusters`): a judge opens a new cluster when a member
   of the current one agrees significantly better (p < α).
-* **Verdict** (:func:`confident_verdicts`): leave-one-out, as the average annotator is built.
+* **Non-inferiority verdict** (:func:`confident_verdicts`, per ordinal axis; it answers
+  :data:`NI_QUESTION`): leave-one-out, as the average annotator is built.
   For each human ``h``, the agreement of ``h`` with the mean of the other humans, and the
   judge's agreement with that same mean; ``Δ`` = the judge's mean over ``h`` minus the
   humans' mean. Outcome per metric: *worse than humans* when the interval of ``Δ`` lies below
