@@ -217,7 +217,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--margin", type=float, default=METAEVAL_MARGIN, metavar="DELTA",
                    help="non-inferiority margin of the verdict: a judge is 'as good as humans' when its leave-one-out "
                    "agreement is at most DELTA (τ; DELTA/2 for MIPSA) below the humans' with confidence")
-    c.add_argument("--epsilon", type=float, default=METAEVAL_EPSILON, metavar="EPS",
+    c.add_argument("--epsilon", type=_level, default=METAEVAL_EPSILON, metavar="EPS",
                    help="ε of the alternative annotator test: the advantage a human may keep over the judge "
                    "(the paper's guidance: 0.2 for experts, 0.15 for skilled annotators, 0.1 for crowd workers)")
     c.add_argument("--no-alpha", action="store_true", help="skip Krippendorff's α")

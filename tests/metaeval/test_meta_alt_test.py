@@ -7,6 +7,7 @@ The reference below is written from the paper's procedure with plain loops, its 
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -175,3 +176,30 @@ def test_on_the_authors_release_equals_the_reference_and_separates_the_judges(au
     # the psychologists agree so little on some axes that even random scores pass at ε = 0.2 there;
     # on TRA and ASCQ a random judge beats none of them
     assert by[("random", "TRA")].result.omega == by[("random", "ASCQ")].result.omega == 0.0
+
+
+def test_compare_takes_epsilon_and_writes_the_test_everywhere(shared_data, tmp_path, capsys):
+    from metaeval_builders import write_judgments
+
+    from metaeval.cli import main
+
+    ann = shared_data / "human_annotations.jsonl"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        src = load_authors_annotations(ann)
+    p1 = src.raters[0].frame
+    rows = [{"interaction_id": iid, "profile_id": it.profile_id, "model": it.system, "judge_model": "copy/p1",
+             "protocol": "paper",  # P1's axis scores are means of criteria: fractional
+             "scores": {ax: float(p1[(p1.interaction_id == iid) & (p1.axis == ax)]["score"].iloc[0]) for ax in AXES}}
+            for iid, it in src.interactions.items()]
+    jdir = write_judgments(tmp_path / "copy", rows, {"run_id": "c"})
+    out = tmp_path / "cmp"
+    assert main(["compare", "--humans", str(ann), "--judges", f"C={jdir}", "--epsilon", "0.3", "--resamples", "0",
+                 "--no-plots", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    line = next(x for x in printed.splitlines() if x.startswith("verdict C (average): "))
+    assert "is its agreement at least the lowest human-human agreement?" in line
+    assert "may it replace a human annotator (alternative annotator test, ε = 0.3)? PASS" in line
+    report = json.loads((out / "agreement.json").read_text())
+    assert {t["result"]["epsilon"] for t in report["alt_tests"]} == {0.3} and len(report["alt_tests"]) == 6
+    assert "## Alternative annotator test (Calderon et al. 2025)" in (out / "agreement.md").read_text()
