@@ -21,7 +21,8 @@ from .matrices import long_table
 class CompareFrames(BaseModel):
     """``agreement``: one row per rater pair, axis and metric (q1/median/q3 over runs, ci_low/ci_high,
     n_interactions, n_raters); ``judge_pairs``: judge-vs-judge tests; ``clusters``: tied judges;
-    ``verdicts``: verdicts with confidence (one row per judge and metric); ``calibration``; ``ties``;
+    ``verdicts``: verdicts with confidence (one row per judge, ordinal dimension and metric); ``calibration``;
+    ``ties``; ``alt_tests``: the alternative annotator test (one row per judge, dimension and left-out human);
     ``result``: the full :class:`~metaeval.comparison.CompareResult`."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -32,6 +33,7 @@ class CompareFrames(BaseModel):
     verdicts: pd.DataFrame
     calibration: pd.DataFrame
     ties: pd.DataFrame
+    alt_tests: pd.DataFrame
     result: CompareResult
 
 
@@ -53,5 +55,8 @@ def compare(humans: Sequence[str] = (), judges: Sequence[str] = (), *,
         verdicts=pd.DataFrame(verdict_rows),
         calibration=pd.DataFrame([c.model_dump() for c in res.calibration]),
         ties=pd.DataFrame([t.model_dump() for t in res.ties]),
+        alt_tests=pd.DataFrame([{"judge": t.judge, "axis": t.axis, "epsilon": t.result.epsilon, "status": t.result.status,
+                                 "omega": t.result.omega, "rho": t.result.rho, **h.model_dump()}
+                                for t in res.alt_tests for h in t.result.humans]),
         result=res,
     )

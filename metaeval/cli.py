@@ -28,6 +28,7 @@ from mindeval.config import (
     DEFAULT_PROMPTS,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    METAEVAL_EPSILON,
     METAEVAL_MARGIN,
     REALISM_OPENER,
     REALISM_VARIANTS,
@@ -70,6 +71,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         alpha=not args.no_alpha, exclude=args.exclude or [], exclude_authors_examples=paper, exact=not paper,
         reference=args.reference, self_systems=_self_systems(args.self_system or []), target=args.target,
         resamples=args.resamples, ci=args.ci, seed=args.seed, alpha_level=args.alpha, margin=args.margin,
+        epsilon=args.epsilon,
     )
     result = run_compare(opts, read_studies(opts.humans, opts.study))
     for w in result.warnings:
@@ -85,6 +87,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print()
     for m in result.matrices.values():
         print(markdown_matrix(m, main_layout(m)))
+    for v in result.judge_verdicts:
+        print(v.line())
+    if result.judge_verdicts:
+        print()
     for v in result.verdicts:
         print(v.line(any_m.options))
     for line in confidence_lines(result, any_m.options):
@@ -211,6 +217,9 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--margin", type=float, default=METAEVAL_MARGIN, metavar="DELTA",
                    help="non-inferiority margin of the verdict: a judge is 'as good as humans' when its leave-one-out "
                    "agreement is at most DELTA (τ; DELTA/2 for MIPSA) below the humans' with confidence")
+    c.add_argument("--epsilon", type=_level, default=METAEVAL_EPSILON, metavar="EPS",
+                   help="ε of the alternative annotator test: the advantage a human may keep over the judge "
+                   "(the paper's guidance: 0.2 for experts, 0.15 for skilled annotators, 0.1 for crowd workers)")
     c.add_argument("--no-alpha", action="store_true", help="skip Krippendorff's α")
     c.add_argument("--no-plots", action="store_true", help="skip the heatmap PNGs")
     c.add_argument("--out", type=out_dir(), default=None, metavar="DIR",

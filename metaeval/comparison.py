@@ -22,8 +22,10 @@ from mindeval.errors import MindEvalError
 from mindeval.judging.authors import AUTHORS_FEWSHOT_IDS, load_mapping
 from mindeval.stats import resampled
 from mindeval.stats.agreement import AgreementWarning, TauVariant, TieRule
+from mindeval.stats.alt_test import DEFAULT_EPSILON
 from mindeval.study_data import StudyRatings
 
+from .alternative import JudgeAltTest, JudgeVerdict, alt_tests, judge_verdicts
 from .confidence import (
     DEFAULT_MARGIN,
     Calibration,
@@ -77,6 +79,7 @@ class CompareOptions(BaseModel):
     seed: int = 0
     alpha_level: float = 0.05  # significance level of judge-vs-judge tests and clusters
     margin: float = DEFAULT_MARGIN  # non-inferiority margin of the verdict (τ units; half of it for MIPSA)
+    epsilon: float = DEFAULT_EPSILON  # the alternative annotator test's ε (0.2 experts, 0.15 skilled, 0.1 crowd)
 
 
 class CompareResult(BaseModel):
@@ -91,6 +94,8 @@ class CompareResult(BaseModel):
     judge_clusters: list[JudgeClusters] = Field(default_factory=list)
     calibration: list[Calibration] = Field(default_factory=list)
     ties: list[TieRow] = Field(default_factory=list)
+    alt_tests: list[JudgeAltTest] = Field(default_factory=list)
+    judge_verdicts: list[JudgeVerdict] = Field(default_factory=list)
 
 
 def _is_db_url(src: str) -> bool:
@@ -224,6 +229,9 @@ def run_compare(opts: CompareOptions, studies: Mapping[str, StudyRatings] | None
         verdict_list += verdicts(matrices[AVERAGE])
         extra = _table5(panel, humans, judges, opts)
         conf = _confidence(panel, matrices, metric_opts, opts, bool(judges))
+        if judges:
+            conf["judge_verdicts"] = judge_verdicts(conf.get("confident", []), verdict_list, conf["alt_tests"],
+                                                    metric_opts)
         for key, items in conf.items():
             extra[key] = [x.model_dump() for x in items]
     extra["notes"] = _notes(panel, opts, dims, judges)
@@ -251,16 +259,18 @@ def _exclusions(opts: CompareOptions, judges: list[RaterScores]) -> set[str]:
 
 def _confidence(panel: Panel, matrices: dict[str, Matrix], metric_opts: MetricOptions, opts: CompareOptions,
                 with_judges: bool) -> dict[str, Any]:
-    """Verdicts with confidence, judge-vs-judge tests, calibration (with resamples) and ties (with judges)."""
+    """Verdicts with confidence, judge-vs-judge tests, calibration (with resamples); ties and the alternative
+    annotator test (with judges)."""
     ordinal_axes = [ax for ax, m in matrices.items() if not m.categorical]
     conf: dict[str, Any] = {}
     if opts.resamples > 0 and with_judges:
-        conf["confident"] = confident_verdicts(panel, matrices[AVERAGE], opts.margin)
+        conf["confident"] = [v for ax in ordinal_axes for v in confident_verdicts(panel, matrices[ax], opts.margin)]
         conf["judge_diffs"], conf["judge_clusters"] = judge_pairs(panel, metric_opts, ordinal_axes,
                                                                   alpha=opts.alpha_level)
         conf["calibration"] = calibration(panel, metric_opts, ordinal_axes)
     if with_judges:
         conf["ties"] = tie_table(panel, metric_opts, ordinal_axes)
+        conf["alt_tests"] = alt_tests(panel, matrices, metric_opts, epsilon=opts.epsilon, level=opts.alpha_level)
     return conf
 
 

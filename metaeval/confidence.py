@@ -11,7 +11,8 @@ represented on every resample by the median over its runs, as in the matrices.
   (two-sided). Judges are clustered with the leaderboard's greedy rule
   (:func:`mindeval.stats.clusters.greedy_clusters`): a judge opens a new cluster when a member
   of the current one agrees significantly better (p < α).
-* **Verdict** (:func:`confident_verdicts`): leave-one-out, as the average annotator is built.
+* **Non-inferiority verdict** (:func:`confident_verdicts`, per ordinal axis; it answers
+  :data:`NI_QUESTION`): leave-one-out, as the average annotator is built.
   For each human ``h``, the agreement of ``h`` with the mean of the other humans, and the
   judge's agreement with that same mean; ``Δ`` = the judge's mean over ``h`` minus the
   humans' mean. Outcome per metric: *worse than humans* when the interval of ``Δ`` lies below
@@ -45,6 +46,7 @@ from .statistics import STATISTICS, verdict_keys
 
 DEFAULT_MARGIN = METAEVAL_MARGIN
 OUTCOMES = ("as good as humans", "worse than humans", "inconclusive (n too small)")
+NI_QUESTION = "is it non-inferior to the humans?"  # the question :class:`ConfidentVerdict` answers
 
 
 class Draws:
@@ -174,8 +176,9 @@ class ConfidentVerdict(BaseModel):
                 f"(human-human {m.human_low:.4f} to {m.human_high:.4f}); leave-one-out judge {m.judge_loo:.4f} vs "
                 f"humans {m.human_loo:.4f}: Δ {m.diff:+.4f} [{m.diff_ci[0]:+.4f}, {m.diff_ci[1]:+.4f}], "
                 f"p = {m.p_value:.3f}, margin {m.margin:g}: {m.outcome}")
-        return (f"verdict with {opts.ci:.0%} confidence {self.judge} ({self.axis}, {self.n_interactions} interactions, "
-                f"{self.n_profiles} profiles, {self.n_humans} humans): {self.outcome.upper()} — " + "; ".join(parts))
+        return (f"non-inferiority with {opts.ci:.0%} confidence {self.judge} ({self.axis}, {self.n_interactions} "
+                f"interactions, {self.n_profiles} profiles, {self.n_humans} humans): {NI_QUESTION} "
+                f"{self.outcome.upper()} — " + "; ".join(parts))
 
 
 def _outcome(low: float, high: float, margin: float) -> str:

@@ -41,6 +41,7 @@ from .statistics import (
 )
 
 AVG_LABEL = "Avg. P"
+RANGE_QUESTION = "is its agreement at least the lowest human-human agreement?"  # the question :class:`Verdict` answers
 Key = tuple[str, str]
 
 
@@ -326,7 +327,7 @@ class Verdict(BaseModel):
             parts.append(f"{name} {d['value']:.4f} is {d['position']} the human-human range "
                          f"[{d['low']:.4f}, {d['high']:.4f}]")
         word = "YES" if self.inside else "NO"
-        return f"verdict {self.judge} ({self.axis}): {word}: " + "; ".join(parts)
+        return f"range check {self.judge} ({self.axis}): {RANGE_QUESTION} {word}: " + "; ".join(parts)
 
 
 def verdicts(matrix: Matrix) -> list[Verdict]:

@@ -139,21 +139,64 @@ def markdown_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], ex
 
 def _verdict_sections(matrices: dict[str, Matrix], verdict_list: list[Verdict], extra: dict[str, Any],
                       opts: MetricOptions) -> list[str]:
+    from .alternative import JudgeVerdict
+    from .confidence import ConfidentVerdict
+
     parts: list[str] = []
+    summary = extra.get("judge_verdicts") or []
+    if summary:
+        parts.append("## Verdicts (one per judge and dimension: each question, its answer and evidence)\n")
+        parts += [f"- {JudgeVerdict(**v).line()}" for v in summary]
+        parts.append("")
     if verdict_list:
         per_dimension = any(m.categorical for m in matrices.values())
-        parts.append("## Verdicts (per dimension and average score)\n" if per_dimension
-                     else "## Verdicts (average score)\n")
+        parts.append("## Range checks (per dimension and average score)\n" if per_dimension
+                     else "## Range checks (average score)\n")
         parts += [f"- {v.line(opts)}" for v in verdict_list]
         parts.append("")
     confident = extra.get("confident") or []
     if confident:
-        from .confidence import ConfidentVerdict
-
-        parts.append("## Verdicts with confidence (average score)\n")
+        parts.append("## Non-inferiority with confidence (ordinal dimensions and average score)\n")
         parts += [f"- {ConfidentVerdict(**v).line(opts)}" for v in confident]
         parts.append("")
+    parts += alt_test_section(extra)
     return parts
+
+
+def alt_test_lines(extra: dict[str, Any]) -> list[str]:
+    """Every judge's alternative annotator test, per dimension, then the judges ranked by ρ per dimension."""
+    from .alternative import JudgeAltTest, ranking_lines
+
+    tests = [JudgeAltTest(**t) for t in extra.get("alt_tests") or []]
+    out = [t.line() for t in tests]
+    for ax in dict.fromkeys(t.axis for t in tests):
+        out += ranking_lines(tests, ax)
+    return out
+
+
+def alt_test_section(extra: dict[str, Any]) -> list[str]:
+    rows = extra.get("alt_tests") or []
+    if not rows:
+        return []
+    grid = list(rows[0]["result"]["omega_grid"])
+    head = ("Judge", "Dimension", "ε", "result", "ω", "ρ", "p per human (BY-corrected, items)",
+            *(f"ω at ε={e}" for e in grid))
+    out = ["## Alternative annotator test (Calderon et al. 2025)\n",
+           "Each human left out in turn; per item the judge and that human are scored against the other humans "
+           "(negative RMSE on ordinal scores, accuracy on categories); one-sided paired t-test of "
+           "mean(W_human − W_judge) < ε per human, Benjamini-Yekutieli across humans; ω = share of humans beaten "
+           "(pass at ω ≥ 0.5, needs ≥ 3 humans and ≥ 30 items per human), ρ = advantage probability.\n",
+           "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for t in rows:
+        r = t["result"]
+        ps = ", ".join(f"{h['human']} {h['p_corrected']:.4f} ({h['n_items']})" for h in r["humans"])
+        out.append(f"| {t['judge']} | {t['axis']} | {r['epsilon']:g} | {r['status']} | {r['omega']:.2f} | "
+                   f"{fmt_values([r['rho']])} | {ps} | " + " | ".join(f"{r['omega_grid'][e]:.2f}" for e in grid) + " |")
+    from .alternative import JudgeAltTest, ranking_lines
+
+    tests = [JudgeAltTest(**t) for t in rows]
+    ranks = [line for ax in dict.fromkeys(t.axis for t in tests) for line in ranking_lines(tests, ax)]
+    return [*out, "", *[f"- {line}" for line in ranks], *([""] if ranks else [])]
 
 
 def _test_sections(matrices: dict[str, Matrix], extra: dict[str, Any]) -> list[str]:
@@ -271,10 +314,14 @@ def calibration_lines(extra: dict[str, Any]) -> list[str]:
 
 
 def confidence_lines(result: Any, opts: MetricOptions) -> list[str]:
-    """What ``metaeval compare`` prints after the matrices: verdicts with confidence, judge vs judge, ties."""
+    """What ``metaeval compare`` prints after the verdicts and range checks: non-inferiority, the alternative
+    annotator test, judge vs judge, ties."""
     extra = result.extra
     out = [v.line(opts) for v in result.confident]
     if out:
+        out.append("")
+    out += alt_test_lines(extra)
+    if extra.get("alt_tests"):
         out.append("")
     out += judge_pair_lines(extra)
     out += tie_lines(extra)

@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from mindeval.stats import agreement, resampled
-from mindeval.stats.agreement import PairIndex, TauVariant, TieRule
+from mindeval.stats.agreement import IccForm, PairIndex, TauVariant, TieRule
 
 Scale = Literal["ordinal", "categorical"]
 
@@ -89,6 +89,16 @@ def _alpha(level: str, scale: Scale) -> Statistic:
     )
 
 
+def _icc(form: IccForm, key: str, name: str) -> Statistic:
+    """Intraclass correlation of the two raters (two-way random effects, absolute agreement)."""
+    return Statistic(
+        key=key, label=lambda o: name, short=lambda o: name, variant=lambda o: f"{name} two-way random absolute",
+        scale="ordinal", point=lambda x, y, p, o: agreement.icc(np.vstack([x, y]), form),
+        resampled=lambda x, y, p, c, o: resampled.icc(np.vstack([x, y]), c, form),
+        resample="items", heatmap=Heatmap("RdBu", -1.0, 1.0, "ICC (two-way random)"),
+    )
+
+
 # In output order (a matrix cell's values and the CSV rows follow it).
 STATISTICS: dict[str, Statistic] = {s.key: s for s in (
     Statistic(
@@ -108,6 +118,8 @@ STATISTICS: dict[str, Statistic] = {s.key: s for s in (
     ),
     _alpha("ordinal", "ordinal"),
     _alpha("interval", "ordinal"),
+    _icc("single", "icc2_1", "ICC(2,1)"),
+    _icc("average", "icc2_k", "ICC(2,k)"),
     Statistic(
         key="kappa", label=lambda o: "Cohen's κ", short=lambda o: "Cohen's κ", variant=lambda o: "cohen kappa",
         scale="categorical", point=lambda x, y, p, o: agreement.cohen_kappa(x, y),
@@ -155,6 +167,10 @@ GROUP_STATISTICS: dict[str, GroupStatistic] = {g.key: g for g in (
                    lambda m, c: resampled.krippendorff_alpha(m, "ordinal", c)),
     GroupStatistic("interval", "interval", "ordinal", lambda m: agreement.krippendorff_alpha(m, "interval"),
                    lambda m, c: resampled.krippendorff_alpha(m, "interval", c)),
+    GroupStatistic("icc2_1", "ICC(2,1)", "ordinal", lambda m: agreement.icc(m, "single"),
+                   lambda m, c: resampled.icc(m, c, "single"), optional=False),
+    GroupStatistic("icc2_k", "ICC(2,k)", "ordinal", lambda m: agreement.icc(m, "average"),
+                   lambda m, c: resampled.icc(m, c, "average"), optional=False),
 )}
 
 
@@ -198,7 +214,10 @@ LAYOUTS: dict[str, Layout] = {lay.key: lay for lay in (
     Layout("tau_mipsa", "tau", "mipsa", "Kendall τ and MIPSA"),
     Layout("alpha", "alpha_ordinal", "alpha_interval", "Krippendorff α",
            caption=lambda o: "Krippendorff α: ordinal below the diagonal, interval above",
-           group_intro="All humans together (Krippendorff α):"),
+           group_intro="All humans together (Krippendorff α; ICC on the interactions every human rated):"),
+    Layout("icc", "icc2_1", "icc2_k", "Intraclass correlation (ICC)",
+           caption=lambda o: "ICC, two-way random effects, absolute agreement: single rater ICC(2,1) below the "
+           "diagonal, mean of the pair ICC(2,k) above"),
 )}
 
 

@@ -20,6 +20,9 @@ DEFAULT_SEED = 0
 DEFAULT_RESAMPLES = 2000
 # metaeval compare: the verdict's non-inferiority margin in Kendall τ (half of it for MIPSA).
 METAEVAL_MARGIN = 0.1
+# metaeval compare: the alternative annotator test's ε, the paper's value for expert annotators
+# (Calderon et al. 2025: 0.2 experts, 0.15 skilled annotators, 0.1 crowd workers).
+METAEVAL_EPSILON = 0.2
 DEFAULT_PROMPTS = {
     "patient": "patient/default",
     "clinician": "clinician/default",

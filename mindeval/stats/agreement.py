@@ -1,5 +1,5 @@
-"""Agreement metrics: Kendall τ, MIPSA, Krippendorff α, pairwise accuracy (ordinal scales),
-Cohen's κ and Fleiss' κ (categorical scales).
+"""Agreement metrics: Kendall τ, MIPSA, Krippendorff α, ICC(2,1) / ICC(2,k), pairwise accuracy
+(ordinal scales), Cohen's κ and Fleiss' κ (categorical scales).
 
 Every function takes score vectors aligned on the same interactions; ``NaN`` marks a
 missing rating and the pair of vectors is reduced to the interactions both raters
@@ -267,6 +267,39 @@ def fleiss_kappa(data: np.ndarray | Sequence[Sequence[float]]) -> float:
     per_item = ((counts * (counts - 1)).sum(axis=1)) / (n_raters * (n_raters - 1))
     shares = counts.sum(axis=0) / (n_items * n_raters)
     return _kappa(float(per_item.mean()), float(shares @ shares), "Fleiss' κ")
+
+
+# ------------------------------------------------------- intraclass correlation (ICC)
+
+
+IccForm = Literal["single", "average"]
+
+
+def icc_from_mean_squares(ms_items: np.ndarray, ms_raters: np.ndarray, ms_error: np.ndarray, n: np.ndarray | float,
+                          k: int, form: IccForm) -> np.ndarray:
+    """ICC(2,1) (``single``) or ICC(2,k) (``average``), two-way random effects, absolute agreement
+    (Shrout & Fleiss 1979; McGraw & Wong 1996), from the two-way ANOVA mean squares of ``n`` items."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if form == "single":
+            return (ms_items - ms_error) / (ms_items + (k - 1) * ms_error + k * (ms_raters - ms_error) / n)
+        return (ms_items - ms_error) / (ms_items + (ms_raters - ms_error) / n)
+
+
+def icc(data: np.ndarray | Sequence[Sequence[float]], form: IccForm = "single") -> float:
+    """ICC(2,1) or ICC(2,k) of a raters × interactions matrix, on the interactions every rater scored."""
+    m = np.asarray(data, dtype=float)
+    m = m[:, ~np.isnan(m).any(axis=0)]
+    k, n = m.shape
+    if k < 2 or n < 2:
+        return _warn(f"ICC needs 2 raters on at least 2 commonly rated interactions, got {k} on {n}")
+    grand = m.mean()
+    ss_items = k * ((m.mean(axis=0) - grand) ** 2).sum()
+    ss_raters = n * ((m.mean(axis=1) - grand) ** 2).sum()
+    ss_error = ((m - grand) ** 2).sum() - ss_items - ss_raters
+    if ss_items + ss_raters + ss_error <= 0:
+        return _warn("ICC is undefined when every score is the same")
+    return float(icc_from_mean_squares(np.float64(ss_items / (n - 1)), np.float64(ss_raters / (k - 1)),
+                                       np.float64(ss_error / ((n - 1) * (k - 1))), n, k, form))
 
 
 # --------------------------------------------------------------------------- quartiles

@@ -11,6 +11,7 @@ module only evaluates it on many weighted copies at once:
 * Krippendorff's α (nominal, ordinal, interval) from count-weighted coincidence matrices;
   the ordinal distance is recomputed from each resample's value frequencies;
 * Cohen's and Fleiss' κ from count-weighted category shares;
+* ICC(2,1) / ICC(2,k) from count-weighted two-way ANOVA sums of squares;
 * MIPSA as the count-weighted mean of the profiles' shares (profiles are resampled whole).
 
 :class:`Resampler` holds one seeded draw of interaction counts and of profile counts for
@@ -26,7 +27,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .agreement import PairIndex, TauVariant, TieRule, mipsa_profiles
+from .agreement import (
+    IccForm,
+    PairIndex,
+    TauVariant,
+    TieRule,
+    icc_from_mean_squares,
+    mipsa_profiles,
+)
 from .bootstrap import cluster_counts, percentile_interval, resample_counts
 
 
@@ -154,6 +162,27 @@ def fleiss_kappa(data: np.ndarray, counts: np.ndarray) -> np.ndarray:
     expected = (shares**2).sum(axis=1)
     out = _ratio(observed - expected, 1.0 - expected)
     return np.where(np.isclose(expected, 1.0), np.nan, out)
+
+
+def icc(data: np.ndarray, counts: np.ndarray, form: IccForm = "single") -> np.ndarray:
+    """ICC(2,1) / ICC(2,k) of a raters × interactions matrix on every resample (complete interactions;
+    the two-way ANOVA sums of squares weighted by the counts)."""
+    m = np.asarray(data, dtype=float)
+    keep = ~np.isnan(m).any(axis=0)
+    m, c = m[:, keep], np.asarray(counts, dtype=float)[:, keep]
+    k = m.shape[0]
+    n = c.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        item_mean = m.mean(axis=0)  # (items,)
+        grand = (c @ item_mean) / n  # (B,)
+        rater_mean = (c @ m.T) / n[:, None]  # (B, k)
+        ss_items = k * (c * (item_mean[None, :] - grand[:, None]) ** 2).sum(axis=1)
+        ss_raters = n * ((rater_mean - grand[:, None]) ** 2).sum(axis=1)
+        ss_total = (c[:, None, :] * (m[None, :, :] - grand[:, None, None]) ** 2).sum(axis=(1, 2))
+        ss_error = ss_total - ss_items - ss_raters
+        out = icc_from_mean_squares(ss_items / (n - 1), ss_raters / (k - 1), ss_error / ((n - 1) * (k - 1)), n, k,
+                                    form)
+    return np.where((n >= 2) & (ss_total > 0), out, np.nan)
 
 
 def mipsa(x: np.ndarray, y: np.ndarray, pairs: PairIndex, profile_counts: np.ndarray,

@@ -87,7 +87,7 @@ def test_per_dimension_kappas_and_alpha_match_hand_computation(tmp_path, capsys)
     printed = capsys.readouterr().out
     assert printed.startswith("Categorical dimensions: Cohen's κ below the diagonal, Krippendorff α (nominal) above.")
     assert "target toy: categorical scale, blank/NA = not rated" in printed
-    assert "### Guides to help — Cohen's κ below the diagonal" in printed and "verdict J (DETECT): YES" in printed
+    assert "### Guides to help — Cohen's κ below the diagonal" in printed and "range check J (DETECT): is its agreement at least the lowest human-human agreement? YES" in printed
     report = json.loads((out / "agreement.json").read_text())
     assert report["target"] == "toy"
     assert list(report["matrices"]) == ["DETECT", "GUIDE", "average"]
@@ -114,7 +114,7 @@ def test_per_dimension_kappas_and_alpha_match_hand_computation(tmp_path, capsys)
     # α = 1 - D_o/D_e = 1 - (4/16)/(170/240) = 1 - 0.25/0.708333 = 0.647059.
     assert det["summary"]["H1|H2"]["alpha_nominal"] == [pytest.approx(1 - 0.25 / (170 / 240))]
     # the average of the two dimensions stays on the ordinal metrics
-    assert set(avg["summary"]["J|H2"]) == {"tau", "mipsa", "alpha_ordinal", "alpha_interval"}
+    assert set(avg["summary"]["J|H2"]) == {"tau", "mipsa", "alpha_ordinal", "alpha_interval", "icc2_1", "icc2_k"}
 
     # Verdict, DETECT: the judge's κ with H1, H2, H3 is 33/41, 19/43 (5 of 8 agree, p_e = 21/64) and 3/5
     # (6 of 8, p_e = 24/64): median 3/5; human-human κ: 27/43, 17/21 (H1/H3), 3/7 (H2/H3): inside.
@@ -123,7 +123,7 @@ def test_per_dimension_kappas_and_alpha_match_hand_computation(tmp_path, capsys)
     assert (v["metrics"]["kappa"]["low"], v["metrics"]["kappa"]["high"]) == (pytest.approx(3 / 7), pytest.approx(17 / 21))
     assert [v["axis"] for v in report["verdicts"]] == ["DETECT", "GUIDE", "average"]
     md = (out / "agreement.md").read_text()
-    assert ("- verdict J (DETECT): YES: Cohen's κ vs the humans (median) 0.6000 is inside the human-human range "
+    assert ("- range check J (DETECT): is its agreement at least the lowest human-human agreement? YES: Cohen's κ vs the humans (median) 0.6000 is inside the human-human range "
             "[0.4286, 0.8095]") in md
     assert "## Categorical dimensions: Cohen's κ and Krippendorff α (nominal)" in md
     assert "### Detects distress — Cohen's κ below the diagonal" in md

@@ -262,7 +262,14 @@ def test_compare_on_the_authors_data_prints_intervals_judge_table_and_verdicts(s
         cells = [c.strip() for c in row.strip("|").split("|")[2:] if c.strip()]
         assert all("[" in c and c.count(",") >= 1 for c in cells), row
         assert any(" ci [" in c for c in cells)
-    assert "verdict with 95% confidence A (average, 60 interactions, 20 profiles, 4 humans): AS GOOD AS HUMANS" in printed
+    assert ("non-inferiority with 95% confidence A (average, 60 interactions, 20 profiles, 4 humans): "
+            "is it non-inferior to the humans? AS GOOD AS HUMANS") in printed
+    # one verdict per judge and dimension, each answer after its question
+    verdict_lines = [line for line in printed.splitlines() if line.startswith("verdict ")]
+    assert len(verdict_lines) == 2 * 6
+    assert all("is it non-inferior to the humans (95% confidence)?" in line and
+               "may it replace a human annotator (alternative annotator test, ε = 0.2)?" in line
+               for line in verdict_lines)
     assert "| tau | A | B |" in printed and "| mipsa | A | B |" in printed
     assert "clusters by tau (1 = best; same number = statistically tied): A 1" in printed
     assert "accuracy (calibrated)" in printed
@@ -291,10 +298,31 @@ def test_power_from_a_pilot(shared_data, tmp_path, capsys):
     printed = capsys.readouterr().out
     rows = [line for line in printed.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert [r.split(" | ")[0] for r in rows] == ["| 1", "| 2", "| 3", "| 4"]
-    needed = [int(r.split(" | ")[3]) for r in rows]
+    needed = [int(r.split(" | ")[3].split()[0]) for r in rows]
     assert all(n > 0 for n in needed)
     assert needed[-1] < needed[0]  # a reference averaged over more raters is less noisy
     assert main(["power", "--humans", humans, "--judges", judges[0]]) == 2
+
+
+def test_power_figure_is_the_same_for_any_seed_and_carries_its_spread_over_pilots(shared_data, tmp_path):
+    """Issue 28: the bootstrap SE moved 'interactions needed' by ±5% with the seed alone; a pilot's own
+    sampling error was not shown."""
+    import json
+
+    from metaeval.cli import main
+
+    humans = str(shared_data / "human_annotations.jsonl")
+    judges = _judges_over(shared_data / "human_annotations.jsonl", tmp_path / "runs", np.random.default_rng(1))
+    reports = []
+    for seed in (0, 1):
+        assert main(["power", "--humans", humans, "--judges", *judges, "--seed", str(seed),
+                     "--out", str(tmp_path / f"p{seed}")]) == 0  # default resamples
+        reports.append(json.loads((tmp_path / f"p{seed}" / "power.json").read_text())["rows"])
+    assert [r["required_n"] for r in reports[0]] == [r["required_n"] for r in reports[1]]
+    for rows in reports:
+        for r in rows:
+            low, high = r["required_n_range"]
+            assert low < high and low <= r["required_n"] * 1.1 and high >= r["required_n"] * 0.9
 
 
 def test_app_results_page_summary_carries_metaevals_intervals():
@@ -338,7 +366,8 @@ def test_python_api_returns_frames(tiny_authors, tmp_path):
         frames = metaeval.compare(humans=[str(tiny_authors)], judges=[f"A={a}", f"B={b}"], resamples=100)
     assert {"ci_low", "ci_high", "n_interactions", "n_raters"} <= set(frames.agreement.columns)
     assert set(frames.judge_pairs["metric"]) == {"tau", "mipsa"}
-    assert set(frames.verdicts["overall"]) <= set(OUTCOMES) and len(frames.verdicts) == 4
+    assert set(frames.verdicts["overall"]) <= set(OUTCOMES) and len(frames.verdicts) == 2 * 6 * 2  # judges, axes, τ/MIPSA
+    assert len(frames.alt_tests) == 2 * 6 * 3 and set(frames.alt_tests["human"]) == {"P1", "P2", "P3"}
     assert set(frames.clusters["judge"]) == {"A", "B"} and len(frames.calibration) == 12 and len(frames.ties) == 12
     import metaeval.api
     import metaeval.comparison  # every submodule loaded: the name is still the function, no module trick
