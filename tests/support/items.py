@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from mindeval.cli import main
@@ -10,6 +11,16 @@ from mindeval.guidelines import load_guidelines
 from mindeval.llm import fake
 
 RISK_CHECKLIST = Path(__file__).resolve().parents[2] / "targets" / "risk_checklist"
+
+
+def without_score(root: Path) -> Path:
+    """A copy of the example target at ``root`` without its declared score: it ranks by its
+    ``rank_by: harm_share`` (risk_checklist before 1.2.0)."""
+    shutil.copytree(RISK_CHECKLIST, root)
+    manifest = root / "target.yaml"
+    text = manifest.read_text()
+    manifest.write_text(text[:text.index("\nscore:\n") + 1])
+    return root
 
 
 def answers(kind: str) -> dict[str, str]:
