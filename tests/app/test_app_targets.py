@@ -334,7 +334,7 @@ def test_the_admin_pages_follow_the_target(demo_ws):
     at = sign_in("admin", "ADMIN-CODE-1234")
     at.switch_page("views/admin_studies.py").run()
     assert not at.exception, at.exception
-    assert at.selectbox(key="create_target").options == ["mindeval", "crisis", "risk_checklist"]
+    assert at.selectbox(key="create_target").options == ["mindeval", "crisis", "reply_safety", "risk_checklist"]
     sid = add_target_study(demo_ws)
     at.run()
     table = at.dataframe[0].value
@@ -417,7 +417,7 @@ def test_an_item_rubric_target_is_rated_one_item_per_dimension_and_admins_see_th
     bad_item = next(i for i in items if "walter" in i)  # the second profile: answered "bad"
     admin.selectbox(key="answers_item").set_value(bad_item).run()
     table = admin.dataframe[1].value
-    assert len(table) == sum(len(a.questions) for a in g.judge_axes) == 30
+    assert len(table) == sum(len(a.questions) for a in g.judge_axes) == 28
     ask = table[table["Dimension"] == "ASK"].set_index("Question")
     assert set(ask["Level"]) == {"Potential for harm"}
     assert ask.loc["a_asked", "Answer"] == "no" and ask.loc["a_asked", "Severity"] == "potential_harm"

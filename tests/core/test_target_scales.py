@@ -77,7 +77,8 @@ def test_a_target_declaring_every_new_field_is_valid_and_its_score_is_computed(t
 def test_the_shipped_targets_stay_valid_and_declare_none_of_it():
     for name in ("mindeval", "crisis", "risk_checklist"):
         t = load_target(name)
-        assert validate_target(name) == [] and t.score_formula() is None
+        assert validate_target(name) == []
+        assert t.score_formula() is None or name == "risk_checklist"  # its VERA-style score
         assert t.guidelines.scale_spec().weights is None and not t.guidelines.flags
 
 

@@ -29,8 +29,9 @@ def test_example_target_validates_with_branching_yes_no_questions():
     assert len(questions) >= 25
     assert all(q.answers[:2] == ["yes", "no"] for q in questions)
     assert sum(bool(q.severity) for q in questions) >= 20
-    assert sum(bool(q.next) for q in questions) >= 6
+    assert sum(bool(q.next) for q in questions) >= 5
     assert g.not_relevant_axes == ("NOTICE", "ASK", "HELP")
+    assert g.judge_axes[0].questions[0].sets_not_relevant == ["ASK", "HELP"]  # the risk gate, asked once
 
 
 def _qs(*specs):
@@ -62,16 +63,16 @@ def test_bad_questions_are_reported_as_file_line_field(tmp_path):
     shutil.copytree(ROOT, target)
     gpath = target / "guidelines.yaml"
     text = gpath.read_text()
-    text = text.replace("next: {no: a_method_detail}", "next: {no: a_reason}")  # jumps back
+    text = text.replace("next: {no: a_method_detail}", "next: {no: a_asked}")  # jumps back
     text = text.replace("severity: {yes: suboptimal}\n      - id: n_named_kindly",
                         "severity: {yes: awful}\n      - id: n_named_kindly")
     text = text.replace("    not_relevant: true\n    anchors:\n      - {band: best_practice, label: Help",
                         "    anchors:\n      - {band: best_practice, label: Help")
     gpath.write_text(text)
     msgs = [str(p) for p in validate_target(target)]
-    assert any(":judge_axes.1.questions.4.next.no: 'a_reason' comes before a_member_yes" in m for m in msgs), msgs
+    assert any(":judge_axes.1.questions.3.next.no: 'a_asked' comes before a_member_yes" in m for m in msgs), msgs
     assert any(":judge_axes.0.questions.4.severity.yes: 'awful' is not a level" in m for m in msgs), msgs
-    assert any(":judge_axes.2.not_relevant: question h_needed can end in not_relevant" in m for m in msgs), msgs
+    assert any(":judge_axes.0.questions.0.sets_not_relevant: 'HELP' cannot be not relevant" in m for m in msgs), msgs
     assert all(m.startswith(f"{gpath}:") and m.split(":")[1].isdigit() for m in msgs), msgs
 
 
@@ -132,9 +133,9 @@ def test_one_question_per_call_follows_the_branches(tmp_path):
     gpath = target / "guidelines.yaml"
     gpath.write_text(gpath.read_text().replace("question_mode: together", "question_mode: one_by_one"))
     bad = _answers("bad")
-    # NOTICE: 7 questions; ASK: a_reason, a_asked (no: end); HELP: h_needed, h_offered (no: end); CONTENT: 5.
+    # NOTICE: 7 questions; ASK: a_asked (no: end); HELP: h_offered (no: end); CONTENT: 5.
     path = ["n_cue_present", "n_cue_direct", "n_acknowledged", "n_dismissed", "n_missed_later", "n_named_kindly",
-            "n_overreacted", "a_reason", "a_asked", "h_needed", "h_offered",
+            "n_overreacted", "a_asked", "h_offered",
             "c_method_info", "c_encourage", "c_secrecy", "c_sensational", "c_false_claims"]
     model = fake.script("s19-one", [reply({q: bad[q]}) for q in path])
     def calls() -> int:

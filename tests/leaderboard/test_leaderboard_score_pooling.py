@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from support.items import RISK_CHECKLIST, scripted_run
+from support.items import RISK_CHECKLIST, scripted_run, without_score
 
 from mindeval.leaderboard import StatsSettings, build_leaderboard, write_outputs
 
@@ -21,13 +20,9 @@ def vera(best: int, harm: int, n: int) -> float:
 
 
 @pytest.fixture
-def scored_target(tmp_path: Path) -> Path:
-    """risk_checklist declaring VERA-MH's score (its rank_by: harm_share stays, the score overrides it)."""
-    root = tmp_path / "vera_target"
-    shutil.copytree(RISK_CHECKLIST, root)
-    with (root / "target.yaml").open("a") as f:
-        f.write(f'score:\n  label: VERA score\n  formula: "{VERA}"\n')
-    return root
+def scored_target() -> Path:
+    """risk_checklist, which declares VERA-MH's score (its rank_by: harm_share stays, the score overrides it)."""
+    return RISK_CHECKLIST
 
 
 # Relevant cells per answer kind (tests/support/items.py): none = CONTENT best; good = 3 best + ASK
@@ -51,8 +46,9 @@ def test_declared_score_equals_hand_computation_and_ranks(tmp_path, scored_targe
     assert pair.n_shared == 6 and abs(pair.diff) == pytest.approx(vera(15, 3, 24) - 50.0)
     assert 0 < pair.p_value <= 1
     # The same runs without a declared score rank by harm share: the other order.
-    plain_d = scripted_run(tmp_path / "pd", "vs", D, "fake/echo")
-    plain_b = scripted_run(tmp_path / "pb", "vs", B, "fake/slow")
+    unscored = without_score(tmp_path / "plain")
+    plain_d = scripted_run(tmp_path / "pd", "vs", D, "fake/echo", unscored)
+    plain_b = scripted_run(tmp_path / "pb", "vs", B, "fake/slow", unscored)
     plain = build_leaderboard([plain_d, plain_b], StatsSettings(seed=3))
     assert plain.score is None and plain.table.systems[0].label.startswith("fake/slow")
     out = tmp_path / "out"
@@ -60,8 +56,8 @@ def test_declared_score_equals_hand_computation_and_ranks(tmp_path, scored_targe
     rows = list(csv.DictReader((out / "leaderboard.csv").open()))
     assert rows[0]["score_value"] == f"{vera(15, 3, 24):.6f}" and rows[1]["score_value"] == "50.000000"
     md = (out / "leaderboard.md").read_text()
-    assert "VERA score [95% CI]" in md and "Paired tests of VERA score" in md
-    assert "VERA score [95\\% CI]" in (out / "leaderboard.tex").read_text()
+    assert "VERA-style score [95% CI]" in md and "Paired tests of VERA-style score" in md
+    assert "VERA-style score [95\\% CI]" in (out / "leaderboard.tex").read_text()
     js = json.loads((out / "leaderboard.json").read_text())
     assert js["rank_by"] == "score" and js["score"]["formula"] == VERA
 

@@ -135,11 +135,12 @@ def test_run_summary_and_leaderboard_report_the_same_harm_share(tmp_path, capsys
 
 
 def test_item_rubric_levels_not_relevant_declared_ranking_and_label_breakdown(tmp_path):
-    from support.items import scripted_run
+    from support.items import scripted_run, without_score
 
+    target = without_score(tmp_path / "harm_ranked")
     # risk_level labels by profile: none, none, passive, active, plan, attempt.
-    a = scripted_run(tmp_path / "a", "lb", ["none", "none", "good", "bad", "good", "bad"], "fake/echo")
-    b = scripted_run(tmp_path / "b", "lb", ["calm"] * 6, "fake/slow")
+    a = scripted_run(tmp_path / "a", "lb", ["none", "none", "good", "bad", "good", "bad"], "fake/echo", target)
+    b = scripted_run(tmp_path / "b", "lb", ["calm"] * 6, "fake/slow", target)
     lb = build_leaderboard([a, b], StatsSettings(seed=1), by=["risk_level"])
     # b has the lower average (1.0 against 8/6) but no harm: the target ranks by harm share, ascending.
     assert lb.rank_by == "harm_share"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from mindeval.cli import main
@@ -10,6 +11,16 @@ from mindeval.guidelines import load_guidelines
 from mindeval.llm import fake
 
 RISK_CHECKLIST = Path(__file__).resolve().parents[2] / "targets" / "risk_checklist"
+
+
+def without_score(root: Path) -> Path:
+    """A copy of the example target at ``root`` without its declared score: it ranks by its
+    ``rank_by: harm_share`` (risk_checklist before 1.2.0)."""
+    shutil.copytree(RISK_CHECKLIST, root)
+    manifest = root / "target.yaml"
+    text = manifest.read_text()
+    manifest.write_text(text[:text.index("\nscore:\n") + 1])
+    return root
 
 
 def answers(kind: str) -> dict[str, str]:
@@ -20,15 +31,15 @@ def answers(kind: str) -> dict[str, str]:
     out = {q.id: "no" for ax in g.judge_axes for q in ax.questions}
     if kind == "good":
         out.update(n_cue_present="yes", n_cue_direct="yes", n_acknowledged="yes", n_named_kindly="yes",
-                   a_reason="yes", a_asked="yes", a_plain_words="yes", a_member_yes="yes", a_plan="yes",
+                   a_asked="yes", a_plain_words="yes", a_member_yes="yes", a_plan="yes",
                    a_now="yes", a_reasons_living="no",  # the only miss: suboptimal
-                   h_needed="yes", h_offered="yes", h_real_contact="yes", h_urgent="no",
+                   h_offered="yes", h_real_contact="yes", h_urgent="no",
                    h_emergency="no",  # skipped by h_urgent=no: would be harm if asked
                    h_trusted_people="yes", h_safety_plan="yes")
     elif kind == "bad":
         out.update(n_cue_present="yes", n_acknowledged="no", n_dismissed="yes", n_named_kindly="yes",
-                   a_reason="yes", a_asked="no", a_method_detail="yes",  # off the path after a_asked=no
-                   h_needed="yes", h_offered="no", c_sensational="yes")
+                   a_asked="no", a_method_detail="yes",  # off the path after a_asked=no
+                   h_offered="no", c_sensational="yes")
     elif kind == "calm":
         out.update(c_sensational="yes")
     return out
