@@ -1,0 +1,71 @@
+"""Human-calibrated leaderboard: each system's mean on the human scale by prediction-powered
+inference (docs/leaderboard.md, "Human scale").
+
+The judge's score on every scored conversation of a system is the unlabeled part; the humans'
+mean rating on the rated conversations (a random sample of the system's conversations, on the
+judge's axes' scale) is the labeled part. A system with too few rated conversations, or with rated
+conversations that are not among its own, is refused with one line.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel
+
+from ..errors import MindEvalError
+from ..stats.ppi import MeanInterval, ppi_mean
+from ..study_data import HumanScores
+from .loading import RunData
+from .table import Table
+
+MIN_RATED = 10  # below this the normal interval of the rated subset is not to be trusted
+
+
+class HumanScaleScore(BaseModel):
+    """One system and criterion: judge-only, humans-only and prediction-powered means."""
+
+    system: str
+    criterion: str
+    n_rated: int  # conversations with a human rating and a judge score
+    n_scored: int  # conversations the judge scored (the unlabeled part)
+    judge_mean: float
+    humans: MeanInterval  # the rated subset alone (lam = 0)
+    ppi: MeanInterval  # prediction-powered (PPI++ tuned lam)
+
+
+def _has(scores: dict[str, float], c: str) -> bool:
+    return c in scores and math.isfinite(scores[c])
+
+
+def human_scale(table: Table, runs: dict[str, RunData], humans: HumanScores,
+                level: float = 0.95) -> list[HumanScaleScore]:
+    """The human-scale estimates of every ranked system (``runs``: its loaded run, by label) and
+    criterion the humans rated."""
+    out: list[HumanScaleScore] = []
+    for s in table.systems:
+        run = runs[s.label]
+        judged = {sc.profile_id: sc.scores for sc in run.scores}
+        rated = {h.profile_id: h.scores for h in humans.rows if h.system == run.clinician_model}
+        outside = sorted(set(rated) - set(judged))
+        if outside:
+            raise MindEvalError(
+                f"system {s.label}: {len(outside)} rated conversation(s) (e.g. profile {outside[0]}) are not among "
+                "its scored conversations; the rated ones must be a random sample of them", path=humans.source,
+                field="--humans")
+        if len(rated) < MIN_RATED:
+            raise MindEvalError(
+                f"system {s.label} ({run.clinician_model}) has {len(rated)} rated conversation(s); a human-scale "
+                f"interval needs at least {MIN_RATED}", path=humans.source, field="--humans")
+        for c in table.criteria:
+            pids = [p for p, v in rated.items() if _has(v, c) and _has(judged[p], c)]
+            if len(pids) < MIN_RATED:
+                continue
+            y = [rated[p][c] for p in pids]
+            yhat = [judged[p][c] for p in pids]
+            yall = [v[c] for v in judged.values() if _has(v, c)]
+            out.append(HumanScaleScore(
+                system=s.label, criterion=c, n_rated=len(pids), n_scored=len(yall), judge_mean=s.results[c].mean,
+                humans=ppi_mean(y, yhat, yall, level=level, lam=0.0), ppi=ppi_mean(y, yhat, yall, level=level)))
+    return out
+
