@@ -1,9 +1,9 @@
 """Human-calibrated leaderboard: each system's mean on the human scale by prediction-powered
 inference (docs/leaderboard.md, "Human scale").
 
-The judge's score on every scored conversation of a system is the unlabeled part; the humans'
-mean rating on the rated conversations (a random sample of the system's conversations, on the
-judge's axes' scale) is the labeled part. A system with too few rated conversations, or with rated
+The humans' mean rating on the rated conversations (a random sample of the system's conversations,
+on the judge's axes' scale) with the judge's scores of the same conversations is the labeled part; the
+judge's scores of the system's other scored conversations are the unlabeled part. A system with too few rated conversations, or with rated
 conversations that are not among its own, is refused with one line.
 """
 
@@ -28,7 +28,7 @@ class HumanScaleScore(BaseModel):
     system: str
     criterion: str
     n_rated: int  # conversations with a human rating and a judge score
-    n_scored: int  # conversations the judge scored (the unlabeled part)
+    n_scored: int  # conversations the judge scored (the rated ones and the unlabeled rest)
     judge_mean: float
     humans: MeanInterval  # the rated subset alone (lam = 0)
     ppi: MeanInterval  # prediction-powered (PPI++ tuned lam)
@@ -63,9 +63,9 @@ def human_scale(table: Table, runs: dict[str, RunData], humans: HumanScores,
                 continue
             y = [rated[p][c] for p in pids]
             yhat = [judged[p][c] for p in pids]
-            yall = [v[c] for v in judged.values() if _has(v, c)]
+            yall = [v[c] for p, v in judged.items() if p not in rated and _has(v, c)]
             out.append(HumanScaleScore(
-                system=s.label, criterion=c, n_rated=len(pids), n_scored=len(yall), judge_mean=s.results[c].mean,
+                system=s.label, criterion=c, n_rated=len(pids), n_scored=len(yall) + len(pids), judge_mean=s.results[c].mean,
                 humans=ppi_mean(y, yhat, yall, level=level, lam=0.0), ppi=ppi_mean(y, yhat, yall, level=level)))
     return out
 

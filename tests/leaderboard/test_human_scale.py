@@ -9,6 +9,7 @@ import json
 import numpy as np
 import ppi_py
 import pytest
+from scipy import stats
 from leaderboard_rundirs import write_run
 
 from mindeval.cli import main
@@ -27,13 +28,24 @@ def test_ppi_mean_equals_ppi_python(seed, lam):
     human = rng.normal(3.5, 1.0, big_n)
     judge = (0.8 * human if seed % 2 else rng.normal(4, 1, big_n)) + rng.normal(0.3, 0.6, big_n)
     rated = rng.choice(big_n, n, replace=False)
-    got = ppi_mean(human[rated], judge[rated], judge, level=0.95, lam=lam)
-    want = float(np.squeeze(ppi_py.ppi_mean_pointestimate(human[rated], judge[rated], judge, lam=lam)))
-    lo, hi = ppi_py.ppi_mean_ci(human[rated], judge[rated], judge, alpha=0.05, lam=lam)
+    rest = np.setdiff1d(np.arange(big_n), rated)
+    y, yhat, unlabeled = human[rated], judge[rated], judge[rest]
+    got = ppi_mean(y, yhat, unlabeled, level=0.95, lam=lam, small_sample=False)
+    want = float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, yhat, unlabeled, lam=lam)))
+    lo, hi = ppi_py.ppi_mean_ci(y, yhat, unlabeled, alpha=0.05, lam=lam)
     assert got.estimate == pytest.approx(want, abs=1e-12)
     assert (got.ci_low, got.ci_high) == pytest.approx((float(np.squeeze(lo)), float(np.squeeze(hi))), abs=1e-12)
     if lam is not None:
         assert got.lam == lam
+    small = ppi_mean(y, yhat, unlabeled, level=0.95, lam=lam)  # the leaderboard's: same estimate, t interval
+    assert (small.estimate, small.lam) == (got.estimate, got.lam)
+    assert small.ci_high - small.estimate == pytest.approx(t_half_width(y, yhat, unlabeled, got.lam))
+
+
+def t_half_width(y, yhat, unlabeled, lam):
+    """Student-t(n - 1) half-width with unbiased variances, written out independently."""
+    se = np.sqrt(np.var(lam * unlabeled, ddof=1) / len(unlabeled) + np.var(y - lam * yhat, ddof=1) / len(y))
+    return stats.t.ppf(0.975, len(y) - 1) * se
 
 
 def _board(tmp_path, rated: dict[str, list[str]], n_profiles: int = 30):
@@ -70,16 +82,17 @@ def test_human_scale_column_on_a_scripted_set(tmp_path, capsys):
     got = {(h["system"], h["criterion"]): h for h in doc["human_scale"]}
     for system, pids in rated.items():
         label = system  # one run per clinician: labelled by its model
-        yall = np.array([v[0] for v in judge[system].values()], dtype=float)
+        yall = np.array([v[0] for p, v in judge[system].items() if p not in pids], dtype=float)  # unrated
         yhat = np.array([judge[system][p][0] for p in pids], dtype=float)
         y = np.minimum(yhat + 1, 6) / 2 + np.minimum(yhat + 2, 6) / 2
-        lo, hi = ppi_py.ppi_mean_ci(y, yhat, yall, alpha=0.05)
         h = got[(label, "average")]
         assert h["n_rated"] == len(pids) and h["n_scored"] == 30
-        assert h["judge_mean"] == pytest.approx(yall.mean())
+        assert h["judge_mean"] == pytest.approx(np.mean([v[0] for v in judge[system].values()]))
         assert h["ppi"]["estimate"] == pytest.approx(float(np.squeeze(
             ppi_py.ppi_mean_pointestimate(y, yhat, yall))), abs=1e-6)  # JSON: 6 digits
-        assert (h["ppi"]["ci_low"], h["ppi"]["ci_high"]) == pytest.approx((float(lo[0]), float(hi[0])), abs=1e-6)
+        half = t_half_width(y, yhat, yall, h["ppi"]["lam"])
+        assert (h["ppi"]["ci_low"], h["ppi"]["ci_high"]) == pytest.approx(
+            (h["ppi"]["estimate"] - half, h["ppi"]["estimate"] + half), abs=2e-6)
         assert h["humans"]["estimate"] == pytest.approx(y.mean())
         cell = f"{h['ppi']['estimate']:.2f} [{h['ppi']['ci_low']:.2f}, {h['ppi']['ci_high']:.2f}] (n={len(pids)})"
         assert cell in stdout
