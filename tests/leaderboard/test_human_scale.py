@@ -9,8 +9,8 @@ import json
 import numpy as np
 import ppi_py
 import pytest
-from scipy import stats
 from leaderboard_rundirs import write_run
+from scipy import stats
 
 from mindeval.cli import main
 from mindeval.stats.ppi import ppi_mean
