@@ -16,7 +16,7 @@ from ..stats.significance import small_sample_warning
 from ..study_data import HumanScores
 from .breakdowns import Condition, LabelPanel, compute_breakdowns, label_panels
 from .compare import Comparison, compare_setups
-from .human_scale import HumanScaleScore, human_scale
+from .human_scale import HumanScaleScore, human_scale, unmatched
 from .loading import RunData, criteria_of, load_run
 from .systems import assign_labels, check_compatible, check_same_target, group_by_setup, system_key
 from .table import MIN_RESAMPLES, StatsSettings, SystemScores, Table, compute_table
@@ -299,7 +299,10 @@ def _comparisons(runs: list[RunData], scored: list[RunData], keys: dict[str, str
 
 def with_human_scale(lb: Leaderboard, humans: HumanScores) -> Leaderboard:
     """``lb`` with each system's human-scale means from ``humans`` (``mindeval leaderboard --humans``)."""
-    return lb.model_copy(update={"human_scale": human_scale(lb.table, lb.run_data, humans)})
+    extra = [f"human ratings of {m} ({humans.source}) are not used: no ranked system is that clinician model"
+             for m in unmatched(lb.run_data, humans)]
+    return lb.model_copy(update={"human_scale": human_scale(lb.table, lb.run_data, humans),
+                                 "warnings": [*lb.warnings, *extra]})
 
 
 def rerank(table: Table, metric: str, runs: dict[str, RunData]) -> Table:

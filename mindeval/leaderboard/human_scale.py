@@ -38,10 +38,29 @@ def _has(scores: dict[str, float], c: str) -> bool:
     return c in scores and math.isfinite(scores[c])
 
 
+def _check_models(table: Table, runs: dict[str, RunData], humans: HumanScores) -> None:
+    """Human ratings name a clinician model: two ranked systems of one model cannot tell theirs apart."""
+    seen: dict[str, str] = {}
+    for s in table.systems:
+        model = runs[s.label].clinician_model
+        if model in seen:
+            raise MindEvalError(f"systems {seen[model]} and {s.label} are both clinician model {model}; human ratings "
+                                "name the model only, so rank one of them at a time", path=humans.source,
+                                field="--humans")
+        seen[model] = s.label
+
+
+def unmatched(runs: dict[str, RunData], humans: HumanScores) -> list[str]:
+    """Clinician models the humans rated that no ranked system is (their ratings are not used)."""
+    models = {r.clinician_model for r in runs.values()}
+    return sorted({h.system for h in humans.rows} - models)
+
+
 def human_scale(table: Table, runs: dict[str, RunData], humans: HumanScores,
                 level: float = 0.95) -> list[HumanScaleScore]:
     """The human-scale estimates of every ranked system (``runs``: its loaded run, by label) and
     criterion the humans rated."""
+    _check_models(table, runs, humans)
     out: list[HumanScaleScore] = []
     for s in table.systems:
         run = runs[s.label]

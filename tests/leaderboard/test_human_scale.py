@@ -113,3 +113,20 @@ def test_refuses_rated_conversations_outside_the_system(tmp_path, capsys):
     assert main(["leaderboard", *map(str, runs), "--humans", str(ratings), "--no-report"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "profile x99" in err[0] and "not among its scored conversations" in err[0], err
+
+
+def test_refuses_two_systems_of_one_clinician_model(tmp_path, capsys):
+    rated = {"vendor/a": [f"p{i:02d}" for i in range(12)], "vendor/b": [f"p{i:02d}" for i in range(12)]}
+    runs, ratings, judge = _board(tmp_path, rated)
+    twin = write_run(tmp_path / "a2", "vendor/a", judge["vendor/a"], clinician_prompt="clinician/four_sentences@v1",
+                     profile_ids=sorted(judge["vendor/a"]))
+    assert main(["leaderboard", *map(str, runs), str(twin), "--humans", str(ratings), "--no-report"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "both clinician model vendor/a" in err[0], err
+
+
+def test_ratings_of_an_unranked_model_are_named(tmp_path, capsys):
+    rated = {"vendor/a": [f"p{i:02d}" for i in range(12)], "vendor/b": [f"p{i:02d}" for i in range(12)]}
+    runs, ratings, _ = _board(tmp_path, rated)
+    assert main(["leaderboard", str(runs[0]), "--humans", str(ratings), "--no-report"]) == 0
+    assert "human ratings of vendor/b" in capsys.readouterr().err
