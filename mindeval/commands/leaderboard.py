@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="runs under other setups (judge / patient swaps): report pairwise accuracy (Table 5)")
     p.add_argument("--by", action="append", default=[], metavar="LABEL",
                    help="also break results down by this profile label of the runs' target (repeatable)")
-    p.add_argument("--humans", type=release_arg("human_annotations.jsonl"), default=None, metavar="RATINGS",
+    p.add_argument("--humans", nargs="+", type=release_arg("human_annotations.jsonl"), default=None, metavar="SRC",
                    help="human ratings of a random sample of each system's conversations (the authors' file, "
                    "'official', a ratings file, or an annotation database URL with --study): add each system's "
                    "mean on the human scale by prediction-powered inference, with 95%% intervals")
@@ -73,7 +73,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.humans is not None:
         from ..leaderboard import with_human_scale
 
-        lb = with_human_scale(lb, read_humans(str(args.humans), args.study, args.runs[0]))
+        lb = with_human_scale(lb, read_humans(args.humans, args.study, args.runs[0]))
     if not args.no_report:
         print(to_markdown(lb), end="")
     for w in lb.warnings:
@@ -89,7 +89,7 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_humans(source: str, study: str | None, run_dir: Path) -> HumanScores:
+def read_humans(sources: list[str], study: str | None, run_dir: Path) -> HumanScores:
     """The human ratings as the leaderboard takes them, read as ``metaeval compare`` reads them,
     on the runs' target (its dimensions from the first run)."""
     from metaeval.comparison import CompareOptions, load_humans, resolve_dimensions
@@ -98,6 +98,5 @@ def read_humans(source: str, study: str | None, run_dir: Path) -> HumanScores:
     from ..cli.studies import read_studies
 
     dims = resolve_dimensions(None, load_judge_run(run_dir)[:1])
-    sources = load_humans([source], CompareOptions(humans=[source], study=study), dims,
-                          read_studies([source], study))
-    return human_scores(sources)
+    return human_scores(load_humans(sources, CompareOptions(humans=sources, study=study), dims,
+                                    read_studies(sources, study)))
