@@ -85,8 +85,8 @@ def _md_scores(lb: Leaderboard) -> list[str]:
                     "95% Wilson interval, (k/n conversations judged).")
     explain += " Scored: conversations of the benchmark that were scored."
     if lb.human_scale:
-        explain += (" Human scale: the Average on the humans' scale by prediction-powered inference (judge scores "
-                    "on every scored conversation, human ratings on the rated random sample), 95% interval, n rated; "
+        explain += (" Human scale: the Average on the humans' scale by prediction-powered inference (human and "
+                    "judge scores of the rated random sample, judge scores of the other conversations), 95% interval, n rated; "
                     "Humans only: the rated sample alone.")
     note = incomplete_note(lb)
     lines = ["", "## Scores and significance clusters", "", *([f"**{md_escape(note)}**", ""] if note else []),

@@ -72,7 +72,7 @@ def _board(tmp_path, rated: dict[str, list[str]], n_profiles: int = 30):
 
 
 def test_human_scale_column_on_a_scripted_set(tmp_path, capsys):
-    rated = {"vendor/a": [f"p{i:02d}" for i in range(0, 30, 2)], "vendor/b": [f"p{i:02d}" for i in range(12)]}
+    rated = {"vendor/a": [f"p{i:02d}" for i in range(15)], "vendor/b": [f"p{i:02d}" for i in range(5, 17)]}
     runs, ratings, judge = _board(tmp_path, rated)
     out = tmp_path / "board"
     assert main(["leaderboard", *map(str, runs), "--humans", str(ratings), "--out", str(out)]) == 0
@@ -94,6 +94,7 @@ def test_human_scale_column_on_a_scripted_set(tmp_path, capsys):
         assert (h["ppi"]["ci_low"], h["ppi"]["ci_high"]) == pytest.approx(
             (h["ppi"]["estimate"] - half, h["ppi"]["estimate"] + half), abs=2e-6)
         assert h["humans"]["estimate"] == pytest.approx(y.mean())
+        assert h["ppi"]["ci_high"] - h["ppi"]["ci_low"] < h["humans"]["ci_high"] - h["humans"]["ci_low"]
         cell = f"{h['ppi']['estimate']:.2f} [{h['ppi']['ci_low']:.2f}, {h['ppi']['ci_high']:.2f}] (n={len(pids)})"
         assert cell in stdout
     assert "human_ppi_estimate" in (out / "leaderboard.csv").read_text().splitlines()[0]
