@@ -131,3 +131,25 @@ def test_ratings_of_an_unranked_model_are_named(tmp_path, capsys):
     runs, ratings, _ = _board(tmp_path, rated)
     assert main(["leaderboard", str(runs[0]), "--humans", str(ratings), "--no-report"]) == 0
     assert "human ratings of vendor/b" in capsys.readouterr().err
+
+
+def test_the_authors_ratings_calibrate_a_run_of_their_conversations(tmp_path, capsys, shared_data):
+    """The authors' file as --humans: their 20 rated conversations of one clinician model, mean of four
+    raters per conversation, against a scripted run of those conversations plus 20 unrated ones."""
+    from metaeval.comparison import CompareOptions, load_humans
+    from metaeval.sources import human_scores
+
+    src = str(shared_data / "human_annotations.jsonl")
+    model = "azure/gpt-5-chat-2"
+    with pytest.warns(Warning):
+        rows = [r for r in human_scores(load_humans([src], CompareOptions(humans=[src]))).rows if r.system == model]
+    assert len(rows) == 20
+    ids = [r.profile_id for r in rows] + [f"extra{i:02d}" for i in range(20)]
+    scores = {p: [1 + i % 6] * 5 for i, p in enumerate(ids)}
+    run = write_run(tmp_path / "run", model, scores, profile_ids=ids)
+    out = tmp_path / "board"
+    assert main(["leaderboard", str(run), "--humans", src, "--out", str(out), "--no-report"]) == 0
+    h = next(h for h in json.loads((out / "leaderboard.json").read_text())["human_scale"]
+             if h["criterion"] == "average")
+    assert (h["n_rated"], h["n_scored"]) == (20, 40)
+    assert h["humans"]["estimate"] == pytest.approx(np.mean([r.scores["average"] for r in rows]), abs=1e-6)
