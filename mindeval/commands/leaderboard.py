@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from ..cli import out_dir
@@ -98,5 +99,10 @@ def read_humans(sources: list[str], study: str | None, run_dir: Path) -> HumanSc
     from ..cli.studies import read_studies
 
     dims = resolve_dimensions(None, load_judge_run(run_dir)[:1])
-    return human_scores(load_humans(sources, CompareOptions(humans=sources, study=study), dims,
-                                    read_studies(sources, study)))
+    with warnings.catch_warnings(record=True) as caught:  # the readers' notes, one line each as metaeval prints them
+        warnings.simplefilter("always")
+        humans = human_scores(load_humans(sources, CompareOptions(humans=sources, study=study), dims,
+                                          read_studies(sources, study)))
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    return humans

@@ -149,6 +149,7 @@ def test_the_authors_ratings_calibrate_a_run_of_their_conversations(tmp_path, ca
     run = write_run(tmp_path / "run", model, scores, profile_ids=ids)
     out = tmp_path / "board"
     assert main(["leaderboard", str(run), "--humans", src, "--out", str(out), "--no-report"]) == 0
+    assert "warning: " + src + ": 1 rating(s) have an axis with no rated sub-axis" in capsys.readouterr().err
     h = next(h for h in json.loads((out / "leaderboard.json").read_text())["human_scale"]
              if h["criterion"] == "average")
     assert (h["n_rated"], h["n_scored"]) == (20, 40)
