@@ -43,7 +43,7 @@ from mindeval.records import (
     read_jsonl,
 )
 from mindeval.rundir import read_config, read_run, run_target
-from mindeval.study_data import StudyRatings
+from mindeval.study_data import HumanScore, HumanScores, StudyRatings
 
 from .rollup import AVERAGE, RATING_COLUMNS, Dimensions, judge_axis_frame, rollup
 
@@ -363,3 +363,17 @@ def load_study(
     raters.sort(key=lambda r: (0, int(r.label[len(prefix):])) if r.label in paper_labels else (1, r.label))
     return HumanSource(source=source, raters=raters, interactions=interactions, ratings=ratings, rater_ids=rater_ids,
                        dims=dims)
+
+
+def human_scores(sources: list[HumanSource]) -> HumanScores:
+    """Each rated conversation's mean over its raters per axis: the human side of a human-scale
+    leaderboard (plain data for :mod:`mindeval.leaderboard.human_scale`)."""
+    frame = pd.concat([r.frame.assign(rater=r.label) for src in sources for r in src.raters],
+                      ignore_index=True).dropna(subset=["score"])
+    rows: list[HumanScore] = []
+    for (pid, system), grp in frame.groupby(["profile_id", "system"], sort=True):
+        means = grp.groupby("axis")["score"].mean()
+        rows.append(HumanScore(profile_id=str(pid), system=str(system),
+                               scores={str(a): float(v) for a, v in means.items()},
+                               raters=int(grp["rater"].nunique())))
+    return HumanScores(source=", ".join(s.source for s in sources), rows=rows)

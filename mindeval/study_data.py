@@ -44,3 +44,19 @@ class StudyTurns(BaseModel):
 
     source: str  # the database URL (password hidden) and study, for messages
     rows: list[dict[str, Any]]
+
+
+class HumanScore(BaseModel):
+    """The humans' scores of one rated conversation: per axis (and ``average``) the mean over its raters."""
+
+    profile_id: str
+    system: str  # the clinician model that held the conversation
+    scores: dict[str, float]  # axis -> mean over the raters who rated it (axes no one rated are left out)
+    raters: int
+
+
+class HumanScores(BaseModel):
+    """Human ratings as the leaderboard takes them (``mindeval leaderboard --humans``)."""
+
+    source: str  # the file, or the database URL (password hidden) and study, for messages
+    rows: list[HumanScore]

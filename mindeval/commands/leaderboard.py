@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from ..cli import out_dir
 from ..config import DEFAULT_RESAMPLES
 from ..errors import MindEvalError
+from ..profiles.official import release_arg
+from ..study_data import HumanScores
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="runs under other setups (judge / patient swaps): report pairwise accuracy (Table 5)")
     p.add_argument("--by", action="append", default=[], metavar="LABEL",
                    help="also break results down by this profile label of the runs' target (repeatable)")
+    p.add_argument("--humans", nargs="+", type=release_arg("human_annotations.jsonl"), default=None, metavar="SRC",
+                   help="human ratings of a random sample of each system's conversations (the authors' file, "
+                   "'official', a ratings file, or an annotation database URL with --study): add each system's "
+                   "mean on the human scale by prediction-powered inference, with 95%% intervals")
+    p.add_argument("--study", default=None, help="annotation study when --humans is a database URL")
     p.add_argument("--no-report", action="store_true", help="do not print the Markdown report on stdout")
     p.add_argument("--plots", action="store_true",
                    help="also write figures into --out as PNG and SVG: the leaderboard with 95%% intervals and "
@@ -63,6 +71,10 @@ def handle(args: argparse.Namespace) -> int:
                              sided=args.sided)
     lb = build_leaderboard(args.runs, settings, allow_mixed=args.allow_mixed,
                            allow_incomplete=args.allow_incomplete, compare_to=args.compare_to, by=args.by)
+    if args.humans is not None:
+        from ..leaderboard import with_human_scale
+
+        lb = with_human_scale(lb, read_humans(args.humans, args.study, args.runs[0]))
     if not args.no_report:
         print(to_markdown(lb), end="")
     for w in lb.warnings:
@@ -76,3 +88,21 @@ def handle(args: argparse.Namespace) -> int:
             for path in write_plots(lb, args.out):
                 print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def read_humans(sources: list[str], study: str | None, run_dir: Path) -> HumanScores:
+    """The human ratings as the leaderboard takes them, read as ``metaeval compare`` reads them,
+    on the runs' target (its dimensions from the first run)."""
+    from metaeval.comparison import CompareOptions, load_humans, resolve_dimensions
+    from metaeval.sources import human_scores, load_judge_run
+
+    from ..cli.studies import read_studies
+
+    dims = resolve_dimensions(None, load_judge_run(run_dir)[:1])
+    with warnings.catch_warnings(record=True) as caught:  # the readers' notes, one line each as metaeval prints them
+        warnings.simplefilter("always")
+        humans = human_scores(load_humans(sources, CompareOptions(humans=sources, study=study), dims,
+                                          read_studies(sources, study)))
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    return humans

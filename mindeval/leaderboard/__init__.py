@@ -4,7 +4,7 @@
 everything; ``write_outputs(lb, out_dir)`` writes Markdown, CSV, LaTeX and JSON.
 """
 
-from .build import Leaderboard, build_leaderboard
+from .build import Leaderboard, build_leaderboard, with_human_scale
 from .loading import RunData, load_run
 from .render import to_json, to_latex, to_markdown, write_outputs
 from .table import MIN_RESAMPLES, StatsSettings, SystemScores, Table, compute_table
@@ -22,5 +22,6 @@ __all__ = [
     "to_json",
     "to_latex",
     "to_markdown",
+    "with_human_scale",
     "write_outputs",
 ]

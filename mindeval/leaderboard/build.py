@@ -13,8 +13,10 @@ from ..errors import MindEvalError
 from ..records import TargetInfo
 from ..stats.proportion import CategoricalReport
 from ..stats.significance import small_sample_warning
+from ..study_data import HumanScores
 from .breakdowns import Condition, LabelPanel, compute_breakdowns, label_panels
 from .compare import Comparison, compare_setups
+from .human_scale import HumanScaleScore, human_scale, unmatched
 from .loading import RunData, criteria_of, load_run, per_profile
 from .pooling import PooledSystem, describe, pool_runs
 from .score import HeadlineScore, headline_score, score_order
@@ -97,6 +99,8 @@ class Leaderboard(BaseModel):
         rs = [r for r in self.runs if r.system == system]
         return f"{sum(r.n_scored for r in rs)}/{sum(r.n_benchmark for r in rs)}"
     levels: list[SystemLevels] = Field(default_factory=list)  # per system, when the scale is categorical
+    # Human-scale means by prediction-powered inference (``--humans``; human_scale.py), per system and criterion.
+    human_scale: list[HumanScaleScore] = Field(default_factory=list)
     rank_by: str = "average"  # the target's declared ranking metric (RANK_METRICS)
     # Every profile label the target declares, by value (the figures' panels); not in the JSON.
     label_panels: list[LabelPanel] = Field(default_factory=list, exclude=True)
@@ -302,6 +306,14 @@ def _comparisons(runs: list[RunData], scored: list[RunData], keys: dict[str, str
     comparisons, cmp_warnings = compare_setups(main, groups, {keys[r.path]: labels[r.path] for r in runs})
     warnings += cmp_warnings
     return comparisons
+
+
+def with_human_scale(lb: Leaderboard, humans: HumanScores) -> Leaderboard:
+    """``lb`` with each system's human-scale means from ``humans`` (``mindeval leaderboard --humans``)."""
+    extra = [f"human ratings of {m} ({humans.source}) are not used: no ranked system is that clinician model"
+             for m in unmatched(lb.run_data, humans)]
+    return lb.model_copy(update={"human_scale": human_scale(lb.table, lb.run_data, humans),
+                                 "warnings": [*lb.warnings, *extra]})
 
 
 def rerank(table: Table, metric: str, runs: dict[str, RunData]) -> Table:

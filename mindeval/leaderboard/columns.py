@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .build import Leaderboard, SystemHarm
+from .human_scale import HumanScaleScore
 from .table import SystemResult
 
 Cell = Callable[[Leaderboard, SystemResult], Any]
@@ -186,6 +187,31 @@ def _score_value_csv(lb: Leaderboard) -> list[Field]:
     return [Field(f"score_{x}", value(x)) for x in ("value", "ci_low", "ci_high")]
 
 
+def human_of(lb: Leaderboard, system: str, criterion: str = "average") -> HumanScaleScore | None:
+    return next((h for h in lb.human_scale if h.system == system and h.criterion == criterion), None)
+
+
+def human_cell(h: HumanScaleScore | None, which: str) -> str:
+    """``3.41 [3.12, 3.70] (n=20)``: a human-scale mean (``ppi`` or ``humans`` only) with its 95% CI."""
+    if h is None:
+        return "n/a"
+    m = getattr(h, which)
+    return f"{num(m.estimate)} [{num(m.ci_low)}, {num(m.ci_high)}] (n={h.n_rated})"
+
+
+def _human_csv(lb: Leaderboard) -> list[Field]:
+    def value(which: str, x: str) -> Cell:
+        def get(lb: Leaderboard, s: SystemResult) -> Any:
+            h = human_of(lb, s.label)
+            if h is None:
+                return ""
+            return h.n_rated if x == "n_rated" else f"{getattr(getattr(h, which), x):.6f}"
+        return get
+    return [Field("human_n_rated", value("ppi", "n_rated"))] + [
+        Field(f"human_{which}_{x}", value(which, x)) for which in ("ppi", "humans")
+        for x in ("estimate", "ci_low", "ci_high")]
+
+
 # ------------------------------------------------------------------------- the columns
 
 COLUMNS: list[Column] = [
@@ -209,6 +235,12 @@ COLUMNS: list[Column] = [
            markdown=one("Harm share [95% CI]", lambda lb, s: harm_cell(harm_of(lb).get(s.label))),
            latex=one(r"Harm share [95\% CI]", lambda lb, s: latex_escape(harm_cell(harm_of(lb).get(s.label)))),
            csv=_harm_csv),
+    Column("human_scale", applies=lambda lb: bool(lb.human_scale),
+           markdown=lambda lb: [Field("Human scale, PPI [95% CI]", lambda lb, s: human_cell(human_of(lb, s.label), "ppi")),
+                                Field("Humans only [95% CI]", lambda lb, s: human_cell(human_of(lb, s.label), "humans"))],
+           latex=one(r"Human scale [95\% CI]",
+                     lambda lb, s: latex_escape(human_cell(human_of(lb, s.label), "ppi"))),
+           csv=_human_csv),
     Column("coverage", csv=_coverage_csv),
     Column("levels", applies=lambda lb: bool(lb.levels), csv=_levels_csv),
 ]

@@ -20,6 +20,7 @@ from .build import RANK_METRICS, Leaderboard
 from .columns import (
     fields,
     header,
+    human_cell,
     json_columns,
     latex_escape,
     level_ids,
@@ -58,7 +59,7 @@ def settings_line(lb: Leaderboard) -> str:
 def to_markdown(lb: Leaderboard) -> str:
     """The full report: Table 4 (score + cluster), CIs, p-values, breakdowns, verbosity, Table 5."""
     lines = _md_head(lb) + _md_scores(lb) + levels_markdown(lb) + _md_intervals(lb) + _md_score_tests(lb)
-    lines += _md_pvalues(lb)
+    lines += _md_pvalues(lb) + _md_human_scale(lb)
     lines += _md_breakdowns(lb) + _md_verbosity(lb) + _md_comparisons(lb)
     if lb.warnings:
         lines += ["", "## Notes", ""] + [f"- {md_escape(w)}" for w in lb.warnings]
@@ -89,6 +90,10 @@ def _md_scores(lb: Leaderboard) -> list[str]:
         explain += (f" Ranked by {lb.score.label} = {lb.score.formula} ("
                     + ("higher" if lb.score.higher_is_better else "lower")
                     + " is better), 95% bootstrap interval over profiles; paired permutation tests below.")
+    if lb.human_scale:
+        explain += (" Human scale: the Average on the humans' scale by prediction-powered inference (human and "
+                    "judge scores of the rated random sample, judge scores of the other conversations), 95% interval, n rated; "
+                    "Humans only: the rated sample alone.")
     note = incomplete_note(lb)
     lines = ["", "## Scores and significance clusters", "", *([f"**{md_escape(note)}**", ""] if note else []),
              explain, ""]
@@ -119,6 +124,16 @@ def _md_score_tests(lb: Leaderboard) -> list[str]:
     return ["", f"### Paired tests of {md_escape(lb.score.label)}", "",
             "A minus B on the profiles both have; permutation test swapping a profile's conversations "
             "(* = significant).", "", *_md_table(["A", "B", "Profiles", "Difference", "p"], rows)]
+
+
+def _md_human_scale(lb: Leaderboard) -> list[str]:
+    """Every criterion's judge-only, human-scale (PPI) and humans-only means (``--humans``)."""
+    if not lb.human_scale:
+        return []
+    lines = ["", "### Human scale (prediction-powered inference, 95% intervals)", ""]
+    rows = [[md_escape(h.system), header(h.criterion), num(h.judge_mean), human_cell(h, "ppi"), human_cell(h, "humans"),
+             f"{h.ppi.lam:.2f}", str(h.n_scored)] for h in lb.human_scale]
+    return lines + _md_table(["System", "Criterion", "Judge", "Human scale (PPI)", "Humans only", "λ", "Scored"], rows)
 
 
 def _md_pvalues(lb: Leaderboard) -> list[str]:
@@ -221,7 +236,7 @@ def to_latex(lb: Leaderboard) -> str:
 
 def to_json(lb: Leaderboard) -> dict[str, Any]:
     """The whole leaderboard; ``target`` and ``safety`` only when there is something to say."""
-    drop = {k for k in ("safety", "levels", "pooled", "score") if not getattr(lb, k)}
+    drop = {k for k in ("safety", "levels", "pooled", "score", "human_scale") if not getattr(lb, k)}
     if lb.rank_by == "average":
         drop.add("rank_by")
     if lb.target.legacy_files:

@@ -1,0 +1,90 @@
+"""Human-calibrated leaderboard: each system's mean on the human scale by prediction-powered
+inference (docs/leaderboard.md, "Human scale").
+
+The humans' mean rating on the rated conversations (a random sample of the system's conversations,
+on the judge's axes' scale) with the judge's scores of the same conversations is the labeled part; the
+judge's scores of the system's other scored conversations are the unlabeled part. A system with too few rated conversations, or with rated
+conversations that are not among its own, is refused with one line.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel
+
+from ..errors import MindEvalError
+from ..stats.ppi import MeanInterval, ppi_mean
+from ..study_data import HumanScores
+from .loading import RunData
+from .table import Table
+
+MIN_RATED = 10  # below this the normal interval of the rated subset is not to be trusted
+
+
+class HumanScaleScore(BaseModel):
+    """One system and criterion: judge-only, humans-only and prediction-powered means."""
+
+    system: str
+    criterion: str
+    n_rated: int  # conversations with a human rating and a judge score
+    n_scored: int  # conversations the judge scored (the rated ones and the unlabeled rest)
+    judge_mean: float
+    humans: MeanInterval  # the rated subset alone (lam = 0)
+    ppi: MeanInterval  # prediction-powered (PPI++ tuned lam)
+
+
+def _has(scores: dict[str, float], c: str) -> bool:
+    return c in scores and math.isfinite(scores[c])
+
+
+def _check_models(table: Table, runs: dict[str, RunData], humans: HumanScores) -> None:
+    """Human ratings name a clinician model: two ranked systems of one model cannot tell theirs apart."""
+    seen: dict[str, str] = {}
+    for s in table.systems:
+        model = runs[s.label].clinician_model
+        if model in seen:
+            raise MindEvalError(f"systems {seen[model]} and {s.label} are both clinician model {model}; human ratings "
+                                "name the model only, so rank one of them at a time", path=humans.source,
+                                field="--humans")
+        seen[model] = s.label
+
+
+def unmatched(runs: dict[str, RunData], humans: HumanScores) -> list[str]:
+    """Clinician models the humans rated that no ranked system is (their ratings are not used)."""
+    models = {r.clinician_model for r in runs.values()}
+    return sorted({h.system for h in humans.rows} - models)
+
+
+def human_scale(table: Table, runs: dict[str, RunData], humans: HumanScores,
+                level: float = 0.95) -> list[HumanScaleScore]:
+    """The human-scale estimates of every ranked system (``runs``: its loaded run, by label) and
+    criterion the humans rated."""
+    _check_models(table, runs, humans)
+    out: list[HumanScaleScore] = []
+    for s in table.systems:
+        run = runs[s.label]
+        judged = {sc.profile_id: sc.scores for sc in run.scores}
+        rated = {h.profile_id: h.scores for h in humans.rows if h.system == run.clinician_model}
+        outside = sorted(set(rated) - set(judged))
+        if outside:
+            raise MindEvalError(
+                f"system {s.label}: {len(outside)} rated conversation(s) (e.g. profile {outside[0]}) are not among "
+                "its scored conversations; the rated ones must be a random sample of them", path=humans.source,
+                field="--humans")
+        if len(rated) < MIN_RATED:
+            raise MindEvalError(
+                f"system {s.label} ({run.clinician_model}) has {len(rated)} rated conversation(s); a human-scale "
+                f"interval needs at least {MIN_RATED}", path=humans.source, field="--humans")
+        for c in table.criteria:
+            pids = [p for p, v in rated.items() if _has(v, c) and _has(judged[p], c)]
+            if len(pids) < MIN_RATED:
+                continue
+            y = [rated[p][c] for p in pids]
+            yhat = [judged[p][c] for p in pids]
+            yall = [v[c] for p, v in judged.items() if p not in rated and _has(v, c)]
+            out.append(HumanScaleScore(
+                system=s.label, criterion=c, n_rated=len(pids), n_scored=len(yall) + len(pids), judge_mean=s.results[c].mean,
+                humans=ppi_mean(y, yhat, yall, level=level, lam=0.0), ppi=ppi_mean(y, yhat, yall, level=level)))
+    return out
+

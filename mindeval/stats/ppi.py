@@ -1,0 +1,55 @@
+"""Prediction-powered inference of a mean (Angelopoulos et al., Science 2023), with the power
+tuning of PPI++ (Angelopoulos, Duchi & Zrnic 2023): human labels on a random subset correct the
+judge's scores on every item, giving a valid interval for the mean on the human scale.
+
+The same estimator, tuning and normal interval as ``ppi_py.ppi_mean_pointestimate`` /
+``ppi_py.ppi_mean_ci`` (ppi-python 0.2.3; checked equal in tests/leaderboard/test_human_scale.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import BaseModel
+from scipy.stats import norm, t
+
+
+class MeanInterval(BaseModel):
+    """A mean with its two-sided normal interval; ``lam`` is the weight on the judge (0: humans only)."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    lam: float
+
+
+def _lam(y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray) -> float:
+    """PPI++'s variance-minimizing weight on the predictions, clipped to [0, 1]."""
+    n, big_n = len(y), len(yhat_all)
+    rough = yhat_all.mean() + (y - yhat).mean()
+    g, gh = y - rough, yhat - rough
+    cov = 2 * np.mean((g - g.mean()) * (gh - gh.mean()))
+    var = np.var(np.concatenate([gh, yhat_all - rough]), ddof=1)
+    if var == 0:
+        return 0.0
+    return float(np.clip(cov / (2 * (1 + n / big_n) * var), 0.0, 1.0))
+
+
+def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray, *, level: float = 0.95,
+             lam: float | None = None, small_sample: bool = True) -> MeanInterval:
+    """Mean of the human scale from human labels ``y`` and the judge's ``yhat`` on the same items
+    and its ``yhat_all`` on unlabeled items of the same population (``lam=None``: tuned; 1: plain PPI;
+    0: humans only).
+
+    ``small_sample``: unbiased variances and Student's t with n - 1 degrees of freedom (n labels)
+    instead of the normal quantile, which covers 91% instead of 95% at n = 20 (benchmarks/bench_ppi.py);
+    ``False`` is ppi-python's interval exactly. Both agree as n grows."""
+    y, yhat, yhat_all = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_all))
+    if not len(yhat_all):  # every item labeled: nothing for the judge to add
+        lam, yhat_all = 0.0, np.zeros(1)
+    if lam is None:
+        lam = _lam(y, yhat, yhat_all)
+    est = float(lam * yhat_all.mean() + (y - lam * yhat).mean())
+    ddof = 1 if small_sample else 0
+    se = float(np.sqrt(np.var(lam * yhat_all, ddof=ddof) / len(yhat_all) + np.var(y - lam * yhat, ddof=ddof) / len(y)))
+    z = float(t.ppf(0.5 + level / 2, len(y) - 1) if small_sample else norm.ppf(0.5 + level / 2))
+    return MeanInterval(estimate=est, ci_low=est - z * se, ci_high=est + z * se, lam=float(lam))
