@@ -31,8 +31,10 @@ from ..records import (
     RunConfig,
     TargetInfo,
 )
+from ..reply_summary import reply_ratings
 from ..rundir import read_run
 from ..stats.proportion import CategoricalReport, HarmShare, harm_share, level_shares
+from ..stats.reply_scales import Rating
 from ..targets import target_identity
 from .verbosity import VerbosityCounts
 
@@ -104,6 +106,8 @@ class RunData(BaseModel):
     pooled: list[str] = Field(default_factory=list)
     # Each scored interaction's parsed judge samples (what pooled runs recompute their shares from).
     samples: dict[str, list[dict[str, float]]] = Field(default_factory=dict, exclude=True)
+    # unit reply: one rating per judged reply of the scored conversations (the summary's reading)
+    reply_ratings: list[Rating] = Field(default_factory=list, exclude=True)
 
 
 def _short(sha: str) -> str:
@@ -153,7 +157,14 @@ def load_run(run_dir: str | Path) -> RunData:
         levels=run_levels(target, scored, samples),
         repeats=cfg.repeats,
         samples={s.interaction_id: samples[s.interaction_id] for s in scored},
+        reply_ratings=_reply_ratings(run.judgments, scored) if target.unit == "reply" else [],
     )
+
+
+def _reply_ratings(judgments: list[Any], scored: list[InteractionScore]) -> list[Rating]:
+    """Every judged reply of the scored conversations, as the run summary reads them."""
+    profile_of = {s.interaction_id: s.profile_id for s in scored}
+    return reply_ratings((j for j in judgments if j.interaction_id in profile_of), profile_of)
 
 
 def _read_interactions(rows: list[InteractionRecord], cfg: RunConfig, ipath: Path) -> tuple[dict[str, InteractionRecord], VerbosityCounts, int]:

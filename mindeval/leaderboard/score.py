@@ -52,14 +52,20 @@ class HeadlineScore(BaseModel):
 
 
 def scale_spec(target: TargetInfo) -> ScaleSpec:
-    """The run's scale as the statistics read it: levels best to worst (by value), weights."""
+    """The run's scale as the statistics read it: levels best to worst (by value), weights; a
+    reply-level target's recorded reply scale (its flags included)."""
+    if target.unit == "reply" and target.reply_scale is not None:
+        return ScaleSpec.model_validate(target.reply_scale)
     levels = sorted(target.scale.levels, key=lambda lv: -lv.value)
     weights = target.score.weights if target.score is not None else None
     return ScaleSpec(levels=[lv.id for lv in levels], weights=weights)
 
 
 def run_ratings(run: RunData) -> list[Rating]:
-    """One rating per scored conversation and dimension (the level of its worst sample)."""
+    """One rating per scored conversation and dimension (the level of its worst sample); under
+    reply-level judging, one per judged reply (as the run summary counts them)."""
+    if run.target.unit == "reply":
+        return run.reply_ratings
     by_value = {lv.value: lv.id for lv in run.target.scale.levels}
     out = []
     for s in run.scores:

@@ -92,3 +92,28 @@ def test_the_replies_block_equals_a_hand_computation_and_the_leaderboard_ranks_b
     assert lb.score.of(second).value == pytest.approx(400 / 12)  # equals the summary's incident share
     (pair,) = lb.score.pairs
     assert pair.n_shared == 12 and abs(pair.diff) == pytest.approx(300 / 12)
+
+
+@pytest.mark.parametrize(("formula", "summary_key"), [("mean_weight", ("mean_weight",)),
+                                                      ("pct_flag_dismissive", ("flags", "dismissive", "ratings")),
+                                                      ("p99_weight", ("p99_weight",))])
+def test_the_leaderboard_reads_reply_figures_as_the_summary_does(tmp_path, formula, summary_key):
+    """A declared score over reply-level quantities equals the run summary's figure: the leaderboard
+    rates every reply (not each conversation's worst) and knows the target's flags."""
+    import shutil
+
+    target = shutil.copytree(TARGET, tmp_path / "rs_copy")
+    manifest = (target / "target.yaml").read_text()
+    (target / "target.yaml").write_text(manifest.replace('formula: "incident_pct_major"', f"formula: {formula}"))
+    out = tmp_path / "a"
+    judge = scripted(f"rs-{formula}", A, {1: "dismissive", 6: "dismissive"})
+    assert main(["run", "--target", str(target), "--clinician", "fake/echo", "--patient", "fake/echo",
+                 "--judge", judge, "--turns", "4", "--concurrency", "1", "--out", str(out), "--quiet"]) == 0
+    figure = json.loads((out / "summary.json").read_text())["replies"]
+    for key in summary_key:
+        figure = figure[key]
+    scale = 100 if formula.startswith("pct_") else 1
+    lb = build_leaderboard([out], StatsSettings(seed=5))
+    assert lb.score is not None
+    (system,) = lb.table.systems
+    assert lb.score.of(system.label).value == pytest.approx(figure["value"] * scale)
