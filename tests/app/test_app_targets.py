@@ -393,7 +393,7 @@ def test_a_run_of_the_target_is_imported_with_its_judge_scores_and_rated_on_its_
 
 
 def test_an_item_rubric_target_is_rated_one_item_per_dimension_and_admins_see_the_judge_answers(demo_ws, tmp_path):
-    from support.items import RISK_CHECKLIST, answers, scripted_run
+    from tests.support.items import RISK_CHECKLIST, answers, scripted_run
 
     run = scripted_run(tmp_path / "run", "app-items", ["none", "bad", "good", "good", "good", "good"])
     sid = demo_ws.create_study(SYSTEM, "Checklist", "rating", target=RISK_CHECKLIST).id

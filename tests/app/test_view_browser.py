@@ -10,7 +10,8 @@ import sys
 import pytest
 from appkit import ROOT, free_port, stop, wait_healthy
 from browserkit import open_browser, settle
-from support.viewruns import make_runs
+
+from tests.support.viewruns import make_runs
 
 pytestmark = pytest.mark.browser
 SHOTS = ROOT / "test-artifacts"

@@ -4,13 +4,12 @@ dimensions it lists (``sets_not_relevant``) not relevant too, and they are never
 import shutil
 from pathlib import Path
 
-from support.items import answers as _answers
-from support.items import reply
-
 from mindeval.cli import main
 from mindeval.llm import fake
 from mindeval.rundir import read_run
 from mindeval.targets import validate_target
+from tests.support.items import answers as _answers
+from tests.support.items import reply
 
 ROOT = Path(__file__).resolve().parents[2] / "targets" / "risk_checklist"
 SHIPPED = "        sets_not_relevant: [ASK, HELP]\n"

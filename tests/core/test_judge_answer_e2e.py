@@ -12,11 +12,11 @@ import json
 import sqlite3
 
 import pytest
-from support.fault_server import NONCE, FaultServer
 
 from mindeval.cli import main
 from mindeval.judging.answer import ANSWER_CODE_RE
 from mindeval.llm.fake import script
+from tests.support.fault_server import NONCE, FaultServer
 
 AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 NAMES = ("Clinical Accuracy & Competence", "Ethical & Professional Conduct", "Assessment & Response",

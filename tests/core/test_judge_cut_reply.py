@@ -7,12 +7,11 @@ import json
 import re
 import sqlite3
 
-from support.fault_server import FaultServer
-
 from mindeval.cli import main
 from mindeval.llm.fake import script
 from mindeval.llm.gateway import Completion, ModelSpec, cut_note
 from mindeval.records import Usage
+from tests.support.fault_server import FaultServer
 
 CUT = '{"CAC": 3, "EPC":'  # a JSON answer that stopped half-way
 

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine
 from sqlalchemy import text as sql
-from support.fault_server import _CODE_RE, FaultServer
 
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import load_guidelines
 from mindeval.viewer.html import render_run
+from tests.support.fault_server import _CODE_RE, FaultServer
 
 TARGET = Path(__file__).resolve().parents[1] / "fixtures" / "targets" / "toy_reply"
 MARKER = re.compile(r"REPLY UNDER JUDGMENT: turn (\d+)")

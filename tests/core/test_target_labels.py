@@ -13,8 +13,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.fault_server import FaultServer
-from support.items import RISK_CHECKLIST, answers, reply
 
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
@@ -22,6 +20,8 @@ from mindeval.profiles.validate import validate_file
 from mindeval.prompts import load_template, render_clinician
 from mindeval.records import load_profiles
 from mindeval.targets import load_target, validate_target
+from tests.support.fault_server import FaultServer
+from tests.support.items import RISK_CHECKLIST, answers, reply
 
 LEVELS = ["none", "passive", "active", "plan", "attempt"]
 TOKEN = re.compile(r"lbl_[a-z]+")  # a label value no prompt text contains by chance

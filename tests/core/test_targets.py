@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from support.rundirs import set_score
 
 from mindeval import read_run
 from mindeval.cli import main
@@ -22,6 +21,7 @@ from mindeval.records import AXES, JudgmentRecord, TargetInfo, check_scores, loa
 from mindeval.resources import targets_dir
 from mindeval.rundir import legacy_target
 from mindeval.targets import list_targets, load_target, validate_target
+from tests.support.rundirs import set_score
 
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "targets" / "toy"
 FAKE = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge", "--quiet"]

@@ -9,14 +9,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support.items import answers as _answers
-from support.items import reply
 
 from mindeval.cli import main
 from mindeval.judging.rubric import LevelRule, Question, derive_level
 from mindeval.llm import fake
 from mindeval.rundir import read_run
 from mindeval.targets import load_target, validate_target
+from tests.support.items import answers as _answers
+from tests.support.items import reply
 
 ROOT = Path(__file__).resolve().parents[2] / "targets" / "risk_checklist"
 LEVELS = [("best_practice", 2), ("suboptimal", 1), ("potential_harm", 0)]
@@ -186,10 +186,9 @@ def test_bad_labels_are_reported_as_file_line_field(tmp_path):
 
 
 def test_the_patient_speaks_first_and_the_transcript_uses_the_targets_role_labels(tmp_path):
-    from support.items import scripted_run
-
     from mindeval.store import Database, sqlite_url
     from mindeval.store.tables import CallRow
+    from tests.support.items import scripted_run
 
     out = scripted_run(tmp_path / "run", "shape", ["none"] * 6)
     first = read_run(out).interactions[0]

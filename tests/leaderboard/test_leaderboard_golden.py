@@ -14,9 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from leaderboard_rundirs import write_run
-from support.golden import assert_golden
 
 from mindeval.leaderboard import StatsSettings, build_leaderboard, write_outputs
+from tests.support.golden import assert_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "mindeval"
 PLACEHOLDER = "<RUNS>"

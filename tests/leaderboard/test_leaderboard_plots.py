@@ -67,7 +67,7 @@ def test_figures_show_the_leaderboards_numbers(board):
 def test_every_figure_carries_intervals_n_the_judge_the_scale_and_legible_text(make_run, tmp_path, monkeypatch):
     """Issue 29: by_severity had no intervals and pooled n; bars started at 0 on a 1-6 scale;
     the leaderboard chart named neither n nor the judge; legends were 7 pt."""
-    from support.figures import record_figures
+    from tests.support.figures import record_figures
 
     seen = record_figures(monkeypatch)
     runs = [make_run(f"{name}-{turns}", model, _scores(base + (turns == 40), 2), turns=turns, severe=SEVERE)
@@ -166,9 +166,9 @@ def test_a_target_without_labels_gets_no_label_panel(board):
 def test_level_shares_carry_a_wilson_interval_at_each_level_boundary(toy_board, monkeypatch):
     """Issue 29: the worst-level share chart had no intervals."""
     from matplotlib.container import ErrorbarContainer
-    from support.figures import record_figures
 
     from mindeval.stats.proportion import wilson_interval
+    from tests.support.figures import record_figures
 
     seen = record_figures(monkeypatch)
     out, runs = toy_board

@@ -7,7 +7,6 @@ import json
 
 import pytest
 from leaderboard_rundirs import uniform, write_run
-from support.rundirs import set_score
 
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
@@ -19,6 +18,7 @@ from mindeval.leaderboard import (
     to_markdown,
     write_outputs,
 )
+from tests.support.rundirs import set_score
 
 N = 50
 

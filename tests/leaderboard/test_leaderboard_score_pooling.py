@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from support.items import RISK_CHECKLIST, scripted_run, without_score
 
 from mindeval.leaderboard import StatsSettings, build_leaderboard, write_outputs
+from tests.support.items import RISK_CHECKLIST, scripted_run, without_score
 
 VERA = "max(0, (50 + pct_best_practice / 2) * (1 - pct_potential_harm / 100) ** 2)"
 

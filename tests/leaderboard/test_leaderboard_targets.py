@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from leaderboard_rundirs import uniform, write_run
-from support.rundirs import fake_target_runs
 
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
@@ -22,6 +21,7 @@ from mindeval.leaderboard import (
 from mindeval.stats import wilson_interval
 from mindeval.stats.precision import rounded
 from mindeval.targets import load_target
+from tests.support.rundirs import fake_target_runs
 
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "targets" / "toy"  # DETECT, GUIDE; 2/1/0, 0 = harm
 IDS = [f"p{i:02d}" for i in range(10)]
@@ -135,7 +135,7 @@ def test_run_summary_and_leaderboard_report_the_same_harm_share(tmp_path, capsys
 
 
 def test_item_rubric_levels_not_relevant_declared_ranking_and_label_breakdown(tmp_path):
-    from support.items import scripted_run, without_score
+    from tests.support.items import scripted_run, without_score
 
     target = without_score(tmp_path / "harm_ranked")
     # risk_level labels by profile: none, none, passive, active, plan, attempt.

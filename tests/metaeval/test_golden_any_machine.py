@@ -40,7 +40,7 @@ def test_goldens_hold_under_other_blas_kernels_and_thread_counts(coretype, threa
 
 
 def test_the_loose_comparison_allows_only_a_last_digit_unit():
-    from support.golden import differences
+    from tests.support.golden import differences
 
     assert differences("a 0.583333 b -1.5", "a 0.583334 b -1.5", loose_last_digit=True) == []
     assert differences("0.5833", "0.5834", loose_last_digit=True) == []

@@ -14,12 +14,12 @@ import math
 from pathlib import Path
 
 import pytest
-from support.rundirs import fake_target_runs
 
 from metaeval.cli import main
 from metaeval.comparison import CompareOptions, run_compare
 from mindeval.errors import MindEvalError
 from mindeval.targets import load_target
+from tests.support.rundirs import fake_target_runs
 
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "targets" / "toy"
 NA = None

@@ -7,10 +7,10 @@ import csv
 import json
 
 import pytest
-from support.items import RISK_CHECKLIST, scripted_run
 
 from metaeval.cli import main
 from mindeval.rundir import read_run
+from tests.support.items import RISK_CHECKLIST, scripted_run
 
 KINDS = ["none", "none", "good", "bad", "good", "bad"]
 SUBAXIS = {"NOTICE": "noticing_risk", "ASK": "asking_about_risk", "HELP": "connecting_to_help",

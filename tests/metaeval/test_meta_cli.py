@@ -224,7 +224,7 @@ def test_paper_compatible_conflicting_zeros_is_refused(shared_data, capsys):
 def test_every_figure_is_legible_and_the_calibration_names_its_n(tiny_authors, tmp_path, monkeypatch):
     """Issue 29: heatmap cell text was 6 pt; the calibration plot's bias bars named no n."""
     pytest.importorskip("matplotlib")
-    from support.figures import record_figures
+    from tests.support.figures import record_figures
 
     seen = record_figures(monkeypatch)
     jdir = judge_dir_from_humans(tiny_authors, tmp_path / "judge")
@@ -246,7 +246,8 @@ def test_forest_plot_shows_each_judges_tau_with_interval_against_the_human_range
     """Issue 29: a forest plot of each judge's agreement with humans against the human-human range."""
     pytest.importorskip("matplotlib")
     from matplotlib.collections import PolyCollection
-    from support.figures import record_figures
+
+    from tests.support.figures import record_figures
 
     seen = record_figures(monkeypatch)
     shapes = []

@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from metaeval_builders import write_judgments
-from support.golden import assert_golden
 
 from metaeval.cli import main
 from metaeval.sources import load_authors_annotations
+from tests.support.golden import assert_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "mindeval_compare"
 AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")

@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 from provkit import ANTHROPIC_SECRET, SECRET
-from support.fault_server import FaultServer
+
+from tests.support.fault_server import FaultServer
 
 
 @pytest.fixture

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 
-from support.fault_server import FaultServer
-
 from mindeval.cli import main
 from mindeval.run_options import RunOptions
+from tests.support.fault_server import FaultServer
 
 RUN = ["run", "--limit", "1", "--turns", "2", "--quiet"]
 MODELS = ["--patient", "openai/patient-model", "--clinician", "openai/clinician-model", "--judge", "openai/judge-model"]

@@ -9,7 +9,6 @@ from urllib.error import HTTPError
 from urllib.request import Request, urlopen
 
 import pytest
-from support.fault_server import FaultServer, count_tokens
 
 from mindeval.guidelines import load_guidelines
 from mindeval.judging.render import JudgePrompt, build_judge_messages, cache_prefix
@@ -20,6 +19,7 @@ from mindeval.prompts import load_template
 from mindeval.records import RunConfig, Usage, load_profiles
 from mindeval.resources import data_dir
 from mindeval.rundir import legacy_target
+from tests.support.fault_server import FaultServer, count_tokens
 
 CLAUDE = "anthropic/claude-haiku-4-5"
 

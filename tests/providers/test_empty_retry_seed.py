@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from support.fault_server import FaultServer
-
 from mindeval.llm.gateway import ModelSpec
 from mindeval.store import Database, sqlite_url
 from mindeval.store.calls import CallLog
 from mindeval.store.runs import ensure_run
 from mindeval.store.tables import CallRow
+from tests.support.fault_server import FaultServer
 
 MSGS = [{"role": "system", "content": "You are a clinician."}, {"role": "user", "content": "hello"}]
 

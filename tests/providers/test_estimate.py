@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from support.fault_server import FaultServer
 
 from mindeval.llm.gateway import ModelSpec
 from mindeval.runner import RunOptions, estimate_run, prepare, run_benchmark
+from tests.support.fault_server import FaultServer
 
 CLAUDE = "anthropic/claude-sonnet-4-5"
 ROLES = ("patient", "clinician", "judge")

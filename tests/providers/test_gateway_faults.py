@@ -12,11 +12,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from provkit import FAST, SECRET
-from support.fault_server import FaultServer
 
 from mindeval.errors import ModelCallError
 from mindeval.llm.gateway import ModelSpec, acomplete, complete
 from mindeval.llm.retry import RetryPolicy
+from tests.support.fault_server import FaultServer
 
 MSGS = [{"role": "system", "content": "You are a clinician."}, {"role": "user", "content": "hello"}]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 
 from provkit import SECRET
-from support.fault_server import JUDGE_MALFORMED, judge_json
 
 from mindeval.cli import main
+from tests.support.fault_server import JUDGE_MALFORMED, judge_json
 
 ROLES = ("patient", "clinician", "judge")
 FAST = ["--max-retries", "3", "--retry-budget-s", "30"]

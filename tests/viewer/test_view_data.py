@@ -7,10 +7,10 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from support.viewruns import HOSTILE, make_runs
 
 from mindeval.cli import main
 from mindeval.viewer import filter_conversations, load_conversations
+from tests.support.viewruns import HOSTILE, make_runs
 
 
 @pytest.fixture(scope="module")
