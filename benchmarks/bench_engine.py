@@ -2,6 +2,7 @@
 
 Usage: .venv/bin/python benchmarks/bench_engine.py [--profiles 50] [--turns 20] [--latency 0.2]
        [--concurrency 50] [--provider hosted_vllm|openai] [--rate-429 0.6 --retry-after 2]
+       [--target reply_safety]
 
 ``--provider`` names the server's provider: ``hosted_vllm`` or ``openai``; with an ``api_base``
 both take MindEval's own HTTP path (mindeval/llm/openai_http.py, the provider table's
@@ -69,10 +70,10 @@ PROVIDER = "hosted_vllm"
 
 
 def options(url: str, profiles: Path, turns: int, concurrency: int, out: Path,
-            retry: RetryPolicy | None = None) -> RunOptions:
+            retry: RetryPolicy | None = None, target: str | None = None) -> RunOptions:
     specs = {r: ModelSpec(model=f"{PROVIDER}/{r}-model", api_base=url, retry=retry) for r in ROLES}
     return RunOptions(**specs, profiles=str(profiles), turns=turns, out=out, concurrency=concurrency,
-                      progress=False)
+                      progress=False, **({"target": target} if target else {}))
 
 
 def store_bytes(out: Path) -> int:
@@ -80,9 +81,9 @@ def store_bytes(out: Path) -> int:
 
 
 def engine_run(url: str, profiles: Path, turns: int, concurrency: int, out: Path,
-               retry: RetryPolicy | None = None) -> dict[str, Any]:
+               retry: RetryPolicy | None = None, target: str | None = None) -> dict[str, Any]:
     """One in-process run: wall, CPU and store size."""
-    opts = options(url, profiles, turns, concurrency, out, retry)
+    opts = options(url, profiles, turns, concurrency, out, retry, target)
     cpu, wall = time.process_time(), time.perf_counter()
     s = run_benchmark(opts, echo=None)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
@@ -172,6 +173,22 @@ def run_429(args: argparse.Namespace) -> None:
     }, indent=2))
 
 
+def run_target(args: argparse.Namespace) -> None:
+    """``--target``: one run of that target (e.g. a ``unit: reply`` one, whose replies are judged
+    while the conversation goes on): wall vs the critical path (turns + the last reply's judge call)."""
+    with tempfile.TemporaryDirectory() as tmpdir, spawn(latency_s=args.latency) as srv:
+        tmp = Path(tmpdir)
+        run = engine_run(srv.url, make_profiles(args.profiles, tmp / "profiles.jsonl"), args.turns,
+                         args.concurrency, tmp / "run", target=args.target)
+    critical = (args.turns + 1) * args.latency
+    s = run["summary"]
+    print(json.dumps({
+        "target": args.target, "profiles": args.profiles, "turns": args.turns, "latency_s": args.latency,
+        "concurrency": args.concurrency, "calls": run["calls"], "judge_calls": s["tokens"]["judge"]["calls"],
+        "judged": s["n_judged"], "wall_s": round(run["wall_s"], 2), "critical_path_s": round(critical, 2),
+        "wall_over_critical": round(run["wall_s"] / critical, 2), "load_avg": os.getloadavg()}, indent=2))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profiles", type=int, default=50)
@@ -181,6 +198,7 @@ def main() -> None:
     ap.add_argument("--provider", choices=("hosted_vllm", "openai"), default="hosted_vllm")
     ap.add_argument("--rate-429", type=float, default=0.0, help="share of requests answered 429 (random)")
     ap.add_argument("--retry-after", type=float, default=2.0, help="the Retry-After of those 429s (s)")
+    ap.add_argument("--target", help="run this target only (e.g. reply_safety): wall vs critical path")
     args = ap.parse_args()
     global PROVIDER
     PROVIDER = args.provider
@@ -189,6 +207,9 @@ def main() -> None:
     from mindeval.llm import openai_http  # noqa: F401  (imports warm: start-up is measured separately)
     if args.rate_429:
         run_429(args)
+        return
+    if args.target:
+        run_target(args)
         return
     with tempfile.TemporaryDirectory() as tmpdir, spawn(latency_s=args.latency) as srv:
         tmp = Path(tmpdir)

@@ -33,6 +33,7 @@ from .judging.job import JudgeJob, Transcript
 from .judging.judge import judge_sample
 from .judging.protocols import protocol_label
 from .judging.render import JudgePrompt
+from .judging.replies import ReplyOutcome, judge_reply
 from .llm.gateway import ModelSpec, check_api_key, check_model_string
 from .llm.retry import stops_run
 from .profiles.official import resolve_profiles_arg
@@ -394,6 +395,7 @@ class _Run:
         c = prep.config
         self.progress = Progress(len(prep.profiles) * c.repeats * (c.turns + c.judge_samples), "run", opts.progress)
         self.stop = asyncio.Event()
+        self.early_limit = asyncio.Semaphore(max(1, opts.concurrency))  # replies judged during conversations
 
     def stop_on(self, exc: ModelCallError) -> None:
         """A bad key, no access, an unknown model or a malformed request fails every request alike."""
@@ -403,8 +405,50 @@ class _Run:
                 f"no new interaction started after a {exc.status} from {exc.model or 'the provider'}; "
                 "fix it and re-run the same command")))
 
-    async def simulate(self, iid: str, position: int, profile: Profile, step: Callable[[], None]) -> list[Turn] | None:
+    def on_reply(self, iid: str, profile: Profile, early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]]
+                 ) -> Callable[[list[Turn]], None] | None:
+        """Reply-level judging: a task per sample judging each clinician reply as soon as it is stored
+        (its judge sees the turns up to it only), kept in ``early`` for :meth:`judge` to await."""
+        if self.job.prompt.guidelines.judging_unit != "reply":
+            return None
+        model, c = self.job.spec.model, self.prep.config
+        samples = [s for s in range(self.job.samples) if self.job.rounds.get((iid, model, s), ("", 0))[0] != "ok"]
+
+        def start(history: list[Turn]) -> None:
+            messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=history).messages()
+            item = Transcript(interaction_id=iid, profile=profile, messages=messages)
+            for s in samples:
+                before = [t for (s_, _), t in early.items() if s_ == s][-1:]
+                early[(s, len(history) - 1)] = asyncio.ensure_future(
+                    self.judge_early(item, s, len(history) - 1, before[0] if before else None))
+        return start
+
+    async def judge_early(self, item: Transcript, sample: int, turn: int,
+                          before: asyncio.Task[ReplyOutcome] | None) -> ReplyOutcome:
+        """One reply's judging, sent once the previous reply's call has ended (its cache entry
+        written: the two never pay for the same prefix) and a slot of the run's concurrency is free."""
+        if before is not None:
+            await asyncio.wait([before])
+        async with self.early_limit:
+            return await judge_reply(self.job, item, sample, turn)
+
+    async def settle(self, early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]]) -> None:
+        """Wait for every reply judged early (each call saved as it ends; none is cancelled half-paid)."""
+        for r in await asyncio.gather(*early.values(), return_exceptions=True):
+            if isinstance(r, ModelCallError):
+                self.stop_on(r)
+            elif isinstance(r, BudgetExceeded) and not self.stop.is_set():
+                self.stop.set()
+                self.failures.append(Failure(what="budget", role="", model="", message=str(r)))
+
+    async def simulate(self, iid: str, position: int, profile: Profile, step: Callable[[], None],
+                       on_reply: Callable[[list[Turn]], None] | None = None) -> list[Turn] | None:
         """The conversation's turns (stored ones reused), or None when it failed (recorded)."""
+
+        def on_turn(history: list[Turn]) -> None:
+            step()
+            if on_reply is not None and history[-1].role == "clinician":
+                on_reply(history)
         c, store, labels = self.prep.config, self.store, self.prep.labels.get(profile.id)
         await store.arun(self.sim_log.store.ensure_interaction(iid, position, profile, c.clinician.model,
                                                                c.patient.model))
@@ -414,7 +458,7 @@ class _Run:
                 patient=Speaker(spec=c.patient, prompt=render_patient(self.prep.templates["patient"], profile, labels)),
                 clinician=Speaker(spec=c.clinician,
                                   prompt=render_clinician(self.prep.templates["clinician"], profile, labels)),
-                turns=c.turns, opening_line=c.opening_line, seed=c.seed, on_turn=lambda _t: step(),
+                turns=c.turns, opening_line=c.opening_line, seed=c.seed, on_turn=on_turn,
             )
         except ModelCallError as exc:
             self.failures.append(Failure(what="interaction", role=getattr(exc, "role", "") or "?",
@@ -425,12 +469,13 @@ class _Run:
         await store.arun(store.set_status(iid, "complete"))
         return turns
 
-    async def judge(self, item: Transcript, step: Callable[[], None]) -> None:
-        """Every sample of one conversation through the one judge loop."""
+    async def judge(self, item: Transcript, step: Callable[[], None],
+                    early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]] | None = None) -> None:
+        """Every sample of one conversation through the one judge loop (``early``: replies being judged)."""
         model = self.job.spec.model
         for sample in range(self.job.samples):
             try:
-                j = await judge_sample(self.job, item, sample)
+                j = await judge_sample(self.job, item, sample, early)
             except ModelCallError as exc:  # a permanent judge error: nothing stored, a re-run asks again
                 self.failures.append(Failure(what="judgment", role="judge", model=model, message=str(exc)))
                 self.stop_on(exc)
@@ -445,6 +490,7 @@ class _Run:
         c = self.prep.config
         iid = interaction_id(self.opened.conversations, position, profile, repeat)
         left = [c.turns + c.judge_samples]  # progress steps of this interaction not yet shown
+        early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]] = {}
 
         def step(n: int = 1) -> None:
             left[0] -= n
@@ -453,17 +499,18 @@ class _Run:
         try:
             if self.complete is not None and iid not in self.complete:
                 return  # nothing stored to judge (re-judging never simulates)
-            turns = await self.simulate(iid, position, profile, step)
+            turns = await self.simulate(iid, position, profile, step, self.on_reply(iid, profile, early))
             if turns is None:
                 return
             step(left[0] - c.judge_samples)  # turns stored by an earlier invocation
             messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=turns).messages()
-            await self.judge(Transcript(interaction_id=iid, profile=profile, messages=messages), step)
+            await self.judge(Transcript(interaction_id=iid, profile=profile, messages=messages), step, early)
         except BudgetExceeded as exc:
             if not self.stop.is_set():
                 self.stop.set()
                 self.failures.append(Failure(what="budget", role="", model="", message=str(exc)))
         finally:
+            await self.settle(early)
             self.progress.advance(left[0])  # a failed or stopped interaction completes its share of the bar
 
 

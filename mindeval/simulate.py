@@ -75,13 +75,14 @@ async def run_interaction(
     turns: int,
     opening_line: str = OPENING_LINE,
     seed: int = 0,
-    on_turn: Callable[[Turn], None] | None = None,
+    on_turn: Callable[[list[Turn]], None] | None = None,
 ) -> list[Turn]:
     """Play (or resume) one interaction until ``turns`` turns follow the opening line
     (an empty ``opening_line``: the patient model writes the first message, turn 0).
 
     Raises :class:`~mindeval.errors.ModelCallError` when a model fails; the turns
-    committed so far stay in the store.
+    committed so far stay in the store. ``on_turn``: called with the turns so far each time a
+    turn made here is stored (the new one last).
     """
     history = load_turns(log.db, interaction_id)
     if not history and opening_line:
@@ -115,12 +116,12 @@ async def run_interaction(
             await log.store.arun(RunStore.add_turn(interaction_id, silent))
             history.append(silent)
             if on_turn is not None:
-                on_turn(silent)
+                on_turn(list(history))
             continue
         if not turn:  # reused from the store after a crash between call and turn: save it now
             turn.append(model_turn(idx, role, spec, call.call_id, call.completion))
             await log.store.arun(RunStore.add_turn(interaction_id, turn[0]))
         history.append(turn[0])
         if on_turn is not None:
-            on_turn(turn[0])
+            on_turn(list(history))
     return history

@@ -8,26 +8,30 @@ missing and re-judges a recorded failure as its next round.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Mapping
+
 from ..records import Judgment
 from .call import ask_judge
 from .items import judge_items
 from .job import JudgeJob, Transcript
-from .replies import judge_replies
+from .replies import ReplyOutcome, judge_replies
 
 
-async def judge_transcript(job: JudgeJob, item: Transcript, sample: int = 0, round_: int = 0) -> Judgment:
+async def judge_transcript(job: JudgeJob, item: Transcript, sample: int = 0, round_: int = 0,
+                           early: Mapping[tuple[int, int], Awaitable[ReplyOutcome]] | None = None) -> Judgment:
     """Judge one transcript (one round); nothing is saved here. Guidelines with questions or
     "not relevant" go through :mod:`mindeval.judging.items`, one call per question or group;
     ``unit: reply`` through :mod:`mindeval.judging.replies`, one call per clinician reply (each
-    saved as it is made)."""
+    saved as it is made; ``early``: replies already being judged, see :func:`judge_replies`)."""
     if job.prompt.guidelines.judging_unit == "reply":
-        return await judge_replies(job, item, sample)
+        return await judge_replies(job, item, sample, early)
     if job.prompt.guidelines.has_items:
         return await judge_items(job, item, sample, round_)
     return await ask_judge(job, item, sample, round_)
 
 
-async def judge_sample(job: JudgeJob, item: Transcript, sample: int) -> Judgment | None:
+async def judge_sample(job: JudgeJob, item: Transcript, sample: int,
+                       early: Mapping[tuple[int, int], Awaitable[ReplyOutcome]] | None = None) -> Judgment | None:
     """Judge sample ``sample`` of ``item`` and save it; None when it is already stored ok.
 
     A stored failure is judged again as its next round. A permanent judge error (a bad key,
@@ -38,7 +42,7 @@ async def judge_sample(job: JudgeJob, item: Transcript, sample: int) -> Judgment
     if status == "ok":
         return None
     round_ = done + 1 if status == "failed" else 0
-    j = await judge_transcript(job, item, sample, round_)
+    j = await judge_transcript(job, item, sample, round_, early)
     store = job.log.store
     await store.arun(store.save_judgment(j, round_))
     return j

@@ -14,6 +14,9 @@ its score per axis is the worst reply level, and ``replies`` lists each reply's 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Mapping
+from typing import NamedTuple
+
 from ..guidelines import Guidelines, render_axis, render_scale
 from ..records import Judgment, ReplyRating
 from .call import Reply, ask_judge
@@ -50,38 +53,58 @@ def reply_fields(g: Guidelines) -> dict[str, str]:
     return _fields(g, _slots(g))
 
 
-async def judge_replies(job: JudgeJob, item: Transcript, sample: int = 0) -> Judgment:
-    """Judge every reply of ``item`` not yet judged ok; the conversation's judgment (nothing saved
-    for it here: :func:`mindeval.judging.judge.judge_sample` saves it)."""
+class ReplyOutcome(NamedTuple):
+    """One reply's judging in this invocation: its rating or why there is none."""
+
+    rating: ReplyRating | None
+    error: str | None = None
+    attempts: int = 0
+    channel: str | None = None
+
+
+async def judge_reply(job: JudgeJob, item: Transcript, sample: int, turn: int) -> ReplyOutcome:
+    """Judge the reply at ``item.messages[turn]`` unless it is stored ok, and save the round before
+    returning. ``item`` may end at ``turn`` (the conversation still going on): the request reads
+    nothing after it, so it is the same before and after the conversation ends."""
     g = job.prompt.guidelines
     store = job.log.store
     slots = _slots(g)
     reply_g = reply_guidelines(slots, g.version)
-    fields = reply_fields(g)
-    allowed = {key: ids for key, _, ids in slots}
     stored = await store.arun(store.reply_rounds(item.interaction_id, job.spec.model, sample))
+    status, done, rating = stored.get(turn, ("", 0, None))
+    if status == "ok" and rating is not None:
+        return ReplyOutcome(rating)
+    round_ = done + 1 if status == "failed" else 0
+    j = await ask_judge(job, item, sample, round_, Reply(guidelines=reply_g, fields=reply_fields(g),
+                                                         allowed={key: ids for key, _, ids in slots},
+                                                         suffix=f"/reply{turn}", turn=turn))
+    rating, error = _rating(j, reply_g, slots, turn, g)
+    if error:
+        j = j.model_copy(update={"error": error})
+    await store.arun(store.save_reply(item.interaction_id, job.spec.model, sample, round_, rating, j, turn))
+    return ReplyOutcome(rating, error, j.attempts, j.answer_channel)
+
+
+async def judge_replies(job: JudgeJob, item: Transcript, sample: int = 0,
+                        early: Mapping[tuple[int, int], Awaitable[ReplyOutcome]] | None = None) -> Judgment:
+    """Judge every reply of ``item`` not yet judged ok; the conversation's judgment (nothing saved
+    for it here: :func:`mindeval.judging.judge.judge_sample` saves it). ``early``: by (sample,
+    turn), replies already being judged while the conversation went on (``mindeval run``); their
+    outcome is awaited, never asked again."""
+    g = job.prompt.guidelines
     ratings: list[ReplyRating] = []
     failed: list[str] = []
     attempts, channel = 0, None
     turns = reply_turns(item)
     for turn in turns:
-        status, done, rating = stored.get(turn, ("", 0, None))
-        if status == "ok" and rating is not None:
-            ratings.append(rating)
-            continue
-        round_ = done + 1 if status == "failed" else 0
-        j = await ask_judge(job, item, sample, round_, Reply(guidelines=reply_g, fields=fields, allowed=allowed,
-                                                             suffix=f"/reply{turn}", turn=turn))
-        attempts += j.attempts
-        channel = channel or j.answer_channel
-        rating, error = _rating(j, reply_g, slots, turn, g)
-        if error:
-            j = j.model_copy(update={"error": error})
-        await store.arun(store.save_reply(item.interaction_id, job.spec.model, sample, round_, rating, j, turn))
-        if rating is None:
-            failed.append(f"reply at turn {turn + 1}: {error}")
+        pending = (early or {}).get((sample, turn))
+        o = await pending if pending is not None else await judge_reply(job, item, sample, turn)
+        attempts += o.attempts
+        channel = channel or o.channel
+        if o.rating is None:
+            failed.append(f"reply at turn {turn + 1}: {o.error}")
         else:
-            ratings.append(rating)
+            ratings.append(o.rating)
     common = dict(interaction_id=item.interaction_id, judge_model=job.spec.model, sample=sample,
                   attempts=max(1, attempts), protocol=job.prompt.protocol, target=job.target.name,
                   answer_channel=channel)

@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -185,6 +186,44 @@ def test_a_sigkilled_reply_level_run_resumes_without_repeating_a_call(tmp_path, 
         seen = srv.count()
         assert main(run_args(srv, out, "--concurrency", "1")) == 0
         assert srv.count() == seen  # a finished run makes no call at all
+    assert json.loads((out / "summary.json").read_text())["replies"]["ratings"] == 6
+
+
+class HeldClinician(ReplyJudge):
+    """Run with ``--concurrency 1`` (conversations one after another, two clinician replies each):
+    holds each conversation's second clinician request until a judge request for its first reply
+    arrived (at most ``wait_s``), so only a run judging replies while the conversation goes on passes."""
+
+    wait_s = 30.0
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.judged = [threading.Event() for _ in range(3)]
+        self.n_judge = self.n_clinician = 0
+        self.held: list[bool] = []
+        self.lock = threading.Lock()
+
+    def reply_text(self, blocks, model):
+        with self.lock:
+            if model == "judge-model":
+                self.n_judge += 1
+                self.judged[min(2, (self.n_judge - 1) // 2)].set()
+            n = self.n_clinician = self.n_clinician + (model == "clinician-model")
+        if model == "clinician-model" and n % 2 == 0:
+            self.held.append(self.judged[n // 2 - 1].wait(self.wait_s))
+        return super().reply_text(blocks, model)
+
+
+def test_a_reply_is_judged_while_its_conversation_goes_on(tmp_path, env):
+    out = tmp_path / "run"
+    with HeldClinician() as srv:
+        assert main(run_args(srv, out, "--concurrency", "1")) == 0
+        assert srv.held == [True, True, True]  # each second reply waited for its first reply's judge call
+        texts = judge_texts(srv)
+    assert len(texts) == 6
+    for t in texts:  # and each judge still saw only the turns up to its reply
+        turn = int(MARKER.search(t)[1])
+        assert f"TURN {turn + 1}:" not in t
     assert json.loads((out / "summary.json").read_text())["replies"]["ratings"] == 6
 
 

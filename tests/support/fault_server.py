@@ -262,6 +262,12 @@ class FaultServer:
                   for r, t, m in blocks]  # the answer code is random per run
         digest = hashlib.sha256(json.dumps(stable).encode()).hexdigest()
         head = "".join(text for role, text, _ in blocks if role == blocks[0][0]) if blocks else ""
+        if "REPLY UNDER JUDGMENT" in head:  # reply-level judging: one listed id per key of the shape line
+            shape = next((ln for ln in head.splitlines() if ln.startswith('{"')), "")
+            keys = {k: ids.split("|") for k, ids in re.findall(r'"(\w+)": "<([^>]*)>"', shape) if k != "rationale"}
+            pick = int(digest[:8], 16)
+            return json.dumps({**({"answer_code": code} if code else {}),
+                               **{k: ids[(pick >> i) % len(ids)] for i, (k, ids) in enumerate(keys.items())}})
         if "judge" in model or all(ax in head for ax in AXES):
             return judge_json(seed=digest, code=code)
         n = sum(1 for role, _, _ in blocks if role == "assistant") + 1
