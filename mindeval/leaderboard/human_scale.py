@@ -14,7 +14,7 @@ import math
 from pydantic import BaseModel
 
 from ..errors import MindEvalError
-from ..stats.ppi import MeanInterval, ppi_mean
+from ..stats.ppi import MeanInterval, ppi_diff, ppi_mean
 from ..study_data import HumanScores
 from .loading import RunData
 from .table import Table
@@ -32,6 +32,22 @@ class HumanScaleScore(BaseModel):
     judge_mean: float
     humans: MeanInterval  # the rated subset alone (lam = 0)
     ppi: MeanInterval  # prediction-powered (PPI++ tuned lam)
+
+
+class HumanScaleDiff(BaseModel):
+    """System ``a`` minus system ``b`` on the human scale (PPI++), with its interval; the two systems'
+    estimates taken as independent (``ppi_diff``: conservative when they share profiles)."""
+
+    a: str
+    b: str
+    criterion: str
+    estimate: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def significant(self) -> bool:
+        return self.ci_low > 0 or self.ci_high < 0
 
 
 def _has(scores: dict[str, float], c: str) -> bool:
@@ -56,12 +72,16 @@ def unmatched(runs: dict[str, RunData], humans: HumanScores) -> list[str]:
     return sorted({h.system for h in humans.rows} - models)
 
 
+Parts = tuple[list[float], list[float], list[float]]  # human and judge on the rated, judge on the unrated
+
+
 def human_scale(table: Table, runs: dict[str, RunData], humans: HumanScores,
-                level: float = 0.95) -> list[HumanScaleScore]:
+                level: float = 0.95) -> tuple[list[HumanScaleScore], list[HumanScaleDiff]]:
     """The human-scale estimates of every ranked system (``runs``: its loaded run, by label) and
-    criterion the humans rated."""
+    criterion the humans rated, and every pair's difference (in rank order, ``a`` above ``b``)."""
     _check_models(table, runs, humans)
     out: list[HumanScaleScore] = []
+    parts: dict[tuple[str, str], Parts] = {}
     for s in table.systems:
         run = runs[s.label]
         judged = {sc.profile_id: sc.scores for sc in run.scores}
@@ -83,8 +103,14 @@ def human_scale(table: Table, runs: dict[str, RunData], humans: HumanScores,
             y = [rated[p][c] for p in pids]
             yhat = [judged[p][c] for p in pids]
             yall = [v[c] for p, v in judged.items() if p not in rated and _has(v, c)]
+            parts[(s.label, c)] = (y, yhat, yall)
             out.append(HumanScaleScore(
                 system=s.label, criterion=c, n_rated=len(pids), n_scored=len(yall) + len(pids), judge_mean=s.results[c].mean,
                 humans=ppi_mean(y, yhat, yall, level=level, lam=0.0), ppi=ppi_mean(y, yhat, yall, level=level)))
-    return out
+    labels = [s.label for s in table.systems]
+    diffs = [HumanScaleDiff(a=a, b=b, criterion=c, **dict(zip(("estimate", "ci_low", "ci_high"), ppi_diff(
+                 parts[(a, c)], parts[(b, c)], level=level), strict=True)))
+             for c in table.criteria for i, a in enumerate(labels) for b in labels[i + 1:]
+             if (a, c) in parts and (b, c) in parts]
+    return out, diffs
 
