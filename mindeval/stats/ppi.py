@@ -73,3 +73,20 @@ def ppi_diff(a: tuple, b: tuple, *, level: float = 0.95) -> tuple[float, float, 
     est, se = ea - eb, float(np.hypot(sa, sb))
     z = float(t.ppf(0.5 + level / 2, min(na, nb) - 1))
     return est, est - z * se, est + z * se
+
+
+def plan_n(width: float, *, sd_human: float, sd_judge: float, corr: float, n_total: int,
+           level: float = 0.95, min_n: int = 2) -> int | None:
+    """Fewest human labels ``n`` among ``n_total`` judged items for a PPI++ interval (as ``ppi_mean``:
+    tuned weight, Student's t) of expected total width ``width``, from the variance formula
+    Var = λ²σ_f²/(N−n) + (σ_y² − 2λρσ_yσ_f + λ²σ_f²)/n with the optimal λ = ρσ_y/σ_f / (1 + n/(N−n))
+    clipped to [0, 1]. None when even every item labeled is not enough."""
+    cov = corr * sd_human * sd_judge
+    for n in range(max(min_n, 2), n_total + 1):
+        rest = n_total - n
+        lam = 0.0 if rest == 0 or sd_judge == 0 else float(np.clip(cov / (sd_judge ** 2 * (1 + n / rest)), 0, 1))
+        var = (lam ** 2 * sd_judge ** 2 / rest if rest else 0.0) + (sd_human ** 2 - 2 * lam * cov
+                                                                     + lam ** 2 * sd_judge ** 2) / n
+        if 2 * float(t.ppf(0.5 + level / 2, n - 1)) * np.sqrt(var) <= width:
+            return n
+    return None

@@ -184,3 +184,37 @@ def test_pairwise_differences_on_the_human_scale(tmp_path, capsys):
     assert len(doc["human_pairs"]) == len({h["criterion"] for h in doc["human_scale"]})
     assert "### Pairwise differences on the human scale" in stdout
     assert f"{pair['estimate']:.2f} [{pair['ci_low']:.2f}, {pair['ci_high']:.2f}]" in stdout
+
+
+@pytest.mark.parametrize(("corr", "width"), [(0.8, 0.5), (0.0, 0.6), (0.5, 0.4)])
+def test_plan_n_gives_the_width_in_simulation(corr, width):
+    """The planned n, simulated with bivariate normal human/judge scores of that correlation, gives
+    PPI intervals of about the asked width (mean over studies), and n - 1 is not planned."""
+    from mindeval.stats.ppi import plan_n
+
+    big_n, sd_h, sd_j = 400, 1.0, 0.8
+    n = plan_n(width, sd_human=sd_h, sd_judge=sd_j, corr=corr, n_total=big_n)
+    assert n is not None and 2 < n < big_n
+    rng = np.random.default_rng(7)
+    cov = [[sd_h ** 2, corr * sd_h * sd_j], [corr * sd_h * sd_j, sd_j ** 2]]
+    widths = []
+    for _ in range(400):
+        h, j = rng.multivariate_normal([3.5, 3.8], cov, big_n).T
+        m = ppi_mean(h[:n], j[:n], j[n:])
+        widths.append(m.ci_high - m.ci_low)
+    assert np.mean(widths) == pytest.approx(width, rel=0.04)
+    if corr == 0.0:  # humans alone: the t-interval's closed form
+        se = sd_h / np.sqrt(n)
+        assert 2 * stats.t.ppf(0.975, n - 1) * se <= width < 2 * stats.t.ppf(0.975, n - 2) * sd_h / np.sqrt(n - 1)
+
+
+def test_plan_width_prints_n_per_system(tmp_path, capsys):
+    rated = {"vendor/a": [f"p{i:02d}" for i in range(15)], "vendor/b": [f"p{i:02d}" for i in range(5, 17)]}
+    runs, ratings, _ = _board(tmp_path, rated)
+    assert main(["leaderboard", *map(str, runs), "--humans", str(ratings), "--no-report", "--plan-width", "0.8"]) == 0
+    out = capsys.readouterr().out
+    assert "### Planning: human ratings per system for a 95% interval of width 0.8" in out
+    rows = [r for r in out.splitlines() if r.startswith("| vendor/")]
+    assert len(rows) == 2 and all(len(r.split("|")) == 9 for r in rows), rows
+    assert main(["leaderboard", *map(str, runs), "--plan-width", "0.8"]) != 0
+    assert "--plan-width needs --humans" in capsys.readouterr().err
