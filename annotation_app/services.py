@@ -259,9 +259,10 @@ class Workspace:
         self._admin(v)
         return studies.add_roleplay_items(self.db, rating_study, roleplay_study)
 
-    def assign(self, v: Viewer, study: int | str, *, annotators: list[str] | None = None, k: int | None = None) -> AssignReport:
+    def assign(self, v: Viewer, study: int | str, *, annotators: list[str] | None = None, k: int | None = None,
+               per_system: int | None = None) -> AssignReport:
         self._admin(v)
-        return studies.assign(self.db, study, annotators=annotators, k=k)
+        return studies.assign(self.db, study, annotators=annotators, k=k, per_system=per_system)
 
     def flags(self, v: Viewer, study: int | str) -> list[FlagView]:
         """Items annotators skipped or flagged, with their reasons (admins)."""

@@ -64,3 +64,25 @@ def annotator_order(items: Sequence[Hashable], seed: int, annotator_key: str) ->
     out = list(items)
     random.Random(f"{seed}:{annotator_key}").shuffle(out)
     return out
+
+
+def stratified_sample(items: Sequence[Hashable], system: dict[Hashable, str], n: int, seed: int,
+                      kept: set[Hashable] = frozenset()) -> tuple[list[Hashable], dict[str, int]]:
+    """``n`` items per system drawn uniformly at random (seeded by ``seed`` and the system's name), for
+    human ratings that are a random sample of each system's conversations (``leaderboard --humans``).
+
+    Items in ``kept`` (already assigned in an earlier draw) count towards their system's ``n``, so a second
+    call tops up rather than redraws. Returns the sample (in ``items`` order) and its size per system
+    (a system with fewer than ``n`` items gives all it has)."""
+    if n < 1:
+        raise MindEvalError("--per-system must be at least 1", field="per_system")
+    chosen: set[Hashable] = set()
+    sizes: dict[str, int] = {}
+    for name in sorted({system[i] for i in items}):
+        pool = [i for i in items if system[i] == name]
+        have = [i for i in pool if i in kept]
+        rest = [i for i in pool if i not in kept]
+        extra = random.Random(f"{seed}:{name}").sample(rest, max(0, min(n - len(have), len(rest))))
+        chosen.update(have + extra)
+        sizes[name] = len(have) + len(extra)
+    return [i for i in items if i in chosen], sizes

@@ -250,6 +250,7 @@ class AssignReport(BaseModel):
     per_annotator: dict[str, int]
     seed: int
     short: int = 0  # items left with fewer than k annotators (only their own role-player was free)
+    sampled: dict[str, int] = {}  # --per-system: items in the random sample, per clinician model
 
 
 class SignInEvent(BaseModel):

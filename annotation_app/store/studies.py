@@ -13,13 +13,14 @@ from mindeval.llm.gateway import EMBEDDED_MODEL
 from mindeval.store.db import Database
 from mindeval.targets import DEFAULT_TARGET
 
-from .assign import annotator_order, balanced_assignment
+from .assign import annotator_order, balanced_assignment, stratified_sample
 from .common import NotFound
 from .models import AnnotatorProgress, AssignReport, StudyInfo, StudyProgress, StudySpec
 from .people import find_person
 from .tables import (
     AnnotatorRow,
     AssignmentRow,
+    ItemRow,
     RatingRow,
     RoleplaySessionRow,
     StudyItemRow,
@@ -130,7 +131,17 @@ def _annotators(s, names: list[str] | None) -> list[AnnotatorRow]:
     return rows
 
 
-def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None = None, k: int | None = None) -> AssignReport:
+def _sample(s, study: StudyRow, items: list[int], n: int, kept: set[int]) -> tuple[list[int], dict[str, int]]:
+    """``n`` random conversations per clinician model of a rating study (``stratified_sample``)."""
+    if study.kind != "rating":
+        raise MindEvalError("--per-system samples conversations of a rating study", field="per_system")
+    system = {i: m or "unknown" for i, m in s.execute(
+        select(ItemRow.id, ItemRow.clinician_model).where(ItemRow.id.in_(items)))}
+    return stratified_sample(items, system, n, study.seed, kept)
+
+
+def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None = None, k: int | None = None,
+           per_system: int | None = None) -> AssignReport:
     """Give every item (or profile) of the study to ``k`` of the chosen annotators, balanced and seeded.
 
     ``annotators`` (default: every active annotator who can sign in) is the group; ``k``
@@ -158,6 +169,9 @@ def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None =
         for item, who, pos in rows:
             existing[item].add(who)
             next_pos[who] = max(next_pos[who], pos + 1)
+        sampled: dict[str, int] = {}
+        if per_system is not None:
+            items, sampled = _sample(s, study, items, per_system, {i for i in items if existing[i] & set(ids)})
         own: dict[int, set[int]] = defaultdict(set)  # a role-player never rates her own session
         if study.kind == "rating":
             for item, who in s.execute(select(RoleplaySessionRow.item_id, RoleplaySessionRow.annotator_id)
@@ -183,7 +197,7 @@ def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None =
         got[item] += 1
     short = sum(1 for item in items if len(existing[item] & set(ids)) + got[item] < k)
     return AssignReport(created=len(pairs), per_annotator={names[w]: len(v) for w, v in per.items()}, seed=seed,
-                        short=short)
+                        short=short, sampled=sampled)
 
 
 def add_roleplay_items(db: Database, rating_ref: int | str, roleplay_ref: int | str) -> int:

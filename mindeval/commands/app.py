@@ -103,6 +103,9 @@ def _register_setup_commands(cmds: argparse._SubParsersAction) -> None:
                         "outside the group, e.g. imported raters, do not count")
     s.add_argument("--annotators", default=None,
                    help="comma-separated names: the group (default: every active annotator who can sign in)")
+    s.add_argument("--per-system", type=int, default=None, metavar="N",
+                   help="assign only N conversations per clinician model, drawn at random with the study's seed "
+                        "(the random sample `mindeval leaderboard --humans` needs; reruns top up)")
     s.set_defaults(func=_assign)
 
 
@@ -260,9 +263,12 @@ def _assign(args: argparse.Namespace) -> int:
     from annotation_app.services import SYSTEM
 
     names = [n.strip() for n in args.annotators.split(",") if n.strip()] if args.annotators else None
-    rep = _workspace(args).assign(SYSTEM, args.study, annotators=names, k=args.k)
+    rep = _workspace(args).assign(SYSTEM, args.study, annotators=names, k=args.k, per_system=args.per_system)
     per = ", ".join(f"{n}: {c}" for n, c in sorted(rep.per_annotator.items())) or "nothing new"
     print(f"{rep.created} new assignments (seed {rep.seed}) — {per}")
+    if rep.sampled:
+        print(f"random sample of {args.per_system} per system (seed {rep.seed}): "
+              + ", ".join(f"{m}: {c}" for m, c in rep.sampled.items()))
     return 0
 
 

@@ -47,6 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "'official', a ratings file, or an annotation database URL with --study): add each system's "
                    "mean on the human scale by prediction-powered inference, with 95%% intervals")
     p.add_argument("--study", default=None, help="annotation study when --humans is a database URL")
+    p.add_argument("--plan-width", type=float, default=None, metavar="W",
+                   help="with --humans: print how many human ratings per system give a 95%% PPI interval "
+                   "of the Average of total width W, from the judge-human correlation observed")
     p.add_argument("--no-report", action="store_true", help="do not print the Markdown report on stdout")
     p.add_argument("--plots", action="store_true",
                    help="also write figures into --out as PNG and SVG: the leaderboard with 95%% intervals and "
@@ -61,6 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     from ..leaderboard import StatsSettings, build_leaderboard, to_markdown, write_outputs
 
+    if args.plan_width is not None and (args.humans is None or not args.plan_width > 0):
+        raise MindEvalError("--plan-width needs --humans and a positive width", field="--plan-width")
     if args.plots:
         from ..extras import require
 
@@ -77,6 +82,10 @@ def handle(args: argparse.Namespace) -> int:
         lb = with_human_scale(lb, read_humans(args.humans, args.study, args.runs[0]))
     if not args.no_report:
         print(to_markdown(lb), end="")
+    if args.plan_width is not None:
+        from ..leaderboard.human_scale import plan_markdown
+
+        print("\n".join(plan_markdown(lb.human_scale, args.plan_width)))
     for w in lb.warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.out is not None:

@@ -16,7 +16,7 @@ from ..stats.significance import small_sample_warning
 from ..study_data import HumanScores
 from .breakdowns import Condition, LabelPanel, compute_breakdowns, label_panels
 from .compare import Comparison, compare_setups
-from .human_scale import HumanScaleScore, human_scale, unmatched
+from .human_scale import HumanScaleDiff, HumanScaleScore, human_scale, unmatched
 from .loading import RunData, criteria_of, load_run, per_profile
 from .pooling import PooledSystem, describe, pool_runs
 from .score import HeadlineScore, headline_score, score_order
@@ -101,6 +101,8 @@ class Leaderboard(BaseModel):
     levels: list[SystemLevels] = Field(default_factory=list)  # per system, when the scale is categorical
     # Human-scale means by prediction-powered inference (``--humans``; human_scale.py), per system and criterion.
     human_scale: list[HumanScaleScore] = Field(default_factory=list)
+    # Every pair's difference on the human scale (independent samples; human_scale.py).
+    human_pairs: list[HumanScaleDiff] = Field(default_factory=list)
     rank_by: str = "average"  # the target's declared ranking metric (RANK_METRICS)
     # Every profile label the target declares, by value (the figures' panels); not in the JSON.
     label_panels: list[LabelPanel] = Field(default_factory=list, exclude=True)
@@ -312,7 +314,8 @@ def with_human_scale(lb: Leaderboard, humans: HumanScores) -> Leaderboard:
     """``lb`` with each system's human-scale means from ``humans`` (``mindeval leaderboard --humans``)."""
     extra = [f"human ratings of {m} ({humans.source}) are not used: no ranked system is that clinician model"
              for m in unmatched(lb.run_data, humans)]
-    return lb.model_copy(update={"human_scale": human_scale(lb.table, lb.run_data, humans),
+    means, pairs = human_scale(lb.table, lb.run_data, humans)
+    return lb.model_copy(update={"human_scale": means, "human_pairs": pairs,
                                  "warnings": [*lb.warnings, *extra]})
 
 

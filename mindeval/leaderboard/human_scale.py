@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from pydantic import BaseModel
 
 from ..errors import MindEvalError
-from ..stats.ppi import MeanInterval, ppi_mean
+from ..stats.ppi import MeanInterval, plan_n, ppi_diff, ppi_mean
 from ..study_data import HumanScores
 from .loading import RunData
 from .table import Table
@@ -32,6 +33,26 @@ class HumanScaleScore(BaseModel):
     judge_mean: float
     humans: MeanInterval  # the rated subset alone (lam = 0)
     ppi: MeanInterval  # prediction-powered (PPI++ tuned lam)
+    # Observed on the rated conversations (sd_judge: on every scored one), for planning (plan_width).
+    corr: float
+    sd_human: float
+    sd_judge: float
+
+
+class HumanScaleDiff(BaseModel):
+    """System ``a`` minus system ``b`` on the human scale (PPI++), with its interval; the two systems'
+    estimates taken as independent (``ppi_diff``: conservative when they share profiles)."""
+
+    a: str
+    b: str
+    criterion: str
+    estimate: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def significant(self) -> bool:
+        return self.ci_low > 0 or self.ci_high < 0
 
 
 def _has(scores: dict[str, float], c: str) -> bool:
@@ -56,12 +77,41 @@ def unmatched(runs: dict[str, RunData], humans: HumanScores) -> list[str]:
     return sorted({h.system for h in humans.rows} - models)
 
 
+def _observed(y: list[float], yhat: list[float], yall: list[float]) -> dict[str, float]:
+    sy, sf = float(np.std(y, ddof=1)), float(np.std([*yhat, *yall], ddof=1))
+    corr = float(np.corrcoef(y, yhat)[0, 1]) if np.std(y) > 0 and np.std(yhat) > 0 else 0.0
+    return {"corr": corr, "sd_human": sy, "sd_judge": sf}
+
+
+def plan_markdown(scores: list[HumanScaleScore], width: float, level: float = 0.95) -> list[str]:
+    """``--plan-width``: human ratings per system for a PPI interval of the Average of total width ``width``,
+    from each system's observed judge-human correlation and spreads (``plan_n``), beside humans alone."""
+    lines = ["", f"### Planning: human ratings per system for a {int(level * 100)}% interval of width {width:g}", "",
+             "Assumes the rated conversations are a random sample, and the judge-human correlation and spreads "
+             "observed on this study's rated conversations (Average); the interval is the PPI++ one above.", "",
+             "| System | Judge-human r | SD human | SD judge | Scored | n (PPI) | n (humans only) |",
+             "|---|---|---|---|---|---|---|"]
+    for h in scores:
+        if h.criterion != "average":
+            continue
+        kw = {"sd_human": h.sd_human, "sd_judge": h.sd_judge, "n_total": h.n_scored, "level": level, "min_n": MIN_RATED}
+        n_ppi, n_hum = plan_n(width, corr=h.corr, **kw), plan_n(width, **{**kw, "corr": 0.0})
+        cell = [f"> {h.n_scored} (all)" if n is None else str(n) for n in (n_ppi, n_hum)]
+        lines.append(f"| {h.system} | {h.corr:.2f} | {h.sd_human:.2f} | {h.sd_judge:.2f} | {h.n_scored} | "
+                     + " | ".join(cell) + " |")
+    return lines
+
+
+Parts = tuple[list[float], list[float], list[float]]  # human and judge on the rated, judge on the unrated
+
+
 def human_scale(table: Table, runs: dict[str, RunData], humans: HumanScores,
-                level: float = 0.95) -> list[HumanScaleScore]:
+                level: float = 0.95) -> tuple[list[HumanScaleScore], list[HumanScaleDiff]]:
     """The human-scale estimates of every ranked system (``runs``: its loaded run, by label) and
-    criterion the humans rated."""
+    criterion the humans rated, and every pair's difference (in rank order, ``a`` above ``b``)."""
     _check_models(table, runs, humans)
     out: list[HumanScaleScore] = []
+    parts: dict[tuple[str, str], Parts] = {}
     for s in table.systems:
         run = runs[s.label]
         judged = {sc.profile_id: sc.scores for sc in run.scores}
@@ -83,8 +133,15 @@ def human_scale(table: Table, runs: dict[str, RunData], humans: HumanScores,
             y = [rated[p][c] for p in pids]
             yhat = [judged[p][c] for p in pids]
             yall = [v[c] for p, v in judged.items() if p not in rated and _has(v, c)]
+            parts[(s.label, c)] = (y, yhat, yall)
             out.append(HumanScaleScore(
                 system=s.label, criterion=c, n_rated=len(pids), n_scored=len(yall) + len(pids), judge_mean=s.results[c].mean,
-                humans=ppi_mean(y, yhat, yall, level=level, lam=0.0), ppi=ppi_mean(y, yhat, yall, level=level)))
-    return out
+                humans=ppi_mean(y, yhat, yall, level=level, lam=0.0), ppi=ppi_mean(y, yhat, yall, level=level),
+                **_observed(y, yhat, yall)))
+    labels = [s.label for s in table.systems]
+    diffs = [HumanScaleDiff(a=a, b=b, criterion=c, **dict(zip(("estimate", "ci_low", "ci_high"), ppi_diff(
+                 parts[(a, c)], parts[(b, c)], level=level), strict=True)))
+             for c in table.criteria for i, a in enumerate(labels) for b in labels[i + 1:]
+             if (a, c) in parts and (b, c) in parts]
+    return out, diffs
 

@@ -133,7 +133,16 @@ def _md_human_scale(lb: Leaderboard) -> list[str]:
     lines = ["", "### Human scale (prediction-powered inference, 95% intervals)", ""]
     rows = [[md_escape(h.system), header(h.criterion), num(h.judge_mean), human_cell(h, "ppi"), human_cell(h, "humans"),
              f"{h.ppi.lam:.2f}", str(h.n_scored)] for h in lb.human_scale]
-    return lines + _md_table(["System", "Criterion", "Judge", "Human scale (PPI)", "Humans only", "λ", "Scored"], rows)
+    lines += _md_table(["System", "Criterion", "Judge", "Human scale (PPI)", "Humans only", "λ", "Scored"], rows)
+    if not lb.human_pairs:
+        return lines
+    lines += ["", "### Pairwise differences on the human scale (PPI, 95% intervals)", "",
+              "A minus B (A ranked above B); the two systems' estimates taken as independent samples "
+              "(conservative when they share profiles); * = the interval excludes 0.", ""]
+    rows = [[md_escape(d.a), md_escape(d.b), header(d.criterion),
+             f"{num(d.estimate)} [{num(d.ci_low)}, {num(d.ci_high)}]" + ("*" if d.significant else "")]
+            for d in lb.human_pairs]
+    return lines + _md_table(["A", "B", "Criterion", "A − B [95% CI]"], rows)
 
 
 def _md_pvalues(lb: Leaderboard) -> list[str]:
@@ -236,7 +245,7 @@ def to_latex(lb: Leaderboard) -> str:
 
 def to_json(lb: Leaderboard) -> dict[str, Any]:
     """The whole leaderboard; ``target`` and ``safety`` only when there is something to say."""
-    drop = {k for k in ("safety", "levels", "pooled", "score", "human_scale") if not getattr(lb, k)}
+    drop = {k for k in ("safety", "levels", "pooled", "score", "human_scale", "human_pairs") if not getattr(lb, k)}
     if lb.rank_by == "average":
         drop.add("rank_by")
     if lb.target.legacy_files:

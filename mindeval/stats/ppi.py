@@ -43,6 +43,14 @@ def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray, *, level: fl
     ``small_sample``: unbiased variances and Student's t with n - 1 degrees of freedom (n labels)
     instead of the normal quantile, which covers 91% instead of 95% at n = 20 (benchmarks/bench_ppi.py);
     ``False`` is ppi-python's interval exactly. Both agree as n grows."""
+    est, se, lam, _ = _ppi(y, yhat, yhat_all, lam, small_sample)
+    n = len(np.asarray(y))
+    z = float(t.ppf(0.5 + level / 2, n - 1) if small_sample else norm.ppf(0.5 + level / 2))
+    return MeanInterval(estimate=est, ci_low=est - z * se, ci_high=est + z * se, lam=lam)
+
+
+def _ppi(y, yhat, yhat_all, lam: float | None, small_sample: bool) -> tuple[float, float, float, int]:
+    """Estimate, standard error, weight and number of labels of the PPI(++) mean."""
     y, yhat, yhat_all = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_all))
     if not len(yhat_all):  # every item labeled: nothing for the judge to add
         lam, yhat_all = 0.0, np.zeros(1)
@@ -51,5 +59,34 @@ def ppi_mean(y: np.ndarray, yhat: np.ndarray, yhat_all: np.ndarray, *, level: fl
     est = float(lam * yhat_all.mean() + (y - lam * yhat).mean())
     ddof = 1 if small_sample else 0
     se = float(np.sqrt(np.var(lam * yhat_all, ddof=ddof) / len(yhat_all) + np.var(y - lam * yhat, ddof=ddof) / len(y)))
-    z = float(t.ppf(0.5 + level / 2, len(y) - 1) if small_sample else norm.ppf(0.5 + level / 2))
-    return MeanInterval(estimate=est, ci_low=est - z * se, ci_high=est + z * se, lam=float(lam))
+    return est, se, float(lam), len(y)
+
+
+def ppi_diff(a: tuple, b: tuple, *, level: float = 0.95) -> tuple[float, float, float]:
+    """Difference of two PPI++ means, ``a`` minus ``b`` (each ``(y, yhat, yhat_all)`` as for
+    ``ppi_mean``), treating the two systems' estimates as **independent**: se = sqrt(se_a² + se_b²),
+    Student's t with min(n_a, n_b) - 1 degrees of freedom. When both systems ran on the same profiles and
+    their scores correlate positively, the true variance of the difference is smaller: the interval is
+    then conservative. Returns (estimate, ci_low, ci_high)."""
+    ea, sa, _, na = _ppi(*a, None, True)
+    eb, sb, _, nb = _ppi(*b, None, True)
+    est, se = ea - eb, float(np.hypot(sa, sb))
+    z = float(t.ppf(0.5 + level / 2, min(na, nb) - 1))
+    return est, est - z * se, est + z * se
+
+
+def plan_n(width: float, *, sd_human: float, sd_judge: float, corr: float, n_total: int,
+           level: float = 0.95, min_n: int = 2) -> int | None:
+    """Fewest human labels ``n`` among ``n_total`` judged items for a PPI++ interval (as ``ppi_mean``:
+    tuned weight, Student's t) of expected total width ``width``, from the variance formula
+    Var = λ²σ_f²/(N−n) + (σ_y² − 2λρσ_yσ_f + λ²σ_f²)/n with the optimal λ = ρσ_y/σ_f / (1 + n/(N−n))
+    clipped to [0, 1]. None when even every item labeled is not enough."""
+    cov = corr * sd_human * sd_judge
+    for n in range(max(min_n, 2), n_total + 1):
+        rest = n_total - n
+        lam = 0.0 if rest == 0 or sd_judge == 0 else float(np.clip(cov / (sd_judge ** 2 * (1 + n / rest)), 0, 1))
+        var = (lam ** 2 * sd_judge ** 2 / rest if rest else 0.0) + (sd_human ** 2 - 2 * lam * cov
+                                                                     + lam ** 2 * sd_judge ** 2) / n
+        if 2 * float(t.ppf(0.5 + level / 2, n - 1)) * np.sqrt(var) <= width:
+            return n
+    return None

@@ -154,3 +154,67 @@ def test_the_authors_ratings_calibrate_a_run_of_their_conversations(tmp_path, ca
              if h["criterion"] == "average")
     assert (h["n_rated"], h["n_scored"]) == (20, 40)
     assert h["humans"]["estimate"] == pytest.approx(np.mean([r.scores["average"] for r in rows]), abs=1e-6)
+
+
+def test_pairwise_differences_on_the_human_scale(tmp_path, capsys):
+    """A − B on the human scale: each side's PPI++ estimate and t standard error computed here with
+    ppi-python's point estimate and weight, combined as independent samples."""
+    rated = {"vendor/a": [f"p{i:02d}" for i in range(15)], "vendor/b": [f"p{i:02d}" for i in range(5, 17)]}
+    runs, ratings, judge = _board(tmp_path, rated)
+    out = tmp_path / "board"
+    assert main(["leaderboard", *map(str, runs), "--humans", str(ratings), "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    doc = json.loads((out / "leaderboard.json").read_text())
+    means = {h["system"]: h for h in doc["human_scale"] if h["criterion"] == "average"}
+    side = {}
+    for system, pids in rated.items():
+        yall = np.array([v[0] for p, v in judge[system].items() if p not in pids], dtype=float)
+        yhat = np.array([judge[system][p][0] for p in pids], dtype=float)
+        y = np.minimum(yhat + 1, 6) / 2 + np.minimum(yhat + 2, 6) / 2
+        lam = means[system]["ppi"]["lam"]
+        est = float(np.squeeze(ppi_py.ppi_mean_pointestimate(y, yhat, yall)))
+        se2 = np.var(lam * yall, ddof=1) / len(yall) + np.var(y - lam * yhat, ddof=1) / len(y)
+        side[system] = (est, se2, len(y))
+    pair = next(d for d in doc["human_pairs"] if d["criterion"] == "average")
+    (ea, va, na), (eb, vb, nb) = side[pair["a"]], side[pair["b"]]
+    half = stats.t.ppf(0.975, min(na, nb) - 1) * np.sqrt(va + vb)
+    assert pair["estimate"] == pytest.approx(ea - eb, abs=2e-6)
+    assert (pair["ci_low"], pair["ci_high"]) == pytest.approx((ea - eb - half, ea - eb + half), abs=2e-6)
+    assert {pair["a"], pair["b"]} == {"vendor/a", "vendor/b"}
+    assert len(doc["human_pairs"]) == len({h["criterion"] for h in doc["human_scale"]})
+    assert "### Pairwise differences on the human scale" in stdout
+    assert f"{pair['estimate']:.2f} [{pair['ci_low']:.2f}, {pair['ci_high']:.2f}]" in stdout
+
+
+@pytest.mark.parametrize(("corr", "width"), [(0.8, 0.5), (0.0, 0.6), (0.5, 0.4)])
+def test_plan_n_gives_the_width_in_simulation(corr, width):
+    """The planned n, simulated with bivariate normal human/judge scores of that correlation, gives
+    PPI intervals of about the asked width (mean over studies), and n - 1 is not planned."""
+    from mindeval.stats.ppi import plan_n
+
+    big_n, sd_h, sd_j = 400, 1.0, 0.8
+    n = plan_n(width, sd_human=sd_h, sd_judge=sd_j, corr=corr, n_total=big_n)
+    assert n is not None and 2 < n < big_n
+    rng = np.random.default_rng(7)
+    cov = [[sd_h ** 2, corr * sd_h * sd_j], [corr * sd_h * sd_j, sd_j ** 2]]
+    widths = []
+    for _ in range(400):
+        h, j = rng.multivariate_normal([3.5, 3.8], cov, big_n).T
+        m = ppi_mean(h[:n], j[:n], j[n:])
+        widths.append(m.ci_high - m.ci_low)
+    assert np.mean(widths) == pytest.approx(width, rel=0.04)
+    if corr == 0.0:  # humans alone: the t-interval's closed form
+        se = sd_h / np.sqrt(n)
+        assert 2 * stats.t.ppf(0.975, n - 1) * se <= width < 2 * stats.t.ppf(0.975, n - 2) * sd_h / np.sqrt(n - 1)
+
+
+def test_plan_width_prints_n_per_system(tmp_path, capsys):
+    rated = {"vendor/a": [f"p{i:02d}" for i in range(15)], "vendor/b": [f"p{i:02d}" for i in range(5, 17)]}
+    runs, ratings, _ = _board(tmp_path, rated)
+    assert main(["leaderboard", *map(str, runs), "--humans", str(ratings), "--no-report", "--plan-width", "0.8"]) == 0
+    out = capsys.readouterr().out
+    assert "### Planning: human ratings per system for a 95% interval of width 0.8" in out
+    rows = [r for r in out.splitlines() if r.startswith("| vendor/")]
+    assert len(rows) == 2 and all(len(r.split("|")) == 9 for r in rows), rows
+    assert main(["leaderboard", *map(str, runs), "--plan-width", "0.8"]) != 0
+    assert "--plan-width needs --humans" in capsys.readouterr().err
