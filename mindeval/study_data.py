@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from mindeval.records import ReplyRating
+
 
 class SubmittedRating(BaseModel):
     """The last submitted version of one annotator's rating of one interaction."""
@@ -27,6 +29,10 @@ class SubmittedRating(BaseModel):
     revision: int
     submitted_at: datetime | None
     adjudicated: bool = False  # the admin's adjudicated rating after a disagreement review
+    # Ratings at the judge's unit, in the judge's own shapes (``mindeval.records.Judgment``):
+    # item-level targets: answer id per question id; reply-level targets: every rated reply.
+    answers: dict[str, str] | None = None
+    replies: list[ReplyRating] | None = None
 
 
 class StudyRatings(BaseModel):
