@@ -117,6 +117,19 @@ def _reply(name: str, messages: list[dict[str, Any]]) -> str:
     raise ModelCallError(f"unknown fake model 'fake/{name}'")
 
 
+_NAMES = ("echo", "judge", "slow", "empty", "error")
+
+
+def check(model: str) -> None:
+    """Refuse, before any run starts, a ``fake/`` name no scripted model answers to."""
+    name = model.split("/", 1)[1] if "/" in model else model
+    base, sep, variant = name.partition(":")
+    if base in _NAMES and not (sep and base not in ("echo", "judge")) or (base == "script" and variant):
+        return
+    raise ModelCallError(f"unknown fake model '{model}': one of fake/echo, fake/echo:NAME, fake/judge, "
+                         "fake/judge:NAME, fake/slow, fake/empty, fake/error, fake/script:KEY")
+
+
 def complete(model: str, messages: list[dict[str, Any]], params: dict[str, Any]) -> Reply:
     """The reply of ``fake/NAME`` (the provider table's handler); counts the call in :data:`CALLS`."""
     name = model.split("/", 1)[-1]

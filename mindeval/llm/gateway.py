@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import importlib
 import inspect
 import math
 import threading
@@ -131,6 +132,9 @@ def check_model_string(model: str) -> None:
     entry = provider_of(model)
     if entry.extra and not extras.installed(entry.extra):
         raise ModelCallError(extras.hint(entry.extra, model))
+    if entry.checker:
+        module, _, func = entry.checker.partition(":")
+        getattr(importlib.import_module(module), func)(model)
     if not known(model) and entry.name not in _litellm_providers():
         raise ModelCallError(
             f"unknown provider '{entry.name}' in model '{model}'. Use a litellm provider "

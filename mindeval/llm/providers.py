@@ -55,6 +55,7 @@ class Provider:
     schema: Literal["map", "always", "never"] = "map"
     extra: str | None = None
     handler: str | None = None  # in-process: "module:function"
+    checker: str | None = None  # "module:function" raising ModelCallError for a model name it cannot serve
 
     def route(self, api_base: str | None) -> Literal["inprocess", "http", "litellm"]:
         """Where one request of this provider goes (``http``: MindEval's own client)."""
@@ -93,7 +94,8 @@ def _keyed(name: str, *keys: str, **kw: Any) -> Provider:
 
 PROVIDERS: dict[str, Provider] = {p.name: p for p in (
     Provider("local", path="inprocess", schema="always", extra="embedded", handler="mindeval.llm.embedded:complete"),
-    Provider("fake", path="inprocess", schema="never", handler="mindeval.llm.fake:complete"),
+    Provider("fake", path="inprocess", schema="never", handler="mindeval.llm.fake:complete",
+             checker="mindeval.llm.fake:check"),
     _keyed("openai", "OPENAI_API_KEY", path="openai-compatible"),
     _keyed("hosted_vllm", "HOSTED_VLLM_API_KEY", path="openai-compatible", key_required=False),
     _keyed("anthropic", "ANTHROPIC_API_KEY", breakpoints="always"),

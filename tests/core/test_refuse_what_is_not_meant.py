@@ -129,3 +129,19 @@ def test_rejudging_a_sweep_glob_skips_its_leaderboard_and_dry_run_calls_nothing(
     assert dict(CALLS) == {"judge:b": 4}
     assert sorted(p.name for p in (tmp_path / "rj").iterdir()) == ["fake_echo_a", "fake_echo_b"]
     assert json.loads((tmp_path / "rj" / "fake_echo_a" / "summary.json").read_text())["n_judged"] == 2
+
+
+def test_unknown_fake_model_is_refused_before_the_run(tmp_path):
+    """A misspelt scripted model is one line and exit 2, not a run directory of failed conversations."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "r"
+    p = subprocess.run([sys.executable, "-m", "mindeval", "run", "--patient", "fake/echo", "--clinician",
+                        "fake/clinician-a", "--judge", "fake/judge", "--turns", "2", "--out", str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        "error: unknown fake model 'fake/clinician-a': one of fake/echo, fake/echo:NAME, fake/judge, "
+        "fake/judge:NAME, fake/slow, fake/empty, fake/error, fake/script:KEY"]
+    assert not out.exists()
