@@ -133,9 +133,6 @@ def test_rejudging_a_sweep_glob_skips_its_leaderboard_and_dry_run_calls_nothing(
 
 def test_unknown_fake_model_is_refused_before_the_run(tmp_path):
     """A misspelt scripted model is one line and exit 2, not a run directory of failed conversations."""
-    import subprocess
-    import sys
-
     out = tmp_path / "r"
     p = subprocess.run([sys.executable, "-m", "mindeval", "run", "--patient", "fake/echo", "--clinician",
                         "fake/clinician-a", "--judge", "fake/judge", "--turns", "2", "--out", str(out)],
