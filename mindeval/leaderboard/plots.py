@@ -79,8 +79,9 @@ def leaderboard_chart(lb: Leaderboard, out: Path) -> list[Path]:
         r = s.results[AVERAGE]
         ax.errorbar(r.mean, y, xerr=[[r.mean - r.ci_low], [r.ci_high - r.mean]], fmt="o", capsize=4,
                     color=cmap((r.cluster - 1) % 10))
-        ax.annotate(f"{r.mean:.2f}  cluster {r.cluster}  n={s.n}", (r.ci_high, y), xytext=(6, 0),
-                    textcoords="offset points", va="center")
+        # a column right of the axes, so the axis spans the scale only
+        ax.annotate(f"{r.mean:.2f} [{r.ci_low:.2f}, {r.ci_high:.2f}]  cluster {r.cluster}  n={s.n}",
+                    (1.02, y), xycoords=("axes fraction", "data"), va="center", annotation_clip=False)
     ax.set_yticks(range(len(systems)), [s.label for s in systems])
     ax.invert_yaxis()
     ax.set_xlabel("average score (95% interval)")
@@ -89,14 +90,14 @@ def leaderboard_chart(lb: Leaderboard, out: Path) -> list[Path]:
            "scored conversations per system")
     ax.grid(axis="x", alpha=0.3)
     scale = _scale(lb)
-    if scale:  # the whole scale, and room past its end for the labels right of each interval
-        ax.set_xlim(scale[0], scale[1] + 0.45 * (scale[1] - scale[0]))
+    if scale:  # the whole scale
+        ax.set_xlim(*scale)
         ax.set_xticks(range(int(scale[0]), int(scale[1]) + 1))
     else:
         lo = min(s.results[AVERAGE].ci_low for s in systems)
         hi = max(s.results[AVERAGE].ci_high for s in systems)
         span = max(hi - lo, 0.5)
-        ax.set_xlim(lo - 0.1 * span, hi + 0.45 * span)
+        ax.set_xlim(lo - 0.1 * span, hi + 0.1 * span)
     paths = _save(fig, out, "leaderboard")
     plt.close(fig)
     return paths

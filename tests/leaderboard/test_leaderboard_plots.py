@@ -50,7 +50,8 @@ def test_figures_show_the_leaderboards_numbers(board):
     for s in lb["table"]["systems"]:
         avg = s["results"]["average"]
         assert s["label"] in chart
-        assert f"{avg['mean']:.2f}  cluster {avg['cluster']}" in chart
+        assert (f"{avg['mean']:.2f} [{avg['ci_low']:.2f}, {avg['ci_high']:.2f}]  cluster {avg['cluster']}"
+                in chart)
     assert len({s["results"]["average"]["cluster"] for s in lb["table"]["systems"]}) >= 2
     assert "permutation test (one-sided, alpha 0.05)" in chart
     dims = _texts((board / "dimensions.svg").read_text())
