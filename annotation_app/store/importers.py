@@ -282,7 +282,8 @@ def _judgments(path: Path, target: TargetInfo) -> dict[str, list[dict[str, Any]]
     """Judge scores per interaction, checked against the run's target like every reader does."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for j in JudgmentRecord.read(path, {"target": target}):
-        keep = {"judge_model", "sample", "scores", "average", "parse_status"} | ({"answers"} if j.answers else set())
+        keep = {"judge_model", "sample", "scores", "average", "parse_status"} | ({"answers"} if j.answers else set()) \
+            | ({"replies"} if j.replies else set())
         out[j.interaction_id].append(j.model_dump(mode="json", include=keep))
     return out
 
