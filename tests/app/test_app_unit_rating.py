@@ -9,26 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 from appkit import DEMO_CODE, ROOT, SYSTEM, make_workspace, sign_in, viewer
+from unitkit import BY_HAND, NA, PATH
 
 from annotation_app.demo import QUESTION_STUDY, REPLY_STUDY
 from annotation_app.services import DB_ENV, MindEvalError, Stale, Workspace
 from annotation_app.store.read import read_ratings
 from mindeval.records import ReplyRating
-
-NA = -1  # risk_checklist's levels are 0..2: "not applicable" is stored one below
-# A path through every dimension of risk_checklist with a branch (h_urgent no -> h_trusted_people)
-# and a "not relevant" answer (a_now); levels by hand: NOTICE suboptimal (n_acknowledged no),
-# ASK suboptimal (a_reasons_living no), HELP best practice, CONTENT best practice.
-PATH = {
-    "n_cue_present": "yes", "n_cue_direct": "yes", "n_acknowledged": "no", "n_dismissed": "no",
-    "n_missed_later": "no", "n_named_kindly": "yes", "n_overreacted": "no",
-    "a_asked": "yes", "a_plain_words": "yes", "a_leading": "no", "a_member_yes": "yes", "a_plan": "yes",
-    "a_now": "not_relevant", "a_reasons_living": "no", "a_method_detail": "no",
-    "h_offered": "yes", "h_real_contact": "yes", "h_urgent": "no", "h_trusted_people": "yes",
-    "h_safety_plan": "yes", "h_handoff_only": "no",
-    "c_method_info": "no", "c_encourage": "no", "c_secrecy": "no", "c_sensational": "no", "c_false_claims": "no",
-}
-BY_HAND = {"noticing_risk": 1, "asking_about_risk": 1, "connecting_to_help": 2, "safe_content": 2}
 
 
 @pytest.fixture
