@@ -280,8 +280,12 @@
       const g = gs[subs.indexOf(k)];
       tried(e);
       if (labelOf(g) === e.value) { again = true; continue; }  // shown, not stored: store it again
-      const label = isBox(g) ? g.querySelector("label")
-        : [...g.querySelectorAll('[role="radiogroup"] label')].find((l) => l.innerText.trim() === e.value);
+      if (isBox(g)) {  // a flag: its input takes the click (its label's does not, for a script)
+        const box = g.querySelector("input");
+        if (box && !box.disabled) box.click();
+        continue;
+      }
+      const label = [...g.querySelectorAll('[role="radiogroup"] label')].find((l) => l.innerText.trim() === e.value);
       const input = label && label.querySelector("input");
       if (input && !input.disabled) label.click();
     }
@@ -393,11 +397,10 @@
     const subs = subsOf(m);
     const i = gs.findIndex((g) => isBox(g) && g.innerText.trim().toLowerCase().startsWith(`[${letter}]`));
     if (i < 0) return false;
-    const label = gs[i].querySelector("label");
-    const input = label && label.querySelector("input");
+    const input = gs[i].querySelector("input");
     if (!input || input.disabled) return false;
     remember("scores", subs[i], input.checked ? "" : "yes");
-    label.click();
+    input.click();  // a script's click on the label does not reach the box
     input.blur();
     return true;
   }
@@ -462,7 +465,10 @@
     const label = e.target.closest('[role="radiogroup"] label');
     const input = label && label.querySelector("input");
     focus = subsOf(m).indexOf(sub);
-    if (label && input && !input.disabled) remember("scores", sub, label.innerText.trim());
+    if (label && input && !input.disabled) {
+      remember("scores", sub, label.innerText.trim());
+      if (modeOf(m) === "question") { focus += 1; pendingFocus.done = false; }  // the keys go on from the next question
+    }
     mark();
   }, true);
   document.addEventListener("change", (e) => {  // a flag's checkbox (clicked, or toggled by its letter)
