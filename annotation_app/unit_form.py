@@ -24,6 +24,7 @@ from mindeval.judging.reply_format import answer_label
 NA = "N/A"
 FLAG_KEYS = "abcdefghilmopqrstuvwxyz"  # letters of the issue flags, in order (j/k move, n is N/A)
 Q, R = "q-", "r"
+URL_REPLY = "reply"  # ?reply=<assignment>.<position>: the reply on screen
 
 
 def reply_field(turn: int, flag: str | None = None) -> str:
@@ -121,10 +122,15 @@ def reply_pos(item: ItemView) -> int:
     """The reply on screen (an index into the transcript's clinician replies, kept per transcript)."""
     turns = reply_turns(item.messages)
     k = f"reply_pos_{item.assignment_id}"
-    if k not in st.session_state:
+    if k not in st.session_state:  # a reload comes back to the reply in the URL (its kept changes with it)
+        aid, _, pos = str(st.query_params.get(URL_REPLY, "")).partition(".")
         open_ = [n for n, t in enumerate(turns) if _reply(item, t).level is None]
-        st.session_state[k] = open_[0] if open_ else 0
-    return max(0, min(int(st.session_state[k]), len(turns) - 1))
+        st.session_state[k] = int(pos) if aid == str(item.assignment_id) and pos.isdigit() else (
+            open_[0] if open_ else 0)
+    pos = max(0, min(int(st.session_state[k]), len(turns) - 1))
+    if st.query_params.get(URL_REPLY) != f"{item.assignment_id}.{pos}":
+        st.query_params[URL_REPLY] = f"{item.assignment_id}.{pos}"
+    return pos
 
 
 def fields(item: ItemView, g: Guidelines, key: str) -> list[str]:

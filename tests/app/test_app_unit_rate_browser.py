@@ -178,7 +178,7 @@ def test_a_reload_right_after_the_last_click_and_a_second_tab_lose_or_revert_not
     assert ws.item(v, qaid).answers == {q: PATH[q] for q in order[:3]}
 
     # two tabs on the reply form: tab 2 still shows "Major" when tab 1 stores "Critical"
-    page.goto(f"{base}rate?study={ws.study(SYSTEM, REPLY_STUDY).id}&item={aid}")
+    page.goto(f"{base}rate?study={ws.study(SYSTEM, REPLY_STUDY).id}&item={aid}&reply={aid}.0")  # its first reply
     form_is(page, reply_fields(turn))
     tab2 = page.context.new_page()
     tab2.on("dialog", lambda d: d.accept())
