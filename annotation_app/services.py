@@ -182,7 +182,7 @@ class Workspace:
         """Autosave one reply's level and/or one flag (``unit: reply`` targets); returns the new version."""
         self._live(v)
         return ratings.save_reply(self.db, self._rating_guidelines(v, assignment_id), v.id, assignment_id, turn,
-                                  level=level, flag=flag, on=on, version=version)
+                                  level=level, flag=(flag, on) if flag is not None else None, version=version)
 
     def save_text(self, v: Viewer, assignment_id: int, *, justification: str | None = None,
                   safety_note: str | None = None, version: int | None = None) -> int:

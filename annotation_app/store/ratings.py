@@ -275,9 +275,8 @@ def save_answer(db: Database, g: Guidelines, annotator_id: int, assignment_id: i
 
 
 def save_reply(db: Database, g: Guidelines, annotator_id: int, assignment_id: int, turn: int, *,
-               level: str | None = None, flag: str | None = None, on: bool = False,
-               version: int | None = None) -> int:
-    """Autosave one reply's level and/or one of its flags (``unit: reply`` targets) and the
+               level: str | None = None, flag: tuple[str, bool] | None = None, version: int | None = None) -> int:
+    """Autosave one reply's level and/or one of its flags (``flag``: id, set) (``unit: reply`` targets) and the
     conversation's level, its worst reply's once every reply is rated (``version`` as in
     :func:`save_value`)."""
     if units.unit(g) != "reply":
@@ -285,7 +284,7 @@ def save_reply(db: Database, g: Guidelines, annotator_id: int, assignment_id: in
     rid = ensure_rating(db, annotator_id, assignment_id)
     with db.write() as s:
         new_version = _lock_draft(s, rid, version)
-        units.put_reply(s, g, rid, int(turn), level=level, flag=flag, on=on)
+        units.put_reply(s, g, rid, int(turn), level=level, flag=flag[0] if flag else None, on=bool(flag and flag[1]))
         units.store_derived(s, g, na_value(g), rid)
     return new_version
 
