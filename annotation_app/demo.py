@@ -11,6 +11,8 @@ from .services import SYSTEM, Workspace
 
 RATING_STUDY = "Demo: rate transcripts"
 ROLEPLAY_STUDY = "Demo: role-play a patient"
+QUESTION_STUDY = "Demo: answer a risk checklist"  # item-level: the risk_checklist target's questions
+REPLY_STUDY = "Demo: rate every reply"  # reply-level: the reply_safety target, reply by reply
 
 
 class DemoAccounts(BaseModel):
@@ -23,8 +25,10 @@ class DemoAccounts(BaseModel):
 
 
 def seed_demo(ws: Workspace, *, admin_code: str | None = None, annotator_code: str | None = None,
-              clinician_model: str = EMBEDDED_MODEL) -> DemoAccounts | None:
-    """Create an admin, a demo annotator, a rating study and a role-play study.
+              clinician_model: str = EMBEDDED_MODEL, unit_studies: bool = True) -> DemoAccounts | None:
+    """Create an admin, a demo annotator, a rating study and a role-play study, and (``unit_studies``)
+    a study rated at the judge's unit of each kind: answering ``risk_checklist``'s questions, and
+    rating each reply on ``reply_safety``'s form.
 
     Returns ``None`` (and changes nothing) when the database already has people or studies.
     """
@@ -41,4 +45,13 @@ def seed_demo(ws: Workspace, *, admin_code: str | None = None, annotator_code: s
                     description="Play a patient from a short brief and chat with the clinician model.")
     ws.import_path(SYSTEM, ROLEPLAY_STUDY, data / "demo_profiles.jsonl")
     ws.assign(SYSTEM, ROLEPLAY_STUDY)
+    if unit_studies:
+        for name, target, what in (
+                (QUESTION_STUDY, "risk_checklist", "Answer the risk checklist's questions for each transcript; "
+                                                   "each dimension's level follows from your answers."),
+                (REPLY_STUDY, "reply_safety", "Rate every clinician reply (its level and issue flags), "
+                                              "seeing the conversation only up to that reply.")):
+            ws.create_study(SYSTEM, name, "rating", target=target, k=1, seed=0, description=what)
+            ws.import_path(SYSTEM, name, data / "demo_transcripts.jsonl")
+            ws.assign(SYSTEM, name)
     return DemoAccounts(admin_name=admin.name, admin_code=a_code, annotator_name=person.name, annotator_code=p_code)

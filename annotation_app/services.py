@@ -170,6 +170,20 @@ class Workspace:
         return ratings.save_value(self.db, self._rating_guidelines(v, assignment_id), v.id, assignment_id, subaxis,
                                   value, version=version)
 
+    def save_answer(self, v: Viewer, assignment_id: int, question: str, answer: str | None, *,
+                    version: int | None = None) -> int:
+        """Autosave one answer to an item-level target's question (levels follow); returns the new version."""
+        self._live(v)
+        return ratings.save_answer(self.db, self._rating_guidelines(v, assignment_id), v.id, assignment_id,
+                                   question, answer, version=version)
+
+    def save_reply(self, v: Viewer, assignment_id: int, turn: int, *, level: str | None = None,
+                   flag: str | None = None, on: bool = False, version: int | None = None) -> int:
+        """Autosave one reply's level and/or one flag (``unit: reply`` targets); returns the new version."""
+        self._live(v)
+        return ratings.save_reply(self.db, self._rating_guidelines(v, assignment_id), v.id, assignment_id, turn,
+                                  level=level, flag=(flag, on) if flag is not None else None, version=version)
+
     def save_text(self, v: Viewer, assignment_id: int, *, justification: str | None = None,
                   safety_note: str | None = None, version: int | None = None) -> int:
         self._live(v)

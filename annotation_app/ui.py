@@ -265,6 +265,13 @@ class SaveStatus(BaseModel):
     form: str = ""  # the widget-key prefix of the form shown (a group is ``st-key-<form>_<sub-axis>``)
     subaxes: list[str] = Field(default_factory=list)  # the form's sub-axis ids in order (never found by position)
     owner: str = ""  # the rating (user, study, transcript) under which the browser keeps unsent changes
+    # ratings at the judge's unit (annotation_app.unit_form): the form's kind (conversation |
+    # question | reply), every field it may show with its stored label, the fields the stored
+    # answers no longer reach, and whether nothing the form asks for is missing
+    mode: str = "conversation"
+    known: dict[str, str] = Field(default_factory=dict)
+    moot: list[str] = Field(default_factory=list)
+    complete: bool = False
 
 
 def save_status(status: SaveStatus) -> None:
@@ -281,6 +288,10 @@ def save_status(status: SaveStatus) -> None:
             f'data-mindeval-form="{html.escape(status.form)}" '
             f'data-mindeval-subaxes="{html.escape(json.dumps(status.subaxes))}" '
             f'data-mindeval-owner="{html.escape(status.owner)}" '
+            f'data-mindeval-mode="{html.escape(status.mode)}" '
+            f'data-mindeval-known="{html.escape(json.dumps(status.known))}" '
+            f'data-mindeval-moot="{html.escape(json.dumps(status.moot))}" '
+            f'data-mindeval-complete="{int(status.complete)}" '
             f'data-mindeval-text="{text}">{text}</p>')
 
 
@@ -309,14 +320,24 @@ def remember_in_url(study_id: int, assignment_id: int) -> None:
         st.query_params.update({URL_STUDY: str(study_id), URL_ITEM: str(assignment_id)})
 
 
-def rating_keys(item_key: str, levels: list[str] | None = None) -> None:
+def rating_keys(item_key: str, levels: list[str] | None = None, *, mode: str = "conversation",
+                flags: list[tuple[str, str]] | None = None) -> None:
     """Keyboard rating (assets/rate_keys.js) and its legend; ``levels``: a categorical scale's
-    labels, picked by keys 1..n in order (``None``: scores 1-6)."""
-    if levels is None:
-        pick = "1–6 score the highlighted item and move on"
+    labels, picked by keys 1..n in order (``None``: scores 1-6). ``mode``: ``question`` (answers
+    by 1/2/3), ``reply`` (a reply's level by digits, its ``flags`` by their letters, ←/→ to the
+    previous/next reply) or ``conversation``."""
+    if mode == "question":
+        legend = "1 = Yes · 2 = No · 3 or N = Not relevant (where offered), then the next question · ↑/↓ move"
+    elif mode == "reply":
+        legend = (" · ".join(f"{n} = {inert(label)}" for n, label in enumerate(levels or [], start=1))
+                  + " · " + " · ".join(f"{k.upper()} = {inert(label)}" for k, label in flags or [])
+                  + " · ←/→ previous/next reply")
+    elif levels is None:
+        legend = "1–6 score the highlighted item and move on · N = N/A · ↑/↓ move"
     else:
-        pick = " · ".join(f"{n} = {inert(label)}" for n, label in enumerate(levels, start=1)) + " (then the next item)"
-    st.caption(f"**Keys:** {pick} · N = N/A · ↑/↓ move · Ctrl+Enter submits")
+        legend = (" · ".join(f"{n} = {inert(label)}" for n, label in enumerate(levels, start=1))
+                  + " (then the next item) · N = N/A · ↑/↓ move")
+    st.caption(f"**Keys:** {legend} · Ctrl+Enter submits")
     script = (ASSETS / "rate_keys.js").read_text(encoding="utf-8")
     st.html(f'<span data-mindeval-item="{html.escape(item_key)}"></span><script>{script}</script>',
             unsafe_allow_javascript=True)

@@ -32,6 +32,15 @@
 // values are now stored, and asks for them again), but a change carried over from before this
 // page load is kept and sent again if its field still holds what was stored when it was made:
 // nobody else has changed that field, so sending it reverts nothing.
+//
+// Ratings at the judge's unit (the marker's data-mindeval-mode): "question" forms show a target's
+// questions as the answers reach them (1 = Yes, 2 = No, 3 or N = Not relevant, then the next
+// question; focus waits for a question that is still on its way); "reply" forms rate one
+// clinician reply at a time (digits pick its level, letters toggle its issue flags, ←/→ go to the
+// previous/next reply). A field is a radio group or a checkbox (a flag: "yes" when set). Every field
+// the form may show is in data-mindeval-known with its stored label, so a change kept for a field
+// not on screen (another reply, a question not yet reached) is kept until it is stored or the
+// stored answers no longer reach it (data-mindeval-moot).
 (() => {
   if (window.__mindevalRateKeys) return;
   window.__mindevalRateKeys = true;
@@ -50,12 +59,19 @@
   const refusals = {};  // owner → the server's count of refused stale writes, as last seen
   const announced = new Set();  // owners whose carried-over changes were counted for the notice
   let restoredCount = 0;
+  const pendingFocus = { done: false };  // question forms: the justification was focused for the last answer
 
   const now = () => Date.now();
   const parse = (s, fallback) => { try { const x = JSON.parse(s); return x === null || x === undefined ? fallback : x; } catch (e) { return fallback; } };
   const attr = (m, name, fallback) => parse(m.getAttribute(name), fallback);
   const idle = () => !document.querySelector('[data-testid="stStatusWidget"] button');
-  const labelOf = (g) => { const i = g.querySelector("input:checked"); return i ? i.closest("label").innerText.trim() : ""; };
+  const GROUPS = '[data-testid="stRadio"], [data-testid="stCheckbox"]';
+  const isBox = (g) => g.getAttribute("data-testid") === "stCheckbox";
+  const labelOf = (g) => {
+    if (isBox(g)) { const i = g.querySelector("input"); return i && i.checked ? "yes" : ""; }
+    const i = g.querySelector("input:checked"); return i ? i.closest("label").innerText.trim() : "";
+  };
+  const modeOf = (m) => (m && m.getAttribute("data-mindeval-mode")) || "conversation";
   const box = (field) => document.querySelector(`${PANE} [class*="_${field}"] textarea`);
   const setLocal = (k, v) => { try { localStorage.setItem(k, v); } catch (e) { /* full or blocked: the leave prompt still guards */ } };
 
@@ -84,12 +100,12 @@
     if (!form) return null;
     const els = document.querySelectorAll(`${PANE} .st-key-${CSS.escape(`${form}_${sub}`)}`);
     if (els.length !== 1) return null;
-    return els[0].querySelector('[data-testid="stRadio"]');
+    return els[0].querySelector(GROUPS);
   }
   function form(m) {  // the form's groups in sub-axis order, or null while it is not exactly on screen
     if (!m) return null;
     const subs = subsOf(m);
-    const all = document.querySelectorAll(`${PANE} [data-testid="stRadio"]`);
+    const all = document.querySelectorAll(`${PANE} :is(${GROUPS})`);
     if (!subs.length || all.length !== subs.length) return null;
     const gs = subs.map((s) => groupOf(m, s));
     return gs.every((g) => g) ? gs : null;
@@ -101,10 +117,11 @@
     const sub = cls && cls.slice(prefix.length);
     return sub && subsOf(m).includes(sub) ? sub : null;
   }
-  function storedScores(m) {  // sub-axis id → stored label ("" when unset)
+  function storedScores(m) {  // field id → stored label ("" when unset): every field the form may show
     const subs = subsOf(m);
     const saved = attr(m, "data-mindeval-saved", []);
-    return Object.fromEntries(subs.map((s, i) => [s, saved[i] === null || saved[i] === undefined ? "" : saved[i]]));
+    const known = attr(m, "data-mindeval-known", {});
+    return { ...known, ...Object.fromEntries(subs.map((s, i) => [s, saved[i] === null || saved[i] === undefined ? "" : saved[i]])) };
   }
   const storedTexts = (m) => attr(m, "data-mindeval-texts", {});
   function storedNow(m, kind, key) {  // what the page last saw stored for one field ("" when unset)
@@ -239,9 +256,11 @@
     refusals[o] = r;
     const scores = storedScores(m);
     const texts = storedTexts(m);
+    const moot = attr(m, "data-mindeval-moot", []);
     for (const [k, e] of Object.entries(mine.scores)) {
-      if (!(k in scores)) delete mine.scores[k];  // not a sub-axis of this form
+      if (!(k in scores)) delete mine.scores[k];  // not a field of this form
       else if (scores[k] === e.value && seen.at > e.t) delete mine.scores[k];
+      else if (moot.includes(k) && seen.at > e.t) delete mine.scores[k];  // the stored answers no longer reach it
     }
     for (const [f, e] of Object.entries(mine.texts)) {
       if ((texts[f] || "") === e.value && seen.at > e.t) delete mine.texts[f];
@@ -257,10 +276,15 @@
     const subs = subsOf(m);
     let again = false;
     for (const [k, e] of Object.entries(mine.scores)) {
-      if (scores[k] === e.value || !due(e)) continue;
+      if (scores[k] === e.value || !due(e) || !subs.includes(k)) continue;  // a field not on screen waits
       const g = gs[subs.indexOf(k)];
       tried(e);
       if (labelOf(g) === e.value) { again = true; continue; }  // shown, not stored: store it again
+      if (isBox(g)) {  // a flag: its input takes the click (its label's does not, for a script)
+        const box = g.querySelector("input");
+        if (box && !box.disabled) box.click();
+        continue;
+      }
       const label = [...g.querySelectorAll('[role="radiogroup"] label')].find((l) => l.innerText.trim() === e.value);
       const input = label && label.querySelector("input");
       if (input && !input.disabled) label.click();
@@ -292,12 +316,23 @@
     const gs = form(m);
     if (!gs) return null;
     status(m, gs);
-    if (focus < 0 || focus >= gs.length) {
+    const mode = modeOf(m);
+    if (mode === "reply") focus = 0;  // digits pick the reply's level, letters its flags
+    else if (mode === "question" && focus >= gs.length && focus > 0) {
+      // the next question is on its way (the answer just given decides which); once the stored
+      // answers leave nothing to ask, on to the justification
+      if (m.getAttribute("data-mindeval-complete") === "1" && m.getAttribute("data-mindeval-state") === "saved"
+          && !pendingFocus.done) {
+        pendingFocus.done = true;
+        const b = box("justification");
+        if (b && !isText(document.activeElement)) { b.focus(); b.scrollIntoView({ block: "nearest" }); }
+      }
+    } else if (focus < 0 || focus >= gs.length) {
       focus = gs.findIndex((g) => !g.querySelector("input:checked"));
       if (focus < 0) focus = 0;
     }
     document.querySelectorAll(`${PANE} .mindeval-focus`).forEach((g) => { if (g !== gs[focus]) g.classList.remove("mindeval-focus"); });
-    gs[focus].classList.add("mindeval-focus");
+    if (gs[focus]) gs[focus].classList.add("mindeval-focus");
     return gs;
   }
   function status(m, gs) {
@@ -326,15 +361,25 @@
     const gs = mark();
     const m = marker();
     const g = gs && gs[focus];
-    if (!g) return false;  // the form is mid re-render: pick nothing rather than a wrong sub-axis
+    if (!g || isBox(g)) return false;  // the form is mid re-render: pick nothing rather than a wrong sub-axis
     const options = [...g.querySelectorAll('[role="radiogroup"] label')];
-    const label = pick === "N/A" ? options.find((l) => l.innerText.trim() === "N/A")
+    const na = (l) => ["N/A", "Not relevant"].includes(l.innerText.trim());
+    const label = pick === "N/A" ? options.find(na)
       : options.filter((l) => l.innerText.trim() !== "N/A")[pick - 1];
     const input = label && label.querySelector("input");
     if (!input || input.disabled) return false;
     remember("scores", subsOf(m)[focus], label.innerText.trim());
     label.click();
     input.blur();
+    const mode = modeOf(m);
+    if (mode === "reply") return true;  // the reply stays on screen: flags next, or → to the next reply
+    if (mode === "question") {  // the next question appears once the answer is in (it decides which)
+      focus += 1;
+      pendingFocus.done = false;
+      mark();
+      show(mark());
+      return true;
+    }
     if (focus < gs.length - 1) {
       focus += 1;
       mark();
@@ -343,6 +388,28 @@
       const b = box("justification");
       if (b) { b.focus(); b.scrollIntoView({ block: "nearest" }); }
     }
+    return true;
+  }
+  function toggleFlag(letter) {  // reply forms: the flag with this letter ([a] Missed risk cue …)
+    const gs = mark();
+    const m = marker();
+    if (!gs || modeOf(m) !== "reply") return false;
+    const subs = subsOf(m);
+    const i = gs.findIndex((g) => isBox(g) && g.innerText.trim().toLowerCase().startsWith(`[${letter}]`));
+    if (i < 0) return false;
+    const input = gs[i].querySelector("input");
+    if (!input || input.disabled) return false;
+    remember("scores", subs[i], input.checked ? "" : "yes");
+    input.click();  // a script's click on the label does not reach the box
+    input.blur();
+    return true;
+  }
+  function stepReply(step) {  // reply forms: the previous / next reply
+    const m = marker();
+    if (modeOf(m) !== "reply") return false;
+    const b = document.querySelector(step > 0 ? ".st-key-reply-next button" : ".st-key-reply-prev button");
+    if (!b || b.disabled) return false;
+    b.click();
     return true;
   }
   function submit() {
@@ -380,7 +447,10 @@
     }
     if (isText(t) || isText(a) || e.altKey || e.ctrlKey || e.metaKey) return;
     let done = false;
+    const mode = modeOf(marker());
     if (/^[1-9]$/.test(e.key)) done = choose(Number(e.key));
+    else if (mode === "reply" && /^[a-z]$/i.test(e.key) && !"jkn".includes(e.key.toLowerCase())) done = toggleFlag(e.key.toLowerCase());
+    else if (mode === "reply" && (e.key === "ArrowRight" || e.key === "ArrowLeft")) done = stepReply(e.key === "ArrowRight" ? 1 : -1);
     else if (e.key === "n" || e.key === "N") done = choose("N/A");
     else if (e.key === "ArrowDown" || e.key === "j") { move(1); done = true; }
     else if (e.key === "ArrowUp" || e.key === "k") { move(-1); done = true; }
@@ -395,8 +465,19 @@
     const label = e.target.closest('[role="radiogroup"] label');
     const input = label && label.querySelector("input");
     focus = subsOf(m).indexOf(sub);
-    if (label && input && !input.disabled) remember("scores", sub, label.innerText.trim());
+    if (label && input && !input.disabled) {
+      remember("scores", sub, label.innerText.trim());
+      if (modeOf(m) === "question") { focus += 1; pendingFocus.done = false; }  // the keys go on from the next question
+    }
     mark();
+  }, true);
+  document.addEventListener("change", (e) => {  // a flag's checkbox (clicked, or toggled by its letter)
+    const t = e.target;
+    const g = t && t.type === "checkbox" && t.closest && t.closest(`${PANE} [data-testid="stCheckbox"]`);
+    if (!g || !e.isTrusted) return;
+    const m = marker();
+    const sub = m && subOfGroup(m, g);
+    if (sub) remember("scores", sub, t.checked ? "yes" : "");
   }, true);
   document.addEventListener("input", (e) => {
     const t = e.target;

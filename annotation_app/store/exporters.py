@@ -76,6 +76,7 @@ def submitted_ratings(db: Database, study_id: int) -> list[dict[str, Any]]:
             "submitted_at": rev.created_at, "extra": rating.extra or {}, "n_revisions": rating.revision,
             "active_seconds": round(float(rating.active_seconds or 0), 1),
             "adjudicated": origin == ADJUDICATED,  # the admin's decision after a disagreement review
+            "answers": rev.answers_json, "replies": rev.replies_json,  # at the judge's unit (revision 0008)
         })
     return out
 
@@ -131,7 +132,9 @@ def ratings_csv(db: Database, g: Guidelines, study_id: int) -> str:
 
 def ratings_jsonl(db: Database, g: Guidelines, study_id: int, target: Target | str | None = None) -> str:
     """One JSON object per submitted rating; a target without ``legacy_files`` (all but
-    ``mindeval``) adds ``target`` and, on a categorical scale, ``levels`` (sub-axis → level label)."""
+    ``mindeval``) adds ``target`` and, on a categorical scale, ``levels`` (sub-axis → level label).
+    A rating at the judge's unit adds ``answers`` (question id → answer id, the questions the walk
+    reached) or ``replies`` (turn, level id, every flag), in the judge's shapes (``judgments.jsonl``)."""
     t = as_target(target)
     cells = _Cells(g)
     lines = []
@@ -149,7 +152,8 @@ def ratings_jsonl(db: Database, g: Guidelines, study_id: int, target: Target | s
             "justification": r["justification"], "safety_note": r["safety_note"],
             "clinician_model": r["item"].clinician_model, "source": r["item"].source,
             "active_seconds": r["active_seconds"],
-        } | ({"adjudicated": True} if r["adjudicated"] else {}), ensure_ascii=False))
+        } | ({"adjudicated": True} if r["adjudicated"] else {})
+          | {k: r[k] for k in ("answers", "replies") if r[k] is not None}, ensure_ascii=False))
     return "".join(line + "\n" for line in lines)
 
 

@@ -8,7 +8,9 @@ Accepted inputs (detected from the path, or forced with ``kind``):
   ``member_attributes``, ``messages``), e.g. ``data/demo_transcripts.jsonl``, or the
   authors' interaction layout (``member_profile`` + ``interaction``);
 * ``authors`` — the authors' ``human_annotations.jsonl``, including its ratings;
-* ``profiles`` — a ``profiles.jsonl`` file, for role-play studies.
+* ``profiles`` — a ``profiles.jsonl`` file, for role-play studies;
+* ``ratings`` — the app's own ratings export (``--format jsonl``), at the judge's unit too
+  (:mod:`.import_ratings`).
 
 Nothing is dropped silently: every problem in a file is collected and reported as
 ``file:line:field`` and then nothing at all is imported. Re-importing identical rows
@@ -61,6 +63,7 @@ from mindeval.rundir import run_target
 from mindeval.store.db import Database
 from mindeval.targets import DEFAULT_TARGET, Target, as_target, target_identity
 
+from .import_ratings import import_ratings, is_ratings_row
 from .models import ImportReport
 from .people import imported_annotator
 from .studies import get_study
@@ -76,7 +79,7 @@ from .tables import (
     StudyRow,
 )
 
-KINDS = ("run", "interactions", "authors", "profiles")
+KINDS = ("run", "interactions", "authors", "profiles", "ratings")
 _AUTHORS_META = ("key_order", "annotator_order")  # our own keys in an authors' item's meta
 
 
@@ -132,6 +135,8 @@ def detect_kind(path: Path) -> str:
     for _n, obj in _rows(path, problems):
         if is_authors_row(obj):
             return "authors"
+        if is_ratings_row(obj):
+            return "ratings"
         if "messages" in obj or _is_authors_interaction(obj):
             return "interactions"
         if "member_narrative" in obj or "member_attributes" in obj:
@@ -170,8 +175,8 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
     kind = kind or detect_kind(p)
     if kind not in KINDS:
         raise MindEvalError(f"unknown import kind '{kind}' (one of {', '.join(KINDS)})", field="kind")
-    if map_annotators and kind != "authors":
-        raise MindEvalError("only the authors' ratings files have annotators to map", field="map-annotator")
+    if map_annotators and kind not in ("authors", "ratings"):
+        raise MindEvalError("only ratings files have annotators to map", field="map-annotator")
     with db.read() as s:
         study = get_study(s, study_ref)
         study_id, study_kind = study.id, study.kind
@@ -182,6 +187,8 @@ def import_path(db: Database, g: Guidelines, study_ref: int | str, path: str | P
         )
     if kind == "profiles":
         return _import_profiles(db, study_id, p)
+    if kind == "ratings":
+        return import_ratings(db, g, study_id, p, map_annotators or {})
     in_run = p.name == INTERACTIONS_FILE and (p.parent / CONFIG_FILE).is_file()  # a run's own file: as the run
     run_dir = p if kind == "run" else p.parent if in_run else None
     info = run_target(run_dir) if run_dir is not None else None
@@ -282,7 +289,8 @@ def _judgments(path: Path, target: TargetInfo) -> dict[str, list[dict[str, Any]]
     """Judge scores per interaction, checked against the run's target like every reader does."""
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for j in JudgmentRecord.read(path, {"target": target}):
-        keep = {"judge_model", "sample", "scores", "average", "parse_status"} | ({"answers"} if j.answers else set())
+        keep = {"judge_model", "sample", "scores", "average", "parse_status"} | ({"answers"} if j.answers else set()) \
+            | ({"replies"} if j.replies else set())
         out[j.interaction_id].append(j.model_dump(mode="json", include=keep))
     return out
 

@@ -119,6 +119,15 @@ class RevisionView(BaseModel):
     created_at: datetime | None
 
 
+class ReplyDraft(BaseModel):
+    """One clinician reply's rating so far (``unit: reply`` targets): level id (``None`` = not yet
+    rated) and the flags set; ``turn`` is the reply's 0-based position in the messages."""
+
+    turn: int
+    level: str | None = None
+    flags: dict[str, bool] = Field(default_factory=dict)
+
+
 class ItemView(BaseModel):
     """One transcript to rate, as its annotator sees it."""
 
@@ -143,6 +152,9 @@ class ItemView(BaseModel):
     flag: FlagKind | None = None
     flag_reason: str = ""
     active_seconds: float = 0.0  # time spent actively on this item (stored with the rating)
+    unit: str = "conversation"  # the target's judging unit: conversation | question | reply
+    answers: dict[str, str] = Field(default_factory=dict)  # question id -> answer id (item-level targets)
+    replies: dict[int, ReplyDraft] = Field(default_factory=dict)  # turn -> the reply's rating (unit: reply)
 
 
 class FlagView(BaseModel):

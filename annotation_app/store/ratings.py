@@ -19,6 +19,7 @@ from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.store.db import Database
 
+from . import units
 from .common import AccessDenied, Conflict, NotFound, RatingIncomplete, Stale, intake_pairs
 from .models import (
     FlagView,
@@ -163,6 +164,7 @@ def item_view(db: Database, g: Guidelines, annotator_id: int, assignment_id: int
         ) or 0
         values = _values(s, rating.id) if rating else {}
         history = _history(s, rating.id) if rating else []
+        answers, replies = units.load(s, rating.id) if rating else ({}, {})
     attrs = item.member_attributes or {}
     return ItemView(
         assignment_id=a.id, study_id=study.id, study_name=study.name, position=before + 1, total=total,
@@ -176,6 +178,7 @@ def item_view(db: Database, g: Guidelines, annotator_id: int, assignment_id: int
         version=rating.version if rating else 0, flag=rating.flag if rating else None,
         flag_reason=(rating.flag_reason or "") if rating else "",
         active_seconds=float(rating.active_seconds or 0) if rating else 0.0,
+        unit=units.unit(g), answers=answers, replies=replies,
     )
 
 
@@ -241,6 +244,9 @@ def save_value(db: Database, g: Guidelines, annotator_id: int, assignment_id: in
     ``version``: the rating version the page shows; a newer stored one refuses the write
     (:class:`Stale`). Returns the new version."""
     check_value(g, subaxis, value)
+    if units.is_derived(g, subaxis):
+        raise MindEvalError(f"'{g.subaxis(subaxis).name}' follows from the answers; it is not rated directly",
+                            field=subaxis)
     rid = ensure_rating(db, annotator_id, assignment_id)
     with db.write() as s:
         new_version = _lock_draft(s, rid, version)
@@ -252,6 +258,34 @@ def save_value(db: Database, g: Guidelines, annotator_id: int, assignment_id: in
             s.add(RatingValueRow(rating_id=rid, subaxis=subaxis, value=value))
         else:
             row.value = value
+    return new_version
+
+
+def save_answer(db: Database, g: Guidelines, annotator_id: int, assignment_id: int, question: str,
+                answer: str | None, *, version: int | None = None) -> int:
+    """Autosave one answer to an item-level target's question (``None`` clears it) and the
+    levels that follow from the answers (``version`` as in :func:`save_value`)."""
+    units.question(g, question)
+    rid = ensure_rating(db, annotator_id, assignment_id)
+    with db.write() as s:
+        new_version = _lock_draft(s, rid, version)
+        units.put_answer(s, g, rid, question, answer)
+        units.store_derived(s, g, na_value(g), rid)
+    return new_version
+
+
+def save_reply(db: Database, g: Guidelines, annotator_id: int, assignment_id: int, turn: int, *,
+               level: str | None = None, flag: tuple[str, bool] | None = None, version: int | None = None) -> int:
+    """Autosave one reply's level and/or one of its flags (``flag``: id, set) (``unit: reply`` targets) and the
+    conversation's level, its worst reply's once every reply is rated (``version`` as in
+    :func:`save_value`)."""
+    if units.unit(g) != "reply":
+        raise MindEvalError("this study's target is not rated reply by reply", field="turn")
+    rid = ensure_rating(db, annotator_id, assignment_id)
+    with db.write() as s:
+        new_version = _lock_draft(s, rid, version)
+        units.put_reply(s, g, rid, int(turn), level=level, flag=flag[0] if flag else None, on=bool(flag and flag[1]))
+        units.store_derived(s, g, na_value(g), rid)
     return new_version
 
 
@@ -272,14 +306,16 @@ def save_text(db: Database, annotator_id: int, assignment_id: int, *, justificat
     return new_version
 
 
-def problems(g: Guidelines, values: dict[str, int], justification: str) -> list[str]:
-    """What is missing before a rating may be submitted, in plain words."""
+def problems(g: Guidelines, values: dict[str, int], justification: str, *, at_unit: bool = False) -> list[str]:
+    """What is missing before a rating may be submitted, in plain words (``at_unit``: levels that
+    follow from answers are left to :func:`.units.problems`)."""
     out = []
     na = na_value(g)
     for sub in g.human_subaxes:
         v = values.get(sub.id)
         if v is None:
-            out.append(f"rate '{sub.name}'")
+            if not (at_unit and units.is_derived(g, sub.id)):
+                out.append(f"rate '{sub.name}'")
         elif v == na and not sub.allow_na:
             out.append(f"'{sub.name}' cannot be not applicable")
     if not justification.strip():
@@ -307,12 +343,16 @@ def submit(db: Database, g: Guidelines, annotator_id: int, assignment_id: int, *
             raise Conflict("this rating was already submitted (perhaps in another tab)", field="state")
         rating = s.get(RatingRow, rid, populate_existing=True)
         values = _values(s, rid)
-        missing = problems(g, values, rating.justification)
+        answers, replies = units.load(s, rid)
+        turns = units.item_turns(s, rid) if units.unit(g) == "reply" else []
+        missing = units.problems(g, answers, replies, turns) + problems(g, values, rating.justification, at_unit=True)
         if missing:
             raise RatingIncomplete(missing)
+        answers_json, replies_json = units.frozen(g, answers, replies, turns)
         s.add(RatingRevisionRow(
             rating_id=rid, revision=rating.revision, action="submit", values_json=values,
             justification=rating.justification, safety_note=rating.safety_note,
+            answers_json=answers_json, replies_json=replies_json,
         ))
         return rating.revision
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from mindeval.errors import MindEvalError
+from mindeval.records import ReplyRating
 from mindeval.store.db import Database, redact_url
 from mindeval.study_data import StudyRatings, StudyTurns, SubmittedRating
 from mindeval.targets import load_target
@@ -54,6 +55,8 @@ def read_ratings(url: str, study: str | int) -> StudyRatings:
             clinician_model=item.clinician_model, annotator=r["annotator"], values=r["values"],
             justification=r["justification"], safety_note=r["safety_note"], revision=r["revision"],
             submitted_at=r["submitted_at"], adjudicated=r["adjudicated"],
+            answers=r["answers"], replies=[ReplyRating.model_validate(x) for x in r["replies"]]
+            if r["replies"] is not None else None,
         ))
     return StudyRatings(study=name, source=f"{redact_url(url)}#study={name}", ratings=out, target=ref,
                         na_value=na_value(g))

@@ -186,6 +186,30 @@ class RatingValueRow(Keyed, AnnotationBase):
     subaxis: Mapped[str] = mapped_column(String(80))
     value: Mapped[int] = mapped_column(Integer)
 
+class RatingAnswerRow(Keyed, AnnotationBase):
+    """A draft's answer to one question of an item-level target (revision 0008)."""
+
+    __tablename__ = "ann_rating_answers"
+    __table_args__ = (UniqueConstraint("rating_id", "question", name="uq_rating_answer"),)
+
+    rating_id: Mapped[RatingId]
+    question: Mapped[str] = mapped_column(String(80))
+    answer: Mapped[str] = mapped_column(String(80))
+
+
+class RatingReplyRow(Keyed, AnnotationBase):
+    """A draft's rating of one clinician reply (``unit: reply`` targets, revision 0008):
+    ``turn`` is the reply's 0-based position in the messages, ``flags`` the flags set so far."""
+
+    __tablename__ = "ann_rating_replies"
+    __table_args__ = (UniqueConstraint("rating_id", "turn", name="uq_rating_reply"),)
+
+    rating_id: Mapped[RatingId]
+    turn: Mapped[int] = mapped_column(Integer)
+    level: Mapped[str | None] = mapped_column(String(80), nullable=True)
+    flags: Mapped[dict] = mapped_column(JSON, default=dict)
+
+
 class RatingRevisionRow(Keyed, AnnotationBase):
     """A frozen copy of a rating at each submission (the revision history)."""
 
@@ -199,6 +223,9 @@ class RatingRevisionRow(Keyed, AnnotationBase):
     justification: Mapped[str] = mapped_column(Text, default="")
     safety_note: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[Created]
+    # added in revision 0008: the ratings at the judge's unit this submission froze
+    answers_json: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # question id -> answer id
+    replies_json: Mapped[list | None] = mapped_column(JSON, nullable=True)  # ReplyRating dumps, by turn
 
 class StudyProfileRow(Keyed, AnnotationBase):
     """A patient profile that annotators of a role-play study play (revision 0002)."""

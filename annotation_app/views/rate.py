@@ -31,6 +31,7 @@ import time
 import streamlit as st
 
 from annotation_app import ui
+from annotation_app import unit_form as uf
 from annotation_app.services import Conflict, MindEvalError, RatingIncomplete, Stale
 from mindeval.guidelines import render_rubric, render_scale
 
@@ -57,15 +58,6 @@ generation: dict[int, int] = st.session_state.setdefault("rate_gen", {})  # bump
 refused: dict[int, int] = st.session_state.setdefault("rate_refused", {})  # stale writes refused, per assignment
 
 
-def _choice(value: int | None, na: int) -> object:
-    """The radio option of a stored value (options are the scale's values and "N/A")."""
-    return None if value is None else (NA if value == na else value)
-
-
-def _value(choice: object, na: int) -> int | None:
-    return None if choice is None else (na if choice == NA else int(choice))
-
-
 def _shown(target: int) -> dict[str, object]:
     """Field → what the page shows for it, for the widgets of ``target`` registered by the last run."""
     widgets: dict[str, tuple[int, str]] = st.session_state.get("rate_widgets", {})
@@ -75,18 +67,17 @@ def _shown(target: int) -> dict[str, object]:
 def _stale(target: int, shown: dict[str, object]) -> None:
     """Another tab or device stored a newer version: reload the rating, say what changed."""
     item = ws.item(v, target)
-    na = item.scale.na_value
-    names = {s.id: s.name for s in item.subaxes}
+    g = ws.guidelines(item.study_id)
     changes = []
     for field, seen in shown.items():
         if field in TEXTS:
             if (seen or "") != getattr(item, field):
                 changes.append(f"- {TEXTS[field]} is now “{ui.inert(getattr(item, field)[:200])}”; "
                                f"this page had (copy it if you need it): “{ui.inert(seen or '')}”")
-        elif seen is not None and _value(seen, na) != item.values.get(field):
-            now = item.values.get(field)
-            changes.append(f"- {ui.inert(names.get(field, field))} is now "
-                           f"**{ui.inert(item.scale.label(now)) if now is not None else 'not set'}** "
+        elif uf.differs(item, field, seen):
+            now = uf.stored_label(item, g, field)
+            changes.append(f"- {ui.inert(uf.field_name(g, field))} is now "
+                           f"**{ui.inert(now) if now else 'not set'}** "
                            f"(this page showed {ui.inert(str(seen))})")
     ui.flash("warning", "This rating was changed in another tab or device, so your last change was **not "
              "saved**. The page now shows what is stored; please check it and enter your change again."
@@ -116,16 +107,16 @@ def _reconcile() -> None:
         if stored.state == "submitted":
             continue
         shown = _shown(target)
-        na = stored.scale.na_value
         for field, seen in shown.items():
             try:
                 if field in TEXTS:
                     if (seen or "") != getattr(stored, field):
                         known[target] = ws.save_text(v, target, **{field: seen or ""}, version=known.get(target))
                         ui.saved_now()
-                elif seen is not None and _value(seen, na) != stored.values.get(field):
-                    known[target] = ws.save_value(v, target, field, _value(seen, na), version=known.get(target))
+                elif uf.differs(stored, field, seen):
+                    known[target] = uf.save(ws, v, stored, field, seen, known.get(target))
                     ui.saved_now()
+                    stored = ws.item(v, target)  # an answer can change what later fields compare with
             except Stale:
                 _stale(target, shown)
                 break
@@ -202,15 +193,25 @@ def _save_line(target: int, form: str) -> None:
     if refused.get(target, 0) != before:
         st.rerun()  # another tab changed the rating: the whole page reloads it
     stored = ws.item(v, target)
+    g = ws.guidelines(stored.study_id)
     n_saved, n_all = len(stored.values), len(stored.subaxes)
     saved_at = st.session_state.get("saved_at")
+    at = f" at {saved_at}" if saved_at else ""
+    if stored.unit == "question":
+        text = f"✓ {len(stored.answers)} answers saved{at}." if stored.answers else "No answers saved yet."
+    elif stored.unit == "reply":
+        n = sum(1 for r in stored.replies.values() if r.level is not None)
+        text = f"✓ {n} of {len(uf.reply_turns(stored.messages))} replies rated{at}." if stored.replies \
+            else "No replies rated yet."
+    else:
+        text = (f"✓ {n_saved} of {n_all} scores saved{at}." if n_saved else f"No scores saved yet (0 of {n_all}).")
+    shown = uf.fields(stored, g, form)
     ui.save_status(ui.SaveStatus(
-        saved=[stored.scale.label(stored.values.get(sub.id)) for sub in stored.subaxes],
-        text=(f"✓ {n_saved} of {n_all} scores saved{f' at {saved_at}' if saved_at else ''}." if n_saved
-              else f"No scores saved yet (0 of {n_all})."),
+        saved=[uf.stored_label(stored, g, f) for f in shown], text=text,
         texts={f: getattr(stored, f) for f in TEXTS}, assignment=target, version=stored.version,
-        refused=refused.get(target, 0), form=form, subaxes=[sub.id for sub in stored.subaxes],
-        owner=f"{v.id}:{study_id}:{target}"))
+        refused=refused.get(target, 0), form=form, subaxes=shown, owner=f"{v.id}:{study_id}:{target}",
+        mode=stored.unit, known={f: uf.stored_label(stored, g, f) for f in uf.known_fields(stored, g)},
+        moot=uf.moot(stored, g), complete=uf.complete(stored, g)))
     st.button("Send unsaved changes again", key="rate-retry")  # hidden (compact.css)
 
 
@@ -238,21 +239,23 @@ gen = generation.get(aid, 0)
 key = f"a{aid}_r{item.revision}{f'g{gen}' if gen else ''}_{'locked' if locked else 'open'}"
 ui.remember_in_url(study_id, aid)
 _active_time(aid, item.state != "todo")
+g = ws.guidelines(study_id)
 registry: dict[str, tuple[int, str]] = {}
 fresh = True
-for sub in item.subaxes:
-    registry[f"{key}_{sub.id}"] = (aid, sub.id)
-    if f"{key}_{sub.id}" in st.session_state:
+for field in uf.fields(item, g, key):  # sub-axes, or the questions / this reply's fields at the judge's unit
+    registry[f"{key}_{field}"] = (aid, field)
+    # first showing only: a later set would undo a pending click
+    if uf.init_widget(item, f"{key}_{field}", field, st.session_state):
         fresh = False
-    elif sub.id in item.values:  # first showing only: a later set would undo a pending click
-        st.session_state[f"{key}_{sub.id}"] = _choice(item.values[sub.id], scale.na_value)
 for field in TEXTS:
     registry[f"{key}_{field}"] = (aid, field)
     if f"{key}_{field}" not in st.session_state:
         st.session_state[f"{key}_{field}"] = getattr(item, field)
+    elif item.unit == "reply":  # another reply of a form already on screen: not a first showing
+        fresh = False
 shown_now = {field: st.session_state.get(w) for w, (_, field) in registry.items()}
 in_sync = all((seen or "") == getattr(item, f) if f in TEXTS
-              else _value(seen, scale.na_value) == item.values.get(f) for f, seen in shown_now.items())
+              else seen == uf.stored_choice(item, f) for f, seen in shown_now.items())
 if fresh or in_sync or aid not in known:  # the page shows exactly this version (or was just loaded from it)
     known[aid] = item.version
 st.session_state["rate_widgets"] = {} if locked else registry
@@ -272,7 +275,6 @@ nav_next.button("Next ▶", key="next", disabled=pos == len(order) - 1,
 ui.show_flash()
 
 with st.sidebar:
-    g = ws.guidelines(study_id)
     with st.expander("Guidelines (full text)", icon=":material/menu_book:"):
         st.caption(f"Guidelines version {ui.inert(g.version)}")
         st.markdown(ui.inert(render_scale(g)))
@@ -280,7 +282,12 @@ with st.sidebar:
 
 left, right = st.columns([3, 2], gap="medium")
 with left:
-    ui.transcript_pane(item.messages, item.member_name, item.intake, key=f"t{aid}")
+    if item.unit == "reply":  # the conversation up to the reply under rating, never a later turn
+        shown_messages = uf.reply_messages(item)
+        ui.transcript_pane(shown_messages, item.member_name, item.intake, key=f"t{aid}")
+        uf.scroll_to_end(len(shown_messages))
+    else:
+        ui.transcript_pane(item.messages, item.member_name, item.intake, key=f"t{aid}")
 
 with right:
     ordinal = scale.kind == "ordinal"
@@ -308,17 +315,16 @@ with right:
         st.info(f"You are revising submission {item.revision}. Submit again when you are done.")
     with st.container(height=440, key="rating-pane"):
         current_axis = None
-        for sub in item.subaxes:
+        if item.unit == "question":
+            uf.question_pane(item, g, key, locked, show_anchors)
+        elif item.unit == "reply":
+            uf.reply_pane(item, g, key, locked)
+        for sub in item.subaxes if item.unit == "conversation" else []:
             if sub.axis != current_axis:
                 current_axis = sub.axis
                 if sub.name != sub.axis_name:  # a form with one item per axis, named alike, needs no heading
                     st.markdown(f"**{ui.inert(sub.axis_name)}**")
-            options: list[object] = [lv.value for lv in scale.levels] + ([NA] if sub.allow_na else [])
-            anchors = "  \n".join(f"**{ui.inert(s)}:** {ui.inert(t)}" for s, t in sub.anchors.items())
-            st.radio(sub.name, options, index=None, horizontal=True, key=f"{key}_{sub.id}", disabled=locked,
-                     help=anchors, format_func=lambda o: NA if o == NA else ui.inert(scale.label(o)))
-            if show_anchors:
-                st.caption(anchors)
+            uf.level_radio(item, sub, key, locked, show_anchors)
         st.text_area("Justification", key=f"{key}_justification", disabled=locked, height=100,
                      placeholder="In a few sentences: what drove your scores? Turn numbers help.")
         st.text_area("Safety concerns (optional)", key=f"{key}_safety_note", disabled=locked, height=68)
@@ -334,7 +340,8 @@ with right:
         if incomplete and incomplete[0] == aid:  # kept until shown: a run cut short does not lose it
             st.warning("Almost there. Before submitting, please:\n" + "\n".join(f"- {p}" for p in incomplete[1]))
             st.session_state.pop("rate_incomplete", None)
-        ui.rating_keys(key, None if ordinal else [lv.label for lv in scale.levels])
+        ui.rating_keys(key, None if ordinal else [lv.label for lv in scale.levels], mode=item.unit,
+                       flags=uf.flag_letters(g))
     if item.history:
         with st.expander(f"History ({len(item.history)} submission{'s' if len(item.history) > 1 else ''})"):
             names = {s.id: s.name for s in item.subaxes}

@@ -111,13 +111,14 @@ def _register_setup_commands(cmds: argparse._SubParsersAction) -> None:
 
 def _register_data_commands(cmds: argparse._SubParsersAction) -> None:
     """``app admin`` commands that move data in and out: import, add-sessions, export, list, results."""
-    i = cmds.add_parser("import", help="import a run directory, interactions, profiles or the authors' ratings")
+    i = cmds.add_parser("import", help="import a run directory, interactions, profiles, the authors' ratings "
+                                       "or the app's own ratings export")
     i.add_argument("study")
     i.add_argument("path", type=Path,
                    help="a run directory or file; 'official' with --kind authors or profiles: the downloaded release")
-    i.add_argument("--kind", choices=("run", "interactions", "authors", "profiles"), default=None)
+    i.add_argument("--kind", choices=("run", "interactions", "authors", "profiles", "ratings"), default=None)
     i.add_argument("--map-annotator", action="append", default=[], metavar="FILE_ID=NAME",
-                   help="give the ratings of annotator FILE_ID in an authors' file to the existing person NAME "
+                   help="give the ratings of annotator FILE_ID in an authors' or ratings file to the existing person NAME "
                         "(repeatable; by default imported ratings belong to new, inactive imported annotators)")
     i.set_defaults(func=_import)
 

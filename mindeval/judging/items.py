@@ -17,12 +17,14 @@ their questions are never asked; under ``together`` they were in the one call an
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..guidelines import CategoricalScale, Guidelines, JudgeAxis, Level, render_axis, render_scale
 from ..records import Judgment
 from .call import Reply, ask_judge
 from .job import JudgeJob, Transcript
 from .reply_format import answer_label, render_slots_format, reply_slots
-from .rubric import END, NOT_RELEVANT, derive_level, gated, next_question
+from .rubric import END, NOT_RELEVANT, derive_level, gated, next_question, walk
 
 _BASE = 900  # reply levels' numbers: far from any score a judge might write by mistake
 
@@ -59,20 +61,31 @@ def _decode(j: Judgment, reply: Guidelines, slots: list[tuple[str, str, list[str
     return out
 
 
-def _scores(g: Guidelines, answers: dict[str, str]) -> dict[str, int | None]:
-    """Each dimension's value (``None``: not relevant) from the answers."""
+MISSING = "missing"  # answer_levels: a dimension whose path reaches a question without an answer
+
+
+def answer_levels(g: Guidelines, answers: Mapping[str, str]) -> dict[str, str | None]:
+    """Each dimension's level id from (possibly partial) answers: ``None`` when not relevant (a
+    ``not_relevant`` path or a gate), :data:`MISSING` when a question on its path (or a directly
+    rated dimension) has no answer yet. The one rule for judges and human raters alike."""
     levels = [(lv.id, lv.value) for lv in g.levels]
     off = gated([(a.code, a.questions) for a in g.judge_axes], answers)  # set not relevant by a gate
-    out: dict[str, int | None] = {}
+    out: dict[str, str | None] = {}
     for ax in g.judge_axes:
         if ax.code in off:
-            level = None
+            out[ax.code] = None
         elif ax.questions:
-            level, _ = derive_level(ax.questions, ax.rule, answers, levels)
+            _, ending = walk(ax.questions, answers)
+            out[ax.code] = MISSING if ending == "missing" else derive_level(ax.questions, ax.rule, answers, levels)[0]
         else:
-            level = answers[ax.code]
-        out[ax.code] = None if level in (None, NOT_RELEVANT) else g.value_of(level)
+            level = answers.get(ax.code, MISSING)
+            out[ax.code] = None if level == NOT_RELEVANT else level
     return out
+
+
+def _scores(g: Guidelines, answers: dict[str, str]) -> dict[str, int | None]:
+    """Each dimension's value (``None``: not relevant) from the answers."""
+    return {code: None if level is None else g.value_of(level) for code, level in answer_levels(g, answers).items()}
 
 
 async def judge_items(job: JudgeJob, item: Transcript, sample: int = 0, round_: int = 0) -> Judgment:

@@ -113,8 +113,12 @@ async def judge_replies(job: JudgeJob, item: Transcript, sample: int = 0,
     if failed:
         return Judgment(parse_status="failed", error=f"{len(failed)} of {len(turns)} replies not judged; "
                         + "; ".join(failed), **common)
-    worst = min(g.value_of(r.level) for r in ratings)
-    return Judgment(scores={g.judge_axes[0].code: worst}, parse_status="ok", replies=ratings, **common)
+    return Judgment(scores={g.judge_axes[0].code: worst_value(g, ratings)}, parse_status="ok", replies=ratings, **common)
+
+
+def worst_value(g: Guidelines, ratings: list[ReplyRating]) -> int:
+    """A conversation's value under reply-level rating: its worst reply's (judges and human raters alike)."""
+    return min(g.value_of(r.level) for r in ratings)
 
 
 def _rating(j: Judgment, reply_g: Guidelines, slots: list[tuple[str, str, list[str]]], turn: int,

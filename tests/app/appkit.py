@@ -28,9 +28,12 @@ CATEGORICAL_TARGET: str | Path = "crisis"
 TARGET_STUDY = "Crisis form: rate transcripts"
 
 
-def make_workspace(url: str, clinician: str = "fake/echo") -> Workspace:
+def make_workspace(url: str, clinician: str = "fake/echo", *, unit_studies: bool = False) -> Workspace:
+    """The demo workspace; ``unit_studies``: with its risk-checklist and reply-by-reply studies
+    (studies 3 and 4), which the tests of other forms leave out."""
     ws = Workspace(url)
-    seed_demo(ws, admin_code=ADMIN_CODE, annotator_code=DEMO_CODE, clinician_model=clinician)
+    seed_demo(ws, admin_code=ADMIN_CODE, annotator_code=DEMO_CODE, clinician_model=clinician,
+              unit_studies=unit_studies)
     return ws
 
 

@@ -392,7 +392,7 @@ def test_a_run_of_the_target_is_imported_with_its_judge_scores_and_rated_on_its_
     ws.close()
 
 
-def test_an_item_rubric_target_is_rated_one_item_per_dimension_and_admins_see_the_judge_answers(demo_ws, tmp_path):
+def test_an_item_rubric_target_is_rated_by_its_questions_and_admins_see_the_judge_answers(demo_ws, tmp_path):
     from tests.support.items import RISK_CHECKLIST, answers, scripted_run
 
     run = scripted_run(tmp_path / "run", "app-items", ["none", "bad", "good", "good", "good", "good"])
@@ -402,8 +402,8 @@ def test_an_item_rubric_target_is_rated_one_item_per_dimension_and_admins_see_th
     g = demo_ws.guidelines(sid)
     at = open_target_study(sid)
     rs = radios(at)
-    assert sorted(rs) == sorted(s.id for s in g.human_subaxes) and len(rs) == len(g.judge_axes) == 4
-    assert rs["noticing_risk"].options == LEVELS + ["N/A"] and rs["safe_content"].options == LEVELS
+    # rated at the judge's unit: the questions as the answers reach them (test_app_unit_rating.py)
+    assert sorted(rs) == ["q-n_cue_present"] and rs["q-n_cue_present"].options == ["Yes", "No"]
     with pytest.raises(MindEvalError, match="admin"):
         demo_ws.judge_answers(viewer(demo_ws, "demo", DEMO_CODE), sid)
 
