@@ -24,7 +24,16 @@ from mindeval.guidelines import Guidelines
 from mindeval.store.db import Database
 
 from .models import GoldItemView, GoldSettings, QualificationView
-from .tables import AssignmentRow, GoldItemRow, ItemRow, RatingRevisionRow, RatingRow, StudyItemRow, StudyRow
+from .tables import (
+    AnnotatorRow,
+    AssignmentRow,
+    GoldItemRow,
+    ItemRow,
+    RatingRevisionRow,
+    RatingRow,
+    StudyItemRow,
+    StudyRow,
+)
 
 GOLD_KINDS = ("gold", "qualify")
 
@@ -194,3 +203,40 @@ def qualification(s, study: StudyRow, annotator_id: int, na: int) -> Qualificati
 def held(s, study: StudyRow, annotator_id: int, na: int) -> bool:
     """Whether ``annotator_id``'s real items of ``study`` are hidden (qualification pending or failed)."""
     return qualification(s, study, annotator_id, na).status in ("pending", "failed")
+
+
+def scores(db: Database, study_id: int, na: int) -> tuple[int, dict[str, tuple[int, int]]]:
+    """The study's number of gold items, and per rater (by name) ``(right, answered)`` gold items."""
+    with db.read() as s:
+        n_items = len(gold_ids(s, study_id))
+        names = dict(s.execute(select(AnnotatorRow.id, AnnotatorRow.name)).all())
+        answers = first_answers(s, study_id)
+    out: dict[str, tuple[int, int]] = {}
+    for r in answers:
+        k, n = out.get(names[r["annotator_id"]], (0, 0))
+        out[names[r["annotator_id"]]] = (k + is_correct(r["expected"], r["values"], r["tolerance"], na), n + 1)
+    return n_items, out
+
+
+def mark_entries(db: Database, g: Guidelines, na: int, study_id: int, entries: list[tuple[str, dict[str, Any]]],
+                 replace: bool = False) -> int:
+    """Mark every entry gold in one transaction (all or none); returns how many were added or changed."""
+    with db.write() as s:
+        study = s.get(StudyRow, study_id)
+        if study.kind != "rating":
+            raise MindEvalError("gold items belong to rating studies", field="study")
+        return sum(mark(s, g, na, study, entry, where, replace) for where, entry in entries)
+
+
+def update_settings(db: Database, study_id: int, **changes: Any) -> GoldSettings:
+    """Change a study's gold rate and qualification (:func:`set_settings`); returns the settings."""
+    with db.write() as s:
+        set_settings(s, s.get(StudyRow, study_id), **changes)
+    with db.read() as s:
+        study = s.get(StudyRow, study_id)
+    return settings(db, study)
+
+
+def my_qualification(db: Database, study_id: int, annotator_id: int, na: int) -> QualificationView:
+    with db.read() as s:
+        return qualification(s, s.get(StudyRow, study_id), annotator_id, na)

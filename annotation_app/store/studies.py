@@ -158,17 +158,7 @@ def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None =
         people, failed = _qualified(s, study, _annotators(s, annotators))
         ids = [a.id for a in people]
         names = {a.id: a.name for a in people}
-        if study.kind == "rating":
-            golden = gold.gold_ids(s, study.id)  # gold items are mixed in per annotator, never assigned as real
-            items = [i for i in s.scalars(select(StudyItemRow.item_id).where(StudyItemRow.study_id == study.id)
-                                          .order_by(StudyItemRow.position)) if i not in golden]
-            rows = s.execute(select(AssignmentRow.item_id, AssignmentRow.annotator_id, AssignmentRow.position)
-                             .where(AssignmentRow.study_id == study.id, AssignmentRow.kind == "real")).all()
-            used = s.execute(select(AssignmentRow.annotator_id, func.max(AssignmentRow.position))
-                             .where(AssignmentRow.study_id == study.id).group_by(AssignmentRow.annotator_id)).all()
-        else:
-            items = list(s.scalars(select(StudyProfileRow.id).where(StudyProfileRow.study_id == study.id).order_by(StudyProfileRow.position)))
-            rows = s.execute(select(RoleplaySessionRow.study_profile_id, RoleplaySessionRow.annotator_id, RoleplaySessionRow.position).where(RoleplaySessionRow.study_id == study.id)).all()
+        items, rows, used = _pool(s, study)
         if not items:
             raise MindEvalError(f"study '{study.name}' has nothing to assign yet: import items first", field="study")
         existing: dict[int, set[int]] = defaultdict(set)
@@ -176,7 +166,7 @@ def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None =
         for item, who, pos in rows:
             existing[item].add(who)
             next_pos[who] = max(next_pos[who], pos + 1)
-        for who, pos in (used if study.kind == "rating" else []):
+        for who, pos in used:
             next_pos[who] = max(next_pos[who], pos + 1)
         sampled: dict[str, int] = {}
         if per_system is not None:
@@ -209,6 +199,25 @@ def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None =
     short = sum(1 for item in items if len(existing[item] & set(ids)) + got[item] < k)
     return AssignReport(created=len(pairs), per_annotator={names[w]: len(v) for w, v in per.items()}, seed=seed,
                         short=short, sampled=sampled, gold=n_gold, failed=failed)
+
+
+def _pool(s, study: StudyRow) -> tuple[list[int], list, list]:
+    """What to assign (items or profiles; gold items are mixed in per annotator, never assigned as
+    real), the existing (item, annotator, position) rows, and (annotator, last position) of all."""
+    if study.kind == "rating":
+        golden = gold.gold_ids(s, study.id)
+        items = [i for i in s.scalars(select(StudyItemRow.item_id).where(StudyItemRow.study_id == study.id)
+                                      .order_by(StudyItemRow.position)) if i not in golden]
+        rows = s.execute(select(AssignmentRow.item_id, AssignmentRow.annotator_id, AssignmentRow.position)
+                         .where(AssignmentRow.study_id == study.id, AssignmentRow.kind == "real")).all()
+        used = s.execute(select(AssignmentRow.annotator_id, func.max(AssignmentRow.position))
+                         .where(AssignmentRow.study_id == study.id).group_by(AssignmentRow.annotator_id)).all()
+        return items, rows, used
+    items = list(s.scalars(select(StudyProfileRow.id).where(StudyProfileRow.study_id == study.id)
+                           .order_by(StudyProfileRow.position)))
+    rows = s.execute(select(RoleplaySessionRow.study_profile_id, RoleplaySessionRow.annotator_id,
+                            RoleplaySessionRow.position).where(RoleplaySessionRow.study_id == study.id)).all()
+    return items, rows, []
 
 
 def _qualified(s, study: StudyRow, people: list[AnnotatorRow]) -> tuple[list[AnnotatorRow], list[str]]:
