@@ -74,7 +74,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         epsilon=args.epsilon, min_gold_accuracy=args.min_gold_accuracy,
     )
     result = run_compare(opts, read_studies(opts.humans, opts.study))
-    for w in result.warnings + [f"left out rater {x['rater']}: {x['reason']}" for x in result.extra["inputs"]["excluded_raters"]]:
+    for w in result.warnings + [f"left out rater {x['rater']}: {x['reason']}" for x in result.extra["inputs"].get("excluded_raters", [])]:
         print(f"warning: {w}", file=sys.stderr)
     any_m = next(iter(result.matrices.values()))
     if any(m.categorical for m in result.matrices.values()):

@@ -244,10 +244,10 @@ def run_compare(opts: CompareOptions, studies: Mapping[str, StudyRatings] | None
         "humans": [{"source": hs.source, "raters": hs.rater_ids} for hs in human_sources],
         "judges": [{"label": j.label, "source": j.source, "runs": j.runs, **j.meta} for j in judges],
         "excluded_interaction_ids": sorted(exclude),
-        "min_gold_accuracy": opts.min_gold_accuracy,
-        "excluded_raters": excluded_raters,  # --min-gold-accuracy: who was left out, and why
         "zeros": opts.zeros,
     }
+    if opts.min_gold_accuracy is not None:  # who was left out, and why
+        extra["inputs"].update(min_gold_accuracy=opts.min_gold_accuracy, excluded_raters=excluded_raters)
     msgs = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
     return CompareResult(matrices=matrices, verdicts=verdict_list, extra=extra, warnings=msgs, **conf)
 
