@@ -106,6 +106,7 @@ def test_the_failed_rater_sees_why_in_the_app_and_no_real_transcript(tmp_db_url,
     ws = Workspace(tmp_db_url)
     _study(ws, tmp_path, ["bob"], k=1, qualify=2)
     _rate_all(ws, "bob", lambda name: 1)
+    ws.add_annotator(SYSTEM, "boss", admin=True, code="boss-code-123456")
     ws.close()
     at = sign_in("bob", "bob-code-123456")
     assert any("did not pass" in e.value for e in at.error), [e.value for e in at.error]
@@ -114,6 +115,13 @@ def test_the_failed_rater_sees_why_in_the_app_and_no_real_transcript(tmp_db_url,
     assert any("did not pass" in e.value for e in at.error)
     text = all_text(at)
     assert not any(name in text for name in REAL)  # no real transcript anywhere on the page
+    admin = sign_in("boss", "boss-code-123456")  # the admin is told too
+    admin.switch_page("views/admin_results.py").run()
+    assert not admin.exception, admin.exception
+    assert any("Failed the qualification" in w.value and "bob" in w.value for w in admin.warning)
+    admin.switch_page("views/admin_studies.py").run()
+    assert not admin.exception, admin.exception
+    assert "Gold items and qualification" in all_text(admin) and GOLD[0] in all_text(admin)
 
 
 def _wilson(k: int, n: int) -> tuple[float, float]:
