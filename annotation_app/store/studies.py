@@ -180,16 +180,7 @@ def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None =
         per: dict[int, list[int]] = defaultdict(list)
         for item, who in pairs:
             per[who].append(item)
-        n_gold = 0
-        for who, its in per.items():
-            order = annotator_order(sorted(its), study.seed, names[who])
-            if study.kind == "rating":
-                n_gold += _add_rated(s, study, who, names[who], order, next_pos[who])
-                continue
-            for item in order:
-                s.add(RoleplaySessionRow(study_id=study.id, annotator_id=who, study_profile_id=item,
-                                         position=next_pos[who], status="not_started"))
-                next_pos[who] += 1
+        n_gold = _write(s, study, per, names, next_pos)
         if k != study.k:
             study.k = k
         seed = study.seed
@@ -199,6 +190,26 @@ def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None =
     short = sum(1 for item in items if len(existing[item] & set(ids)) + got[item] < k)
     return AssignReport(created=len(pairs), per_annotator={names[w]: len(v) for w, v in per.items()}, seed=seed,
                         short=short, sampled=sampled, gold=n_gold, failed=failed)
+
+
+def _write(s, study: StudyRow, per: dict[int, list[int]], names: dict[int, str], next_pos: dict[int, int]) -> int:
+    """Add the new assignments (or role-play sessions) in each annotator's seeded order, gold items
+    mixed in; returns how many gold items were added."""
+    n_gold = 0
+    for who, its in per.items():
+        order = annotator_order(sorted(its), study.seed, names[who])
+        if study.kind == "rating":
+            n_gold += _add_rated(s, study, who, names[who], order, next_pos[who])
+            continue
+        for item in order:
+            s.add(RoleplaySessionRow(study_id=study.id, annotator_id=who, study_profile_id=item,
+                                     position=next_pos[who], status="not_started"))
+            next_pos[who] += 1
+    if study.kind == "rating" and study.qualify_n:  # top up qualifications that were short of gold items
+        for who in sorted(set(names) - set(per)):
+            if next_pos[who]:
+                n_gold += _add_rated(s, study, who, names[who], [], next_pos[who])
+    return n_gold
 
 
 def _pool(s, study: StudyRow) -> tuple[list[int], list, list]:
@@ -244,7 +255,7 @@ def _add_rated(s, study: StudyRow, who: int, name: str, order: list[int], pos: i
     had = {i: k for i, k in s.execute(select(AssignmentRow.item_id, AssignmentRow.kind).where(
         AssignmentRow.study_id == study.id, AssignmentRow.annotator_id == who))}
     pool = sorted(gold.gold_ids(s, study.id) - set(had))
-    qualify = 0 if "qualify" in had.values() else (study.qualify_n or 0)
+    qualify = max(0, (study.qualify_n or 0) - sum(1 for k in had.values() if k == "qualify"))
     mixed = mix_gold(order, pool, study.gold_rate or 0.0, qualify, study.seed, name)
     for item, kind in mixed:
         s.add(AssignmentRow(study_id=study.id, item_id=item, annotator_id=who, position=pos, kind=kind))
@@ -306,6 +317,7 @@ def my_studies(db: Database, annotator_id: int) -> list[StudyProgress]:
             .where(RoleplaySessionRow.annotator_id == annotator_id).group_by(StudyRow.id).order_by(StudyRow.id)
         ).all()
         rated = [_shown_counts(s, study, annotator_id) or (study, total, done) for study, total, done in rated]
+        rated = [(study, total, done) for study, total, done in rated if total]  # nothing visible: not listed
     for study, total, done in list(rated) + list(played):
         out.append(StudyProgress(study_id=study.id, name=study.name, kind=study.kind,
                                  description=study.description, done=done, total=total))

@@ -21,7 +21,7 @@ from sqlalchemy import select
 from annotation_app.services import DB_ENV, SYSTEM, AccessDenied, MindEvalError, Workspace
 from annotation_app.store import read_ratings
 from annotation_app.store.migrations import current_revision, head_revision
-from annotation_app.store.tables import AssignmentRow
+from annotation_app.store.tables import AssignmentRow, ItemRow
 
 DEMO = ROOT / "data" / "demo_transcripts.jsonl"
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -229,3 +229,26 @@ def test_a_database_made_by_main_665ffb1_upgrades_and_takes_gold(tmp_path):
     ratings = read_ratings(url, "Demo: rate transcripts")
     assert len(ratings.ratings) == 1 and ratings.ratings[0].justification == "kept through the upgrade"
     assert ratings.gold_items == 0
+
+
+def test_a_qualification_short_of_gold_items_waits_and_is_topped_up_by_the_next_assign(tmp_db_url, tmp_path):
+    ws = Workspace(tmp_db_url)
+    ws.create_study(SYSTEM, "G", "rating")
+    ws.import_path(SYSTEM, "G", DEMO)
+    ws.mark_gold(SYSTEM, "G", GOLD[0], {"collaborative_stance": 3}, tolerance=1)
+    ws.set_gold_settings(SYSTEM, "G", qualify_n=2)
+    ws.add_annotator(SYSTEM, "alice", code="alice-code-123456")
+    ws.assign(SYSTEM, "G", per_system=2)  # two real items; only one gold item for a qualification of two
+    alice = viewer(ws, "alice", "alice-code-123456")
+    _rate_all(ws, "alice", lambda name: 3)
+    assert ws.qualification(alice, 1).status == "pending" and len(ws.queue(alice, 1)) == 1
+    with ws.db.read() as s:
+        taken = set(s.scalars(select(AssignmentRow.item_id)))
+    with ws.db.read() as s:
+        free = next(e for i, e in s.execute(select(ItemRow.id, ItemRow.external_id)) if i not in taken)
+    ws.mark_gold(SYSTEM, "G", free, {"collaborative_stance": 3}, tolerance=1)
+    rep = ws.assign(SYSTEM, "G", per_system=2)
+    assert (rep.created, rep.gold) == (0, 1)
+    _rate_all(ws, "alice", lambda name: 4)
+    assert ws.qualification(alice, 1).status == "passed" and len(ws.queue(alice, 1)) == 4
+    ws.close()
