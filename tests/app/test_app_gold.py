@@ -142,7 +142,13 @@ def test_gold_accuracy_and_leave_one_out_agreement_equal_a_hand_computation(tmp_
     ben = viewer(ws, "ben", "ben-code-123456")
     flagged = ws.queue(ben, 1)[0].assignment_id
     ws.set_flag(ben, flagged, "flag", "audio missing")
+    ann = viewer(ws, "ann", "ann-code-123456")
+    for q, secs in zip(ws.queue(ann, 1), (30.0, 10.0, 20.0), strict=False):
+        ws.add_active_time(ann, q.assignment_id, secs)
     rows = {r.name: r for r in ws.raters(SYSTEM, "G").raters}
+    assert (rows["ann"].median_seconds, rows["ann"].timed) == (20.0, 3) and rows["ben"].median_seconds is None
+    lo, hi = rows["ann"].median_seconds_ci95
+    assert 10.0 <= lo <= 20.0 <= hi <= 30.0
     # gold: ann 2/2, ben 1/2 (5 is off by 2), cat 0/2
     for who, k in (("ann", 2), ("ben", 1), ("cat", 0)):
         g = rows[who].gold
