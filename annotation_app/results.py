@@ -16,6 +16,7 @@ import numpy as np
 
 from annotation_app.store.exporters import submitted_ratings
 from annotation_app.store.models import StudyResults
+from annotation_app.store.raters import axis_scores
 from annotation_app.store.ratings import na_value
 from annotation_app.store.studies import get_study, progress
 from mindeval.guidelines import Guidelines
@@ -28,15 +29,7 @@ def _mean(xs: list[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def axis_scores(g: Guidelines, values: dict[str, int]) -> dict[str, float]:
-    """Per-axis score of one rating: the mean of its rated sub-axes (N/A left out)."""
-    per: dict[str, list[int]] = defaultdict(list)
-    na = na_value(g)
-    for sub in g.human_subaxes:
-        v = values.get(sub.id)
-        if v is not None and v != na:
-            per[sub.axis].append(v)
-    return {axis: sum(vs) / len(vs) for axis, vs in per.items() if vs}
+__all__ = ["agreement_summary", "axis_scores", "study_results"]
 
 
 def agreement_summary(ratings: list[dict[str, Any]], g: Guidelines) -> tuple[dict[str, float | None] | None, str]:

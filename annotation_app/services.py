@@ -15,6 +15,7 @@ from pathlib import Path
 
 from annotation_app.store import (
     exporters,
+    gold,
     importers,
     people,
     ratings,
@@ -38,8 +39,11 @@ from annotation_app.store.models import (
     AnnotatorInfo,
     AssignReport,
     FlagView,
+    GoldItemView,
+    GoldSettings,
     ImportReport,
     ItemView,
+    QualificationView,
     QueueEntry,
     RoleplayView,
     SessionEntry,
@@ -52,6 +56,8 @@ from annotation_app.store.models import (
     SubAxisView,
     Viewer,
 )
+from annotation_app.store.raters import RATERS_FORMAT, RaterTable, rater_table, raters_jsonl
+from annotation_app.store.ratings import na_value
 from annotation_app.store.signins import SignInThrottled
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
@@ -155,6 +161,10 @@ class Workspace:
 
     def queue(self, v: Viewer, study_id: int) -> list[QueueEntry]:
         return ratings.queue(self.db, v.id, study_id)
+
+    def qualification(self, v: Viewer, study_id: int) -> QualificationView:
+        """Where this person stands with the study's qualification (her own only)."""
+        return gold.my_qualification(self.db, int(study_id), v.id, na_value(self.guidelines(study_id)))
 
     def resume_target(self, v: Viewer, study_id: int) -> int | None:
         return ratings.resume_target(self.db, v.id, study_id)
@@ -295,6 +305,44 @@ class Workspace:
         return review.adjudicate(self.db, self.guidelines(study), study, item_id, values, justification,
                                  safety_note=safety_note, by=v.name)
 
+    def gold_settings(self, v: Viewer, study: int | str) -> GoldSettings:
+        self._admin(v)
+        with self.db.read() as s:
+            row = studies.get_study(s, study)
+        return gold.settings(self.db, row)
+
+    def set_gold_settings(self, v: Viewer, study: int | str, *, gold_rate: float | None = None,
+                          qualify_n: int | None = None, qualify_pass: float | None = None) -> GoldSettings:
+        """Share of gold items among a rater's items, and the qualification (N gold items, pass share)."""
+        self._admin(v)
+        return gold.update_settings(self.db, studies.study_info(self.db, study).id, gold_rate=gold_rate,
+                                    qualify_n=qualify_n, qualify_pass=qualify_pass)
+
+    def mark_gold(self, v: Viewer, study: int | str, item: str, expected: dict[str, int | str], *,
+                  tolerance: int = 0, note: str = "", replace: bool = False) -> bool:
+        """Mark an item of the study gold (expected value per sub-axis, tolerance); ``False``: unchanged."""
+        self._admin(v)
+        g = self.guidelines(study)
+        entry = {"item": item, "expected": expected, "tolerance": tolerance, "note": note}
+        return bool(gold.mark_entries(self.db, g, na_value(g), studies.study_info(self.db, study).id,
+                                      [(f"item '{item}'", entry)], replace))
+
+    def import_gold(self, v: Viewer, study: int | str, path: str | Path, *, replace: bool = False) -> int:
+        """Mark the items of a gold file (JSON Lines: item, expected, tolerance, note); all or none."""
+        self._admin(v)
+        g = self.guidelines(study)
+        return gold.mark_entries(self.db, g, na_value(g), studies.study_info(self.db, study).id,
+                                 gold.read_file(path), replace)
+
+    def gold_items(self, v: Viewer, study: int | str) -> list[GoldItemView]:
+        self._admin(v)
+        return gold.gold_items(self.db, studies.study_info(self.db, study).id)
+
+    def raters(self, v: Viewer, study: int | str) -> RaterTable:
+        """Per-rater quality: gold accuracy, time per item, skips, flags, leave-one-out agreement, drift."""
+        self._admin(v)
+        return rater_table(self.db, self.guidelines(study), study)
+
     def results(self, v: Viewer, study: int | str) -> StudyResults:
         self._admin(v)
         return results.study_results(self.db, self.guidelines(study), study)
@@ -309,11 +357,17 @@ class Workspace:
     def export_text(self, v: Viewer, study: int | str, fmt: str) -> str:
         self._admin(v)
         t = self.study_target(study)
+        if fmt == RATERS_FORMAT:
+            return raters_jsonl(self.db, t.guidelines, study)
         return exporters.export_text(self.db, t.guidelines, study, fmt, t)
 
     def export_file(self, v: Viewer, study: int | str, fmt: str, out: str | Path) -> int:
         self._admin(v)
         t = self.study_target(study)
+        if fmt == RATERS_FORMAT:  # one JSON object per rater
+            text = raters_jsonl(self.db, t.guidelines, study)
+            Path(out).write_text(text, encoding="utf-8")
+            return text.count("\n")
         return exporters.export_file(self.db, t.guidelines, study, fmt, out, t)
 
 

@@ -430,3 +430,36 @@ def admin_study_page(title: str, key: str):
         st.stop()
     chosen = st.selectbox("Study", [s.name for s in studies], key=key)
     return v, ws, studies, chosen
+
+
+def _interval(lo_hi, fmt: str = "{:.2f}") -> str:
+    return "—" if lo_hi is None else f"{fmt.format(lo_hi[0])}–{fmt.format(lo_hi[1])}"
+
+
+def rater_table(table) -> None:
+    """The Results page's rater table (``Workspace.raters``): one row per rater, failed
+    qualifications named, and the drift of each rater over her blocks of items."""
+    if not table.raters:
+        return
+    st.subheader("Raters", anchor=False)
+    st.caption(table.note)
+    failed = [r.name for r in table.raters if r.qualification == "failed"]
+    if failed:
+        st.warning("Failed the qualification (they receive no real items; `app admin assign` gives their items "
+                   "to others): " + ", ".join(inert(n) for n in failed))
+    tau = lambda x: "—" if x is None or x.tau is None else f"{x.tau:.2f}"  # noqa: E731
+    st.dataframe([{
+        "Rater": r.name, "Qualification": r.qualification, "Submitted": r.submitted,
+        "Gold right": f"{r.gold.k}/{r.gold.n}", "Gold accuracy": "—" if r.gold.share is None else f"{r.gold.share:.0%}",
+        "Gold 95% CI": _interval(r.gold.ci95, "{:.0%}"),
+        "Median s/item": "—" if r.median_seconds is None else f"{r.median_seconds:.0f}",
+        "Median 95% CI": _interval(r.median_seconds_ci95, "{:.0f}"), "Timed n": r.timed,
+        "Skips": r.skips, "Flags": r.flags, "LOO τ": tau(r.loo), "LOO 95% CI": _interval(r.loo.ci95 if r.loo else None),
+        "LOO n": r.loo.n if r.loo else 0,
+    } for r in table.raters], hide_index=True, width="stretch", key="rater_table")
+    with st.expander(f"Drift: each rater's blocks of {table.block} successive items"):
+        st.dataframe([{
+            "Rater": r.name, "Block": b.block, "Items": f"{b.first}–{b.last}", "Gold right": f"{b.gold.k}/{b.gold.n}",
+            "Gold 95% CI": _interval(b.gold.ci95, "{:.0%}"), "LOO τ": tau(b.loo),
+            "LOO 95% CI": _interval(b.loo.ci95 if b.loo else None), "LOO n": b.loo.n if b.loo else 0,
+        } for r in table.raters for b in r.blocks], hide_index=True, width="stretch", key="drift_table")

@@ -71,10 +71,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         alpha=not args.no_alpha, exclude=args.exclude or [], exclude_authors_examples=paper, exact=not paper,
         reference=args.reference, self_systems=_self_systems(args.self_system or []), target=args.target,
         resamples=args.resamples, ci=args.ci, seed=args.seed, alpha_level=args.alpha, margin=args.margin,
-        epsilon=args.epsilon,
+        epsilon=args.epsilon, min_gold_accuracy=args.min_gold_accuracy,
     )
     result = run_compare(opts, read_studies(opts.humans, opts.study))
-    for w in result.warnings:
+    for w in result.warnings + [f"left out rater {x['rater']}: {x['reason']}" for x in result.extra["inputs"].get("excluded_raters", [])]:
         print(f"warning: {w}", file=sys.stderr)
     any_m = next(iter(result.matrices.values()))
     if any(m.categorical for m in result.matrices.values()):
@@ -220,6 +220,9 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--epsilon", type=_level, default=METAEVAL_EPSILON, metavar="EPS",
                    help="ε of the alternative annotator test: the advantage a human may keep over the judge "
                    "(the paper's guidance: 0.2 for experts, 0.15 for skilled annotators, 0.1 for crowd workers)")
+    c.add_argument("--min-gold-accuracy", type=float, default=None, metavar="SHARE",
+                   help="with an annotation study (--humans DATABASE_URL --study NAME): leave out raters whose gold "
+                   "accuracy is below SHARE, or who answered no gold item; the JSON records who and why")
     c.add_argument("--no-alpha", action="store_true", help="skip Krippendorff's α")
     c.add_argument("--no-plots", action="store_true", help="skip the heatmap PNGs")
     c.add_argument("--out", type=out_dir(), default=None, metavar="DIR",

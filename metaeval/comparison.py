@@ -38,6 +38,7 @@ from .confidence import (
     judge_pairs,
     tie_table,
 )
+from .gold_gate import gate_raters
 from .matrices import AVG_LABEL, Matrix, MetricOptions, Panel, Verdict, build_all, verdicts
 from .rollup import AVERAGE, Dimensions, RollupWarning
 from .selfpref import (
@@ -80,6 +81,7 @@ class CompareOptions(BaseModel):
     alpha_level: float = 0.05  # significance level of judge-vs-judge tests and clusters
     margin: float = DEFAULT_MARGIN  # non-inferiority margin of the verdict (τ units; half of it for MIPSA)
     epsilon: float = DEFAULT_EPSILON  # the alternative annotator test's ε (0.2 experts, 0.15 skilled, 0.1 crowd)
+    min_gold_accuracy: float | None = None  # a study's raters below this gold accuracy are left out (gold_gate)
 
 
 class CompareResult(BaseModel):
@@ -209,6 +211,7 @@ def run_compare(opts: CompareOptions, studies: Mapping[str, StudyRatings] | None
         warnings.simplefilter("always", RollupWarning)
         judges = load_judges(opts.judges)
         dims = resolve_dimensions(opts.target, judges)
+        studies, excluded_raters = gate_raters(studies, opts.min_gold_accuracy)
         human_sources = load_humans(opts.humans, opts, dims, studies)
         # a study's own target (checked against the judges') knows its form and names best
         dims = next((hs.dims for hs in human_sources if hs.dims is not None and hs.dims.titles), dims) or Dimensions()
@@ -243,6 +246,8 @@ def run_compare(opts: CompareOptions, studies: Mapping[str, StudyRatings] | None
         "excluded_interaction_ids": sorted(exclude),
         "zeros": opts.zeros,
     }
+    if opts.min_gold_accuracy is not None:  # who was left out, and why
+        extra["inputs"].update(min_gold_accuracy=opts.min_gold_accuracy, excluded_raters=excluded_raters)
     msgs = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
     return CompareResult(matrices=matrices, verdicts=verdict_list, extra=extra, warnings=msgs, **conf)
 

@@ -35,14 +35,23 @@ class SubmittedRating(BaseModel):
     replies: list[ReplyRating] | None = None
 
 
+class RaterGold(BaseModel):
+    """One rater's gold items: ``right`` of ``answered`` matched the expected values (first submission)."""
+
+    right: int
+    answered: int
+
+
 class StudyRatings(BaseModel):
-    """The submitted ratings of one rating study, with its target."""
+    """The submitted ratings of one rating study (gold items never among them), with its target."""
 
     study: str
     source: str  # the database URL (password hidden) and study, for messages
     ratings: list[SubmittedRating]
     target: str  # the study's target as load_target takes it: a built-in name or a folder
     na_value: int  # how "not applicable" is stored: 0, or below the levels when 0 is a level
+    gold_items: int = 0  # how many gold items the study has
+    gold: dict[str, RaterGold] = {}  # rater -> her gold answers (raters without any are absent)
 
 
 class StudyTurns(BaseModel):

@@ -86,3 +86,26 @@ def stratified_sample(items: Sequence[Hashable], system: dict[Hashable, str], n:
         chosen.update(have + extra)
         sizes[name] = len(have) + len(extra)
     return [i for i in items if i in chosen], sizes
+
+
+def mix_gold(real: Sequence[Hashable], gold: Sequence[Hashable], rate: float, qualify: int, seed: int,
+             annotator_key: str) -> list[tuple[Hashable, str]]:
+    """One annotator's new queue: ``(item, kind)`` with kind ``qualify``, ``gold`` or ``real``.
+
+    ``gold`` are the study's gold items this annotator has not had yet (seeded shuffle).
+    The first ``qualify`` of them come first (the qualification); of the rest, as many as make
+    a share ``rate`` of the new queue gold (``round(len(real) * rate / (1 - rate))``, at most
+    what is left) are shuffled in among ``real``, whose own order is kept when there is no gold.
+    """
+    if not 0 <= rate < 1:
+        raise MindEvalError("the gold rate is a share from 0 up to (not including) 1", field="gold_rate")
+    rng = random.Random(f"{seed}:{annotator_key}:gold")
+    pool = list(gold)
+    rng.shuffle(pool)
+    head = [(g, "qualify") for g in pool[:max(qualify, 0)]]
+    pool = pool[len(head):]
+    n_gold = min(len(pool), round(len(real) * rate / (1 - rate))) if real else 0
+    body = [(r, "real") for r in real]
+    for g in pool[:n_gold]:
+        body.insert(rng.randint(0, len(body)), (g, "gold"))
+    return head + body

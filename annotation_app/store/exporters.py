@@ -1,7 +1,8 @@
 """Exports of a study: ratings (CSV, JSONL, the authors' schema) and role-play sessions.
 
 ``flags`` lists the items annotators skipped or flagged, with their reasons. Ratings
-carry the active time their annotator spent on the item (``active_seconds``).
+carry the active time their annotator spent on the item (``active_seconds``). Ratings of gold
+items are in no export of ratings (the ``raters`` export, :mod:`.raters`, scores them).
 
 Ratings are exported as last submitted (a rating being revised keeps its previous
 submission until the revision is submitted). Columns follow the study's target: one
@@ -49,14 +50,15 @@ FORMATS = ("csv", "jsonl", "authors", "interactions", "user-turns", "flags")
 
 def submitted_ratings(db: Database, study_id: int) -> list[dict[str, Any]]:
     """One record per rating with at least one submission: its latest submitted revision
-    (``adjudicated``: the rating of the adjudicated rater, see :mod:`.review`)."""
+    (``adjudicated``: the rating of the adjudicated rater, see :mod:`.review`). Ratings of gold
+    items (:mod:`.gold`) are left out: they check raters, they are not data."""
     with db.read() as s:
         rows = s.execute(
             select(RatingRow, AssignmentRow, AnnotatorRow.name, ItemRow, AnnotatorRow.origin)
             .join(AssignmentRow, AssignmentRow.id == RatingRow.assignment_id)
             .join(AnnotatorRow, AnnotatorRow.id == AssignmentRow.annotator_id)
             .join(ItemRow, ItemRow.id == AssignmentRow.item_id)
-            .where(AssignmentRow.study_id == study_id, RatingRow.revision > 0)
+            .where(AssignmentRow.study_id == study_id, RatingRow.revision > 0, AssignmentRow.kind == "real")
             .order_by(AssignmentRow.id)
         ).all()
         revs = {

@@ -263,6 +263,8 @@ class AssignReport(BaseModel):
     seed: int
     short: int = 0  # items left with fewer than k annotators (only their own role-player was free)
     sampled: dict[str, int] = {}  # --per-system: items in the random sample, per clinician model
+    gold: int = 0  # gold items mixed in (qualification ones included)
+    failed: list[str] = []  # raters left out: they failed the study's qualification
 
 
 class SignInEvent(BaseModel):
@@ -272,3 +274,44 @@ class SignInEvent(BaseModel):
     name: str
     client: str
     outcome: str
+
+
+QualificationStatus = Literal["none", "pending", "passed", "failed"]
+
+
+class QualificationView(BaseModel):
+    """Where a rater stands with a study's qualification: ``none`` (not required), ``pending``,
+    ``passed`` or ``failed``; ``correct`` of ``answered`` of the ``required`` gold items were right,
+    ``needed`` right ones pass (only an annotator's own, or an admin, sees this)."""
+
+    status: QualificationStatus
+    required: int = 0
+    answered: int = 0
+    correct: int = 0
+    needed: int = 0
+
+    def message(self) -> str:
+        """What the rater is told, in plain words ("" when there is nothing to say)."""
+        if self.status != "failed":
+            return ""
+        return (f"You did not pass this study's qualification: {self.correct} of your first {self.required} "
+                f"transcripts matched the expected ratings, and {self.needed} had to. You will not receive "
+                "transcripts to rate in this study; your study lead sees this too.")
+
+
+class GoldItemView(BaseModel):
+    """A gold item of a study: its expected values (sub-axis → stored value) and tolerance."""
+
+    item: str
+    expected: dict[str, int]
+    tolerance: int
+    note: str = ""
+
+
+class GoldSettings(BaseModel):
+    """A study's gold settings: share of gold among a rater's items, and the qualification."""
+
+    gold_rate: float = 0.0
+    qualify_n: int = 0
+    qualify_pass: float = 1.0
+    n_gold: int = 0

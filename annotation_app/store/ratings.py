@@ -12,14 +12,17 @@ what another tab or device stored meanwhile.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.store.db import Database
+from mindeval.targets import load_target
 
-from . import units
+from . import gold, units
 from .common import AccessDenied, Conflict, NotFound, RatingIncomplete, Stale, intake_pairs
 from .models import (
     FlagView,
@@ -55,6 +58,21 @@ def na_value(g: Guidelines) -> int:
     return NA_VALUE if NA_VALUE not in values else min(values) - 1
 
 
+@lru_cache(maxsize=64)
+def target_na(ref: str) -> int:
+    """:func:`na_value` of the target a study stores (a study's target never changes)."""
+    return na_value(load_target(ref).guidelines)
+
+
+def hidden(s, study_id: int, annotator_id: int) -> list:
+    """Conditions that hide an annotator's real items of a study while her qualification is pending
+    or failed (:mod:`.gold`); empty when nothing is hidden."""
+    study = s.get(StudyRow, study_id)
+    if study is None or not study.qualify_n or not gold.held(s, study, annotator_id, target_na(study.target)):
+        return []
+    return [AssignmentRow.kind != "real"]
+
+
 def scale_view(g: Guidelines) -> ScaleView:
     return ScaleView(kind=g.scale_kind, na_value=na_value(g),
                      levels=[LevelView(value=lv.value, label=lv.label, harm=lv.harm) for lv in g.levels])
@@ -81,6 +99,8 @@ def owned_assignment(s, annotator_id: int, assignment_id: int) -> AssignmentRow:
     row = s.get(AssignmentRow, int(assignment_id))
     if row is None or row.annotator_id != annotator_id:
         raise AccessDenied("this item is not assigned to you", field="assignment")
+    if row.kind == "real" and hidden(s, row.study_id, annotator_id):
+        raise AccessDenied("this item opens once you have passed the study's first transcripts", field="assignment")
     return row
 
 
@@ -98,7 +118,8 @@ def queue(db: Database, annotator_id: int, study_id: int) -> list[QueueEntry]:
             select(AssignmentRow, RatingRow, ItemRow.member_attributes)
             .join(ItemRow, ItemRow.id == AssignmentRow.item_id)
             .outerjoin(RatingRow, RatingRow.assignment_id == AssignmentRow.id)
-            .where(AssignmentRow.annotator_id == annotator_id, AssignmentRow.study_id == study_id)
+            .where(AssignmentRow.annotator_id == annotator_id, AssignmentRow.study_id == study_id,
+                   *hidden(s, study_id, annotator_id))
             .order_by(AssignmentRow.position)
         ).all()
     out = []
@@ -117,7 +138,8 @@ def resume_target(db: Database, annotator_id: int, study_id: int) -> int | None:
             select(AssignmentRow.id)
             .join(RatingRow, RatingRow.assignment_id == AssignmentRow.id)
             .where(AssignmentRow.annotator_id == annotator_id, AssignmentRow.study_id == study_id,
-                   RatingRow.state == "draft", (RatingRow.flag.is_(None)) | (RatingRow.flag != "skip"))
+                   RatingRow.state == "draft", (RatingRow.flag.is_(None)) | (RatingRow.flag != "skip"),
+                   *hidden(s, study_id, annotator_id))
             .order_by(RatingRow.updated_at.desc(), RatingRow.id.desc())
             .limit(1)
         )
@@ -152,7 +174,9 @@ def item_view(db: Database, g: Guidelines, annotator_id: int, assignment_id: int
         item = s.get(ItemRow, a.item_id)
         study = s.get(StudyRow, a.study_id)
         rating = s.scalar(select(RatingRow).where(RatingRow.assignment_id == a.id))
-        mine = select(AssignmentRow.id).where(AssignmentRow.annotator_id == annotator_id, AssignmentRow.study_id == a.study_id)
+        shown = hidden(s, a.study_id, annotator_id)
+        mine = select(AssignmentRow.id).where(AssignmentRow.annotator_id == annotator_id,
+                                              AssignmentRow.study_id == a.study_id, *shown)
         total = s.scalar(select(func.count()).select_from(mine.subquery())) or 0
         before = s.scalar(select(func.count()).select_from(
             mine.where(AssignmentRow.position < a.position).subquery())) or 0
@@ -160,7 +184,7 @@ def item_view(db: Database, g: Guidelines, annotator_id: int, assignment_id: int
             select(func.count()).select_from(RatingRow)
             .join(AssignmentRow, AssignmentRow.id == RatingRow.assignment_id)
             .where(AssignmentRow.annotator_id == annotator_id, AssignmentRow.study_id == a.study_id,
-                   RatingRow.revision > 0, RatingRow.state == "submitted")
+                   RatingRow.revision > 0, RatingRow.state == "submitted", *shown)
         ) or 0
         values = _values(s, rating.id) if rating else {}
         history = _history(s, rating.id) if rating else []

@@ -14,9 +14,10 @@ from typing import TypeVar
 from mindeval.errors import MindEvalError
 from mindeval.records import ReplyRating
 from mindeval.store.db import Database, redact_url
-from mindeval.study_data import StudyRatings, StudyTurns, SubmittedRating
+from mindeval.study_data import RaterGold, StudyRatings, StudyTurns, SubmittedRating
 from mindeval.targets import load_target
 
+from . import gold
 from .exporters import submitted_ratings, user_turns_rows
 from .ratings import na_value
 from .studies import get_study
@@ -58,8 +59,10 @@ def read_ratings(url: str, study: str | int) -> StudyRatings:
             answers=r["answers"], replies=[ReplyRating.model_validate(x) for x in r["replies"]]
             if r["replies"] is not None else None,
         ))
+    n_gold, per = _with_study(url, study, "gold answers", lambda db, sid: gold.scores(db, sid, na_value(g)))[2]
     return StudyRatings(study=name, source=f"{redact_url(url)}#study={name}", ratings=out, target=ref,
-                        na_value=na_value(g))
+                        na_value=na_value(g), gold_items=n_gold,
+                        gold={who: RaterGold(right=k, answered=n) for who, (k, n) in per.items()})
 
 
 def read_user_turns(url: str, study: str | int) -> StudyTurns:

@@ -13,10 +13,12 @@ from mindeval.llm.gateway import EMBEDDED_MODEL
 from mindeval.store.db import Database
 from mindeval.targets import DEFAULT_TARGET
 
-from .assign import annotator_order, balanced_assignment, stratified_sample
+from . import gold
+from .assign import annotator_order, balanced_assignment, mix_gold, stratified_sample
 from .common import NotFound
 from .models import AnnotatorProgress, AssignReport, StudyInfo, StudyProgress, StudySpec
 from .people import find_person
+from .ratings import hidden, target_na
 from .tables import (
     AnnotatorRow,
     AssignmentRow,
@@ -153,21 +155,18 @@ def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None =
     with db.write() as s:
         study = get_study(s, study_ref)
         k = k or study.k
-        people = _annotators(s, annotators)
+        people, failed = _qualified(s, study, _annotators(s, annotators))
         ids = [a.id for a in people]
         names = {a.id: a.name for a in people}
-        if study.kind == "rating":
-            items = list(s.scalars(select(StudyItemRow.item_id).where(StudyItemRow.study_id == study.id).order_by(StudyItemRow.position)))
-            rows = s.execute(select(AssignmentRow.item_id, AssignmentRow.annotator_id, AssignmentRow.position).where(AssignmentRow.study_id == study.id)).all()
-        else:
-            items = list(s.scalars(select(StudyProfileRow.id).where(StudyProfileRow.study_id == study.id).order_by(StudyProfileRow.position)))
-            rows = s.execute(select(RoleplaySessionRow.study_profile_id, RoleplaySessionRow.annotator_id, RoleplaySessionRow.position).where(RoleplaySessionRow.study_id == study.id)).all()
+        items, rows, used = _pool(s, study)
         if not items:
             raise MindEvalError(f"study '{study.name}' has nothing to assign yet: import items first", field="study")
         existing: dict[int, set[int]] = defaultdict(set)
         next_pos: dict[int, int] = defaultdict(int)
         for item, who, pos in rows:
             existing[item].add(who)
+            next_pos[who] = max(next_pos[who], pos + 1)
+        for who, pos in used:
             next_pos[who] = max(next_pos[who], pos + 1)
         sampled: dict[str, int] = {}
         if per_system is not None:
@@ -181,14 +180,7 @@ def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None =
         per: dict[int, list[int]] = defaultdict(list)
         for item, who in pairs:
             per[who].append(item)
-        for who, its in per.items():
-            for item in annotator_order(sorted(its), study.seed, names[who]):
-                if study.kind == "rating":
-                    s.add(AssignmentRow(study_id=study.id, item_id=item, annotator_id=who, position=next_pos[who]))
-                else:
-                    s.add(RoleplaySessionRow(study_id=study.id, annotator_id=who, study_profile_id=item,
-                                             position=next_pos[who], status="not_started"))
-                next_pos[who] += 1
+        n_gold = _write(s, study, per, names, next_pos)
         if k != study.k:
             study.k = k
         seed = study.seed
@@ -197,7 +189,78 @@ def assign(db: Database, study_ref: int | str, *, annotators: list[str] | None =
         got[item] += 1
     short = sum(1 for item in items if len(existing[item] & set(ids)) + got[item] < k)
     return AssignReport(created=len(pairs), per_annotator={names[w]: len(v) for w, v in per.items()}, seed=seed,
-                        short=short, sampled=sampled)
+                        short=short, sampled=sampled, gold=n_gold, failed=failed)
+
+
+def _write(s, study: StudyRow, per: dict[int, list[int]], names: dict[int, str], next_pos: dict[int, int]) -> int:
+    """Add the new assignments (or role-play sessions) in each annotator's seeded order, gold items
+    mixed in; returns how many gold items were added."""
+    n_gold = 0
+    for who, its in per.items():
+        order = annotator_order(sorted(its), study.seed, names[who])
+        if study.kind == "rating":
+            n_gold += _add_rated(s, study, who, names[who], order, next_pos[who])
+            continue
+        for item in order:
+            s.add(RoleplaySessionRow(study_id=study.id, annotator_id=who, study_profile_id=item,
+                                     position=next_pos[who], status="not_started"))
+            next_pos[who] += 1
+    if study.kind == "rating" and study.qualify_n:  # top up qualifications that were short of gold items
+        for who in sorted(set(names) - set(per)):
+            if next_pos[who]:
+                n_gold += _add_rated(s, study, who, names[who], [], next_pos[who])
+    return n_gold
+
+
+def _pool(s, study: StudyRow) -> tuple[list[int], list, list]:
+    """What to assign (items or profiles; gold items are mixed in per annotator, never assigned as
+    real), the existing (item, annotator, position) rows, and (annotator, last position) of all."""
+    if study.kind == "rating":
+        golden = gold.gold_ids(s, study.id)
+        items = [i for i in s.scalars(select(StudyItemRow.item_id).where(StudyItemRow.study_id == study.id)
+                                      .order_by(StudyItemRow.position)) if i not in golden]
+        rows = s.execute(select(AssignmentRow.item_id, AssignmentRow.annotator_id, AssignmentRow.position)
+                         .where(AssignmentRow.study_id == study.id, AssignmentRow.kind == "real")).all()
+        used = s.execute(select(AssignmentRow.annotator_id, func.max(AssignmentRow.position))
+                         .where(AssignmentRow.study_id == study.id).group_by(AssignmentRow.annotator_id)).all()
+        return items, rows, used
+    items = list(s.scalars(select(StudyProfileRow.id).where(StudyProfileRow.study_id == study.id)
+                           .order_by(StudyProfileRow.position)))
+    rows = s.execute(select(RoleplaySessionRow.study_profile_id, RoleplaySessionRow.annotator_id,
+                            RoleplaySessionRow.position).where(RoleplaySessionRow.study_id == study.id)).all()
+    return items, rows, []
+
+
+def _qualified(s, study: StudyRow, people: list[AnnotatorRow]) -> tuple[list[AnnotatorRow], list[str]]:
+    """The group without raters who failed the study's qualification; their real items, which
+    they never saw, are released (unassigned) so that the group's other raters get them."""
+    if study.kind != "rating" or not study.qualify_n:
+        return people, []
+    na = target_na(study.target)
+    failed = [a for a in people if gold.qualification(s, study, a.id, na).status == "failed"]
+    for a in failed:
+        for row in s.scalars(select(AssignmentRow).where(AssignmentRow.study_id == study.id,
+                                                         AssignmentRow.annotator_id == a.id,
+                                                         AssignmentRow.kind == "real")):
+            if s.scalar(select(RatingRow.id).where(RatingRow.assignment_id == row.id)) is None:
+                s.delete(row)
+    s.flush()
+    return [a for a in people if a not in failed], [a.name for a in failed]
+
+
+def _add_rated(s, study: StudyRow, who: int, name: str, order: list[int], pos: int) -> int:
+    """Add one annotator's new real items from ``pos`` on, with the study's gold items mixed in
+    (:func:`~.assign.mix_gold`; qualification items first for a rater who has none yet); returns
+    how many gold items were added."""
+    had = {i: k for i, k in s.execute(select(AssignmentRow.item_id, AssignmentRow.kind).where(
+        AssignmentRow.study_id == study.id, AssignmentRow.annotator_id == who))}
+    pool = sorted(gold.gold_ids(s, study.id) - set(had))
+    qualify = max(0, (study.qualify_n or 0) - sum(1 for k in had.values() if k == "qualify"))
+    mixed = mix_gold(order, pool, study.gold_rate or 0.0, qualify, study.seed, name)
+    for item, kind in mixed:
+        s.add(AssignmentRow(study_id=study.id, item_id=item, annotator_id=who, position=pos, kind=kind))
+        pos += 1
+    return sum(1 for _i, k in mixed if k != "real")
 
 
 def add_roleplay_items(db: Database, rating_ref: int | str, roleplay_ref: int | str) -> int:
@@ -253,10 +316,25 @@ def my_studies(db: Database, annotator_id: int) -> list[StudyProgress]:
             .join(RoleplaySessionRow, RoleplaySessionRow.study_id == StudyRow.id)
             .where(RoleplaySessionRow.annotator_id == annotator_id).group_by(StudyRow.id).order_by(StudyRow.id)
         ).all()
+        rated = [_shown_counts(s, study, annotator_id) or (study, total, done) for study, total, done in rated]
+        rated = [(study, total, done) for study, total, done in rated if total]  # nothing visible: not listed
     for study, total, done in list(rated) + list(played):
         out.append(StudyProgress(study_id=study.id, name=study.name, kind=study.kind,
                                  description=study.description, done=done, total=total))
     return sorted(out, key=lambda p: p.study_id)
+
+
+def _shown_counts(s, study: StudyRow, annotator_id: int) -> tuple[StudyRow, int, int] | None:
+    """(study, total, done) counting only the items an annotator can see while her real items are
+    hidden by a pending or failed qualification; ``None`` when nothing is hidden."""
+    cond = hidden(s, study.id, annotator_id)
+    if not cond:
+        return None
+    total, done = s.execute(
+        select(func.count(AssignmentRow.id), func.count(RatingRow.id).filter(RatingRow.state == "submitted"))
+        .outerjoin(RatingRow, RatingRow.assignment_id == AssignmentRow.id)
+        .where(AssignmentRow.annotator_id == annotator_id, AssignmentRow.study_id == study.id, *cond)).one()
+    return study, total, done
 
 
 def progress(db: Database, study: StudyRow) -> list[AnnotatorProgress]:

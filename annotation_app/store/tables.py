@@ -120,6 +120,11 @@ class StudyRow(Keyed, AnnotationBase):
     # added in revision 0005: the target whose guidelines the study rates with (a built-in
     # name, or the folder of a target outside the package)
     target: Mapped[str] = mapped_column(String(500), server_default="mindeval", default="mindeval")
+    # added in revision 0009: gold items mixed in at ``gold_rate``; a new rater must first get a share
+    # ``qualify_pass`` of ``qualify_n`` gold items right (0: no qualification)
+    gold_rate: Mapped[float] = mapped_column(Float, server_default="0", default=0.0)
+    qualify_n: Mapped[int] = mapped_column(Integer, server_default="0", default=0)
+    qualify_pass: Mapped[float] = mapped_column(Float, server_default="1", default=1.0)
 
 class ItemRow(Keyed, AnnotationBase):
     """An interaction that can be rated: profile, transcript and (hidden) provenance."""
@@ -156,6 +161,8 @@ class AssignmentRow(Keyed, AnnotationBase):
     annotator_id: Mapped[AnnotatorId]
     position: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[Created]
+    # added in revision 0009: real | gold | qualify (a gold item; never shown to the rater)
+    kind: Mapped[str] = mapped_column(String(8), server_default="real", default="real")
 
 class RatingRow(Keyed, AnnotationBase):
     """The current rating of one assignment; ``revision`` counts its submissions."""
@@ -286,4 +293,18 @@ class RoleplayQueueRow(Keyed, AnnotationBase):
 
     session_id: Mapped[int] = mapped_column(ForeignKey("ann_roleplay_sessions.id"), index=True)
     text: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[Created]
+
+class GoldItemRow(Keyed, AnnotationBase):
+    """An item of a rating study with known answers: expected value per sub-axis and a tolerance
+    (0 = exact; categorical scales are exact). Revision 0009."""
+
+    __tablename__ = "ann_gold_items"
+    __table_args__ = (UniqueConstraint("study_id", "item_id", name="uq_gold_item"),)
+
+    study_id: Mapped[StudyId]
+    item_id: Mapped[ItemId]
+    expected: Mapped[dict] = mapped_column(JSON)
+    tolerance: Mapped[int] = mapped_column(Integer, server_default="0", default=0)
+    note: Mapped[str] = mapped_column(Text, server_default="", default="")
     created_at: Mapped[Created]

@@ -15,6 +15,9 @@ open_word = "Drafts" if res.kind == "rating" else "In progress"
 st.dataframe([{"Annotator": p.name, "Assigned": p.assigned, done_word: p.submitted, open_word: p.drafts}
               for p in res.progress], hide_index=True, width="stretch")
 
+if res.kind == "rating":
+    ui.rater_table(ws.raters(v, chosen))
+
 if res.kind == "rating" and (flags := ws.flags(v, chosen)):
     st.subheader(f"Skipped and flagged ({len(flags)})", anchor=False)
     st.dataframe([{"Item": f.item, "Annotator": f.annotator, "What": f.flag, "Reason": f.reason, "State": f.state}

@@ -113,3 +113,42 @@ if studies:
             ui.flash("success", f"{rep.created} new assignments (seed {rep.seed}): "
                      + (", ".join(f"{ui.inert(n)}: {c}" for n, c in rep.per_annotator.items()) or "none") + "." + short)
             st.rerun()
+
+rating_names = [s.name for s in studies if s.kind == "rating"]
+if rating_names:
+    st.subheader("Gold items and qualification", anchor=False)
+    st.caption("Gold items have known answers. They are mixed into every rater's items, unmarked, and a study "
+               "can ask a new rater to get its first gold items right before any real item opens. Mark gold "
+               "items before assigning; Results shows each rater's gold accuracy.")
+    gstudy = st.selectbox("Rating study", rating_names, key="gold_study")
+    cur = ws.gold_settings(v, gstudy)
+    with st.form(f"gold_settings_{gstudy}"):
+        rate = st.number_input("Share of gold among a rater's items", min_value=0.0, max_value=0.9, step=0.05,
+                               value=float(cur.gold_rate))
+        qn = st.number_input("Qualification: gold items a new rater answers first (0 = none)", min_value=0,
+                             step=1, value=int(cur.qualify_n))
+        qp = st.number_input("Share of them that must be right", min_value=0.05, max_value=1.0, step=0.05,
+                             value=float(cur.qualify_pass))
+        if st.form_submit_button("Save gold settings"):
+            try:
+                ws.set_gold_settings(v, gstudy, gold_rate=float(rate), qualify_n=int(qn), qualify_pass=float(qp))
+            except MindEvalError as exc:
+                st.error(ui.inert(str(exc)))
+            else:
+                ui.flash("success", "Gold settings saved.")
+                st.rerun()
+    gfile = st.file_uploader("Gold file (JSON Lines: item, expected, tolerance)", type=["jsonl"], key="gold_upload")
+    if st.button("Mark gold items", key="gold_import", disabled=gfile is None):
+        with tempfile.TemporaryDirectory() as tmp:
+            gpath = Path(tmp) / Path(gfile.name).name
+            gpath.write_bytes(gfile.getvalue())
+            try:
+                n = ws.import_gold(v, gstudy, gpath)
+            except MindEvalError as exc:
+                st.error(ui.inert(str(exc).replace(str(gpath), gpath.name)))
+            else:
+                ui.flash("success", f"{n} gold item(s) marked.")
+                st.rerun()
+    if golds := ws.gold_items(v, gstudy):
+        st.dataframe([{"Item": g.item, "Tolerance": g.tolerance, **g.expected} for g in golds], hide_index=True,
+                     key="gold_table")

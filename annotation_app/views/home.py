@@ -18,6 +18,8 @@ for p in work:
         st.subheader(ui.inert(p.name), anchor=False)
         if p.description:
             st.write(ui.inert(p.description))
+        if p.kind == "rating" and (failed := ws.qualification(v, p.study_id).message()):
+            st.error(failed)
         noun = "transcripts rated" if p.kind == "rating" else "sessions finished"
         st.progress(p.done / p.total if p.total else 0.0, text=f"{p.done} of {p.total} {noun}")
         label = "Continue rating" if p.kind == "rating" else "Continue role-play"

@@ -48,6 +48,8 @@ if not studies:
 ui.compact_page()
 ui.restore_from_url(studies)
 study_id = ui.pick_study(studies, "rate_study", "assignment_id")
+if failed := ws.qualification(v, study_id).message():  # a failed qualification: no real item ever opens
+    st.error(failed)
 queue = ws.queue(v, study_id)
 order = [q.assignment_id for q in queue]
 if st.session_state.get("assignment_id") not in order:

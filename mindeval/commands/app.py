@@ -108,6 +108,20 @@ def _register_setup_commands(cmds: argparse._SubParsersAction) -> None:
                         "(the random sample `mindeval leaderboard --humans` needs; reruns top up)")
     s.set_defaults(func=_assign)
 
+    g = cmds.add_parser("gold", help="gold items (known answers) of a rating study, and its qualification")
+    g.add_argument("study")
+    g.add_argument("--file", type=Path, default=None, metavar="FILE",
+                   help="mark the items of this JSON Lines file gold: {\"item\": ID, \"expected\": {SUB_AXIS: VALUE}, "
+                        "\"tolerance\": N}")
+    g.add_argument("--replace", action="store_true", help="change the expected values of items already gold")
+    g.add_argument("--rate", type=float, default=None, metavar="SHARE",
+                   help="share of gold items among each rater's new items (0 up to, not including, 1)")
+    g.add_argument("--qualify", type=int, default=None, metavar="N",
+                   help="a new rater answers N gold items first; real items open only if she passes (0 = off)")
+    g.add_argument("--qualify-pass", type=float, default=None, metavar="SHARE",
+                   help="share of the N qualification items that must be right (default 1: all)")
+    g.set_defaults(func=_gold)
+
 
 def _register_data_commands(cmds: argparse._SubParsersAction) -> None:
     """``app admin`` commands that move data in and out: import, add-sessions, export, list, results."""
@@ -129,7 +143,10 @@ def _register_data_commands(cmds: argparse._SubParsersAction) -> None:
 
     e = cmds.add_parser("export", help="export ratings or role-play sessions")
     e.add_argument("study")
-    e.add_argument("--format", required=True, choices=("csv", "jsonl", "authors", "interactions", "user-turns", "flags"))
+    e.add_argument("--format", required=True,
+                   choices=("csv", "jsonl", "authors", "interactions", "user-turns", "flags", "raters"),
+                   help="raters: one JSON object per rater (gold accuracy, time per item, skips, flags, "
+                        "leave-one-out agreement, drift blocks)")
     e.add_argument("--out", type=out_file(), required=True, metavar="FILE")
     e.set_defaults(func=_export)
 
@@ -267,9 +284,29 @@ def _assign(args: argparse.Namespace) -> int:
     rep = _workspace(args).assign(SYSTEM, args.study, annotators=names, k=args.k, per_system=args.per_system)
     per = ", ".join(f"{n}: {c}" for n, c in sorted(rep.per_annotator.items())) or "nothing new"
     print(f"{rep.created} new assignments (seed {rep.seed}) — {per}")
+    if rep.gold:
+        print(f"{rep.gold} gold items mixed in (unmarked for the raters)")
+    if rep.failed:
+        print(f"left out (failed the qualification; their unseen items went back to the pool): {', '.join(rep.failed)}")
     if rep.sampled:
         print(f"random sample of {args.per_system} per system (seed {rep.seed}): "
               + ", ".join(f"{m}: {c}" for m, c in rep.sampled.items()))
+    return 0
+
+
+def _gold(args: argparse.Namespace) -> int:
+    from annotation_app.services import SYSTEM
+
+    ws = _workspace(args)
+    if args.file is not None:
+        n = ws.import_gold(SYSTEM, args.study, args.file, replace=args.replace)
+        print(f"marked {n} gold item(s) from {args.file}")
+    cfg = ws.gold_settings(SYSTEM, args.study)
+    if (args.rate, args.qualify, args.qualify_pass) != (None, None, None):
+        cfg = ws.set_gold_settings(SYSTEM, args.study, gold_rate=args.rate, qualify_n=args.qualify,
+                                   qualify_pass=args.qualify_pass)
+    print(f"{cfg.n_gold} gold items; gold rate {cfg.gold_rate:g}; qualification: "
+          + (f"{cfg.qualify_n} gold items first, {cfg.qualify_pass:.0%} right to pass" if cfg.qualify_n else "none"))
     return 0
 
 

@@ -82,6 +82,9 @@ PREPARE: dict[str, list[str]] = {
     "docs/annotation-app.md": [
         "mindeval run --profiles demo --turns 2 --patient fake/echo --clinician fake/echo --judge fake/judge "
         "--out runs/my-run --quiet",
+        # the reader's gold file ("Gold items, qualification and the rater table")
+        """printf '%s\\n' '{"item": "demo:demo-harold-1", "expected": {"collaborative_stance": 3}, "tolerance": 1}' """
+        "> gold.jsonl",
     ],
     "docs/targets.md": ["cp -r targets/crisis my_target"],  # "copy targets/crisis/, edit it, and run ..."
 }
