@@ -142,10 +142,10 @@ def judge_setup(target: Target, judge: ModelSpec, prompt: str | None, protocol: 
     return JudgeSetup(spec=spec, template=target.template("judge", prompt))
 
 
-def _answer_prompt(protocol: str) -> PromptRecord:
+def _answer_prompt(protocol: str, unit: str) -> PromptRecord:
     from .judging.answer import answer_prompt_file
 
-    ref, sha = answer_prompt_file(protocol)
+    ref, sha = answer_prompt_file(protocol, unit)
     return PromptRecord(ref=ref, sha256=sha)
 
 
@@ -217,7 +217,7 @@ def prepare(opts: RunOptions) -> Prepared:
         judge_protocol=opts.judge_protocol,
         target=target.block(),
         transcript_format=opts.transcript_format,
-        answer_prompt=None if opts.transcript_format == "authors" else _answer_prompt(opts.judge_protocol),
+        answer_prompt=None if opts.transcript_format == "authors" else _answer_prompt(opts.judge_protocol, g.judging_unit),
         package_version=__version__,
     )
     return Prepared(config=config, profiles=profiles, templates=templates, fewshot=fewshot, guidelines=g,

@@ -49,7 +49,7 @@ class JudgeCost:
                  samples: int, seen: int) -> tuple[Usage, int, int]:
         """Under ``unit: reply`` each reply's request reads what the previous reply's request of
         the conversation cached (the conversation up to that reply)."""
-        fields = reply_fields(self.prompt.guidelines)
+        fields = reply_fields(self.prompt.guidelines, not self.prompt.authors)
         usage, calls, run_wide = Usage(), 0, seen
         for _ in range(samples):
             read = run_wide
