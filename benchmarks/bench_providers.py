@@ -14,8 +14,8 @@ Reports:
 * ``--target T`` (e.g. the reply-level ``reply_safety``): the same caching run of that target
   alone (no gateway, rate-limit or start-up figures): billed / uncached input per role with n,
   and for a ``unit: reply`` judge the per-call breakdown by reply position (tokens read from the
-  cache, written to it and sent uncached; mean over the conversations) and the bound the
-  provider's rules put on the ratio;
+  cache, written to it and sent uncached; mean over the conversations; docs/benchmarks.md sets
+  them against the bound the billing rules leave);
 * rate limits: requests through a server that accepts N per window with the client told
   the same rpm: 429s seen, per minute;
 * gateway CPU ms per call (acomplete alone, 50 concurrent, 20-message histories, the
