@@ -699,6 +699,10 @@ def _target_blocks(judgments: list[Judgment], t: TargetInfo, profile_of: dict[st
         from .reply_summary import replies_block
 
         extra["replies"] = replies_block(judgments, t, profile_of)
+    if t.points:
+        from .reply_summary import points_block
+
+        extra["points"] = points_block(judgments, t, profile_of)
     if t.profile_labels:
         extra["by_label"] = label_breakdowns(judgments, t, lambda j: profile_of.get(j.interaction_id, ""))
     return extra
@@ -813,6 +817,10 @@ def _target_lines(summary: dict[str, Any]) -> list[str]:
         from .reply_summary import format_replies
 
         lines += format_replies(summary["replies"])
+    if summary.get("points"):
+        from .reply_summary import format_points
+
+        lines.append(format_points(summary["points"]))
     for field, values in (summary.get("by_label") or {}).items():
         parts = [f"{v} n={b['n']}" + (f" harm {b['harm']['k']}/{b['harm']['n']}" if b.get("harm") else "")
                  for v, b in values.items()]
