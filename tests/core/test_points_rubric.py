@@ -14,6 +14,7 @@ import pytest
 
 from mindeval.cli import main
 from mindeval.llm import fake
+from mindeval.runner import RunOptions, estimate_run, prepare
 from mindeval.targets import validate_target
 from tests.support.items import RISK_CHECKLIST, answers, reply
 
@@ -67,6 +68,9 @@ def test_points_rubric_judged_by_a_scripted_judge_equals_a_hand_computation(tmp_
     lo, hi = p["points_score"]["ci95"]
     assert 0 <= lo < p["points_score"]["value"] < hi <= 1  # each resample's mean clipped to [0, 1] too
     assert s["tokens"]["judge"]["calls"] == 6  # the rubric's call and the points call per conversation
+    est = estimate_run(prepare(RunOptions(target=str(target), out=tmp_path / "dry", judge="fake/judge", turns=1,
+                                          limit=3)))
+    assert est["judge"]["calls"] == 6  # --dry-run prices the points call too
     cfg = json.loads((out / "config.json").read_text())["config"]
     assert cfg["target"]["points"] == {"names_feeling": 5, "offers_help": 10, "diagnoses": -8, "resources": 3}
     assert run(out, target, fake.script("points", [])) == 0  # resumed: nothing asked again
