@@ -6,6 +6,7 @@ be read leaves the conversation's judgment failed, never scored by default."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 from pathlib import Path
@@ -101,3 +102,37 @@ def test_point_criteria_are_refused_with_reply_level_judging(tmp_path):
     [problem] = [str(p) for p in validate_target(root)]
     assert problem.endswith("unit: point criteria are judged per conversation: unit conversation or question, "
                             "not reply"), problem
+
+
+def test_the_leaderboard_pools_patient_models_and_ranks_by_a_points_score(tmp_path, capsys):
+    target = points_target(tmp_path / "target")
+    manifest = target / "target.yaml"
+    text = manifest.read_text()
+    start = text.index("  formula: ")
+    manifest.write_text(text[:start] + '  formula: "100 * points_score"\n' + text[text.index("\n", start) + 1:])
+    assert validate_target(target) == []
+
+    def scripted(out: Path, clinician: str, patient: str, rows: list[int]) -> Path:
+        judge = fake.script("lb-points", [x for i in rows for x in (reply(answers("good")), points_reply(MET[i]))])
+        assert main(["run", "--target", str(target), "--clinician", clinician, "--patient", patient, "--judge", judge,
+                     "--turns", "1", "--limit", "3", "--concurrency", "1", "--out", str(out), "--quiet"]) == 0
+        return out
+
+    runs = [scripted(tmp_path / "e1", "fake/echo", "fake/echo", [0, 1, 2]),
+            scripted(tmp_path / "e2", "fake/echo", "fake/slow", [0, 0, 0]),
+            scripted(tmp_path / "s1", "fake/slow", "fake/echo", [1, 1, 1]),
+            scripted(tmp_path / "s2", "fake/slow", "fake/slow", [1, 1, 1])]
+    capsys.readouterr()
+    out = tmp_path / "lb"
+    assert main(["leaderboard", *map(str, runs), "--out", str(out), "--seed", "2"]) == 0
+    js = json.loads((out / "leaderboard.json").read_text())
+    assert js["rank_by"] == "score" and len(js["pooled"]) == 2
+    score = {x["system"].split()[0]: x for x in js["score"]["systems"]}
+    echo = (HAND[0] + HAND[1] + HAND[2] + 3 * HAND[0]) / 6  # both patient models' conversations pooled
+    assert score["fake/echo"]["value"] == pytest.approx(100 * echo)
+    assert score["fake/slow"]["value"] == pytest.approx(100 * HAND[1])
+    assert score["fake/echo"]["ci_low"] < score["fake/echo"]["value"] < score["fake/echo"]["ci_high"]
+    ranked = [r["system"].split()[0] for r in csv.DictReader((out / "leaderboard.csv").open())]
+    assert ranked == ["fake/slow", "fake/echo"]  # more points first
+    [pair] = js["score"]["pairs"]
+    assert pair["n_shared"] == 3 and abs(pair["diff"]) == pytest.approx(100 * (HAND[1] - echo))
