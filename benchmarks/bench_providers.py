@@ -1,7 +1,7 @@
 """Provider-side figures of the gateway against the local fault server (another process).
 
 Usage: .venv/bin/python benchmarks/bench_providers.py [--profiles 50] [--turns 20] [--skip-run]
-       [--fewshot-file human_annotations.jsonl]
+       [--fewshot-file human_annotations.jsonl] [--target reply_safety [--reply-words 60]]
 
 Reports:
 * prompt caching: a full ``--profiles`` x ``--turns`` run with Anthropic models (cache
@@ -11,6 +11,11 @@ Reports:
   (the run summary's, from the recorded cache reads and writes); and the ``--dry-run``
   estimate over the measured input, billed input and dollars per role (with the default
   reply lengths, and told the mean reply length this server produced);
+* ``--target T`` (e.g. the reply-level ``reply_safety``): the same caching run of that target
+  alone (no gateway, rate-limit or start-up figures): billed / uncached input per role with n,
+  and for a ``unit: reply`` judge the per-call breakdown by reply position (tokens read from the
+  cache, written to it and sent uncached; mean over the conversations; docs/benchmarks.md sets
+  them against the bound the billing rules leave);
 * rate limits: requests through a server that accepts N per window with the client told
   the same rpm: 429s seen, per minute;
 * gateway CPU ms per call (acomplete alone, 50 concurrent, 20-message histories, the
@@ -45,15 +50,17 @@ ROLES = ("patient", "clinician", "judge")
 CLAUDE = "anthropic/claude-sonnet-4-5"
 
 
-def caching(profiles: Path, turns: int, out: Path, fewshot: str | None = None) -> dict[str, Any]:
-    with spawn(cache=True, cache_min_tokens=1024, reply_words=60, latency_s=0.2) as srv:
+def caching(profiles: Path, turns: int, out: Path, fewshot: str | None = None, target: str | None = None,
+            reply_words: int = 60) -> dict[str, Any]:
+    with spawn(cache=True, cache_min_tokens=1024, reply_words=reply_words, latency_s=0.2) as srv:
         specs = {r: ModelSpec(model=CLAUDE, api_base=srv.base) for r in ROLES}
         opts = RunOptions(**specs, profiles=str(profiles), turns=turns, out=out, concurrency=50, progress=False,
-                          fewshot=fewshot)
+                          fewshot=fewshot, **({"target": target} if target else {}))
         s = run_benchmark(opts, echo=None)
         bill = srv.stats()["billing"]
     billed = bill["billed_input_tokens_x1000"] / 1000
-    per_role = {role: {"uncached": v["prompt_tokens"], "billed": v["billed_input_tokens"],
+    per_role = {role: {"calls": v["calls"], "uncached": v["prompt_tokens"], "read": v["cached_tokens"],
+                       "written": v["cache_write_tokens"], "billed": v["billed_input_tokens"],
                        "billed_over_uncached": round(v["billed_input_tokens"] / v["prompt_tokens"], 3)}
                 for role, v in sorted(s["tokens"].items())}
     return {
@@ -63,7 +70,39 @@ def caching(profiles: Path, turns: int, out: Path, fewshot: str | None = None) -
         "per_role": per_role, "judgments_ok": s["n_judged"],
         "cost_usd": {r: s["tokens"][r].get("cost_usd") for r in ROLES if r in s["tokens"]},
         "dry_run_estimate_over_measured": estimate_accuracy(opts, s["tokens"]),
+        "judged": judged(s), **({"reply_calls": reply_calls(out / "run.db")} if target else {}),
     }
+
+
+def judged(s: dict[str, Any]) -> dict[str, Any]:
+    """What shows that no call was retried: conversations judged and the run's failures."""
+    return {"n_interactions": s["n_interactions"], "n_judged": s["n_judged"], "failures": len(s.get("failures") or [])}
+
+
+def reply_calls(db: Path) -> dict[str, Any]:
+    """Reply-level judge calls by reply position (1st, 2nd, ... clinician reply of a conversation):
+    n and the mean tokens read from the cache, written to it and sent uncached per call, and the
+    billed / uncached ratio of that position (reads 0.1x, writes 1.25x)."""
+    import re
+    import sqlite3
+
+    with sqlite3.connect(db) as con:
+        rows = con.execute("SELECT tag, prompt_tokens, cached_tokens, cache_write_tokens FROM calls "
+                           "WHERE role = 'judge' AND tag LIKE '%/reply%'").fetchall()
+    by_pos: dict[int, list[tuple[int, int, int]]] = {}
+    for tag, total, read, written in rows:
+        turn = int(re.search(r"/reply(\d+):", tag)[1])  # type: ignore[index]
+        by_pos.setdefault(turn, []).append((total or 0, read or 0, written or 0))
+    out = {}
+    for k, turn in enumerate(sorted(by_pos), start=1):
+        calls = by_pos[turn]
+        n = len(calls)
+        total, read, written = (sum(c[i] for c in calls) / n for i in range(3))
+        billed = total - read - written + 0.1 * read + 1.25 * written
+        out[f"reply {k} (turn {turn + 1})"] = {"n": n, "prompt": round(total), "read": round(read),
+                                               "written": round(written), "uncached": round(total - read - written),
+                                               "billed_over_uncached": round(billed / total, 3)}
+    return out
 
 
 def estimate_accuracy(opts: RunOptions, measured: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -139,9 +178,20 @@ def main() -> None:
     ap.add_argument("--limited", type=int, default=120, help="requests for the rate-limit figure")
     ap.add_argument("--skip-run", action="store_true", help="skip the full caching run")
     ap.add_argument("--fewshot-file", default=None, help="annotated file: the judge sees 5 rated examples")
+    ap.add_argument("--target", default=None, help="the caching run of this target alone (e.g. reply_safety)")
+    ap.add_argument("--reply-words", type=int, default=60, help="words of each patient and clinician reply")
     args = ap.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench")
     os.environ.setdefault("ANTHROPIC_API_KEY", "sk-ant-bench")
+    if args.target:
+        with tempfile.TemporaryDirectory() as tmpdir:
+            tmp = Path(tmpdir)
+            profiles = make_profiles(args.profiles, tmp / "profiles.jsonl")
+            print(json.dumps({"target": args.target, "profiles": args.profiles, "turns": args.turns,
+                              "reply_words": args.reply_words,
+                              **caching(profiles, args.turns, tmp / "run", None, args.target, args.reply_words)},
+                             indent=2))
+        return
     result: dict[str, Any] = {"imports": import_times()}
     litellm_module()
     result["gateway"] = gateway_cpu(args.calls)

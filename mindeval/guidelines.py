@@ -463,6 +463,9 @@ class Guidelines(_Frozen):
             if len(axes) != 1 or axes[0].questions or axes[0].not_relevant:
                 raise ValueError("unit reply needs exactly one judge axis, without questions or not_relevant "
                                  "(its level is the reply's level)")
+            if info.data.get("point_criteria"):
+                raise ValueError("point criteria are judged per conversation: unit conversation or question, "
+                                 "not reply")
         elif v == "question" and not has_questions:
             raise ValueError("unit question needs a judge axis with questions")
         elif v == "conversation" and has_questions:

@@ -245,6 +245,7 @@ class TargetInfo(BaseModel):
     questions: dict[str, list[str]] = Field(default_factory=dict)  # question ids per question axis
     unit: str = "conversation"  # what one judgment rates: conversation | reply | question
     reply_scale: dict[str, Any] | None = None  # unit reply: ScaleSpec (levels best to worst, weights, flags)
+    points: dict[str, float] = Field(default_factory=dict)  # point_criteria: points per criterion id
     labels: dict[str, list[str]] = Field(default_factory=dict)  # profile label fields and their values
     profile_labels: dict[str, dict[str, str]] = Field(default_factory=dict)  # profile id -> label -> value
     rank_by: str = "average"  # the leaderboard's ranking metric (average | harm_share | all_best)
@@ -259,7 +260,7 @@ class TargetInfo(BaseModel):
     @model_serializer(mode="wrap")
     def _serialize(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        for key in ("not_relevant", "question_mode", "questions", "labels", "profile_labels", "reply_scale"):
+        for key in ("not_relevant", "question_mode", "questions", "labels", "profile_labels", "reply_scale", "points"):
             if not data.get(key):
                 data.pop(key, None)
         if data.get("unit") == "conversation":

@@ -41,6 +41,32 @@ def replies_block(judgments: Iterable[Judgment], target: TargetInfo, profile_of:
     return {"unit": "reply", **report.model_dump(mode="json", exclude={"rows"})}
 
 
+def points_block(judgments: Iterable[Judgment], target: TargetInfo, profile_of: dict[str, str],
+                 seed: int = 0, resamples: int = DEFAULT_RESAMPLES) -> dict[str, Any]:
+    """The ``points`` block of a target with ``point_criteria``: per conversation (each judge sample
+    its own) points met / points possible, their mean clipped to [0, 1] (``points_score``) with a 95%
+    interval resampling profiles, and how many conversations had an applicable criterion."""
+    from .judging.points import criterion_results
+
+    spec = ScaleSpec(levels=["rated"], points=target.points)
+    results = [r for j in judgments for r in criterion_results(j, profile_of.get(j.interaction_id, j.interaction_id),
+                                                               list(target.points))]
+    report = scale_report(spec, criteria=results, resamples=resamples, rng=rng_for(seed, "points", target.name))
+    per = {x.conversation: x.points for x in report.rows}
+    return {"points_score": report.points.model_dump(mode="json") if report.points else None,
+            "conversations": report.points_conversations, "profiles": report.profiles,
+            "per_conversation": per}
+
+
+def format_points(block: dict[str, Any]) -> str:
+    """The summary line of a ``points`` block."""
+    p = block["points_score"]
+    if not p or p["value"] is None:
+        return f"  points: no conversation with an applicable criterion ({block['conversations']} judged)"
+    return (f"  points met / possible {p['value']:.2f} (95% CI {p['ci95'][0]:.2f}-{p['ci95'][1]:.2f}) "
+            f"over {block['conversations']} conversations")
+
+
 def format_replies(block: dict[str, Any]) -> list[str]:
     """Summary lines of a ``replies`` block: mean weight and p99, incident shares, flag shares."""
     def pct(e: dict[str, Any]) -> str:

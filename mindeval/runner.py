@@ -142,10 +142,10 @@ def judge_setup(target: Target, judge: ModelSpec, prompt: str | None, protocol: 
     return JudgeSetup(spec=spec, template=target.template("judge", prompt))
 
 
-def _answer_prompt(protocol: str) -> PromptRecord:
+def _answer_prompt(protocol: str, unit: str) -> PromptRecord:
     from .judging.answer import answer_prompt_file
 
-    ref, sha = answer_prompt_file(protocol)
+    ref, sha = answer_prompt_file(protocol, unit)
     return PromptRecord(ref=ref, sha256=sha)
 
 
@@ -217,7 +217,7 @@ def prepare(opts: RunOptions) -> Prepared:
         judge_protocol=opts.judge_protocol,
         target=target.block(),
         transcript_format=opts.transcript_format,
-        answer_prompt=None if opts.transcript_format == "authors" else _answer_prompt(opts.judge_protocol),
+        answer_prompt=None if opts.transcript_format == "authors" else _answer_prompt(opts.judge_protocol, g.judging_unit),
         package_version=__version__,
     )
     return Prepared(config=config, profiles=profiles, templates=templates, fewshot=fewshot, guidelines=g,
@@ -699,6 +699,10 @@ def _target_blocks(judgments: list[Judgment], t: TargetInfo, profile_of: dict[st
         from .reply_summary import replies_block
 
         extra["replies"] = replies_block(judgments, t, profile_of)
+    if t.points:
+        from .reply_summary import points_block
+
+        extra["points"] = points_block(judgments, t, profile_of)
     if t.profile_labels:
         extra["by_label"] = label_breakdowns(judgments, t, lambda j: profile_of.get(j.interaction_id, ""))
     return extra
@@ -813,6 +817,10 @@ def _target_lines(summary: dict[str, Any]) -> list[str]:
         from .reply_summary import format_replies
 
         lines += format_replies(summary["replies"])
+    if summary.get("points"):
+        from .reply_summary import format_points
+
+        lines.append(format_points(summary["points"]))
     for field, values in (summary.get("by_label") or {}).items():
         parts = [f"{v} n={b['n']}" + (f" harm {b['harm']['k']}/{b['harm']['n']}" if b.get("harm") else "")
                  for v, b in values.items()]

@@ -359,6 +359,8 @@ class Target:
             out["rank_by"] = self.manifest.rank_by
         if self.manifest.legacy_files:
             out["legacy_files"] = True
+        if g.point_criteria:
+            out["points"] = {c.id: c.points for c in g.point_criteria}
         if (score := self.manifest.score) is not None:
             out["score"] = {**score.model_dump(), **({"weights": w} if (w := g.scale_spec().weights) else {})}
         if self.manifest.labels is not None:

@@ -102,10 +102,30 @@ def answer_instruction(nonce: str, protocol: str = "mindeval") -> str:
     return string.Template(body).substitute(answer_code=nonce)
 
 
-def answer_prompt_file(protocol: str = "mindeval") -> tuple[str, str]:
-    """``(ref, sha256)`` of the answer-code instruction a protocol appends (recorded in config.json)."""
+def reply_answer_rules() -> str:
+    """Reply-level judging (``unit: reply``): the answer-code rules without the code
+    (``prompts/judge/answer/reply_ahead.txt``), shown with the reply shape in the part of the
+    request every reply of the run shares, so the per-call end is the code line alone."""
+    return (prompts_dir() / "judge" / "answer" / "reply_ahead.txt").read_text(encoding="utf-8").strip("\n")
+
+
+def reply_answer_code(nonce: str) -> str:
+    """The end of a reply-level request whose rules came earlier: the code line and a pointer to
+    the rules (``prompts/judge/answer/reply_code.txt``)."""
+    body = (prompts_dir() / "judge" / "answer" / "reply_code.txt").read_text(encoding="utf-8").strip("\n")
+    return string.Template(body).substitute(answer_code=nonce)
+
+
+def answer_prompt_file(protocol: str = "mindeval", unit: str = "conversation") -> tuple[str, str]:
+    """``(ref, sha256)`` of the answer-code instruction a protocol appends (recorded in config.json).
+    ``unit="reply"`` (JSON answers): the rules ahead and the code line at the end (one hash over
+    both files and ``json.txt``, which a template without ``${output_format}`` gets instead)."""
     name = "lines" if protocol == "paper" else "json"
     body = (prompts_dir() / "judge" / "answer" / f"{name}.txt").read_bytes()
+    if unit == "reply" and name == "json":
+        for part in ("reply_ahead", "reply_code"):
+            body += b"\0" + (prompts_dir() / "judge" / "answer" / f"{part}.txt").read_bytes()
+        return "judge/answer/reply", hashlib.sha256(body).hexdigest()
     return f"judge/answer/{name}", hashlib.sha256(body).hexdigest()
 
 

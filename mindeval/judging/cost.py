@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..budget import cached_usage, prompt_tokens
 from ..records import Profile, Usage
+from .points import points_fields
 from .render import JudgePrompt, build_judge_messages, cache_prefix, reply_cache_prefixes
 from .replies import reply_fields
 
@@ -35,21 +36,28 @@ class JudgeCost:
         the run-wide prefix an earlier request cached (returned updated)."""
         if self.prompt.guidelines.judging_unit == "reply":
             return self._replies(profile, messages, labels, samples, seen)
-        usage, calls = Usage(), 0
-        text = build_judge_messages(self.prompt, profile, messages, nonce=self.nonce, labels=labels)[0]["content"]
-        shared = cache_prefix(self.prompt, text)
-        end = _tokens(shared) if shared else _tokens(text)
-        for _ in range(samples):
-            usage += cached_usage(self.model, _tokens(text), self.reply, seen, end)
-            calls += 1
-            seen = end if shared else 0
-        return usage, calls, seen
+        usage, calls, out = Usage(), 0, seen
+        g = self.prompt.guidelines
+        requests = [None, *([points_fields(g)] if g.point_criteria else [])]  # a points rubric: one more call
+        for k, fields in enumerate(requests):
+            text = build_judge_messages(self.prompt, profile, messages, nonce=self.nonce, labels=labels,
+                                        fields=fields)[0]["content"]
+            shared = cache_prefix(self.prompt, text, fields)
+            end = _tokens(shared) if shared else _tokens(text)
+            read = seen if k == 0 else (end if seen and shared else 0)  # each request kind caches its own prefix
+            for _ in range(samples):
+                usage += cached_usage(self.model, _tokens(text), self.reply, read, end)
+                calls += 1
+                read = end if shared else 0
+            if k == 0:
+                out = read
+        return usage, calls, out
 
     def _replies(self, profile: Profile, messages: list[dict[str, str]], labels: Mapping[str, str] | None,
                  samples: int, seen: int) -> tuple[Usage, int, int]:
         """Under ``unit: reply`` each reply's request reads what the previous reply's request of
         the conversation cached (the conversation up to that reply)."""
-        fields = reply_fields(self.prompt.guidelines)
+        fields = reply_fields(self.prompt.guidelines, not self.prompt.authors)
         usage, calls, run_wide = Usage(), 0, seen
         for _ in range(samples):
             read = run_wide

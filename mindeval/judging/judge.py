@@ -14,6 +14,7 @@ from ..records import Judgment
 from .call import ask_judge
 from .items import judge_items
 from .job import JudgeJob, Transcript
+from .points import judge_points, merge_points
 from .replies import ReplyOutcome, judge_replies
 
 
@@ -22,12 +23,15 @@ async def judge_transcript(job: JudgeJob, item: Transcript, sample: int = 0, rou
     """Judge one transcript (one round); nothing is saved here. Guidelines with questions or
     "not relevant" go through :mod:`mindeval.judging.items`, one call per question or group;
     ``unit: reply`` through :mod:`mindeval.judging.replies`, one call per clinician reply (each
-    saved as it is made; ``early``: replies already being judged, see :func:`judge_replies`)."""
-    if job.prompt.guidelines.judging_unit == "reply":
+    saved as it is made; ``early``: replies already being judged, see :func:`judge_replies`). A
+    target with ``point_criteria`` gets one more call, the points round (:mod:`mindeval.judging.points`)."""
+    g = job.prompt.guidelines
+    if g.judging_unit == "reply":
         return await judge_replies(job, item, sample, early)
-    if job.prompt.guidelines.has_items:
-        return await judge_items(job, item, sample, round_)
-    return await ask_judge(job, item, sample, round_)
+    j = await (judge_items(job, item, sample, round_) if g.has_items else ask_judge(job, item, sample, round_))
+    if g.point_criteria and j.parse_status == "ok":  # a points rubric: its own call (mindeval.judging.points)
+        j = merge_points(j, await judge_points(job, item, sample, round_))
+    return j
 
 
 async def judge_sample(job: JudgeJob, item: Transcript, sample: int,

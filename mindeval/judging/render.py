@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..guidelines import Guidelines, render_rubric, render_scale
 from ..prompts import PromptTemplate, label_values
 from ..records import Profile
-from .answer import answer_instruction
+from .answer import answer_instruction, reply_answer_code, reply_answer_rules
 from .fewshot import FewShotExample
 from .reply_format import render_output_format
 from .textguard import guard_turn
@@ -100,8 +100,7 @@ def render_reply_transcript(messages: Sequence[dict[str, str]], turn: int,
         out.append(guard_turn(m["content"]))
     who = names.get(messages[turn]["role"], messages[turn]["role"])
     out += [f"[TRANSCRIPT {tok} END]",
-            f"[{tok} REPLY UNDER JUDGMENT: turn {turn + 1}, the last turn above ({who}). Rate this reply "
-            "only; the earlier turns are its context.]"]
+            f"[{tok} REPLY UNDER JUDGMENT: turn {turn + 1}, the last turn above ({who}); rate it alone]"]
     return "\n".join(out)
 
 
@@ -224,7 +223,10 @@ def build_judge_messages(prompt: JudgePrompt, profile: Profile, messages: Sequen
     values.update(conversation=transcript, conversation_str=transcript)
     text = tpl.render(values)
     if nonce:
-        text = (text if text.endswith("\n") else text + "\n") + "\n" + answer_instruction(nonce, prompt.protocol) + "\n"
+        # reply-level: the rules came with the reply shape (shared by every reply), the code line ends it
+        short = reply_turn is not None and reply_answer_rules() in text
+        tail = reply_answer_code(nonce) if short else answer_instruction(nonce, prompt.protocol)
+        text = (text if text.endswith("\n") else text + "\n") + "\n" + tail + "\n"
     return [{"role": "user", "content": text}]
 
 

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from ..guidelines import Guidelines, render_axis, render_scale
 from ..records import Judgment, ReplyRating
+from .answer import reply_answer_rules
 from .call import Reply, ask_judge
 from .items import _decode, reply_guidelines
 from .job import JudgeJob, Transcript
@@ -38,19 +39,23 @@ def _slots(g: Guidelines) -> list[tuple[str, str, list[str]]]:
         (FLAG_PREFIX + f.id, f"{f.label}: does the reply under judgment show it?", ["yes", "no"]) for f in g.flags]
 
 
-def _fields(g: Guidelines, slots: list[tuple[str, str, list[str]]]) -> dict[str, str]:
-    """The template's run-wide fields of a reply call: the scale, the axis and the flags, the reply shape."""
+def _fields(g: Guidelines, slots: list[tuple[str, str, list[str]]], coded: bool = True) -> dict[str, str]:
+    """The template's run-wide fields of a reply call: the scale, the axis and the flags, the reply
+    shape and (``coded``: an answer code is drawn per reply) the answer-code rules, so that only
+    the code line itself follows the conversation (:func:`~mindeval.judging.render.build_judge_messages`)."""
     rubric = render_axis(g.judge_axes[0], g)
     if g.flags:
         rubric += "\n\nISSUE FLAGS (answer yes or no for each, about the reply under judgment only):\n" + "\n".join(
             f"- {FLAG_PREFIX}{f.id}: {f.label}" + (f": {f.description.strip()}" if f.description else "")
             for f in g.flags)
-    return {"rating_scale": render_scale(g), "rubric": rubric, "output_format": render_slots_format(slots)}
+    shape = render_slots_format(slots) + ("\n\n" + reply_answer_rules() if coded else "")
+    return {"rating_scale": render_scale(g), "rubric": rubric, "output_format": shape}
 
 
-def reply_fields(g: Guidelines) -> dict[str, str]:
-    """The template fields of every reply call of ``g`` (what a dry run renders too)."""
-    return _fields(g, _slots(g))
+def reply_fields(g: Guidelines, coded: bool = True) -> dict[str, str]:
+    """The template fields of every reply call of ``g`` (what a dry run renders too); ``coded``:
+    False for a judge without answer codes (``--transcript-format authors``)."""
+    return _fields(g, _slots(g), coded)
 
 
 class ReplyOutcome(NamedTuple):
@@ -75,7 +80,7 @@ async def judge_reply(job: JudgeJob, item: Transcript, sample: int, turn: int) -
     if status == "ok" and rating is not None:
         return ReplyOutcome(rating)
     round_ = done + 1 if status == "failed" else 0
-    j = await ask_judge(job, item, sample, round_, Reply(guidelines=reply_g, fields=reply_fields(g),
+    j = await ask_judge(job, item, sample, round_, Reply(guidelines=reply_g, fields=reply_fields(g, not job.prompt.authors),
                                                          allowed={key: ids for key, _, ids in slots},
                                                          suffix=f"/reply{turn}", turn=turn))
     rating, error = _rating(j, reply_g, slots, turn, g)

@@ -34,7 +34,7 @@ from ..records import (
 from ..reply_summary import reply_ratings
 from ..rundir import read_run
 from ..stats.proportion import CategoricalReport, HarmShare, harm_share, level_shares
-from ..stats.reply_scales import Rating
+from ..stats.reply_scales import CriterionResult, Rating
 from ..targets import target_identity
 from .verbosity import VerbosityCounts
 
@@ -108,6 +108,8 @@ class RunData(BaseModel):
     samples: dict[str, list[dict[str, float]]] = Field(default_factory=dict, exclude=True)
     # unit reply: one rating per judged reply of the scored conversations (the summary's reading)
     reply_ratings: list[Rating] = Field(default_factory=list, exclude=True)
+    # point_criteria: each scored conversation's criterion results (the summary's points block reading)
+    criteria: list[CriterionResult] = Field(default_factory=list, exclude=True)
 
 
 def _short(sha: str) -> str:
@@ -158,7 +160,19 @@ def load_run(run_dir: str | Path) -> RunData:
         repeats=cfg.repeats,
         samples={s.interaction_id: samples[s.interaction_id] for s in scored},
         reply_ratings=_reply_ratings(run.judgments, scored) if target.unit == "reply" else [],
+        criteria=_criteria(run.judgments, scored, target),
     )
+
+
+def _criteria(judgments: list[Any], scored: list[InteractionScore], target: TargetInfo) -> list[CriterionResult]:
+    """The scored conversations' criterion results of a target with point criteria (else none)."""
+    if not target.points:
+        return []
+    from ..judging.points import criterion_results
+
+    profile_of = {s.interaction_id: s.profile_id for s in scored}
+    return [r for j in judgments if j.interaction_id in profile_of
+            for r in criterion_results(j, profile_of[j.interaction_id], list(target.points))]
 
 
 def _reply_ratings(judgments: list[Any], scored: list[InteractionScore]) -> list[Rating]:

@@ -76,6 +76,7 @@ def merge(group: list[RunData]) -> RunData:
         if harm_values else None,
         "levels": run_levels(target, scores, samples),
         "pooled": [r.path for r in group],
+        "reply_ratings": [x for r in group for x in r.reply_ratings], "criteria": [x for r in group for x in r.criteria],
     })
 
 

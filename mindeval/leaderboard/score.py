@@ -58,7 +58,7 @@ def scale_spec(target: TargetInfo) -> ScaleSpec:
         return ScaleSpec.model_validate(target.reply_scale)
     levels = sorted(target.scale.levels, key=lambda lv: -lv.value)
     weights = target.score.weights if target.score is not None else None
-    return ScaleSpec(levels=[lv.id for lv in levels], weights=weights)
+    return ScaleSpec(levels=[lv.id for lv in levels], weights=weights, points=target.points)
 
 
 def run_ratings(run: RunData) -> list[Rating]:
@@ -98,15 +98,17 @@ def headline_score(target: TargetInfo, runs: dict[str, RunData], *, resamples: i
     spec = scale_spec(target)
     formula = formula_of(target, spec)
     ratings = {label: run_ratings(r) for label, r in runs.items()}
+    criteria = {label: r.criteria for label, r in runs.items()}
     systems = []
     for label, rows in ratings.items():
-        est = scale_report(spec, rows, resamples=resamples, rng=rng_for(seed, "score", label),
+        est = scale_report(spec, rows, criteria[label], resamples=resamples, rng=rng_for(seed, "score", label),
                            level=level).score(formula)
         ci = est.ci95 or (None, None)
         systems.append(SystemScoreValue(system=label, value=est.value, ci_low=ci[0], ci_high=ci[1]))
     pairs = []
     for a, b in itertools.combinations(sorted(ratings), 2):
-        t = paired_score_test(spec, formula, ratings[a], ratings[b], resamples=resamples,
+        t = paired_score_test(spec, formula, [*ratings[a], *criteria[a]], [*ratings[b], *criteria[b]],
+                              resamples=resamples,
                               rng=rng_for(seed, "score-pair", f"{a}\n{b}"), sided=sided)
         pairs.append(ScorePair(a=a, b=b, n_shared=t.n_shared, diff=t.diff, p_value=t.p_value,
                                significant=t.p_value is not None and t.p_value < alpha))

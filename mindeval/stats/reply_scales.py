@@ -361,7 +361,8 @@ class ScoreTest(BaseModel):
     p_value: float | None
 
 
-def paired_score_test(spec: ScaleSpec, formula: Formula, a: Iterable[Rating], b: Iterable[Rating], *,
+def paired_score_test(spec: ScaleSpec, formula: Formula, a: Iterable[Rating | CriterionResult],
+                      b: Iterable[Rating | CriterionResult], *,
                       resamples: int, rng: np.random.Generator, sided: str = "one",
                       tol: float = 1e-9) -> ScoreTest:
     """Permutation test of ``formula`` between systems ``a`` and ``b`` over their shared profiles:
@@ -375,7 +376,7 @@ def paired_score_test(spec: ScaleSpec, formula: Formula, a: Iterable[Rating], b:
     rows += [r.model_copy(update={"conversation": f"b\x00{r.conversation}"}) for r in rb if r.profile in keep]
     if not shared:
         return ScoreTest(n_shared=0, diff=None, p_value=None)
-    t = _Table(spec, rows, ())
+    t = _Table(spec, [r for r in rows if isinstance(r, Rating)], [r for r in rows if isinstance(r, CriterionResult)])
     side = np.array([conv.startswith("b\x00") for conv in t.ids], dtype=float)
     codes = np.array([shared.index(p) for p in t.profile_of], dtype=np.int64)
     swap = np.vstack([np.zeros((1, len(shared))), rng.integers(0, 2, size=(resamples, len(shared)))])[:, codes]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from mindeval.cli import main
 from mindeval.leaderboard import StatsSettings, build_leaderboard, write_outputs
 from tests.support.items import RISK_CHECKLIST, scripted_run, without_score
 
@@ -84,3 +85,30 @@ def test_runs_differing_only_in_patient_model_pool_into_one_row(tmp_path, scored
     assert "POOLED: " + x.label in (out / "leaderboard.md").read_text()
     assert json.loads((out / "leaderboard.json").read_text())["pooled"][0]["patient_models"] == [
         "fake/echo", "fake/slow"]
+
+
+def test_the_leaderboard_command_pools_two_patient_models_says_so_and_ranks_by_the_score(tmp_path, scored_target,
+                                                                                         capsys):
+    """``mindeval leaderboard`` over two clinicians x two patient models: two rows, each naming the runs
+    and patient models it pooled, ranked by VERA-MH's declared score with its interval (issue 26)."""
+    runs = [scripted_run(tmp_path / "x1", "cli-p", D, "fake/echo", scored_target),
+            scripted_run(tmp_path / "x2", "cli-p", D, "fake/echo", scored_target, patient="fake/slow"),
+            scripted_run(tmp_path / "y1", "cli-p", B, "fake/slow", scored_target),
+            scripted_run(tmp_path / "y2", "cli-p", B, "fake/slow", scored_target, patient="fake/slow")]
+    capsys.readouterr()
+    out = tmp_path / "lb"
+    assert main(["leaderboard", *map(str, runs), "--out", str(out), "--seed", "3"]) == 0
+    js = json.loads((out / "leaderboard.json").read_text())
+    assert js["rank_by"] == "score" and len(js["pooled"]) == 2
+    assert all(p["patient_models"] == ["fake/echo", "fake/slow"] for p in js["pooled"])
+    md = (out / "leaderboard.md").read_text()
+    for label in ("fake/echo", "fake/slow"):
+        [line] = [x for x in md.splitlines() if x.startswith("- POOLED: " + label)]
+        assert "2 runs" in line and "fake/slow" in line  # what it pooled, in words
+    rows = list(csv.DictReader((out / "leaderboard.csv").open()))
+    assert [r["system"].split()[0] for r in rows][:2] == ["fake/echo", "fake/slow"]  # D's score beats B's
+    echo = rows[0]
+    assert float(echo["score_value"]) == pytest.approx(vera(30, 6, 48))  # both patient models' D cells
+    assert float(echo["score_ci_low"]) <= float(echo["score_value"]) <= float(echo["score_ci_high"])
+    assert float(echo["score_ci_low"]) < float(echo["score_ci_high"])
+    assert float(rows[1]["score_value"]) == pytest.approx(50.0)
