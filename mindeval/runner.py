@@ -52,6 +52,7 @@ from .records import (
     Role,
     RunConfig,
     RunSummary,
+    SessionInfo,
     TargetInfo,
     Turn,
     Usage,
@@ -61,6 +62,7 @@ from .records import (
 from .run_config import PromptRef, judge_spec_for_protocol, spec_with_defaults
 from .run_options import RunOptions
 from .rundir_guard import check_store, run_dir_lock
+from .sessions import SessionStep, first_session, next_session, seed_key, session_id
 from .simulate import Speaker, run_interaction
 from .store import runs
 from .store.calls import CallLog, calls_line
@@ -186,6 +188,8 @@ def prepare(opts: RunOptions) -> Prepared:
         "clinician": target.template("clinician", opts.clinician_prompt),
         "judge": judge.template,
     }
+    for role in target.roles_with_prompts()[3:]:  # the session step's (sessions > 1)
+        templates[role] = target.template(role)
     # Render once per profile now: a missing field or label is an error before any call is made.
     labels = target.template_labels(list(templates.values()), profiles)
     for p in profiles:
@@ -374,6 +378,26 @@ def judge_job(prep: Prepared, log: CallLog) -> JudgeJob:
                     samples=c.judge_samples, retries=c.judge_retries, seed=c.seed, labels=prep.labels)
 
 
+class SessionCtx(BaseModel):
+    """One session of a conversation being worked on: its stored info (None: a single-session
+    target), the key its seeds derive from (None: the interaction id) and its replies judged early."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    info: SessionInfo | None = None
+    seed_key: str | None = None
+    early: dict[tuple[int, int], Any] = {}
+
+
+def session_step(prep: Prepared) -> SessionStep | None:
+    """The step between sessions of a multi-session target (None: one session)."""
+    c, t = prep.config, prep.templates
+    if c.target.sessions == 1:
+        return None
+    return SessionStep(memory=t["memory"], next_session=t["next_session"], clinician=c.clinician, patient=c.patient,
+                       seed=c.seed, speakers=prep.target.speakers())
+
+
 class _Run:
     """One invocation's simulate-and-judge pass: its logs, the judge job, progress and failures.
 
@@ -393,7 +417,9 @@ class _Run:
         self.complete = ({i.id for i in self.sim_log.store.interactions() if i.status == "complete"}
                          if opts.judge_only else None)
         c = prep.config
-        self.progress = Progress(len(prep.profiles) * c.repeats * (c.turns + c.judge_samples), "run", opts.progress)
+        self.progress = Progress(len(prep.profiles) * c.repeats * c.target.sessions * (c.turns + c.judge_samples),
+                                 "run", opts.progress)
+        self.step = session_step(prep)
         self.stop = asyncio.Event()
         self.early_limit = asyncio.Semaphore(max(1, opts.concurrency))  # replies judged during conversations
 
@@ -405,8 +431,8 @@ class _Run:
                 f"no new interaction started after a {exc.status} from {exc.model or 'the provider'}; "
                 "fix it and re-run the same command")))
 
-    def on_reply(self, iid: str, profile: Profile, early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]]
-                 ) -> Callable[[list[Turn]], None] | None:
+    def on_reply(self, iid: str, profile: Profile, early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]],
+                 memory: str | None = None) -> Callable[[list[Turn]], None] | None:
         """Reply-level judging: a task per sample judging each clinician reply as soon as it is stored
         (its judge sees the turns up to it only), kept in ``early`` for :meth:`judge` to await."""
         if self.job.prompt.guidelines.judging_unit != "reply":
@@ -416,7 +442,7 @@ class _Run:
 
         def start(history: list[Turn]) -> None:
             messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=history).messages()
-            item = Transcript(interaction_id=iid, profile=profile, messages=messages)
+            item = Transcript(interaction_id=iid, profile=profile, messages=messages, memory=memory)
             for s in samples:
                 before = [t for (s_, _), t in early.items() if s_ == s][-1:]
                 early[(s, len(history) - 1)] = asyncio.ensure_future(
@@ -442,7 +468,8 @@ class _Run:
                 self.failures.append(Failure(what="budget", role="", model="", message=str(r)))
 
     async def simulate(self, iid: str, position: int, profile: Profile, step: Callable[[], None],
-                       on_reply: Callable[[list[Turn]], None] | None = None) -> list[Turn] | None:
+                       on_reply: Callable[[list[Turn]], None] | None = None,
+                       ctx: SessionCtx | None = None) -> list[Turn] | None:
         """The conversation's turns (stored ones reused), or None when it failed (recorded)."""
 
         def on_turn(history: list[Turn]) -> None:
@@ -452,13 +479,19 @@ class _Run:
         c, store, labels = self.prep.config, self.store, self.prep.labels.get(profile.id)
         await store.arun(self.sim_log.store.ensure_interaction(iid, position, profile, c.clinician.model,
                                                                c.patient.model))
+        info = (ctx or SessionCtx()).info
+        if info is not None:
+            await store.arun(self.sim_log.store.save_session(iid, info))
+        t = self.prep.templates
         try:
             turns = await run_interaction(
                 self.sim_log, iid,
-                patient=Speaker(spec=c.patient, prompt=render_patient(self.prep.templates["patient"], profile, labels)),
-                clinician=Speaker(spec=c.clinician,
-                                  prompt=render_clinician(self.prep.templates["clinician"], profile, labels)),
-                turns=c.turns, opening_line=c.opening_line, seed=c.seed, on_turn=on_turn,
+                patient=Speaker(spec=c.patient, prompt=render_patient(t["patient"], profile, labels, *(
+                    [info.situation or ""] if info else []))),
+                clinician=Speaker(spec=c.clinician, prompt=render_clinician(t["clinician"], profile, labels, *(
+                    [info.memory or ""] if info else []))),
+                turns=c.turns, opening_line=c.opening_line, on_turn=on_turn,
+                seed=(c.seed, ctx.seed_key) if ctx is not None and ctx.seed_key else c.seed,
             )
         except ModelCallError as exc:
             self.failures.append(Failure(what="interaction", role=getattr(exc, "role", "") or "?",
@@ -486,32 +519,75 @@ class _Run:
             step()
 
     async def work(self, entry: tuple[int, Profile, int]) -> None:
+        """One conversation: each of its sessions simulated and judged, the step between them made."""
         position, profile, repeat = entry
         c = self.prep.config
-        iid = interaction_id(self.opened.conversations, position, profile, repeat)
-        left = [c.turns + c.judge_samples]  # progress steps of this interaction not yet shown
-        early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]] = {}
+        member = interaction_id(self.opened.conversations, position, profile, repeat)
+        n = c.target.sessions
+        left = [n * (c.turns + c.judge_samples)]  # progress steps of this conversation not yet shown
+        ctxs: list[SessionCtx] = []
 
-        def step(n: int = 1) -> None:
-            left[0] -= n
-            self.progress.advance(n)
+        def step(k: int = 1) -> None:
+            left[0] -= k
+            self.progress.advance(k)
 
         try:
-            if self.complete is not None and iid not in self.complete:
-                return  # nothing stored to judge (re-judging never simulates)
-            turns = await self.simulate(iid, position, profile, step, self.on_reply(iid, profile, early))
-            if turns is None:
-                return
-            step(left[0] - c.judge_samples)  # turns stored by an earlier invocation
-            messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=turns).messages()
-            await self.judge(Transcript(interaction_id=iid, profile=profile, messages=messages), step, early)
+            info, turns = (first_session(member, n) if n > 1 else None), None
+            for k in range(1, n + 1):
+                if k > 1:
+                    info = await self.between(info, turns or [], profile, repeat)
+                    if info is None:
+                        return
+                ctxs.append(SessionCtx(info=info, seed_key=seed_key(profile.id, repeat, k) if n > 1 else None))
+                turns = await self.session(session_id(member, k), position, profile, step, ctxs[-1])
+                if turns is None:
+                    return
         except BudgetExceeded as exc:
             if not self.stop.is_set():
                 self.stop.set()
                 self.failures.append(Failure(what="budget", role="", model="", message=str(exc)))
         finally:
-            await self.settle(early)
-            self.progress.advance(left[0])  # a failed or stopped interaction completes its share of the bar
+            for ctx in ctxs:
+                await self.settle(ctx.early)
+            self.progress.advance(left[0])  # a failed or stopped conversation completes its share of the bar
+
+    async def session(self, iid: str, position: int, profile: Profile, step: Callable[..., None],
+                      ctx: SessionCtx) -> list[Turn] | None:
+        """Simulate (or resume) and judge one session; its turns, or None when nothing is there to judge."""
+        c = self.prep.config
+        mine = [c.turns]  # turn steps of this session not yet shown
+
+        def turn_step() -> None:
+            mine[0] -= 1
+            step()
+        if self.complete is not None and iid not in self.complete:
+            return None  # nothing stored to judge (re-judging never simulates)
+        memory = ctx.info.memory if ctx.info is not None else None
+        turns = await self.simulate(iid, position, profile, turn_step, self.on_reply(iid, profile, ctx.early, memory),
+                                    ctx)
+        if turns is None:
+            return None
+        step(mine[0])  # turns stored by an earlier invocation
+        messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=turns).messages()
+        await self.judge(Transcript(interaction_id=iid, profile=profile, messages=messages, memory=memory), step,
+                         ctx.early)
+        return turns
+
+    async def between(self, prev: SessionInfo | None, turns: list[Turn], profile: Profile,
+                      repeat: int) -> SessionInfo | None:
+        """The next session's info: the clinician's notes and the patient's situation (stored calls
+        reused; re-judging only reads them), or None when the step failed (recorded)."""
+        assert prev is not None and self.step is not None
+        if self.complete is not None:
+            return self.sim_log.store.sessions().get(session_id(prev.member, prev.session + 1))
+        try:
+            return await next_session(self.sim_log, self.step, prev, turns, profile, repeat,
+                                      self.prep.labels.get(profile.id))
+        except ModelCallError as exc:
+            self.failures.append(Failure(what="interaction", role=getattr(exc, "role", "") or "?",
+                                         model=getattr(exc, "model", "") or "?", message=f"session step: {exc}"))
+            self.stop_on(exc)
+            return None
 
 
 async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: OpenedRun, budget: Budget | None,
@@ -632,7 +708,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         )
         for j in judgments if j.interaction_id in by_id
     ])
-    counted = fully_judged(judgments, config.judge_samples)
+    counted = whole_members(fully_judged(judgments, config.judge_samples), interactions, target.sessions)
     means = axis_means(counted, tuple(target.axes))
     extra = _target_blocks(counted, target, {i.id: i.profile.id for i in interactions})
     return {
@@ -655,6 +731,10 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         # with --repeats, the benchmark's conversations (profiles x repeats); absent without
         **({"repeats": config.repeats, "n_conversations": len(config.profile_ids) * config.repeats}
            if config.repeats > 1 else {}),
+        # with sessions > 1, every unit is a member x session pair (one interaction per session)
+        **({"sessions": target.sessions, "n_members": len(config.profile_ids) * config.repeats,
+            "n_conversations": len(config.profile_ids) * config.repeats * target.sessions}
+           if target.sessions > 1 else {}),
         "n_interactions": len(interactions),
         "n_complete": sum(i.status == "complete" for i in interactions),
         "n_failed_interactions": sum(i.status == "failed" for i in interactions),
@@ -682,6 +762,20 @@ def fully_judged(judgments: list[Judgment], samples: int) -> list[Judgment]:
             ok.setdefault(j.interaction_id, set()).add(j.sample)
     done = {iid for iid, got in ok.items() if set(range(samples)) <= got}
     return [j for j in judgments if j.parse_status == "ok" and j.interaction_id in done]
+
+
+def whole_members(judgments: list[Judgment], interactions: list[Interaction], sessions: int) -> list[Judgment]:
+    """Multi-session targets: the judgments of the conversations whose every session is fully
+    judged (a conversation's judgment is complete only when every session's every unit is); each
+    session stays its own unit (member x session pair). One session: ``judgments`` as they are."""
+    if sessions == 1:
+        return judgments
+    member_of = {i.id: i.session.member if i.session else i.id for i in interactions}
+    done: dict[str, set[str]] = {}
+    for j in judgments:
+        done.setdefault(member_of.get(j.interaction_id, j.interaction_id), set()).add(j.interaction_id)
+    whole = {m for m, got in done.items() if len(got) == sessions}
+    return [j for j in judgments if member_of.get(j.interaction_id, j.interaction_id) in whole]
 
 
 def _target_blocks(judgments: list[Judgment], t: TargetInfo, profile_of: dict[str, str]) -> dict[str, Any]:
@@ -827,12 +921,14 @@ def format_summary(summary: dict[str, Any]) -> str:
     cols = list(summary["means"])
     over, total = summary["n_means_over"], n_conversations(summary)
     target = f"  target={summary['target']}" if summary.get("target") else ""
+    unit = (f"member x session pairs ({summary['n_members']} members x {summary['sessions']} sessions; a member "
+            "counts only when every session is judged)" if summary.get("sessions") else "conversations")
     lines = [
         "",
         f"MindEval run {summary['run_id']}{target}  clinician={summary['clinician']}  judge={summary['judge']} "
         f"({summary.get('judge_protocol', JUDGE_PROTOCOL)} judge protocol)"
         + ("  NOT HARDENED: " + summary["judge_protocol_label"] if summary.get("hardened") is False else ""),
-        f"scored {over}/{total} conversations of the benchmark; means over them"
+        f"scored {over}/{total} {unit} of the benchmark; means over them"
         + ("" if over == total else "  (INCOMPLETE: re-run the same command to complete it)")
         + (f"\n  {summary['n_partly_judged']} conversation(s) with some of their {summary.get('judge_samples', 1)} "
            "judge samples failed: not scored (a conversation is scored only when all its samples are)"
