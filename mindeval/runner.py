@@ -165,11 +165,9 @@ def _check_options(opts: RunOptions, turns: int) -> None:
 
 
 def prepare(opts: RunOptions) -> Prepared:
-    """Validate every input before any model is called.
-
-    The target gives the profiles, prompts, guidelines, turns and opening line; explicit
-    options (``--profiles``, ``--turns``, ``--ROLE-prompt``) override it.
-    """
+    """Validate every input before any model is called. The target gives the profiles, prompts,
+    guidelines, turns and opening line; explicit options (``--profiles``, ``--turns``,
+    ``--ROLE-prompt``) override it."""
     target = load_target(opts.target)
     turns = opts.turns if opts.turns is not None else target.manifest.turns
     _check_options(opts, turns)
@@ -188,8 +186,7 @@ def prepare(opts: RunOptions) -> Prepared:
         "clinician": target.template("clinician", opts.clinician_prompt),
         "judge": judge.template,
     }
-    for role in target.roles_with_prompts()[3:]:  # the session step's (sessions > 1)
-        templates[role] = target.template(role)
+    templates.update({r: target.template(r) for r in target.roles_with_prompts()[3:]})  # sessions > 1
     # Render once per profile now: a missing field or label is an error before any call is made.
     labels = target.template_labels(list(templates.values()), profiles)
     for p in profiles:
@@ -253,7 +250,8 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
     calls = dict.fromkeys(specs, 0)
     judge_prompt = prep.judge_prompt()
     judge_seen = 0
-    for profile in (p for p in prep.profiles for _ in range(c.repeats)):  # every repeat is bought
+    _step_estimate(prep, reply, usage, calls)
+    for profile in (p for p in prep.profiles for _ in range(c.repeats * c.target.sessions)):  # every repeat, session
         tags = prep.labels.get(profile.id)
         system = {"patient": prompt_tokens([{"content": render_patient(prep.templates["patient"], profile, tags)}]),
                   "clinician": prompt_tokens([{"content": render_clinician(prep.templates["clinician"], profile,
@@ -285,6 +283,21 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
                      "billed_input_tokens": None if billed is None else round(billed),
                      "cost_usd": cost_usd(model, u)}
     return est
+
+
+def _step_estimate(prep: Prepared, reply: dict[str, int], usage: dict[str, Usage], calls: dict[str, int]) -> None:
+    """Add the calls of the step between sessions (sessions > 1): per conversation and session
+    after the first, the clinician's notes and the patient's next situation, each over its
+    template and a session's transcript (uncached)."""
+    c = prep.config
+    steps = len(prep.profiles) * c.repeats * (c.target.sessions - 1)
+    if not steps:
+        return
+    transcript = c.turns * (TOKENS_PER_MESSAGE + (reply["patient"] + reply["clinician"]) // 2)
+    for role, kind in (("clinician", "memory"), ("patient", "next_session")):
+        body = prompt_tokens([{"content": prep.templates[kind].body}]) + transcript
+        usage[role] += Usage(prompt_tokens=body * steps, completion_tokens=reply[role] * steps)
+        calls[role] += steps
 
 
 def format_estimate(est: dict[str, dict[str, Any]], n_profiles: int, turns: int) -> str:
@@ -728,13 +741,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         "means": means,
         **means,
         "n_profiles": len(config.profile_ids),
-        # with --repeats, the benchmark's conversations (profiles x repeats); absent without
-        **({"repeats": config.repeats, "n_conversations": len(config.profile_ids) * config.repeats}
-           if config.repeats > 1 else {}),
-        # with sessions > 1, every unit is a member x session pair (one interaction per session)
-        **({"sessions": target.sessions, "n_members": len(config.profile_ids) * config.repeats,
-            "n_conversations": len(config.profile_ids) * config.repeats * target.sessions}
-           if target.sessions > 1 else {}),
+        **_units(config),
         "n_interactions": len(interactions),
         "n_complete": sum(i.status == "complete" for i in interactions),
         "n_failed_interactions": sum(i.status == "failed" for i in interactions),
@@ -762,6 +769,16 @@ def fully_judged(judgments: list[Judgment], samples: int) -> list[Judgment]:
             ok.setdefault(j.interaction_id, set()).add(j.sample)
     done = {iid for iid, got in ok.items() if set(range(samples)) <= got}
     return [j for j in judgments if j.parse_status == "ok" and j.interaction_id in done]
+
+
+def _units(config: RunConfig) -> dict[str, int]:
+    """The summary's unit counts: with --repeats, the benchmark's conversations (profiles x repeats);
+    with sessions > 1, its member x session pairs (one interaction per session). Absent without."""
+    members = len(config.profile_ids) * config.repeats
+    out = {"repeats": config.repeats, "n_conversations": members} if config.repeats > 1 else {}
+    if (n := config.target.sessions) > 1:
+        out.update(sessions=n, n_members=members, n_conversations=members * n)
+    return out
 
 
 def whole_members(judgments: list[Judgment], interactions: list[Interaction], sessions: int) -> list[Judgment]:

@@ -78,13 +78,10 @@ async def run_interaction(
     on_turn: Callable[[list[Turn]], None] | None = None,
 ) -> list[Turn]:
     """Play (or resume) one interaction until ``turns`` turns follow the opening line
-    (an empty ``opening_line``: the patient model writes the first message, turn 0).
-
-    Raises :class:`~mindeval.errors.ModelCallError` when a model fails; the turns
-    committed so far stay in the store. ``on_turn``: called with the turns so far each time a
-    turn made here is stored (the new one last). ``seed``: the run's seed, each turn's derived
-    from it and the interaction id; ``(seed, key)``: from ``key`` instead (a multi-session
-    conversation's per-profile key, so every clinician meets the same patient-side seeds).
+    (an empty ``opening_line``: the patient model writes the first message, turn 0). Raises :class:`~mindeval.errors.ModelCallError` when a model fails; the turns committed so far
+    stay in the store. ``on_turn``: called with the turns so far each time a turn made here is stored
+    (the new one last). ``seed``: each turn's derives from it and the interaction id, or with
+    ``(seed, key)`` from ``key`` (a multi-session conversation's: the same for every clinician).
     """
     seed, seed_key = seed if isinstance(seed, tuple) else (seed, interaction_id)
     history = load_turns(log.db, interaction_id)
