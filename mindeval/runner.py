@@ -674,6 +674,7 @@ async def _arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | Non
         if echo:
             verb = "resuming" if resumed else "starting"
             echo(f"{verb} run {run_id}: {len(prep.profiles)} profiles x {config.turns} turns"
+                 + (f" x {config.target.sessions} sessions" if config.target.sessions > 1 else "")
                  + (f" x {config.repeats} repeats" if config.repeats > 1 else "") + ", "
                  f"clinician={config.clinician.model} patient={config.patient.model} judge={config.judge.model}"
                  + ("" if opened.conversations == run_id else

@@ -644,6 +644,8 @@ def _session_problems(target: Target) -> list[MindEvalError]:
     def err(message: str, field: str) -> MindEvalError:
         return MindEvalError(message, path=path, line=_line_of_key(path, field) or _line_of_key(path, "sessions"),
                              field=field)
+    if m.sessions < 1:
+        return []  # reported by the manifest's own check
     if m.sessions == 1:
         return [err(f"prompts.{r} is used only with sessions > 1 (sessions is 1)", f"prompts.{r}")
                 for r in SESSION_ROLES if getattr(m.prompts, r) is not None]
