@@ -145,3 +145,34 @@ def test_a_member_counts_only_when_every_session_is_judged(tmp_path):
     assert main(args) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["n_means_over"] == 2 and summary["calls_made"] == 1 and summary["replies"]["ratings"] == 2
+
+
+def test_the_viewer_and_the_html_export_show_session_boundaries_and_notes(tmp_path, monkeypatch):
+    import html
+
+    from streamlit.testing.v1 import AppTest
+
+    from mindeval.viewer import load_conversations
+    from mindeval.viewer.html import render_run
+
+    notes = "<b>risk</b> noted & followed up"
+    clinician = fake.script("sessions-view", ["Hello there."] * 2 + [notes] + ["How are you today?"] * 2)
+    out = tmp_path / "view"
+    assert main(["run", "--target", "reply_safety", "--limit", "1", "--turns", "4", "--concurrency", "1",
+                 "--patient", "fake/echo", "--clinician", clinician, "--judge", "fake/judge", "--quiet",
+                 "--out", str(out)]) == 0
+    first, second = load_conversations([out])
+    assert (first.session_label, second.session_label) == ("session 1 of 2", "session 2 of 2")
+    assert second.session.memory == notes and second.session.member == first.interaction_id
+    assert any(u.role == "clinician" and u.calls == 3 for u in second.usage)  # its 2 turns and the notes call
+    page = render_run(out)
+    assert "Session 2 of 2 of conversation" in page and html.escape(notes) in page and notes not in page
+    assert "Session 1 of 2" in page and html.escape(FIRST_MEMORY) in page
+
+    monkeypatch.setenv("MINDEVAL_VIEW_RUNS", str(out))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "annotation_app" / "view_page.py"),
+                           default_timeout=60).run()
+    assert not at.exception and list(at.dataframe[0].value["session"]) == [1, 2]
+    at.selectbox(key="open").set_value(second.key).run()
+    assert any("Session 2 of 2" in x.value for x in at.info)
+    assert notes in [c.value for c in at.code]  # shown as code text, never as markup
