@@ -141,6 +141,10 @@ def judge_setup(target: Target, judge: ModelSpec, prompt: str | None, protocol: 
         if prompt in (None, DEFAULT_PROMPTS["judge"]):
             prompt = PAPER_JUDGE_PROMPT
     spec = judge_spec_for_protocol(spec_with_defaults("judge", judge), protocol)
+    if judge.is_embedded and judge.max_tokens is None and target.guidelines.judging_unit == "reply":
+        from .judging.replies import reply_max_tokens
+
+        spec = spec.model_copy(update={"max_tokens": reply_max_tokens(target.guidelines)})
     return JudgeSetup(spec=spec, template=target.template("judge", prompt))
 
 
