@@ -149,7 +149,7 @@ def load_run(run_dir: str | Path) -> RunData:
         n_failed_samples=n_failed_samples,
         n_unscored=len(interactions) - len(scored),
         n_partly_judged=n_partly_judged,
-        n_benchmark=len(cfg.profile_ids) * cfg.repeats,
+        n_benchmark=len(cfg.profile_ids) * cfg.repeats * target.sessions,  # member x session pairs
         verbosity=verbosity,
         target=target,
         harm=harm_share(((s.interaction_id, x) for s in scored for x in samples[s.interaction_id]),

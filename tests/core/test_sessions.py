@@ -141,10 +141,15 @@ def test_a_member_counts_only_when_every_session_is_judged(tmp_path):
     assert summary["n_judged"] == 1 and summary["n_failed_judgments"] == 1
     assert summary["n_means_over"] == 0 and summary["n_conversations"] == 2  # session 1 alone never counts
     assert summary["replies"]["ratings"] == 0
+    from mindeval.leaderboard.loading import load_run
+
+    data = load_run(out)  # the leaderboard reads the files alike: session 1 alone is no unit
+    assert data.scores == [] and data.n_partly_judged == 1 and data.n_benchmark == 2
     fake.script("sessions-gate", [ok])
     assert main(args) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["n_means_over"] == 2 and summary["calls_made"] == 1 and summary["replies"]["ratings"] == 2
+    assert [s.interaction_id.endswith("-s2") for s in load_run(out).scores] == [False, True]
 
 
 def test_the_viewer_and_the_html_export_show_session_boundaries_and_notes(tmp_path, monkeypatch):
