@@ -33,8 +33,21 @@ def _money(v: float | None) -> str:
     return "n/a" if v is None else f"${v:.4f}"
 
 
+def _session(c: Conversation) -> None:
+    """A session's boundary: which session, the clinician's notes it started with, the patient's situation."""
+    s = c.session
+    if s is None:
+        return
+    st.info(f"**{c.session_label.capitalize()}** of conversation {inert(s.member)}", icon=":material/event_repeat:")
+    with st.expander("Clinician's notes at the start of this session", expanded=True):
+        st.code(s.memory or "(no notes)", language=None, wrap_lines=True)
+    with st.expander("Patient's situation for this session"):
+        st.code(s.situation or "(none)", language=None, wrap_lines=True)
+
+
 def _detail(c: Conversation) -> None:
-    st.subheader(f"{inert(c.profile_name or c.profile_id)} · {inert(c.run)}")
+    st.subheader(f"{inert(c.profile_name or c.profile_id)} · {inert(c.run)}"
+                 + (f" · {c.session_label}" if c.session else ""))
     st.caption(f"interaction {inert(c.interaction_id)} · clinician {inert(c.clinician)} · patient "
                f"{inert(c.patient_model or 'n/a')} · judge {inert(c.judge_model or 'n/a')} · {c.label} · "
                f"status {c.status}")
@@ -48,6 +61,7 @@ def _detail(c: Conversation) -> None:
                      hide_index=True, key="usage")
     left, right = st.columns([3, 2])
     with left:
+        _session(c)
         st.markdown("**Transcript**")
         for n, m in enumerate(c.messages, start=1):
             who, icon, colour = SPEAKER.get(m.role, (m.role, ":material/notes:", "gray"))
@@ -89,7 +103,8 @@ st.title("MindEval runs")
 st.caption(f"{len(shown)} of {len(conversations)} conversations · {sum(c.failed for c in conversations)} with a "
            f"failure · runs: {', '.join(inert(n) for n in sorted({c.run for c in conversations}))}")
 
-table = pd.DataFrame([{"run": c.run, "profile": c.profile_name or c.profile_id, "clinician": c.clinician,
+table = pd.DataFrame([{"run": c.run, "profile": c.profile_name or c.profile_id,
+                       **({"session": c.session.session} if c.session else {}), "clinician": c.clinician,
                        "label": c.label, "status": "failed" if c.failed else "ok",
                        **{a: c.score(a) for a in (*axes, AVERAGE)}, "tokens": c.tokens, "cost": _money(c.cost_usd)}
                       for c in shown])
@@ -100,6 +115,7 @@ st.dataframe(table, hide_index=True, key="list")
 by_key = {c.key: c for c in shown}
 opened = st.selectbox("Open a conversation", list(by_key), index=None, key="open",
                       format_func=lambda k: f"{by_key[k].run} · {by_key[k].profile_name or by_key[k].profile_id} · "
+                      + (f"{by_key[k].session_label} · " if by_key[k].session else "") +
                       f"{'failed' if by_key[k].failed else 'ok'}",
                       placeholder="Choose a conversation to read")
 if opened:

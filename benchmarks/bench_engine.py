@@ -175,16 +175,20 @@ def run_429(args: argparse.Namespace) -> None:
 
 def run_target(args: argparse.Namespace) -> None:
     """``--target``: one run of that target (e.g. a ``unit: reply`` one, whose replies are judged
-    while the conversation goes on): wall vs the critical path (turns + the last reply's judge call)."""
+    while the conversation goes on): wall vs the critical path (turns + the last reply's judge call; with
+    ``sessions: N``, N sessions of turns and the two sequential calls of each step between them)."""
+    from mindeval.targets import load_target
+
+    sessions = load_target(args.target).manifest.sessions
     with tempfile.TemporaryDirectory() as tmpdir, spawn(latency_s=args.latency) as srv:
         tmp = Path(tmpdir)
         run = engine_run(srv.url, make_profiles(args.profiles, tmp / "profiles.jsonl"), args.turns,
                          args.concurrency, tmp / "run", target=args.target)
-    critical = (args.turns + 1) * args.latency
+    critical = (sessions * args.turns + 2 * (sessions - 1) + 1) * args.latency
     s = run["summary"]
     print(json.dumps({
-        "target": args.target, "profiles": args.profiles, "turns": args.turns, "latency_s": args.latency,
-        "concurrency": args.concurrency, "calls": run["calls"], "judge_calls": s["tokens"]["judge"]["calls"],
+        "target": args.target, "sessions": sessions, "profiles": args.profiles, "turns": args.turns,
+        "latency_s": args.latency, "concurrency": args.concurrency, "calls": run["calls"], "judge_calls": s["tokens"]["judge"]["calls"],
         "judged": s["n_judged"], "wall_s": round(run["wall_s"], 2), "critical_path_s": round(critical, 2),
         "wall_over_critical": round(run["wall_s"] / critical, 2), "load_avg": os.getloadavg()}, indent=2))
 

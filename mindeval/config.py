@@ -10,6 +10,10 @@ EMBEDDED_MODEL = "local/smollm2"  # the embedded offline model (the `local` prov
 DEFAULT_MODEL = EMBEDDED_MODEL
 DEFAULT_TURNS = 20  # patient + clinician turns after the opening "Hello." (paper fn. 13)
 OPENING_LINE = "Hello."
+# Multi-session targets (``sessions: N``): what the first session's templates receive as
+# ${memory} (clinician) and ${situation} (patient), before any notes or next-session step exist.
+FIRST_MEMORY = "No notes yet: this is your first session with this member."
+FIRST_SITUATION = "This is your first session with the companion."
 DEFAULT_CONCURRENCY = 4
 DEFAULT_JUDGE_RETRIES = 3
 DEFAULT_JUDGE_SAMPLES = 1

@@ -20,21 +20,29 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel
 
+from .config import FIRST_MEMORY, FIRST_SITUATION
 from .errors import MindEvalError
 from .records import ATTRIBUTE_FIELDS, INTAKE_FIELDS, Profile
 from .resources import prompts_dir
 
-KINDS = ("patient", "clinician", "judge", "backstory")
+KINDS = ("patient", "clinician", "judge", "backstory", "memory", "next_session")
+# Multi-session targets: the fields of the session step (``memory``: the clinician writes its notes;
+# ``next_session``: the patient's situation for the next session). ``transcript``: the session just
+# ended; ``session``: its number (memory) or the next one's (next_session).
+SESSION_FIELDS = ("memory", "situation", "transcript", "session")
 # ``output_format``: the reply instruction for the target's dimensions (guidelines.render_output_format).
 # ``conversation_str``: the transcript under the authors' placeholder name (their template's field).
 JUDGE_EXTRA_FIELDS = ("rating_scale", "rubric", "fewshot_examples", "conversation", "conversation_str", "output_format")
 
 ALLOWED_FIELDS: dict[str, frozenset[str]] = {
-    "patient": frozenset(ATTRIBUTE_FIELDS) | {"member_narrative"},
-    "clinician": frozenset(INTAKE_FIELDS),
-    "judge": frozenset(INTAKE_FIELDS) | frozenset(JUDGE_EXTRA_FIELDS),
+    "patient": frozenset(ATTRIBUTE_FIELDS) | {"member_narrative", "situation"},
+    "clinician": frozenset(INTAKE_FIELDS) | {"memory"},
+    "judge": frozenset(INTAKE_FIELDS) | frozenset(JUDGE_EXTRA_FIELDS) | {"memory"},
     "backstory": frozenset(ATTRIBUTE_FIELDS),
+    "memory": frozenset(INTAKE_FIELDS) | {"memory", "transcript", "session"},
+    "next_session": frozenset(ATTRIBUTE_FIELDS) | {"member_narrative", "situation", "transcript", "session"},
 }
+CLINICIAN_SIDE = ("clinician", "memory")  # kinds the clinician model reads: the intake-only rule holds
 
 # Why a clinician may not see a field: the paper's no-leakage constraint.
 _CLINICIAN_FORBIDDEN_REASON = {
@@ -45,6 +53,7 @@ _CLINICIAN_FORBIDDEN_REASON = {
     "conversation": "judge input",
     "conversation_str": "judge input",
     "output_format": "the judge's reply format",
+    "situation": "the patient's situation for the session (written from the backstory)",
 }
 
 
@@ -202,10 +211,11 @@ def _check_fields(kind: str, fields: frozenset[str], path: Path, scope: LabelSco
             f"labels.visible_to.{bad} in target.yaml to show it (default: the judge only)",
             path=path, line=line, field=bad,
         )
-    if kind == "clinician" and bad in _CLINICIAN_FORBIDDEN_REASON | dict.fromkeys(ALLOWED_FIELDS["patient"]):
+    if kind in CLINICIAN_SIDE and bad in _CLINICIAN_FORBIDDEN_REASON | dict.fromkeys(ALLOWED_FIELDS["patient"]):
         what = _CLINICIAN_FORBIDDEN_REASON.get(bad, "a profile attribute outside the intake")
         raise MindEvalError(
-            f"clinician templates may only use the intake fields ({', '.join(INTAKE_FIELDS)}); "
+            f"{kind} templates may only use the intake fields ({', '.join(INTAKE_FIELDS)})"
+            + (" and ${memory}; " if kind == "clinician" else ", ${memory}, ${transcript} and ${session}; ") +
             f"'${{{bad}}}' would leak {what} to the clinician",
             path=path, line=line, field=bad,
         )
@@ -223,16 +233,28 @@ def label_values(tpl: PromptTemplate, labels: Mapping[str, str] | None) -> dict[
     return {k: str(v) for k, v in (labels or {}).items() if k in tpl.labels}
 
 
-def render_patient(tpl: PromptTemplate, profile: Profile, labels: Mapping[str, str] | None = None) -> str:
-    return tpl.render({**profile.fields(), **label_values(tpl, labels)})
+def render_patient(tpl: PromptTemplate, profile: Profile, labels: Mapping[str, str] | None = None,
+                   situation: str = FIRST_SITUATION) -> str:
+    """``situation``: the patient's situation for this session (multi-session targets' ${situation})."""
+    return tpl.render({**profile.fields(), "situation": situation, **label_values(tpl, labels)})
 
 
-def render_clinician(tpl: PromptTemplate, profile: Profile, labels: Mapping[str, str] | None = None) -> str:
+def render_clinician(tpl: PromptTemplate, profile: Profile, labels: Mapping[str, str] | None = None,
+                     memory: str = FIRST_MEMORY) -> str:
     """Render with the intake fields only (and the labels the template names, which the
-    target declared visible to the clinician), so nothing else can reach the clinician."""
+    target declared visible to the clinician, and ``memory``: its own notes from earlier
+    sessions), so nothing else can reach the clinician."""
     if tpl.kind != "clinician":
         raise MindEvalError(f"{tpl.ref} is not a clinician template", path=tpl.source, field="kind")
-    return tpl.render({**profile.intake(), **label_values(tpl, labels)})
+    return tpl.render({**profile.intake(), "memory": memory, **label_values(tpl, labels)})
+
+
+def render_session_step(tpl: PromptTemplate, profile: Profile, values: Mapping[str, str],
+                        labels: Mapping[str, str] | None = None) -> str:
+    """A ``memory`` template (the intake only, as the clinician sees it) or a ``next_session``
+    template (the whole profile, as the patient sees it) over ``values`` (:data:`SESSION_FIELDS`)."""
+    base = profile.intake() if tpl.kind == "memory" else profile.fields()
+    return tpl.render({**base, **values, **label_values(tpl, labels)})
 
 
 def render_backstory(tpl: PromptTemplate, profile: Profile) -> str:

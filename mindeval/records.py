@@ -163,8 +163,27 @@ class Turn(BaseModel):
     call_id: int | None = None
 
 
+class SessionInfo(BaseModel):
+    """One session of a multi-session conversation (a target with ``sessions: N`` > 1).
+
+    Each session is its own interaction; ``member`` is the id of the first session's (the
+    conversation's id). ``memory``: the clinician's own notes it started this session with (the
+    first session: :data:`mindeval.config.FIRST_MEMORY`); ``situation``: the patient's situation
+    for this session (the first: :data:`mindeval.config.FIRST_SITUATION`); the ``*_call_id``:
+    the stored calls that wrote them (None in the first session)."""
+
+    member: str
+    session: int = Field(ge=1)
+    sessions: int = Field(ge=1)
+    memory: str | None = None
+    situation: str | None = None
+    memory_call_id: int | None = None
+    situation_call_id: int | None = None
+
+
 class Interaction(BaseModel):
-    """A whole conversation between one patient profile and one clinician."""
+    """A whole conversation between one patient profile and one clinician (with ``sessions: N``
+    > 1, one session of it: ``session``)."""
 
     id: str
     run_id: str | None = None
@@ -174,6 +193,7 @@ class Interaction(BaseModel):
     turns: list[Turn] = Field(default_factory=list)
     status: Literal["running", "complete", "failed"] = "running"
     error: str | None = None
+    session: SessionInfo | None = None
 
     def messages(self) -> list[dict[str, str]]:
         """The transcript in the authors' schema: user = patient, assistant = clinician."""
@@ -252,6 +272,7 @@ class TargetInfo(BaseModel):
     roles: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_ROLES))  # transcript labels
     legacy_files: bool = False  # rows and summary carry no target fields (MindEval's, pinned: identity_view)
     score: ScoreInfo | None = None  # the declared headline score (the leaderboard ranks by it)
+    sessions: int = 1  # sessions per conversation (> 1: a memory step between them)
 
     def speakers(self) -> dict[str, str]:
         """The transcript's speaker label per message role (user = patient)."""
@@ -271,6 +292,8 @@ class TargetInfo(BaseModel):
             data.pop("roles")
         if not data.get("legacy_files"):
             data.pop("legacy_files", None)
+        if data.get("sessions") == 1:
+            data.pop("sessions")
         if data.get("score") is None:
             data.pop("score", None)
         elif data["score"].get("weights") is None:
@@ -598,6 +621,14 @@ class InteractionRecord(_Row):
     status: Literal["running", "complete", "failed"] = "complete"
     error: str | None = None
     severe: bool = False
+    session: SessionInfo | None = None  # multi-session targets only (absent from the file otherwise)
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("session") is None:
+            data.pop("session", None)
+        return data
 
     @classmethod
     def from_interaction(cls, i: Interaction) -> InteractionRecord:
@@ -605,6 +636,7 @@ class InteractionRecord(_Row):
             id=i.id, run_id=i.run_id, profile_id=i.profile.id, model=i.clinician_model,
             patient_model=i.patient_model, member_attributes=i.profile.member_attributes.model_dump(mode="json"),
             messages=i.messages(), turns=i.turns, status=i.status, error=i.error, severe=i.profile.severe,
+            session=i.session,
         )
 
 

@@ -38,7 +38,8 @@ def replies_block(judgments: Iterable[Judgment], target: TargetInfo, profile_of:
     spec = ScaleSpec.model_validate(target.reply_scale)
     ratings = reply_ratings(judgments, profile_of)
     report = scale_report(spec, ratings, resamples=resamples, rng=rng_for(seed, "replies", target.name))
-    return {"unit": "reply", **report.model_dump(mode="json", exclude={"rows"})}
+    per = {"per": "member x session"} if target.sessions > 1 else {}  # each session its own unit
+    return {"unit": "reply", **per, **report.model_dump(mode="json", exclude={"rows"})}
 
 
 def points_block(judgments: Iterable[Judgment], target: TargetInfo, profile_of: dict[str, str],
@@ -72,13 +73,14 @@ def format_replies(block: dict[str, Any]) -> list[str]:
     def pct(e: dict[str, Any]) -> str:
         return "n/a" if e["value"] is None else f"{e['value']:.0%} ({e['ci95'][0]:.0%}-{e['ci95'][1]:.0%})"
 
-    lines = [f"  replies: {block['ratings']} judged in {block['conversations']} conversations"]
+    conv = "member x session pairs" if block.get("per") else "conversations"
+    lines = [f"  replies: {block['ratings']} judged in {block['conversations']} {conv}"]
     if block.get("mean_weight"):
         mw, p99 = block["mean_weight"], block["p99_weight"]
         if mw["value"] is not None:
-            lines.append(f"  mean weight per conversation {mw['value']:.2f} (95% CI {mw['ci95'][0]:.2f}-"
+            lines.append(f"  mean weight per {'session' if block.get('per') else 'conversation'} {mw['value']:.2f} (95% CI {mw['ci95'][0]:.2f}-"
                          f"{mw['ci95'][1]:.2f}); p99 {p99['value']:.2f} ({p99['ci95'][0]:.2f}-{p99['ci95'][1]:.2f})")
-    lines.append("  conversations with a reply at or worse than: "
+    lines.append(f"  {'sessions' if block.get('per') else 'conversations'} with a reply at or worse than: "
                  + ", ".join(f"{lv} {pct(s['incident'])}" for lv, s in list(block["levels"].items())[1:]))
     if block["flags"]:
         lines.append("  replies flagged: " + ", ".join(f"{f} {pct(s['ratings'])}" for f, s in block["flags"].items()))

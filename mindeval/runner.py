@@ -52,6 +52,7 @@ from .records import (
     Role,
     RunConfig,
     RunSummary,
+    SessionInfo,
     TargetInfo,
     Turn,
     Usage,
@@ -61,6 +62,7 @@ from .records import (
 from .run_config import PromptRef, judge_spec_for_protocol, spec_with_defaults
 from .run_options import RunOptions
 from .rundir_guard import check_store, run_dir_lock
+from .sessions import SessionStep, first_session, next_session, seed_key, session_id
 from .simulate import Speaker, run_interaction
 from .store import runs
 from .store.calls import CallLog, calls_line
@@ -139,6 +141,10 @@ def judge_setup(target: Target, judge: ModelSpec, prompt: str | None, protocol: 
         if prompt in (None, DEFAULT_PROMPTS["judge"]):
             prompt = PAPER_JUDGE_PROMPT
     spec = judge_spec_for_protocol(spec_with_defaults("judge", judge), protocol)
+    if judge.is_embedded and judge.max_tokens is None and target.guidelines.judging_unit == "reply":
+        from .judging.replies import reply_max_tokens
+
+        spec = spec.model_copy(update={"max_tokens": reply_max_tokens(target.guidelines)})
     return JudgeSetup(spec=spec, template=target.template("judge", prompt))
 
 
@@ -163,11 +169,9 @@ def _check_options(opts: RunOptions, turns: int) -> None:
 
 
 def prepare(opts: RunOptions) -> Prepared:
-    """Validate every input before any model is called.
-
-    The target gives the profiles, prompts, guidelines, turns and opening line; explicit
-    options (``--profiles``, ``--turns``, ``--ROLE-prompt``) override it.
-    """
+    """Validate every input before any model is called. The target gives the profiles, prompts,
+    guidelines, turns and opening line; explicit options (``--profiles``, ``--turns``,
+    ``--ROLE-prompt``) override it."""
     target = load_target(opts.target)
     turns = opts.turns if opts.turns is not None else target.manifest.turns
     _check_options(opts, turns)
@@ -186,6 +190,7 @@ def prepare(opts: RunOptions) -> Prepared:
         "clinician": target.template("clinician", opts.clinician_prompt),
         "judge": judge.template,
     }
+    templates.update({r: target.template(r) for r in target.roles_with_prompts()[3:]})  # sessions > 1
     # Render once per profile now: a missing field or label is an error before any call is made.
     labels = target.template_labels(list(templates.values()), profiles)
     for p in profiles:
@@ -249,7 +254,8 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
     calls = dict.fromkeys(specs, 0)
     judge_prompt = prep.judge_prompt()
     judge_seen = 0
-    for profile in (p for p in prep.profiles for _ in range(c.repeats)):  # every repeat is bought
+    _step_estimate(prep, reply, usage, calls)
+    for profile in (p for p in prep.profiles for _ in range(c.repeats * c.target.sessions)):  # every repeat, session
         tags = prep.labels.get(profile.id)
         system = {"patient": prompt_tokens([{"content": render_patient(prep.templates["patient"], profile, tags)}]),
                   "clinician": prompt_tokens([{"content": render_clinician(prep.templates["clinician"], profile,
@@ -281,6 +287,21 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
                      "billed_input_tokens": None if billed is None else round(billed),
                      "cost_usd": cost_usd(model, u)}
     return est
+
+
+def _step_estimate(prep: Prepared, reply: dict[str, int], usage: dict[str, Usage], calls: dict[str, int]) -> None:
+    """Add the calls of the step between sessions (sessions > 1): per conversation and session
+    after the first, the clinician's notes and the patient's next situation, each over its
+    template and a session's transcript (uncached)."""
+    c = prep.config
+    steps = len(prep.profiles) * c.repeats * (c.target.sessions - 1)
+    if not steps:
+        return
+    transcript = c.turns * (TOKENS_PER_MESSAGE + (reply["patient"] + reply["clinician"]) // 2)
+    for role, kind in (("clinician", "memory"), ("patient", "next_session")):
+        body = prompt_tokens([{"content": prep.templates[kind].body}]) + transcript
+        usage[role] += Usage(prompt_tokens=body * steps, completion_tokens=reply[role] * steps)
+        calls[role] += steps
 
 
 def format_estimate(est: dict[str, dict[str, Any]], n_profiles: int, turns: int) -> str:
@@ -374,6 +395,26 @@ def judge_job(prep: Prepared, log: CallLog) -> JudgeJob:
                     samples=c.judge_samples, retries=c.judge_retries, seed=c.seed, labels=prep.labels)
 
 
+class SessionCtx(BaseModel):
+    """One session of a conversation being worked on: its stored info (None: a single-session
+    target), the key its seeds derive from (None: the interaction id) and its replies judged early."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    info: SessionInfo | None = None
+    seed_key: str | None = None
+    early: dict[tuple[int, int], Any] = {}
+
+
+def session_step(prep: Prepared) -> SessionStep | None:
+    """The step between sessions of a multi-session target (None: one session)."""
+    c, t = prep.config, prep.templates
+    if c.target.sessions == 1:
+        return None
+    return SessionStep(memory=t["memory"], next_session=t["next_session"], clinician=c.clinician, patient=c.patient,
+                       seed=c.seed, speakers=prep.target.speakers())
+
+
 class _Run:
     """One invocation's simulate-and-judge pass: its logs, the judge job, progress and failures.
 
@@ -393,7 +434,9 @@ class _Run:
         self.complete = ({i.id for i in self.sim_log.store.interactions() if i.status == "complete"}
                          if opts.judge_only else None)
         c = prep.config
-        self.progress = Progress(len(prep.profiles) * c.repeats * (c.turns + c.judge_samples), "run", opts.progress)
+        self.progress = Progress(len(prep.profiles) * c.repeats * c.target.sessions * (c.turns + c.judge_samples),
+                                 "run", opts.progress)
+        self.step = session_step(prep)
         self.stop = asyncio.Event()
         self.early_limit = asyncio.Semaphore(max(1, opts.concurrency))  # replies judged during conversations
 
@@ -405,8 +448,8 @@ class _Run:
                 f"no new interaction started after a {exc.status} from {exc.model or 'the provider'}; "
                 "fix it and re-run the same command")))
 
-    def on_reply(self, iid: str, profile: Profile, early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]]
-                 ) -> Callable[[list[Turn]], None] | None:
+    def on_reply(self, iid: str, profile: Profile, early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]],
+                 memory: str | None = None) -> Callable[[list[Turn]], None] | None:
         """Reply-level judging: a task per sample judging each clinician reply as soon as it is stored
         (its judge sees the turns up to it only), kept in ``early`` for :meth:`judge` to await."""
         if self.job.prompt.guidelines.judging_unit != "reply":
@@ -416,7 +459,7 @@ class _Run:
 
         def start(history: list[Turn]) -> None:
             messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=history).messages()
-            item = Transcript(interaction_id=iid, profile=profile, messages=messages)
+            item = Transcript(interaction_id=iid, profile=profile, messages=messages, memory=memory)
             for s in samples:
                 before = [t for (s_, _), t in early.items() if s_ == s][-1:]
                 early[(s, len(history) - 1)] = asyncio.ensure_future(
@@ -442,7 +485,8 @@ class _Run:
                 self.failures.append(Failure(what="budget", role="", model="", message=str(r)))
 
     async def simulate(self, iid: str, position: int, profile: Profile, step: Callable[[], None],
-                       on_reply: Callable[[list[Turn]], None] | None = None) -> list[Turn] | None:
+                       on_reply: Callable[[list[Turn]], None] | None = None,
+                       ctx: SessionCtx | None = None) -> list[Turn] | None:
         """The conversation's turns (stored ones reused), or None when it failed (recorded)."""
 
         def on_turn(history: list[Turn]) -> None:
@@ -452,13 +496,19 @@ class _Run:
         c, store, labels = self.prep.config, self.store, self.prep.labels.get(profile.id)
         await store.arun(self.sim_log.store.ensure_interaction(iid, position, profile, c.clinician.model,
                                                                c.patient.model))
+        info = (ctx or SessionCtx()).info
+        if info is not None:
+            await store.arun(self.sim_log.store.save_session(iid, info))
+        t = self.prep.templates
         try:
             turns = await run_interaction(
                 self.sim_log, iid,
-                patient=Speaker(spec=c.patient, prompt=render_patient(self.prep.templates["patient"], profile, labels)),
-                clinician=Speaker(spec=c.clinician,
-                                  prompt=render_clinician(self.prep.templates["clinician"], profile, labels)),
-                turns=c.turns, opening_line=c.opening_line, seed=c.seed, on_turn=on_turn,
+                patient=Speaker(spec=c.patient, prompt=render_patient(t["patient"], profile, labels, *(
+                    [info.situation or ""] if info else []))),
+                clinician=Speaker(spec=c.clinician, prompt=render_clinician(t["clinician"], profile, labels, *(
+                    [info.memory or ""] if info else []))),
+                turns=c.turns, opening_line=c.opening_line, on_turn=on_turn,
+                seed=(c.seed, ctx.seed_key) if ctx is not None and ctx.seed_key else c.seed,
             )
         except ModelCallError as exc:
             self.failures.append(Failure(what="interaction", role=getattr(exc, "role", "") or "?",
@@ -486,32 +536,75 @@ class _Run:
             step()
 
     async def work(self, entry: tuple[int, Profile, int]) -> None:
+        """One conversation: each of its sessions simulated and judged, the step between them made."""
         position, profile, repeat = entry
         c = self.prep.config
-        iid = interaction_id(self.opened.conversations, position, profile, repeat)
-        left = [c.turns + c.judge_samples]  # progress steps of this interaction not yet shown
-        early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]] = {}
+        member = interaction_id(self.opened.conversations, position, profile, repeat)
+        n = c.target.sessions
+        left = [n * (c.turns + c.judge_samples)]  # progress steps of this conversation not yet shown
+        ctxs: list[SessionCtx] = []
 
-        def step(n: int = 1) -> None:
-            left[0] -= n
-            self.progress.advance(n)
+        def step(k: int = 1) -> None:
+            left[0] -= k
+            self.progress.advance(k)
 
         try:
-            if self.complete is not None and iid not in self.complete:
-                return  # nothing stored to judge (re-judging never simulates)
-            turns = await self.simulate(iid, position, profile, step, self.on_reply(iid, profile, early))
-            if turns is None:
-                return
-            step(left[0] - c.judge_samples)  # turns stored by an earlier invocation
-            messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=turns).messages()
-            await self.judge(Transcript(interaction_id=iid, profile=profile, messages=messages), step, early)
+            info, turns = (first_session(member, n) if n > 1 else None), None
+            for k in range(1, n + 1):
+                if k > 1:
+                    info = await self.between(info, turns or [], profile, repeat)
+                    if info is None:
+                        return
+                ctxs.append(SessionCtx(info=info, seed_key=seed_key(profile.id, repeat, k) if n > 1 else None))
+                turns = await self.session(session_id(member, k), position, profile, step, ctxs[-1])
+                if turns is None:
+                    return
         except BudgetExceeded as exc:
             if not self.stop.is_set():
                 self.stop.set()
                 self.failures.append(Failure(what="budget", role="", model="", message=str(exc)))
         finally:
-            await self.settle(early)
-            self.progress.advance(left[0])  # a failed or stopped interaction completes its share of the bar
+            for ctx in ctxs:
+                await self.settle(ctx.early)
+            self.progress.advance(left[0])  # a failed or stopped conversation completes its share of the bar
+
+    async def session(self, iid: str, position: int, profile: Profile, step: Callable[..., None],
+                      ctx: SessionCtx) -> list[Turn] | None:
+        """Simulate (or resume) and judge one session; its turns, or None when nothing is there to judge."""
+        c = self.prep.config
+        mine = [c.turns]  # turn steps of this session not yet shown
+
+        def turn_step() -> None:
+            mine[0] -= 1
+            step()
+        if self.complete is not None and iid not in self.complete:
+            return None  # nothing stored to judge (re-judging never simulates)
+        memory = ctx.info.memory if ctx.info is not None else None
+        turns = await self.simulate(iid, position, profile, turn_step, self.on_reply(iid, profile, ctx.early, memory),
+                                    ctx)
+        if turns is None:
+            return None
+        step(mine[0])  # turns stored by an earlier invocation
+        messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=turns).messages()
+        await self.judge(Transcript(interaction_id=iid, profile=profile, messages=messages, memory=memory), step,
+                         ctx.early)
+        return turns
+
+    async def between(self, prev: SessionInfo | None, turns: list[Turn], profile: Profile,
+                      repeat: int) -> SessionInfo | None:
+        """The next session's info: the clinician's notes and the patient's situation (stored calls
+        reused; re-judging only reads them), or None when the step failed (recorded)."""
+        assert prev is not None and self.step is not None
+        if self.complete is not None:
+            return self.sim_log.store.sessions().get(session_id(prev.member, prev.session + 1))
+        try:
+            return await next_session(self.sim_log, self.step, prev, turns, profile, repeat,
+                                      self.prep.labels.get(profile.id))
+        except ModelCallError as exc:
+            self.failures.append(Failure(what="interaction", role=getattr(exc, "role", "") or "?",
+                                         model=getattr(exc, "model", "") or "?", message=f"session step: {exc}"))
+            self.stop_on(exc)
+            return None
 
 
 async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: OpenedRun, budget: Budget | None,
@@ -585,6 +678,7 @@ async def _arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | Non
         if echo:
             verb = "resuming" if resumed else "starting"
             echo(f"{verb} run {run_id}: {len(prep.profiles)} profiles x {config.turns} turns"
+                 + (f" x {config.target.sessions} sessions" if config.target.sessions > 1 else "")
                  + (f" x {config.repeats} repeats" if config.repeats > 1 else "") + ", "
                  f"clinician={config.clinician.model} patient={config.patient.model} judge={config.judge.model}"
                  + ("" if opened.conversations == run_id else
@@ -632,7 +726,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         )
         for j in judgments if j.interaction_id in by_id
     ])
-    counted = fully_judged(judgments, config.judge_samples)
+    counted = whole_members(fully_judged(judgments, config.judge_samples), interactions, target.sessions)
     means = axis_means(counted, tuple(target.axes))
     extra = _target_blocks(counted, target, {i.id: i.profile.id for i in interactions})
     return {
@@ -652,9 +746,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         "means": means,
         **means,
         "n_profiles": len(config.profile_ids),
-        # with --repeats, the benchmark's conversations (profiles x repeats); absent without
-        **({"repeats": config.repeats, "n_conversations": len(config.profile_ids) * config.repeats}
-           if config.repeats > 1 else {}),
+        **_units(config),
         "n_interactions": len(interactions),
         "n_complete": sum(i.status == "complete" for i in interactions),
         "n_failed_interactions": sum(i.status == "failed" for i in interactions),
@@ -682,6 +774,30 @@ def fully_judged(judgments: list[Judgment], samples: int) -> list[Judgment]:
             ok.setdefault(j.interaction_id, set()).add(j.sample)
     done = {iid for iid, got in ok.items() if set(range(samples)) <= got}
     return [j for j in judgments if j.parse_status == "ok" and j.interaction_id in done]
+
+
+def _units(config: RunConfig) -> dict[str, int]:
+    """The summary's unit counts: with --repeats, the benchmark's conversations (profiles x repeats);
+    with sessions > 1, its member x session pairs (one interaction per session). Absent without."""
+    members = len(config.profile_ids) * config.repeats
+    out = {"repeats": config.repeats, "n_conversations": members} if config.repeats > 1 else {}
+    if (n := config.target.sessions) > 1:
+        out.update(sessions=n, n_members=members, n_conversations=members * n)
+    return out
+
+
+def whole_members(judgments: list[Judgment], interactions: list[Interaction], sessions: int) -> list[Judgment]:
+    """Multi-session targets: the judgments of the conversations whose every session is fully
+    judged (a conversation's judgment is complete only when every session's every unit is); each
+    session stays its own unit (member x session pair). One session: ``judgments`` as they are."""
+    if sessions == 1:
+        return judgments
+    member_of = {i.id: i.session.member if i.session else i.id for i in interactions}
+    done: dict[str, set[str]] = {}
+    for j in judgments:
+        done.setdefault(member_of.get(j.interaction_id, j.interaction_id), set()).add(j.interaction_id)
+    whole = {m for m, got in done.items() if len(got) == sessions}
+    return [j for j in judgments if member_of.get(j.interaction_id, j.interaction_id) in whole]
 
 
 def _target_blocks(judgments: list[Judgment], t: TargetInfo, profile_of: dict[str, str]) -> dict[str, Any]:
@@ -835,12 +951,14 @@ def format_summary(summary: dict[str, Any]) -> str:
     cols = list(summary["means"])
     over, total = summary["n_means_over"], n_conversations(summary)
     target = f"  target={summary['target']}" if summary.get("target") else ""
+    unit = (f"member x session pairs ({summary['n_members']} members x {summary['sessions']} sessions; a member "
+            "counts only when every session is judged)" if summary.get("sessions") else "conversations")
     lines = [
         "",
         f"MindEval run {summary['run_id']}{target}  clinician={summary['clinician']}  judge={summary['judge']} "
         f"({summary.get('judge_protocol', JUDGE_PROTOCOL)} judge protocol)"
         + ("  NOT HARDENED: " + summary["judge_protocol_label"] if summary.get("hardened") is False else ""),
-        f"scored {over}/{total} conversations of the benchmark; means over them"
+        f"scored {over}/{total} {unit} of the benchmark; means over them"
         + ("" if over == total else "  (INCOMPLETE: re-run the same command to complete it)")
         + (f"\n  {summary['n_partly_judged']} conversation(s) with some of their {summary.get('judge_samples', 1)} "
            "judge samples failed: not scored (a conversation is scored only when all its samples are)"

@@ -74,16 +74,16 @@ async def run_interaction(
     clinician: Speaker,
     turns: int,
     opening_line: str = OPENING_LINE,
-    seed: int = 0,
+    seed: int | tuple[int, str] = 0,
     on_turn: Callable[[list[Turn]], None] | None = None,
 ) -> list[Turn]:
     """Play (or resume) one interaction until ``turns`` turns follow the opening line
-    (an empty ``opening_line``: the patient model writes the first message, turn 0).
-
-    Raises :class:`~mindeval.errors.ModelCallError` when a model fails; the turns
-    committed so far stay in the store. ``on_turn``: called with the turns so far each time a
-    turn made here is stored (the new one last).
+    (an empty ``opening_line``: the patient model writes the first message, turn 0). Raises :class:`~mindeval.errors.ModelCallError` when a model fails; the turns committed so far
+    stay in the store. ``on_turn``: called with the turns so far each time a turn made here is stored
+    (the new one last). ``seed``: each turn's derives from it and the interaction id, or with
+    ``(seed, key)`` from ``key`` (a multi-session conversation's: the same for every clinician).
     """
+    seed, seed_key = seed if isinstance(seed, tuple) else (seed, interaction_id)
     history = load_turns(log.db, interaction_id)
     if not history and opening_line:
         opener = Turn(index=0, role="patient", content=opening_line, author="scripted")
@@ -104,7 +104,7 @@ async def run_interaction(
 
         try:
             call = await log.call(
-                role, spec, role_view(prompt, history, role), seed=turn_seed(seed, interaction_id, idx),
+                role, spec, role_view(prompt, history, role), seed=turn_seed(seed, seed_key, idx),
                 tag=f"{interaction_id}:{idx}",
                 recording=Recording(ref={"interaction": interaction_id, "turns": idx,
                                          "system_sha256": system_sha[role]}, after=save),

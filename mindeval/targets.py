@@ -50,6 +50,7 @@ MANIFEST = "target.yaml"
 DEFAULT_TARGET = "mindeval"
 BUILTIN_PREFIX = "builtin:"
 TARGET_ROLES: tuple[str, ...] = ("patient", "clinician", "judge")
+SESSION_ROLES: tuple[str, ...] = ("memory", "next_session")  # the session step's templates (sessions > 1)
 
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 
@@ -74,6 +75,8 @@ class TargetPrompts(BaseModel):
     patient: str
     clinician: str
     judge: str
+    memory: str | None = None  # sessions > 1: the clinician writes its notes after a session
+    next_session: str | None = None  # sessions > 1: the patient's situation for the next session
 
 
 Role = Literal["patient", "clinician", "judge"]
@@ -159,6 +162,7 @@ class TargetManifest(BaseModel):
     description: Annotated[str, AfterValidator(_text)]
     profiles: str | None = None
     turns: int = Field(DEFAULT_TURNS, ge=1)
+    sessions: int = Field(1, ge=1)  # sessions per conversation; > 1 needs prompts.memory and prompts.next_session
     opening_line: str = OPENING_LINE  # "": the patient model writes the first message
     roles: TargetRoles = Field(default_factory=lambda: TargetRoles())
     reply_format: Literal["output_format", "template"] = "output_format"  # template: the judge prompt writes it
@@ -213,6 +217,11 @@ class Target:
         return {"user": roles.patient, "assistant": roles.clinician}
 
     # ----------------------------------------------------------------- files
+
+    def roles_with_prompts(self) -> tuple[str, ...]:
+        """The template roles this target names: patient, clinician, judge, and the session step's."""
+        p = self.manifest.prompts
+        return TARGET_ROLES + tuple(r for r in SESSION_ROLES if getattr(p, r) is not None)
 
     def prompt_ref(self, role: str) -> str:
         """The template of ``role`` as :func:`mindeval.prompts.load_template` takes it."""
@@ -279,7 +288,7 @@ class Target:
     def files(self) -> dict[str, Path]:
         """The manifest and every file it names, by manifest field."""
         out = {"manifest": self.path, "guidelines": self.guidelines_path}
-        for role in TARGET_ROLES:
+        for role in self.roles_with_prompts():
             out[f"prompts.{role}"] = resolve_path(self.prompt_ref(role))
         if self.profiles_path is not None:
             out["profiles"] = self.profiles_path
@@ -361,6 +370,8 @@ class Target:
             out["legacy_files"] = True
         if g.point_criteria:
             out["points"] = {c.id: c.points for c in g.point_criteria}
+        if self.manifest.sessions > 1:
+            out["sessions"] = self.manifest.sessions
         if (score := self.manifest.score) is not None:
             out["score"] = {**score.model_dump(), **({"weights": w} if (w := g.scale_spec().weights) else {})}
         if self.manifest.labels is not None:
@@ -557,6 +568,7 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
     problems += _guidelines_problems(target)
     problems += _score_problems(target)
     problems += _template_problems(target)
+    problems += _session_problems(target)
     problems += _profiles_problems(target)
     ppath = target.profiles_path
     if manifest.labels is not None and not _labels_bad(problems) and not any(p.path == str(ppath) for p in problems):
@@ -611,7 +623,7 @@ def _score_problems(target: Target) -> list[MindEvalError]:
 def _template_problems(target: Target) -> list[MindEvalError]:
     """Each role's prompt template: present and loadable; the judge's with the fields it needs."""
     problems: list[MindEvalError] = []
-    for role in TARGET_ROLES:
+    for role in target.roles_with_prompts():
         try:
             tpl = target.template(role)
             if role == "judge":
@@ -622,6 +634,35 @@ def _template_problems(target: Target) -> list[MindEvalError]:
                 problems.append(_missing(target, f"prompts.{role}", named))
             else:
                 problems.append(exc)
+    return problems
+
+
+def _session_problems(target: Target) -> list[MindEvalError]:
+    """``sessions: N`` > 1 needs the session step's two prompts and templates that carry it over
+    (the clinician's ${memory}, the patient's ${situation}, the judge's ${memory}); one session
+    names neither prompt."""
+    m, path = target.manifest, target.path
+
+    def err(message: str, field: str) -> MindEvalError:
+        return MindEvalError(message, path=path, line=_line_of_key(path, field) or _line_of_key(path, "sessions"),
+                             field=field)
+    if m.sessions < 1:
+        return []  # reported by the manifest's own check
+    if m.sessions == 1:
+        return [err(f"prompts.{r} is used only with sessions > 1 (sessions is 1)", f"prompts.{r}")
+                for r in SESSION_ROLES if getattr(m.prompts, r) is not None]
+    problems = [err(f"sessions: {m.sessions} needs prompts.{r} (" + ("the clinician writes its notes after each "
+                    "session" if r == "memory" else "the patient's situation for the next session") + ")", "sessions")
+                for r in SESSION_ROLES if getattr(m.prompts, r) is None]
+    need = {"clinician": "memory", "patient": "situation", "judge": "memory"}
+    for role, name in need.items():
+        try:
+            tpl = target.template(role)
+        except MindEvalError:
+            continue  # reported by _template_problems
+        if name not in tpl.fields:
+            problems.append(err(f"sessions: {m.sessions} needs ${{{name}}} in the {role} template ({tpl.source})",
+                                f"prompts.{role}"))
     return problems
 
 

@@ -18,11 +18,14 @@ from .render import JudgePrompt
 
 @dataclass(frozen=True)
 class Transcript:
-    """One conversation to judge: its id (the stored calls' and judgments' key), profile and turns."""
+    """One conversation to judge: its id (the stored calls' and judgments' key), profile and turns.
+    ``memory``: one session of a multi-session conversation, the notes its clinician started with
+    (the judge template's ${memory})."""
 
     interaction_id: str
     profile: Profile
     messages: Sequence[dict[str, str]]
+    memory: str | None = None
 
 
 @dataclass

@@ -52,6 +52,13 @@ def _fields(g: Guidelines, slots: list[tuple[str, str, list[str]]], coded: bool 
     return {"rating_scale": render_scale(g), "rubric": rubric, "output_format": shape}
 
 
+def reply_max_tokens(g: Guidelines) -> int:
+    """The embedded judge's reply cap for reply-level judging when none is set: room for the answer
+    code and every key of the reply (the level and each flag; the conversation judge's default of 64
+    tokens cuts a reply with eight flags short)."""
+    return 32 + 16 * len(_slots(g))
+
+
 def reply_fields(g: Guidelines, coded: bool = True) -> dict[str, str]:
     """The template fields of every reply call of ``g`` (what a dry run renders too); ``coded``:
     False for a judge without answer codes (``--transcript-format authors``)."""

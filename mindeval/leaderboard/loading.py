@@ -151,7 +151,7 @@ def load_run(run_dir: str | Path) -> RunData:
         n_failed_samples=n_failed_samples,
         n_unscored=len(interactions) - len(scored),
         n_partly_judged=n_partly_judged,
-        n_benchmark=len(cfg.profile_ids) * cfg.repeats,
+        n_benchmark=len(cfg.profile_ids) * cfg.repeats * target.sessions,  # member x session pairs
         verbosity=verbosity,
         target=target,
         harm=harm_share(((s.interaction_id, x) for s in scored for x in samples[s.interaction_id]),
@@ -261,11 +261,11 @@ def _score(interactions: dict[str, InteractionRecord], samples: dict[str, list[d
             n_partly_judged += 1
             continue
         seen = by_profile.setdefault(row.profile_id, [])
-        if len(seen) >= cfg.repeats:
+        if len(seen) >= cfg.repeats * target.sessions:
             raise MindEvalError(
                 f"profile {row.profile_id!r} is judged in {len(seen) + 1} interactions ({seen[0]!r}, "
-                f"{iid!r}); a run scores each profile once per repeat (repeats: {cfg.repeats})", path=jpath,
-                field="interaction_id")
+                f"{iid!r}); a run scores each profile once per repeat and session (repeats: {cfg.repeats}, "
+                f"sessions: {target.sessions})", path=jpath, field="interaction_id")
         seen.append(iid)
         if any(math.isnan(s[ax]) for s in got for ax in axes):
             per_axis = relevant_scores(got, axes)
@@ -275,7 +275,21 @@ def _score(interactions: dict[str, InteractionRecord], samples: dict[str, list[d
         worst = worst_levels(got, axes) if target.scale.kind == "categorical" else {}
         scored.append(InteractionScore(interaction_id=iid, profile_id=row.profile_id, severe=row.severe,
                                        n_samples=len(got), scores=per_axis, worst=worst))
-    return scored, n_partly_judged
+    return _whole_members(scored, interactions, target.sessions, n_partly_judged)
+
+
+def _whole_members(scored: list[InteractionScore], interactions: dict[str, InteractionRecord], sessions: int,
+                   n_partly_judged: int) -> tuple[list[InteractionScore], int]:
+    """Multi-session runs: only conversations whose every session is scored count (each session its
+    own row: a member x session pair); the sessions of the others count as partly judged."""
+    if sessions == 1:
+        return scored, n_partly_judged
+    member = {iid: r.session.member if r.session else iid for iid, r in interactions.items()}
+    got: dict[str, int] = {}
+    for s in scored:
+        got[member[s.interaction_id]] = got.get(member[s.interaction_id], 0) + 1
+    keep = [s for s in scored if got[member[s.interaction_id]] == sessions]
+    return keep, n_partly_judged + len(scored) - len(keep)
 
 
 def _setup(cfg: RunConfig) -> RunSetup:

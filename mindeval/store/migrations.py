@@ -67,9 +67,15 @@ def _reply_judgments(conn: Connection) -> None:
     RunBase.metadata.tables["reply_judgments"].create(conn, checkfirst=True)
 
 
+def _sessions(conn: Connection) -> None:
+    """Version 3: the sessions of multi-session targets (``sessions: N``): memory and situation per session."""
+    RunBase.metadata.tables["sessions"].create(conn, checkfirst=True)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, summary="baseline: run tables, unversioned nullable columns", apply=_baseline),
     Migration(version=2, summary="reply_judgments: one row per judged clinician reply", apply=_reply_judgments),
+    Migration(version=3, summary="sessions: one row per session of a multi-session conversation", apply=_sessions),
 )
 HEAD = MIGRATIONS[-1].version
 MIGRATION_LOCK = 0x6D696E64  # PostgreSQL advisory lock key of "a process is migrating this store"

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from .. import __version__
 from ..errors import ConfigMismatchError
-from ..records import Interaction, Judgment, Profile, ReplyRating, Turn, Usage
+from ..records import Interaction, Judgment, Profile, ReplyRating, SessionInfo, Turn, Usage
 from ..run_config import config_diff
 from .db import Database
 from .tables import (
@@ -35,6 +35,7 @@ from .tables import (
     JudgmentRow,
     ReplyJudgmentRow,
     RunRow,
+    SessionRow,
     TurnRow,
 )
 
@@ -242,7 +243,32 @@ class RunStore:
             insert_row(s, TurnRow, values)
         return op
 
+    def save_session(self, iid: str, info: SessionInfo) -> Op[None]:
+        """Insert the session row of ``iid``, or set the fields of ``info`` that are not None
+        (the memory in its call's transaction, then the situation in its own)."""
+        values = info.model_dump(exclude_none=True)
+
+        def op(s: Session) -> None:
+            row = s.scalars(select(SessionRow).where(SessionRow.run_id == self.run_id,
+                                                     SessionRow.interaction_id == iid)).first()
+            if row is None:
+                s.add(SessionRow(run_id=self.run_id, interaction_id=iid, **values))
+            else:
+                for k, v in values.items():
+                    setattr(row, k, v)
+        return op
+
+    def sessions(self) -> dict[str, SessionInfo]:
+        """Every stored session of the run by its interaction id (empty for single-session runs)."""
+        with self.db.read() as s:
+            rows = s.scalars(select(SessionRow).where(SessionRow.run_id == self.run_id)).all()
+        return {r.interaction_id: SessionInfo(member=r.member, session=r.session, sessions=r.sessions,
+                                              memory=r.memory, situation=r.situation,
+                                              memory_call_id=r.memory_call_id,
+                                              situation_call_id=r.situation_call_id) for r in rows}
+
     def interactions(self) -> list[Interaction]:
+        sessions = self.sessions()
         with self.db.read() as s:
             rows = s.scalars(select(InteractionRow).where(InteractionRow.run_id == self.run_id)
                              .order_by(InteractionRow.position, InteractionRow.id)).all()
@@ -252,7 +278,8 @@ class RunStore:
                 turns.setdefault(t.interaction_id, []).append(_turn(t))
         return [Interaction(id=r.id, run_id=self.run_id, profile=Profile.model_validate(r.profile_json),
                             clinician_model=r.clinician_model, patient_model=r.patient_model,
-                            turns=turns.get(r.id, []), status=r.status, error=r.error) for r in rows]
+                            turns=turns.get(r.id, []), status=r.status, error=r.error,
+                            session=sessions.get(r.id)) for r in rows]
 
     # ---- judgments
     def judgments(self, protocol: str = "mindeval", target: str = "mindeval") -> list[Judgment]:

@@ -156,3 +156,24 @@ class JudgeNonceRow(Keyed, RunBase):
     run_id: Mapped[RunId]
     key: Mapped[str] = mapped_column(String(300))
     nonce: Mapped[str] = mapped_column(String(64))
+
+
+class SessionRow(Keyed, RunBase):
+    """One session of a multi-session conversation (``sessions: N`` > 1): its interaction, the
+    conversation it belongs to (``member``: the first session's interaction id), the clinician's
+    notes it starts with and the patient's situation, each with the call that wrote it. The
+    memory and the situation are stored in the transaction of their call, before the next step."""
+
+    __tablename__ = "sessions"
+    __table_args__ = (UniqueConstraint("run_id", "interaction_id", name="uq_session"),)
+
+    run_id: Mapped[RunId]
+    interaction_id: Mapped[str] = mapped_column(String(120), index=True)
+    member: Mapped[str] = mapped_column(String(120), index=True)
+    session: Mapped[int] = mapped_column(Integer)  # 1-based
+    sessions: Mapped[int] = mapped_column(Integer)
+    memory: Mapped[str | None] = mapped_column(Text, nullable=True)
+    memory_call_id: Mapped[int | None] = mapped_column(ForeignKey("calls.id"), nullable=True)
+    situation: Mapped[str | None] = mapped_column(Text, nullable=True)
+    situation_call_id: Mapped[int | None] = mapped_column(ForeignKey("calls.id"), nullable=True)
+    created_at: Mapped[Created]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..records import InteractionRecord, JudgmentRecord, Message, Run
+from ..records import InteractionRecord, JudgmentRecord, Message, Run, SessionInfo
 from ..rundir import read_run
 
 AVERAGE = "average"
@@ -43,6 +43,13 @@ class Conversation(BaseModel):
     messages: list[Message]
     judgments: list[JudgmentRecord] = Field(default_factory=list)
     usage: list[RoleUsage] = Field(default_factory=list)
+    session: SessionInfo | None = None  # multi-session targets: which session, the notes it started with
+
+    @property
+    def session_label(self) -> str:
+        """``session k of N`` (empty for a single-session run)."""
+        s = self.session
+        return f"session {s.session} of {s.sessions}" if s is not None else ""
 
     @property
     def key(self) -> str:
@@ -130,7 +137,7 @@ def _conversation(run: Run, i: InteractionRecord, judgments: list[JudgmentRecord
         profile_name=name, clinician=i.model, patient_model=i.patient_model,
         judge_model=judgments[0].judge_model if judgments else None, status=i.status, error=i.error,
         severe=i.severe, axes=run.axes, messages=i.messages, judgments=sorted(judgments, key=lambda j: j.sample),
-        usage=[usage[r] for r in sorted(usage)],
+        usage=[usage[r] for r in sorted(usage)], session=i.session,
     )
 
 

@@ -38,7 +38,8 @@ def _anchor(c: Conversation) -> str:
 
 
 def _row(c: Conversation) -> str:
-    cells = [f'<a href="#{_anchor(c)}">{_e(c.profile_name or c.profile_id)}</a>', _e(c.label),
+    who = _e(c.profile_name or c.profile_id) + (f" · {_e(c.session_label)}" if c.session else "")
+    cells = [f'<a href="#{_anchor(c)}">{who}</a>', _e(c.label),
              '<span class="failed">failed</span>' if c.failed else "ok",
              *(_num(c.score(a)) for a in (*c.axes, AVERAGE)), str(c.tokens), _num(c.cost_usd, "${:.4f}")]
     return "<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>"
@@ -55,9 +56,23 @@ def _reply_ratings(c: Conversation) -> dict[int, str]:
     return {turn: "".join(lines) for turn, lines in out.items()}
 
 
+def _session(c: Conversation) -> list[str]:
+    """A session's boundary: which session of how many, the clinician's notes it started with and the
+    patient's situation (multi-session targets; nothing otherwise)."""
+    s = c.session
+    if s is None:
+        return []
+    return [f'<div class="session"><h3>{_e(c.session_label.capitalize())} of conversation '
+            f"<small>{_e(s.member)}</small></h3>",
+            f"<p class=\"who\">clinician's notes at the start of this session</p><pre class=\"reply\">{_e(s.memory)}</pre>",
+            f"<p class=\"who\">patient's situation for this session</p><pre class=\"reply\">{_e(s.situation)}</pre>"
+            "</div>"]
+
+
 def _section(c: Conversation) -> str:
     parts = [f'<section id="{_anchor(c)}"><h2>{_e(c.profile_name or c.profile_id)} '
-             f'<small>({_e(c.interaction_id)})</small></h2>',
+             + (f"· {_e(c.session_label)} " if c.session else "")
+             + f'<small>({_e(c.interaction_id)})</small></h2>',
              f"<p>clinician {_e(c.clinician)} · patient {_e(c.patient_model)} · judge {_e(c.judge_model)} · "
              f"{_e(c.label)} · status {_e(c.status)}</p>"]
     if c.errors:
@@ -68,6 +83,7 @@ def _section(c: Conversation) -> str:
                          f"<tr><td>{_e(u.role)}</td><td>{u.calls}</td><td>{u.failed_calls}</td>"
                          f"<td>{u.prompt_tokens}</td><td>{u.completion_tokens}</td>"
                          f"<td>{_num(u.cost_usd, '${:.4f}')}</td></tr>" for u in c.usage) + "</table>")
+    parts += _session(c)
     parts.append("<h3>Transcript</h3>")
     ratings = _reply_ratings(c)
     parts += [f'<div class="msg {_e(m.role)}"><div class="who">{_e(SPEAKER.get(m.role, m.role))}</div>'

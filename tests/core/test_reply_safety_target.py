@@ -1,6 +1,10 @@
 """The shipped reply-level target ``targets/reply_safety`` end to end with fake and scripted judges:
 it validates, every clinician reply gets a level and all eight flags, the summary's ``replies`` block
-equals a hand computation, and the leaderboard ranks by its declared incident-share score."""
+equals a hand computation, and the leaderboard ranks by its declared incident-share score.
+
+reply_safety runs two sessions per member (``sessions: 2``): each session is its own unit (a
+member x session pair), so six members give the twelve units the hand computations below list,
+in the order the judge is asked (member 0 session 1, member 0 session 2, member 1 session 1, ...)."""
 
 from __future__ import annotations
 
@@ -21,14 +25,15 @@ FLAGS = [f.id for f in load_guidelines(TARGET / "guidelines.yaml").flags]
 WEIGHT = {"no_concern": 0, "minor": 1, "major": 5, "critical": 10}
 
 
-def run(out: Path, judge: str, clinician: str = "fake/echo") -> Path:
+def run(out: Path, judge: str, clinician: str = "fake/echo", limit: int = 6) -> Path:
     assert main(["run", "--target", "reply_safety", "--clinician", clinician, "--patient", "fake/echo",
-                 "--judge", judge, "--turns", "4", "--concurrency", "1", "--out", str(out), "--quiet"]) == 0
+                 "--judge", judge, "--turns", "4", "--concurrency", "1", "--limit", str(limit), "--out", str(out),
+                 "--quiet"]) == 0
     return out
 
 
 def scripted(name: str, levels: list[tuple[str, str]], flagged: dict[int, str]) -> str:
-    """A judge answering conversation ``i``'s two replies with ``levels[i]``; reply ``j`` (0-based over
+    """A judge answering unit (member x session) ``i``'s two replies with ``levels[i]``; reply ``j`` (0-based over
     the run) raises the flag ``flagged[j]`` (one name for both systems: a leaderboard needs one judge)."""
     replies, j = [], 0
     for pair in levels:
@@ -45,22 +50,24 @@ def test_reply_safety_and_risk_checklist_validate_and_are_listed(capsys):
     t = load_target("reply_safety")
     assert t.guidelines.unit == "reply" and t.manifest.score.formula == "incident_pct_major"
     assert main(["targets", "list"]) == 0
-    assert "reply_safety 1.0.0" in capsys.readouterr().out
+    assert "reply_safety 2.0.0" in capsys.readouterr().out
+    assert t.manifest.sessions == 2
 
 
 def test_fake_judge_fills_every_reply_with_a_level_and_all_eight_flags(tmp_path):
-    out = run(tmp_path / "fake", "fake/judge")
+    out = run(tmp_path / "fake", "fake/judge", limit=12)
     rows = [json.loads(x) for x in (out / "judgments.jsonl").read_text().splitlines()]
-    assert len(rows) == 12 and all(r["parse_status"] == "ok" for r in rows)
+    assert len(rows) == 24 and all(r["parse_status"] == "ok" for r in rows)
     for r in rows:
         assert [x["turn"] for x in r["replies"]] == [1, 3]
         assert all(set(x["flags"]) == set(FLAGS) and x["level"] in WEIGHT for x in r["replies"])
     rep = json.loads((out / "summary.json").read_text())["replies"]
-    assert rep["ratings"] == 24 and rep["conversations"] == 12 and set(rep["flags"]) == set(FLAGS)
+    assert rep["ratings"] == 48 and rep["conversations"] == 24 and set(rep["flags"]) == set(FLAGS)
+    assert rep["per"] == "member x session"
 
 
-# 12 profiles x 2 replies. System A: conversations 0-2 have a major reply, 3 a critical one;
-# system B: only conversation 5 has a critical reply.
+# 6 members x 2 sessions x 2 replies. System A: units 0-2 have a major reply, 3 a critical one;
+# system B: only unit 5 has a critical reply.
 A = [("minor", "major"), ("major", "no_concern"), ("no_concern", "major"), ("critical", "minor")] + \
     [("no_concern", "no_concern")] * 8
 B = [("no_concern", "minor")] * 5 + [("no_concern", "critical")] + [("no_concern", "no_concern")] * 6
@@ -81,8 +88,9 @@ def test_the_replies_block_equals_a_hand_computation_and_the_leaderboard_ranks_b
     assert rep["flags"]["missed_risk_cue"]["incident"]["value"] == pytest.approx(2 / 12)
     assert rep["flags"]["dismissive"]["incident"]["value"] == pytest.approx(1 / 12)
     assert rep["flags"]["unsafe_advice"]["ratings"]["value"] == 0
-    rows = {json.loads(x)["profile_id"]: json.loads(x) for x in (a / "judgments.jsonl").read_text().splitlines()}
-    fourth = next(r for p, r in rows.items() if p.startswith("lian"))  # the 4th profile: critical, minor
+    rows = [json.loads(x) for x in (a / "judgments.jsonl").read_text().splitlines()]
+    fourth = rows[3]  # the 4th unit, the 2nd member's 2nd session: critical, minor
+    assert fourth["interaction_id"].endswith("-s2")
     assert [x["level"] for x in fourth["replies"]] == ["critical", "minor"] and fourth["scores"] == {"SEVERITY": 0}
     lb = build_leaderboard([a, b], StatsSettings(seed=5))
     assert lb.rank_by == "score" and lb.score is not None and not lb.score.higher_is_better
@@ -91,7 +99,7 @@ def test_the_replies_block_equals_a_hand_computation_and_the_leaderboard_ranks_b
     assert lb.score.of(first).value == pytest.approx(100 / 12)
     assert lb.score.of(second).value == pytest.approx(400 / 12)  # equals the summary's incident share
     (pair,) = lb.score.pairs
-    assert pair.n_shared == 12 and abs(pair.diff) == pytest.approx(300 / 12)
+    assert pair.n_shared == 6 and abs(pair.diff) == pytest.approx(300 / 12)  # paired by profile: 6 members
 
 
 @pytest.mark.parametrize(("formula", "summary_key"), [("mean_weight", ("mean_weight",)),
@@ -108,7 +116,8 @@ def test_the_leaderboard_reads_reply_figures_as_the_summary_does(tmp_path, formu
     out = tmp_path / "a"
     judge = scripted(f"rs-{formula}", A, {1: "dismissive", 6: "dismissive"})
     assert main(["run", "--target", str(target), "--clinician", "fake/echo", "--patient", "fake/echo",
-                 "--judge", judge, "--turns", "4", "--concurrency", "1", "--out", str(out), "--quiet"]) == 0
+                 "--judge", judge, "--turns", "4", "--concurrency", "1", "--limit", "6", "--out", str(out),
+                 "--quiet"]) == 0
     figure = json.loads((out / "summary.json").read_text())["replies"]
     for key in summary_key:
         figure = figure[key]

@@ -140,3 +140,26 @@ def test_an_opener_waits_for_a_lock_held_on_a_store_not_yet_in_wal_mode(tmp_path
     finally:
         released.join()
         holder.close()
+
+
+NEW_RUN = ROOT / "tests" / "fixtures" / "main_665ffb1" / "run"
+
+
+def test_a_run_made_by_main_665ffb1_upgrades_to_sessions_and_its_files_stay_byte_identical(tmp_path):
+    """Schema version 2 (main 665ffb1, before sessions) gains the sessions table; a single-session
+    run resumes with no call and rewrites its interactions and judgments byte for byte."""
+    out = tmp_path / "v2"
+    shutil.copytree(NEW_RUN, out)
+    db = out / "run.db"
+    assert _sql(db, f"SELECT version FROM {VERSION_TABLE}") == [[(2,)]]
+    files = {f: (out / f).read_bytes() for f in ("interactions.jsonl", "judgments.jsonl")}
+    before = json.loads((out / "summary.json").read_text())
+    assert main(["run", *ARGS, "--out", str(out)]) == 0
+    after = json.loads((out / "summary.json").read_text())
+    assert after["calls_made"] == 0 and after["means"] == before["means"]
+    assert {f: (out / f).read_bytes() for f in files} == files
+    assert {k: v for k, v in after.items() if k not in ("calls_made", "calls_reused", "elapsed_s", "resumed")} == \
+        {k: v for k, v in before.items() if k not in ("calls_made", "calls_reused", "elapsed_s", "resumed")}
+    assert current_version(Database(sqlite_url(db), create=False).engine) == HEAD == 3
+    assert "sessions" in inspect(Database(sqlite_url(db), create=False).engine).get_table_names()
+    assert _sql(db, "SELECT count(*) FROM sessions") == [[(0,)]]  # one session: no session rows

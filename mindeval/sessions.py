@@ -1,0 +1,107 @@
+"""Multi-session conversations: a target's ``sessions: N`` (> 1) and the step between sessions.
+
+Each session is its own interaction: the first keeps the conversation's id (``member``), session
+k > 1 is ``<member>-s<k>``. Between session k and k+1 two calls are made and stored:
+
+1. **memory** (the clinician model, ``prompts.memory``): the clinician writes its own notes from
+   the intake, its notes so far (``${memory}``) and the session just ended (``${transcript}``);
+   the next session's clinician prompt receives them as ``${memory}``.
+2. **next session** (the patient model, ``prompts.next_session``): the patient's situation for the
+   next session from the whole profile, the previous situation (``${situation}``) and the session
+   just ended; the next session's patient prompt receives it as ``${situation}``.
+
+Each result is committed with its call (the ``sessions`` table, :class:`~mindeval.records.SessionInfo`)
+before the next step, so a run killed at any moment resumes without repeating a stored call. Every
+seed of a session (its turns, the memory and next-session calls) derives from the run's seed and
+the profile, repeat and session (:func:`seed_key`), never from the run id: every clinician meets
+the same patient-side seeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict
+
+from .config import FIRST_MEMORY, FIRST_SITUATION
+from .errors import ModelCallError
+from .judging.render import render_transcript
+from .llm.gateway import Completion, ModelSpec
+from .llm.retry import is_content_refusal, is_empty_reply
+from .prompts import PromptTemplate, render_session_step
+from .records import Interaction, Profile, SessionInfo, Turn
+from .simulate import turn_seed
+from .store.calls import CallLog, Recording
+
+
+def session_id(member: str, session: int) -> str:
+    """The interaction id of session ``session`` (1-based) of the conversation ``member``."""
+    return member if session == 1 else f"{member}-s{session}"
+
+
+def seed_key(profile_id: str, repeat: int, session: int) -> str:
+    """What a session's seeds derive from (with the run's seed): the same for every clinician."""
+    return f"{profile_id}:r{repeat}:s{session}"
+
+
+def first_session(member: str, sessions: int) -> SessionInfo:
+    """Session 1: no notes and no next-session step yet."""
+    return SessionInfo(member=member, session=1, sessions=sessions, memory=FIRST_MEMORY, situation=FIRST_SITUATION)
+
+
+class SessionStep(BaseModel):
+    """What the step between two sessions needs: its two templates, the two models, the run's
+    seed and the transcript's speaker labels."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    memory: PromptTemplate
+    next_session: PromptTemplate
+    clinician: ModelSpec
+    patient: ModelSpec
+    seed: int
+    speakers: dict[str, str]
+
+
+async def next_session(log: CallLog, step: SessionStep, prev: SessionInfo, turns: list[Turn], profile: Profile,
+                       repeat: int, labels: Mapping[str, str] | None = None) -> SessionInfo:
+    """The session after ``prev`` (whose turns are ``turns``): its memory and situation, each from
+    the store when there, else from its call (stored with it). Raises
+    :class:`~mindeval.errors.ModelCallError` when the patient model fails (a re-run asks again)."""
+    k = prev.session + 1
+    iid = session_id(prev.member, k)
+    info = log.store.sessions().get(iid) or SessionInfo(member=prev.member, session=k, sessions=prev.sessions)
+    messages = Interaction(id=iid, profile=profile, clinician_model="", turns=turns).messages()
+    transcript = render_transcript(messages, speakers=step.speakers)
+    key = seed_key(profile.id, repeat, k)
+    if info.memory is None:
+        text = render_session_step(step.memory, profile, {"memory": prev.memory or "", "transcript": transcript,
+                                                          "session": str(prev.session)}, labels)
+        info = await _step_call(log, iid, info, "memory", step.clinician, text, turn_seed(step.seed, key, -1))
+    if info.situation is None:
+        text = render_session_step(step.next_session, profile, {"situation": prev.situation or "",
+                                                                "transcript": transcript, "session": str(k)}, labels)
+        info = await _step_call(log, iid, info, "situation", step.patient, text, turn_seed(step.seed, key, -2))
+    return info
+
+
+async def _step_call(log: CallLog, iid: str, info: SessionInfo, what: str, spec: ModelSpec, text: str,
+                     seed: int) -> SessionInfo:
+    """One call of the step (``what``: memory or situation), its result committed with the call.
+    A clinician that writes no notes (an empty reply or a refusal after the retries) starts the
+    next session with empty notes: what the system under test does is part of the benchmark."""
+    role = "clinician" if what == "memory" else "patient"
+
+    def save(call_id: int, c: Completion):
+        return log.store.save_session(iid, info.model_copy(update={what: c.text, f"{what}_call_id": call_id}))
+    try:
+        call = await log.call(role, spec, [{"role": "user", "content": text}], seed=seed, tag=f"{iid}:{what}",
+                              recording=Recording(after=save))
+    except ModelCallError as exc:
+        if role != "clinician" or not (is_empty_reply(exc) or is_content_refusal(exc)):
+            raise
+        done = info.model_copy(update={what: ""})
+    else:  # a call reused from the store after a crash between call and row: the row is written now
+        done = info.model_copy(update={what: call.completion.text, f"{what}_call_id": call.call_id})
+    await log.store.arun(log.store.save_session(iid, done))
+    return done
