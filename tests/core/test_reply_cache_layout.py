@@ -19,6 +19,7 @@ from mindeval.judging.render import build_judge_messages
 from mindeval.judging.replies import reply_fields
 from mindeval.runner import RunOptions, prepare
 from tests.support.fault_server import MAX_BREAKPOINTS, FaultServer, count_tokens
+from tests.support.rundirs import one_session_reply_safety
 
 MARKER = re.compile(r"REPLY UNDER JUDGMENT: turn (\d+)")
 TOKEN = re.compile(r"^\[TRANSCRIPT (T[0-9A-F]{12}) BEGIN", re.MULTILINE)
@@ -56,7 +57,7 @@ def run_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-local")
     out = tmp_path / "run"
     with Recording(cache=True, cache_min_tokens=1024, reply_words=40) as srv:
-        args = ["run", "--quiet", "--target", "reply_safety", "--limit", "2", "--turns", "8", "--out", str(out),
+        args = ["run", "--quiet", "--target", str(one_session_reply_safety(tmp_path)), "--limit", "2", "--turns", "8", "--out", str(out),
                 "--concurrency", "2"]
         for role in ("patient", "clinician"):
             args += [f"--{role}", f"openai/{role}-model", f"--{role}-api-base", srv.url]

@@ -26,12 +26,14 @@ def run(out: Path, patient: str, levels: list[str]) -> Path:
 
 
 def test_a_pooled_reply_level_row_scores_every_pooled_runs_replies(tmp_path, capsys):
-    a = run(tmp_path / "a", "fake/echo", ["no_concern", "no_concern", "major", "no_concern"])  # 1 of 2 at major+
-    b = run(tmp_path / "b", "fake/slow", ["critical", "no_concern", "major", "minor"])  # 2 of 2
+    # 2 members x 2 sessions x 2 replies per run; which reply a scripted answer meets depends on the
+    # order of the calls, so each run's answers are all alike: a has 0 of its 4 check-ins at major+, b 4
+    a = run(tmp_path / "a", "fake/echo", ["no_concern"] * 8)
+    b = run(tmp_path / "b", "fake/slow", ["major"] * 8)
     capsys.readouterr()
     out = tmp_path / "lb"
     assert main(["leaderboard", str(a), str(b), "--out", str(out)]) == 0
     js = json.loads((out / "leaderboard.json").read_text())
     assert len(js["pooled"]) == 1 and js["pooled"][0]["patient_models"] == ["fake/echo", "fake/slow"]
     [system] = js["score"]["systems"]
-    assert system["value"] == pytest.approx(75.0)  # 3 of the 4 pooled conversations (was 50: run a alone)
+    assert system["value"] == pytest.approx(50.0)  # 4 of the 8 pooled check-ins (was 0: run a alone)

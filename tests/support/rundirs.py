@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from mindeval.cli import main
@@ -26,3 +27,18 @@ def set_score(path: Path, index: int, axis: str, value: object) -> None:
     row["scores"][axis] = value
     rows[index] = json.dumps(row)
     path.write_text("\n".join(rows) + "\n")
+
+
+def one_session_reply_safety(tmp_path: Path) -> Path:
+    """A copy of the shipped ``reply_safety`` target run as one session (no memory step): for tests
+    about reply-level judging within one conversation."""
+    src = Path(__file__).resolve().parents[2] / "targets" / "reply_safety"
+    dst = tmp_path / "reply_safety_1"
+    shutil.copytree(src, dst)
+    manifest = dst / "target.yaml"
+    lines = [ln for ln in manifest.read_text().splitlines()
+             if ln.strip() not in ("memory: prompts/memory.txt", "next_session: prompts/next_session.txt")]
+    text = "\n".join(lines).replace("\nsessions: 2", "\nsessions: 1") + "\n"
+    assert "sessions: 1" in text
+    manifest.write_text(text)
+    return dst
