@@ -284,10 +284,10 @@ def correct(run_dir: str | Path, req: CorrectionRequest, db: str | None = None) 
 
 
 def describe(c: Correction) -> str:
-    """One line: ``who at: interaction sample N, where, AXIS from -> to (reason)``."""
+    """One line: ``who at: interaction sample N, where, AXIS from → to (reason)``."""
     at = c.at.strftime("%Y-%m-%d %H:%M:%S UTC") if c.at else "?"
     return (f"{c.who} {at}: {c.interaction_id} sample {c.sample}, {c.where()}, {c.axis} "
-            f"{_show(c.from_value)} -> {_show(c.to_value)} ({c.reason})")
+            f"{_show(c.from_value)} → {_show(c.to_value)} ({c.reason})")
 
 
 def _show(v: Value) -> str:
