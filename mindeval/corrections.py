@@ -173,7 +173,8 @@ def _level_id(target: TargetInfo, text: str) -> str:
 
 
 def _flag_ids(target: TargetInfo) -> list[str]:
-    return [str(f["id"]) for f in (target.reply_scale or {}).get("flags", []) if isinstance(f, dict) and "id" in f]
+    flags = (target.reply_scale or {}).get("flags") or []
+    return [str(f["id"]) if isinstance(f, dict) else str(f) for f in flags]
 
 
 def _reply_change(target: TargetInfo, j: JudgmentRecord, req: CorrectionRequest) -> tuple[str, Value, Value]:

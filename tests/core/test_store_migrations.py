@@ -140,3 +140,26 @@ def test_an_opener_waits_for_a_lock_held_on_a_store_not_yet_in_wal_mode(tmp_path
     finally:
         released.join()
         holder.close()
+
+
+MAIN_665 = ROOT / "tests" / "fixtures" / "main_665ffb1" / "run"  # made by `mindeval run` at main 665ffb1
+
+
+def test_a_store_made_by_main_665ffb1_upgrades_and_takes_corrections(tmp_path):
+    """Version 2 (main 665ffb1: no corrections table) upgrades in place; rows kept; a correction is stored."""
+    from mindeval.corrections import CorrectionRequest, correct, run_corrections
+
+    out = tmp_path / "run"
+    shutil.copytree(MAIN_665, out)
+    db = out / "run.db"
+    assert _sql(db, f"SELECT version FROM {VERSION_TABLE}", "SELECT name FROM sqlite_master WHERE name = 'corrections'") \
+        == [[(2,)], []]
+    judged = _sql(db, "SELECT * FROM judgments ORDER BY id")
+    assert run_corrections(out) == []  # read without upgrading: an old store has none
+    assert _sql(db, f"SELECT version FROM {VERSION_TABLE}") == [[(2,)]]
+    iid = json.loads((out / "judgments.jsonl").read_text().splitlines()[0])["interaction_id"]
+    [c] = correct(out, CorrectionRequest(interaction_id=iid, axis="AR", to="6", reason="r", who="w"))
+    assert _sql(db, f"SELECT version FROM {VERSION_TABLE}") == [[(HEAD,)]]
+    assert _sql(db, "SELECT * FROM judgments ORDER BY id") == judged
+    assert _sql(db, "SELECT interaction_id, axis, reason, who FROM corrections") == [[(iid, "AR", "r", "w")]]
+    assert [x.id for x in run_corrections(out)] == [c.id]
