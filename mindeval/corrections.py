@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from .errors import MindEvalError
+from .judging.fewshot import FewShotExample
 from .records import JudgmentRecord, Run, TargetInfo, mean_of
 from .rundir import read_run
 from .store.corrections import Correction, Value, append_corrections, read_corrections
@@ -294,3 +295,44 @@ def describe(c: Correction) -> str:
 def _show(v: Value) -> str:
     return "not relevant" if v is None else str(v)
 
+
+
+# ----------------------------------------------------------------------- few-shot examples
+
+
+def corrected_fewshot(run_dir: str | Path, k: int, seed: int, target_name: str) -> tuple[list[FewShotExample], str]:
+    """``--fewshot-file RUN_DIR``: ``k`` of the run's corrected conversations (a correction changed one of
+    their scores) drawn with ``seed`` (:func:`~mindeval.judging.fewshot.draw_ids`), each with its corrected
+    scores (mean over the judge's ok samples per axis); and a SHA-256 of the examples (the run's record).
+    A conversation with an axis rated not relevant is left out (an example shows a value per axis)."""
+    import hashlib
+    import json
+
+    from .judging.fewshot import draw_ids
+    from .records import INTAKE_FIELDS
+
+    run = read_run(run_dir)
+    if run.config is None:
+        raise MindEvalError("not a run directory (config.json not found)", path=run_dir, field="--fewshot-file")
+    if run.target.name != target_name:
+        raise MindEvalError(f"a run of target {run.target.name}; this run's target is {target_name}",
+                            path=run_dir, field="--fewshot-file")
+    judgments, tally = apply_corrections(run, run_corrections(run_dir))
+    by_id = {i.id: i for i in run.interactions}
+    pool: dict[str, FewShotExample] = {}
+    for iid in tally.ids:
+        samples = [j.scores for j in judgments if j.interaction_id == iid and j.scores is not None]
+        if any(v is None for s in samples for v in s.values()):
+            continue
+        i = by_id[iid]
+        pool[iid] = FewShotExample(
+            intake={f: str((i.member_attributes or {}).get(f, "")) for f in INTAKE_FIELDS},
+            messages=[m.model_dump(include={"role", "content"}) for m in i.messages],
+            scores={ax: sum(float(s[ax]) for s in samples) / len(samples) for ax in run.target.axes},  # type: ignore[arg-type]
+            interaction_id=iid)
+    if k > len(pool):
+        raise MindEvalError(f"{len(pool)} corrected conversation(s) to draw {k} few-shot examples from "
+                            "(give --fewshot-k or correct more)", path=run_dir, field="--fewshot-file")
+    examples = [pool[i] for i in draw_ids(list(pool), k, seed)]
+    blob = json.dumps([e.model_dump() for e in examples], sort_keys=True).encode()
+    return examples, hashlib.sha256(blob).hexdigest()

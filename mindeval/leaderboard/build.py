@@ -166,8 +166,7 @@ def build_leaderboard(
 
     A system with fewer scored conversations than the benchmark has (a conversation that
     failed or whose judgment failed) is refused unless ``allow_incomplete``; it is then
-    ranked and named in ``incomplete`` and in every output. ``with_corrections``: reviewers'
-    corrections applied (default: the judge's values only), counted per run and system."""
+    ranked and named in ``incomplete`` and in every output. ``with_corrections``: reviewers' corrections applied."""
     settings = settings or StatsSettings()
     validate_settings(settings)
     if not run_dirs:

@@ -167,3 +167,24 @@ def test_a_question_answer_is_corrected_and_the_level_follows_the_rubric(tmp_pat
     [fixed] = build_leaderboard([out], allow_incomplete=True, with_corrections=True).run_data.values()
     got = fixed.samples[iid][0]["CONTENT"]
     assert (got != got and want is None) or got == want
+
+
+def test_a_runs_corrected_conversations_are_few_shot_examples_with_their_corrected_scores(run, tmp_path):
+    from mindeval.judging.render import render_fewshot
+    from mindeval.run_options import RunOptions
+    from mindeval.runner import prepare
+
+    j0 = _rows(run / "judgments.jsonl")[0]
+    opts = RunOptions(patient="fake/echo", clinician="fake/echo:other", judge="fake/judge", profiles="demo", limit=1,
+                      turns=2, fewshot_file=str(run), fewshot_k=1, out=str(tmp_path / "new"))
+    with pytest.raises(MindEvalError, match="0 corrected conversation"):
+        prepare(opts)
+    correct(run, CorrectionRequest(interaction_id=j0["interaction_id"], axis="TRA", to="1", reason="unsafe", who="r"))
+    prep = prepare(opts)
+    [ex] = prep.fewshot
+    assert ex.interaction_id == j0["interaction_id"] and ex.scores == {**{k: float(v) for k, v in j0["scores"].items()},
+                                                                        "TRA": 1.0}
+    assert prep.config.fewshot_source == str(run) and prep.config.fewshot_k == 1 and prep.config.fewshot_sha256
+    assert '"TRA": 1.0' in render_fewshot(prep.fewshot, "mindeval", prep.guidelines)
+    assert main(["run", *FAKE[:6], "--limit", "1", "--turns", "2", "--quiet", "--fewshot-file", str(run),
+                 "--fewshot-k", "1", "--out", str(tmp_path / "new2")]) == 0
