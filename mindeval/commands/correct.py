@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "See docs/corrections.md.")
     p.add_argument("run", type=Path, metavar="RUN_DIR", help="a run directory from `mindeval run`")
     p.add_argument("--interaction", metavar="ID", help="the conversation's interaction id")
-    p.add_argument("--axis", metavar="CODE", help="the axis (dimension code); with --reply also a flag id")
+    p.add_argument("--axis", metavar="AXIS", help="the axis (dimension code); with --reply also a flag id")
     p.add_argument("--to", metavar="VALUE", help="the corrected value: a score or level (id, label or number), "
                    "'not_relevant' where the axis allows it, a question's answer id, or yes/no for a flag")
     p.add_argument("--reason", metavar="TEXT", help="why the judge's value is wrong (required)")
