@@ -73,7 +73,7 @@ def test_a_correction_made_in_the_browser_reaches_the_leaderboard_and_the_export
         judge.get_by_role("button", name="Save correction").click()  # no reason: refused
         page.get_by_text("A correction needs a reason").wait_for()
         settle(page)
-        assert not (run / "run.db").exists() or "corrections" not in _tables(run / "run.db") or _count(run) == 0
+        assert "corrections" not in _tables(run / "run.db") or _count(run) == 0  # nothing stored
         judge.get_by_label("Reason (required)").fill("the clinician reflected the patient's feelings accurately")
         judge.get_by_label("Your name").fill("dr reviewer")
         judge.get_by_role("button", name="Save correction").click()
