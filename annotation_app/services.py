@@ -59,6 +59,7 @@ from annotation_app.store.models import (
 from annotation_app.store.raters import RATERS_FORMAT, RaterTable, rater_table, raters_jsonl
 from annotation_app.store.ratings import na_value
 from annotation_app.store.signins import SignInThrottled
+from mindeval.corrections import CorrectionRequest
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.store import Database
@@ -346,6 +347,36 @@ class Workspace:
     def results(self, v: Viewer, study: int | str) -> StudyResults:
         self._admin(v)
         return results.study_results(self.db, self.guidelines(study), study)
+
+    def _may_correct(self, v: Viewer) -> None:
+        if not v.is_admin:
+            raise AccessDenied("only an admin can correct a judge's values")
+
+    def judged_items(self, v: Viewer, study: int | str) -> list:
+        """Admin: the study's items imported from run directories, with the judge's samples (correctable)."""
+        self._may_correct(v)
+        from annotation_app.store.judge_answers import judged_items
+
+        return judged_items(self.db, study)
+
+    def correct_judge(self, v: Viewer, study: int | str, item: str, req: CorrectionRequest) -> list:
+        """Admin: record a correction of one judge value of ``item`` in its run's store (mindeval.corrections),
+        under the signed-in person's name; the judge's record is kept."""
+        self._may_correct(v)
+        from mindeval.corrections import correct
+
+        found = next((x for x in self.judged_items(v, study) if x.item == item), None)
+        if found is None:
+            raise MindEvalError(f"item {item!r} of this study has no judge record from a run directory")
+        return correct(found.run_dir, req.model_copy(update={"interaction_id": found.interaction_id, "who": v.name}))
+
+    def judge_corrections(self, v: Viewer, study: int | str) -> list:
+        """Admin: the corrections of the study's judged items, oldest first (who, when, from, to, why)."""
+        from mindeval.corrections import run_corrections
+
+        items = self.judged_items(v, study)
+        ids = {x.interaction_id for x in items}
+        return [c for d in dict.fromkeys(x.run_dir for x in items) for c in run_corrections(d) if c.interaction_id in ids]
 
     def judge_answers(self, v: Viewer, study: int | str) -> list:
         """Admin: the judge's answers to an item-level rubric, per item (why each level was given)."""

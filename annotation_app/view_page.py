@@ -14,6 +14,9 @@ import pandas as pd
 import streamlit as st
 
 from annotation_app.ui import inert
+from mindeval.corrections import CorrectionRequest, correct, describe, run_corrections
+from mindeval.errors import MindEvalError
+from mindeval.records import JudgmentRecord
 from mindeval.viewer import Conversation, filter_conversations, load_conversations
 from mindeval.viewer.data import AVERAGE, SEVERITY
 
@@ -77,6 +80,65 @@ def _detail(c: Conversation) -> None:
                 if j.scores:
                     st.dataframe(pd.DataFrame([j.scores]), hide_index=True, key=f"scores-{j.sample}")
                 st.code(j.raw_text or "(empty reply)", language=None, wrap_lines=True)
+                if j.parse_status == "ok":
+                    _correct_form(c, j)
+        _corrections(c)
+
+
+def _choices(c: Conversation, j: JudgmentRecord) -> dict[str, tuple[str, int | None, str | None]]:
+    """What a reviewer may correct in one judge sample: label -> (axis, reply from 1, question)."""
+    out: dict[str, tuple[str, int | None, str | None]] = {
+        f"{ax} (conversation score: {_shown((j.scores or {}).get(ax))})": (ax, None, None) for ax in c.axes}
+    for n, r in enumerate(j.replies or [], start=1):
+        out[f"reply {n} (turn {r.turn + 1}) level: {r.level}"] = (c.axes[0], n, None)
+        out.update({f"reply {n} (turn {r.turn + 1}) flag {f}: {'yes' if v else 'no'}": (f, n, None)
+                    for f, v in r.flags.items()})
+    for q, a in (j.answers or {}).items():
+        axis = next((ax for ax, qs in c.questions.items() if q in qs), None)
+        if axis is not None:
+            out[f"question {q} of {axis} (answer: {a})"] = (axis, None, q)
+    return out
+
+
+def _shown(v: object) -> str:
+    return "not relevant" if v is None else str(v)
+
+
+def _correct_form(c: Conversation, j: JudgmentRecord) -> None:
+    """A "Correct" control: what, the new value, a required reason, who; saved to the run store."""
+    key = f"fix-{c.key}-{j.sample}"
+    with st.expander("Correct a judge value", icon=":material/edit:"), st.form(key, clear_on_submit=False):
+        choices = _choices(c, j)
+        what = st.selectbox("Value to correct", list(choices), key=f"{key}-what")
+        to = st.text_input("Corrected value (score, level id, answer id, yes/no, or not_relevant)", key=f"{key}-to")
+        reason = st.text_area("Reason (required)", key=f"{key}-reason")
+        who = st.text_input("Your name (default: this computer's user)", key=f"{key}-who")
+        if not st.form_submit_button("Save correction", icon=":material/save:"):
+            return
+    if not reason.strip():
+        st.error("A correction needs a reason: say why the judge's value is wrong.", icon=":material/error:")
+        return
+    axis, reply, question = choices[what]
+    try:
+        made = correct(c.run_path, CorrectionRequest(interaction_id=c.interaction_id, axis=axis, to=to,
+                                                     reason=reason, who=who or None, reply=reply,
+                                                     question=question, sample=j.sample))
+    except MindEvalError as exc:
+        st.error(inert(str(exc)), icon=":material/error:")
+        return
+    for m in made:
+        st.success(f"Saved: {inert(describe(m))}", icon=":material/check:")
+
+
+def _corrections(c: Conversation) -> None:
+    """This conversation's corrections with their provenance (the judge's values above stay as judged)."""
+    mine = [x for x in run_corrections(c.run_path) if x.interaction_id == c.interaction_id]
+    if mine:
+        st.markdown("**Corrections** (newest last; the judge's record is kept)")
+        st.dataframe(pd.DataFrame([{"sample": x.sample, "where": x.where(), "axis": x.axis,
+                                    "from": _shown(x.from_value), "to": _shown(x.to_value), "who": x.who,
+                                    "when (UTC)": x.at.strftime("%Y-%m-%d %H:%M:%S") if x.at else "",
+                                    "why": x.reason} for x in mine]), hide_index=True, key=f"corrections-{c.key}")
 
 
 runs = tuple(p for p in os.environ.get(RUNS_ENV, "").split(os.pathsep) if p)

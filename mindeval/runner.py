@@ -168,6 +168,21 @@ def _check_options(opts: RunOptions, turns: int) -> None:
         raise MindEvalError("--judge-samples and --judge-retries must be at least 1")
 
 
+def _fewshot(opts: RunOptions, target: Target) -> tuple[list[FewShotExample], Path | None, str | None]:
+    """The judge's few-shot examples, where they came from and their SHA-256: a run directory's corrected
+    conversations (:func:`mindeval.corrections.corrected_fewshot`) or an annotated file."""
+    from .judging.fewshot import check_fewshot_target, judge_fewshot
+
+    if opts.fewshot_file and Path(opts.fewshot_file).is_dir():
+        from .corrections import corrected_fewshot
+
+        examples, sha = corrected_fewshot(opts.fewshot_file, opts.fewshot_k, opts.seed, target.name)
+        return examples, Path(opts.fewshot_file), sha
+    check_fewshot_target(target.name, target.manifest.authors_release, opts.fewshot_file, opts.fewshot_k)
+    examples, path = judge_fewshot(opts.judge_protocol, opts.fewshot_file, opts.fewshot_k, opts.seed)
+    return examples, path, sha256_file(path) if path else None
+
+
 def prepare(opts: RunOptions) -> Prepared:
     """Validate every input before any model is called. The target gives the profiles, prompts,
     guidelines, turns and opening line; explicit options (``--profiles``, ``--turns``,
@@ -196,11 +211,7 @@ def prepare(opts: RunOptions) -> Prepared:
     for p in profiles:
         render_patient(templates["patient"], p, labels.get(p.id))
         render_clinician(templates["clinician"], p, labels.get(p.id))
-    from .judging.fewshot import check_fewshot_target, judge_fewshot
-
-    check_fewshot_target(target.name, target.manifest.authors_release, opts.fewshot_file, opts.fewshot_k)
-    fewshot, fewshot_path = judge_fewshot(opts.judge_protocol, opts.fewshot_file, opts.fewshot_k, opts.seed)
-    fewshot_sha = sha256_file(fewshot_path) if fewshot_path else None
+    fewshot, fewshot_path, fewshot_sha = _fewshot(opts, target)
     g = target.guidelines
     config = RunConfig(
         patient=spec_with_defaults("patient", opts.patient),

@@ -60,3 +60,27 @@ def judge_answers(db: Database, g: Guidelines, study: int | str) -> list[AnswerR
                                          level=level, question=q.id, text=q.text, answer=ans, on_path=q.id in path,
                                          severity=fired))
     return out
+
+
+class JudgedItem(BaseModel):
+    """An item imported from a run directory with the judge's samples: where its judge record lives."""
+
+    item: str  # the item's external id
+    run_dir: str
+    interaction_id: str
+    judgments: list[dict[str, Any]]
+
+
+def judged_items(db: Database, study: int | str) -> list[JudgedItem]:
+    """The study's items imported from run directories with judge samples, in study order."""
+    from pathlib import Path
+
+    with db.read() as s:
+        sid = get_study(s, study).id
+        rows = s.execute(select(ItemRow.external_id, ItemRow.source, ItemRow.source_ref, ItemRow.meta)
+                         .join(StudyItemRow, StudyItemRow.item_id == ItemRow.id)
+                         .where(StudyItemRow.study_id == sid).order_by(StudyItemRow.position)).all()
+    return [JudgedItem(item=str(ext), run_dir=str(Path(ref).parent), interaction_id=str(meta["id"]),
+                       judgments=list(meta["judgments"]))
+            for ext, source, ref, meta in rows
+            if source == "run" and (meta or {}).get("judgments") and "id" in (meta or {})]

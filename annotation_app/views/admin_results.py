@@ -5,6 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from annotation_app import ui
+from mindeval.corrections import CorrectionRequest
+from mindeval.errors import MindEvalError
 
 v, ws, studies, chosen = ui.admin_study_page("Results", "results_study")
 res = ws.results(v, chosen)
@@ -33,6 +35,43 @@ if answers:
     st.dataframe([{"Sample": a.sample, "Dimension": a.dimension, "Level": a.level, "Question": a.question,
                    "Text": a.text, "Answer": a.answer, "On path": a.on_path, "Severity": a.severity}
                   for a in answers if a.item == pick], hide_index=True, key="answers_table")
+
+judged = ws.judged_items(v, chosen)
+if judged:
+    st.subheader("Judge scores and corrections", anchor=False)
+    st.caption("The judge's scores of conversations imported from run directories. A correction is kept in the "
+               "run's store with your name, the time, the old and new value and your reason; the judge's record "
+               "is never changed (`mindeval leaderboard --with-corrections` applies corrections).")
+    by_item = {x.item: x for x in judged}
+    pick_item = st.selectbox("Conversation", list(by_item), key="fix_item")
+    item = by_item[pick_item]
+    st.dataframe([{"Sample": j.get("sample", 0), "Status": j.get("parse_status"), **(j.get("scores") or {})}
+                  for j in item.judgments], hide_index=True, key="fix_scores")
+    ok = [j for j in item.judgments if j.get("parse_status") == "ok"]
+    with st.form("fix_form"):
+        sample = st.selectbox("Judge sample", [j.get("sample", 0) for j in ok], key="fix_sample")
+        axis = st.selectbox("Dimension", list((ok[0].get("scores") or {}) if ok else []), key="fix_axis")
+        where = st.text_input("Reply number (from 1) or question id; empty: the conversation's score", key="fix_where")
+        to = st.text_input("Corrected value", key="fix_to")
+        reason = st.text_area("Reason (required)", key="fix_reason")
+        saved = st.form_submit_button("Save correction")
+    if saved:
+        if not reason.strip():
+            st.error("A correction needs a reason: say why the judge's value is wrong.")
+        else:
+            w = where.strip()
+            try:
+                made = ws.correct_judge(v, chosen, pick_item, CorrectionRequest(
+                    interaction_id=item.interaction_id, axis=axis or "", to=to, reason=reason, sample=sample,
+                    reply=int(w) if w.isdigit() else None, question=w if w and not w.isdigit() else None))
+                st.success(f"Saved {len(made)} correction(s).")
+            except MindEvalError as exc:
+                st.error(ui.inert(str(exc)))
+    fixes = ws.judge_corrections(v, chosen)
+    if fixes:
+        st.dataframe([{"Interaction": c.interaction_id, "Sample": c.sample, "Where": c.where(), "Axis": c.axis,
+                       "From": c.from_value, "To": c.to_value, "Who": c.who, "When (UTC)": c.at, "Why": c.reason}
+                      for c in fixes], hide_index=True, key="fix_list")
 
 if res.kind == "rating":
     if not res.n_ratings:

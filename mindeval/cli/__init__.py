@@ -28,6 +28,7 @@ COMMANDS: tuple[str, ...] = (
     "mindeval.commands.app",
     "mindeval.commands.targets",
     "mindeval.commands.view",
+    "mindeval.commands.correct",
 )
 
 

@@ -50,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plan-width", type=float, default=None, metavar="W",
                    help="with --humans: print how many human ratings per system give a 95%% PPI interval "
                    "of the Average of total width W, from the judge-human correlation observed")
+    p.add_argument("--with-corrections", action="store_true",
+                   help="apply reviewers' corrections (`mindeval correct`, the viewer, the app): the latest per value; "
+                   "every output says how many scores and conversations they changed (default: the judge's values only)")
     p.add_argument("--no-report", action="store_true", help="do not print the Markdown report on stdout")
     p.add_argument("--plots", action="store_true",
                    help="also write figures into --out as PNG and SVG: the leaderboard with 95%% intervals and "
@@ -75,7 +78,8 @@ def handle(args: argparse.Namespace) -> int:
     settings = StatsSettings(resamples=args.resamples, test=args.test, seed=args.seed, alpha=args.alpha,
                              sided=args.sided)
     lb = build_leaderboard(args.runs, settings, allow_mixed=args.allow_mixed,
-                           allow_incomplete=args.allow_incomplete, compare_to=args.compare_to, by=args.by)
+                           allow_incomplete=args.allow_incomplete, compare_to=args.compare_to, by=args.by,
+                           with_corrections=args.with_corrections)
     if args.humans is not None:
         from ..leaderboard import with_human_scale
 

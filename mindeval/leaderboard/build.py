@@ -9,6 +9,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from .. import __version__
+from ..corrections import CorrectionTally
 from ..errors import MindEvalError
 from ..records import TargetInfo
 from ..stats.proportion import CategoricalReport
@@ -46,6 +47,7 @@ class RunInfo(BaseModel):
     judge_prompt: str
     patient_model: str
     clinician_prompt: str
+    corrections: CorrectionTally | None = None  # --with-corrections: what corrections changed in this run
 
 
 class SystemVerbosity(BaseModel):
@@ -110,14 +112,15 @@ class Leaderboard(BaseModel):
     run_data: dict[str, RunData] = Field(default_factory=dict, exclude=True)
     pooled: list[PooledSystem] = Field(default_factory=list)  # rows that pool runs (patient models)
     score: HeadlineScore | None = None  # the target's declared score (ranks the table)
+    with_corrections: bool = False  # judge values with reviewers' corrections applied (--with-corrections)
 
     @property
     def criteria(self) -> tuple[str, ...]:
         return self.table.criteria
 
 
-def _load_all(dirs: Sequence[str | Path]) -> list[RunData]:
-    runs = [load_run(d) for d in dirs]
+def _load_all(dirs: Sequence[str | Path], with_corrections: bool = False) -> list[RunData]:
+    runs = [load_run(d, with_corrections) for d in dirs]
     seen: dict[str, str] = {}
     for r in runs:
         real = str(Path(r.path).resolve())
@@ -137,7 +140,7 @@ def _info(run: RunData, label: str) -> RunInfo:
         judge_model=run.setup.judge_model,
         judge_protocol=run.setup.judge_protocol,
         judge_prompt=run.setup.judge_prompt, patient_model=run.setup.patient_model,
-        clinician_prompt=run.clinician_prompt,
+        clinician_prompt=run.clinician_prompt, corrections=run.corrections,
     )
 
 
@@ -157,17 +160,18 @@ def build_leaderboard(
     allow_incomplete: bool = False,
     compare_to: Sequence[str | Path] = (),
     by: Sequence[str] = (),
+    with_corrections: bool = False,
 ) -> Leaderboard:
     """Load ``run_dirs`` and compute the leaderboard, breakdowns and comparisons.
 
     A system with fewer scored conversations than the benchmark has (a conversation that
     failed or whose judgment failed) is refused unless ``allow_incomplete``; it is then
-    ranked and named in ``incomplete`` and in every output."""
+    ranked and named in ``incomplete`` and in every output. ``with_corrections``: reviewers' corrections applied."""
     settings = settings or StatsSettings()
     validate_settings(settings)
     if not run_dirs:
         raise MindEvalError("give at least one run directory")
-    runs = _load_all(run_dirs)
+    runs = _load_all(run_dirs, with_corrections)
     check_same_target(runs)
     runs, members = pool_runs(runs)
     target = runs[0].target
@@ -206,7 +210,7 @@ def build_leaderboard(
         pooled=[describe(labels[path], group) for path, group in members.items()], score=score,
         breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings, incomplete=incomplete,
         levels=levels, rank_by=rank_by, label_panels=label_panels([(labels[r.path], r) for r in scored], settings),
-        run_data=by_label,
+        run_data=by_label, with_corrections=with_corrections,
     )
 
 

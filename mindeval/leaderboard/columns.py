@@ -212,6 +212,23 @@ def _human_csv(lb: Leaderboard) -> list[Field]:
         for x in ("estimate", "ci_low", "ci_high")]
 
 
+def corrected_of(lb: Leaderboard, system: str) -> tuple[int, int, int]:
+    """``(corrections, scores, conversations)`` corrected in ``system``'s runs (--with-corrections)."""
+    ts = [r.corrections for r in lb.runs if r.system == system and r.corrections is not None]
+    return (sum(t.corrections for t in ts), sum(t.scores for t in ts), sum(t.conversations for t in ts))
+
+
+def corrected_cell(lb: Leaderboard, s: SystemResult) -> str:
+    """``3 scores in 2 conv. (4 corrections)``: judge scores a reviewer's correction changed."""
+    n, k, c = corrected_of(lb, s.label)
+    return f"{k} scores in {c} conv. ({n} corrections)"
+
+
+def _corrected_csv(lb: Leaderboard) -> list[Field]:
+    return [Field(name, lambda lb, s, i=i: corrected_of(lb, s.label)[i])
+            for i, name in enumerate(("corrections", "corrected_scores", "corrected_conversations"))]
+
+
 # ------------------------------------------------------------------------- the columns
 
 COLUMNS: list[Column] = [
@@ -241,6 +258,11 @@ COLUMNS: list[Column] = [
            latex=one(r"Human scale [95\% CI]",
                      lambda lb, s: latex_escape(human_cell(human_of(lb, s.label), "ppi"))),
            csv=_human_csv),
+    Column("corrected", applies=lambda lb: lb.with_corrections,
+           markdown=one("Corrected", corrected_cell), latex=one("Corrected", lambda lb, s: corrected_cell(lb, s)),
+           csv=_corrected_csv,
+           json=lambda lb, s: dict(zip(("corrections", "scores", "conversations"), corrected_of(lb, s.label),
+                                       strict=True))),
     Column("coverage", csv=_coverage_csv),
     Column("levels", applies=lambda lb: bool(lb.levels), csv=_levels_csv),
 ]

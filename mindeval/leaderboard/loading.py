@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..corrections import CorrectionTally
 from ..errors import MindEvalError
 from ..records import (
     CONFIG_FILE,
@@ -110,16 +111,24 @@ class RunData(BaseModel):
     reply_ratings: list[Rating] = Field(default_factory=list, exclude=True)
     # point_criteria: each scored conversation's criterion results (the summary's points block reading)
     criteria: list[CriterionResult] = Field(default_factory=list, exclude=True)
+    corrections: CorrectionTally | None = None  # --with-corrections: what the reviewers' corrections changed
 
 
 def _short(sha: str) -> str:
     return sha[:12]
 
 
-def load_run(run_dir: str | Path) -> RunData:
-    """Load and cross-check one run directory."""
+def load_run(run_dir: str | Path, with_corrections: bool = False) -> RunData:
+    """Load and cross-check one run directory; ``with_corrections``: the judge's values with the
+    reviewers' latest corrections applied (:mod:`mindeval.corrections`), counted in ``corrections``."""
     run_dir = Path(run_dir)
     run = read_run(run_dir)
+    tally = None
+    if with_corrections:
+        from ..corrections import apply_corrections, run_corrections
+
+        judgments, tally = apply_corrections(run, run_corrections(run_dir))
+        run = run.model_copy(update={"judgments": judgments})
     cpath, ipath, jpath = (run_dir / name for name in (CONFIG_FILE, INTERACTIONS_FILE, JUDGMENTS_FILE))
     if run.config is None:
         raise MindEvalError(f"not a run directory ({CONFIG_FILE} not found)", path=run_dir)
@@ -161,6 +170,7 @@ def load_run(run_dir: str | Path) -> RunData:
         samples={s.interaction_id: samples[s.interaction_id] for s in scored},
         reply_ratings=_reply_ratings(run.judgments, scored) if target.unit == "reply" else [],
         criteria=_criteria(run.judgments, scored, target),
+        corrections=tally,
     )
 
 

@@ -44,6 +44,16 @@ def incomplete_note(lb: Leaderboard) -> str | None:
             + " of the benchmark; ranked only because of --allow-incomplete, so these scores are not comparable")
 
 
+def corrections_note(lb: Leaderboard) -> str | None:
+    """The sentence every output carries when reviewers' corrections are applied (--with-corrections)."""
+    if not lb.with_corrections:
+        return None
+    ts = [r.corrections for r in lb.runs if r.corrections is not None]
+    n, k, c = (sum(getattr(t, x) for t in ts) for x in ("corrections", "scores", "conversations"))
+    return (f"WITH CORRECTIONS: {n} human correction(s) applied (the latest per value), changing {k} judge "
+            f"score(s) in {c} conversation(s); without --with-corrections the table holds the judge's values only")
+
+
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
@@ -94,8 +104,8 @@ def _md_scores(lb: Leaderboard) -> list[str]:
         explain += (" Human scale: the Average on the humans' scale by prediction-powered inference (human and "
                     "judge scores of the rated random sample, judge scores of the other conversations), 95% interval, n rated; "
                     "Humans only: the rated sample alone.")
-    note = incomplete_note(lb)
-    lines = ["", "## Scores and significance clusters", "", *([f"**{md_escape(note)}**", ""] if note else []),
+    notes = [n for n in (incomplete_note(lb), corrections_note(lb)) if n]
+    lines = ["", "## Scores and significance clusters", "", *(x for n in notes for x in (f"**{md_escape(n)}**", "")),
              explain, ""]
     cols = fields(lb, "markdown")
     rows = [[f.cell(lb, s) for f in cols] for s in lb.table.systems]
@@ -238,6 +248,8 @@ def to_latex(lb: Leaderboard) -> str:
     lines += [r"\bottomrule", r"\end{tabular}"]
     if note:
         lines += ["", r"\dag\," + latex_escape(note)]
+    if (fixed := corrections_note(lb)) is not None:
+        lines += ["", latex_escape(fixed)]
     lines += [x for n in pooled_notes(lb) for x in ("", latex_escape(n))]
     lines += levels_latex(lb)
     return "\n".join(lines) + "\n"
@@ -256,6 +268,12 @@ def to_json(lb: Leaderboard) -> dict[str, Any]:
     extra = json_columns(lb)  # columns whose figures are not fields of the model
     if extra:
         out["columns"] = written(extra)
+    if lb.with_corrections:
+        out["corrections_note"] = corrections_note(lb)
+    else:
+        out.pop("with_corrections", None)
+        for r in out.get("runs", []):
+            r.pop("corrections", None)
     return out
 
 

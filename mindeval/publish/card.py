@@ -7,7 +7,7 @@ from .source import PublishedRun
 
 # The configurations the card declares (``datasets.load_dataset(DIR, NAME)``) and their files.
 CONFIGS = {"runs": "runs.jsonl", "scores": "scores.jsonl", "transcripts": "transcripts.jsonl",
-           "judgments": "judgments.jsonl"}
+           "judgments": "judgments.jsonl", "corrections": "corrections.jsonl"}
 
 HONEST_USE = """\
 **What these scores measure.** How one LLM judge ({judges}) rated the clinician model's side of
@@ -58,7 +58,9 @@ def card(runs: list[PublishedRun]) -> str:
             "| runs | runs.jsonl | run: ids, models, judge protocol, the full `config.json` and `summary.json` (JSON text) |",
             "| scores | scores.jsonl | run and criterion: mean (or harm share), 95% interval and its method, n |",
             "| transcripts | transcripts.jsonl | conversation: profile, messages, status |",
-            "| judgments | judgments.jsonl | judge sample: scores, parse status, the judge's raw reply |", "",
+            "| judgments | judgments.jsonl | judge sample: scores, parse status, the judge's raw reply |",
+            "| corrections | corrections.jsonl | human correction of a judge value: where, from, to, who, when, why |",
+            "",
             "## Provenance", "",
             "| run id | clinician | patient | judge | judge protocol (prompt) | turns | seed | scored / benchmark "
             "| mindeval | config hash |",
@@ -75,7 +77,23 @@ def card(runs: list[PublishedRun]) -> str:
         body.append(f"| {_cell(r.run_id)} | {_cell(r.clinician)} | " + " | ".join(
             f"{s.mean:.2f} [{s.ci_low:.2f}, {s.ci_high:.2f}], n={s.n}" if (s := mine.get(c)) else "-"
             for c in criteria) + " |")
+    body += corrections_section(runs)
     redacted = sum(r.redacted for r in runs)
     body += ["", f"Secrets: API keys and credentials never enter an export; {redacted} value(s) that looked like "
              "one were replaced by `[redacted]` or left out.", ""]
     return header + "\n".join(body)
+
+
+def corrections_section(runs: list[PublishedRun]) -> list[str]:
+    """The card's list of reviewers' corrections with their provenance (the scores above are the judge's)."""
+    rows = [c for r in runs for c in r.corrections]
+    out = ["", "## Human corrections", "",
+           f"{len(rows)} correction(s) of judge values by reviewers (`mindeval correct`, the run viewer or the app). "
+           "The scores above are the judge's own; `mindeval leaderboard --with-corrections` applies the latest "
+           "correction per value. The judgments file holds the judge's original values."]
+    if rows:
+        out += ["", "| run id | interaction | sample | unit | ref | axis | from | to | who | when (UTC) | why |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
+        out += ["| " + " | ".join(_cell(c[k]) for k in ("run_id", "interaction_id", "sample", "unit", "ref", "axis",
+                                                         "from", "to", "who", "at", "reason")) + " |" for c in rows]
+    return out

@@ -101,10 +101,19 @@ def record(run: PublishedRun, *, organization: str, relationship: Relationship,
         "eval_library": {"name": "mindeval", "version": run.package_version,
                          "additional_details": _strings({"run_id": run.run_id, "config_hash": run.config_hash,
                                                          "target": run.target, "target_version": run.target_version,
-                                                         "exported_with": __version__})},
+                                                         "exported_with": __version__,
+                                                         **_corrections(run)})},
         "model_info": _model_info(run.clinician),
         "evaluation_results": results,
     }
+
+
+def _corrections(run: PublishedRun) -> dict[str, Any]:
+    """Reviewers' corrections of judge values (the scores stay the judge's): count and rows as JSON text."""
+    if not run.corrections:
+        return {}
+    return {"human_corrections": len(run.corrections),
+            "human_corrections_json": json.dumps(run.corrections, sort_keys=True, ensure_ascii=False)}
 
 
 def write_eee(runs: list[PublishedRun], out: Path, *, organization: str = "unknown",

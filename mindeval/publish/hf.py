@@ -35,6 +35,7 @@ def write_hf(runs: list[PublishedRun], out: Path) -> list[Path]:
                    for r in runs for s in r.scores],
         "transcripts": [i for r in runs for i in r.interactions],
         "judgments": [j for r in runs for j in r.judgments],
+        "corrections": [c for r in runs for c in r.corrections],
     }
     paths = []
     for name, file in CONFIGS.items():

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..corrections import run_corrections
 from ..errors import MindEvalError
 from ..records import TargetInfo
 from ..rundir import read_run
@@ -55,6 +56,8 @@ class PublishedRun(BaseModel):
     interactions: list[dict[str, Any]]
     judgments: list[dict[str, Any]]
     scores: list[Score]
+    # reviewers' corrections of judge values with provenance (mindeval.corrections); scores stay the judge's
+    corrections: list[dict[str, Any]] = []
     redacted: int  # values replaced or dropped as secrets
 
 
@@ -113,6 +116,7 @@ def load_published(run_dirs: list[Path]) -> list[PublishedRun]:
             config=record, summary=summary,
             interactions=[{"run_id": rid, **scrub(r.model_dump(mode="json"))} for r in run.interactions],
             judgments=[{"run_id": rid, **scrub(j.model_dump(mode="json"))} for j in run.judgments],
-            scores=_scores(Path(run_dir), run.target), redacted=scrub.replaced,
+            scores=_scores(Path(run_dir), run.target),
+            corrections=[scrub(c.provenance()) for c in run_corrections(run_dir)], redacted=scrub.replaced,
         ))
     return out

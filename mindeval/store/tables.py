@@ -177,3 +177,27 @@ class SessionRow(Keyed, RunBase):
     situation: Mapped[str | None] = mapped_column(Text, nullable=True)
     situation_call_id: Mapped[int | None] = mapped_column(ForeignKey("calls.id"), nullable=True)
     created_at: Mapped[Created]
+
+
+class CorrectionRow(Keyed, RunBase):
+    """One human correction of a judge's value (append-only: never updated nor deleted; the
+    judge's own rows are left as they were). ``unit``: conversation | reply | question; ``ref``:
+    the reply's turn or the question id ("" for a conversation); values as JSON (null: not relevant)."""
+
+    __tablename__ = "corrections"
+    __table_args__ = (Index("ix_corrections_key", "run_id", "interaction_id", "sample"),)
+
+    run_id: Mapped[RunId]
+    interaction_id: Mapped[str] = mapped_column(String(120))
+    judge_model: Mapped[str] = mapped_column(String(200))
+    sample: Mapped[int] = mapped_column(Integer)
+    unit: Mapped[str] = mapped_column(String(16))
+    ref: Mapped[str] = mapped_column(String(120), default="")
+    axis: Mapped[str] = mapped_column(String(120))
+    from_json: Mapped[dict] = mapped_column(JSON)  # {"value": the value before this change}
+    to_json: Mapped[dict] = mapped_column(JSON)  # {"value": the value set}
+    # question corrections: {"value": the axis value the corrected answers give}
+    derived_json: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    reason: Mapped[str] = mapped_column(Text)
+    who: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[Created]

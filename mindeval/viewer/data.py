@@ -40,6 +40,7 @@ class Conversation(BaseModel):
     error: str | None = None
     severe: bool = False
     axes: tuple[str, ...]
+    questions: dict[str, list[str]] = Field(default_factory=dict)  # item-level targets: question ids per axis
     messages: list[Message]
     judgments: list[JudgmentRecord] = Field(default_factory=list)
     usage: list[RoleUsage] = Field(default_factory=list)
@@ -136,8 +137,8 @@ def _conversation(run: Run, i: InteractionRecord, judgments: list[JudgmentRecord
         run=Path(run.path).name, run_path=run.path, interaction_id=i.id, profile_id=i.profile_id,
         profile_name=name, clinician=i.model, patient_model=i.patient_model,
         judge_model=judgments[0].judge_model if judgments else None, status=i.status, error=i.error,
-        severe=i.severe, axes=run.axes, messages=i.messages, judgments=sorted(judgments, key=lambda j: j.sample),
-        usage=[usage[r] for r in sorted(usage)], session=i.session,
+        severe=i.severe, axes=run.axes, questions=run.target.questions, messages=i.messages,
+        judgments=sorted(judgments, key=lambda j: j.sample), usage=[usage[r] for r in sorted(usage)], session=i.session,
     )
 
 

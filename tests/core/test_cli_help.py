@@ -17,6 +17,7 @@ DIFFERENT = {
     "--k": "annotators per item (create-study) or per assignment (assign)",
     "--target": "metaeval compare reads it from the runs when not given; elsewhere it defaults to mindeval",
     "--port": "app (8501) and viewer (8502) listen on 127.0.0.1",
+    "--axis": "metaeval power: the criterion to plan for (default average); mindeval correct: the axis corrected",
     "--format": "app admin export: which ratings or sessions; mindeval export: where runs are published (hf, eee)",
 }
 

@@ -45,6 +45,9 @@ SKIPS: list[tuple[str, str]] = [
     (r"mindeval run --target \./my_target \.\.\.", PLACEHOLDER),
     (r"mindeval run --profiles my-full\.jsonl --out runs/mine \.\.\.", PLACEHOLDER),
     (r"mindeval leaderboard RUN_DIR\.\.\. \[", "a synopsis of the options, not a command"),
+    (r"mindeval correct runs/fix-a --interaction ID", PLACEHOLDER),
+    (r"mindeval run .*--fewshot-file runs/fix-a", "needs the correction above, made with an ID the reader fills "
+                                                   "in (tests/core/test_corrections.py runs it)"),
     (r"mindeval profiles generate .*--model openai/", NETWORK),
     (r"mindeval profiles (stats|validate) my-full\.jsonl", "reads my-full.jsonl, written by the network "
                                                           "command before it"),

@@ -160,6 +160,29 @@ def test_a_run_made_by_main_665ffb1_upgrades_to_sessions_and_its_files_stay_byte
     assert {f: (out / f).read_bytes() for f in files} == files
     assert {k: v for k, v in after.items() if k not in ("calls_made", "calls_reused", "elapsed_s", "resumed")} == \
         {k: v for k, v in before.items() if k not in ("calls_made", "calls_reused", "elapsed_s", "resumed")}
-    assert current_version(Database(sqlite_url(db), create=False).engine) == HEAD == 3
+    assert current_version(Database(sqlite_url(db), create=False).engine) == HEAD == 4
     assert "sessions" in inspect(Database(sqlite_url(db), create=False).engine).get_table_names()
     assert _sql(db, "SELECT count(*) FROM sessions") == [[(0,)]]  # one session: no session rows
+
+
+MAIN_665 = ROOT / "tests" / "fixtures" / "main_665ffb1" / "corr_run"  # made by `mindeval run` at main 665ffb1
+
+
+def test_a_store_made_by_main_665ffb1_upgrades_and_takes_corrections(tmp_path):
+    """Version 2 (main 665ffb1: no corrections table) upgrades in place; rows kept; a correction is stored."""
+    from mindeval.corrections import CorrectionRequest, correct, run_corrections
+
+    out = tmp_path / "run"
+    shutil.copytree(MAIN_665, out)
+    db = out / "run.db"
+    assert _sql(db, f"SELECT version FROM {VERSION_TABLE}", "SELECT name FROM sqlite_master WHERE name = 'corrections'") \
+        == [[(2,)], []]
+    judged = _sql(db, "SELECT * FROM judgments ORDER BY id")
+    assert run_corrections(out) == []  # read without upgrading: an old store has none
+    assert _sql(db, f"SELECT version FROM {VERSION_TABLE}") == [[(2,)]]
+    iid = json.loads((out / "judgments.jsonl").read_text().splitlines()[0])["interaction_id"]
+    [c] = correct(out, CorrectionRequest(interaction_id=iid, axis="AR", to="6", reason="r", who="w"))
+    assert _sql(db, f"SELECT version FROM {VERSION_TABLE}") == [[(HEAD,)]]
+    assert _sql(db, "SELECT * FROM judgments ORDER BY id") == judged
+    assert _sql(db, "SELECT interaction_id, axis, reason, who FROM corrections") == [[(iid, "AR", "r", "w")]]
+    assert [x.id for x in run_corrections(out)] == [c.id]
