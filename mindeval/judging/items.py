@@ -59,7 +59,7 @@ def _decode(j: Judgment, reply: Guidelines, slots: list[tuple[str, str, list[str
     return out
 
 
-def _scores(g: Guidelines, answers: dict[str, str]) -> dict[str, int | None]:
+def dimension_values(g: Guidelines, answers: dict[str, str]) -> dict[str, int | None]:
     """Each dimension's value (``None``: not relevant) from the answers."""
     levels = [(lv.id, lv.value) for lv in g.levels]
     off = gated([(a.code, a.questions) for a in g.judge_axes], answers)  # set not relevant by a gate
@@ -132,4 +132,4 @@ async def judge_items(job: JudgeJob, item: Transcript, sample: int = 0, round_: 
                   target=job.target.name, answers=answers or None, **channel)
     if error is not None:
         return Judgment(parse_status="failed", error=error, **common)
-    return Judgment(scores=_scores(g, answers), rationale="\n".join(rationale) or None, parse_status="ok", **common)
+    return Judgment(scores=dimension_values(g, answers), rationale="\n".join(rationale) or None, parse_status="ok", **common)
