@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
+from mindeval.judging.rubric import gated, walk
 from mindeval.records import ReplyRating, read_jsonl
 from mindeval.study_data import StudyRatings
 
@@ -64,6 +65,12 @@ def check_answers(g: Guidelines, answers: Any) -> str | None:
             return f"answers.{qid}: not a question of target's guidelines"
         if a not in allowed[qid]:
             return f"answers.{qid}: {a!r} is not one of {', '.join(allowed[qid])}"
+    off = gated([(ax.code, ax.questions) for ax in g.judge_axes], answers)
+    for ax in g.judge_axes:
+        path, ending = walk(ax.questions, answers) if ax.questions and ax.code not in off else ([], "")
+        if ending == "missing":
+            after = f"after {path[-1]}" if path else "from its first question"
+            return f"answers: dimension {ax.code} has an unanswered question on its path ({after})"
     return None
 
 

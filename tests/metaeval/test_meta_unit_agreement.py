@@ -399,3 +399,16 @@ def test_a_study_gives_the_same_unit_figures_as_the_file(reply_study):
     by = {(f.field, f.metric, f.rater, f.reference): f.value for f in got.figures}
     want = {(f.field, f.metric, f.rater, f.reference): f.value for f in rep.figures}
     assert by.keys() == want.keys() and by == pytest.approx(want, nan_ok=True)
+
+
+def test_an_answer_missing_on_the_path_is_refused_with_its_line(item_study, tmp_path, capsys):
+    _, data = item_study
+    iid, u = next(iter(data["humans"]["H1"].items()))
+    answers = dict(u["answers"], n_cue_present="yes")
+    del answers["n_acknowledged"]  # on NOTICE's path after n_cue_present = yes
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"interaction_id": iid, "annotator": "H1", "answers": answers}) + "\n", encoding="utf-8")
+    assert meta_main(["compare", "--humans", str(bad), "--target", "risk_checklist", "--resamples", "0",
+                      "--no-plots"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {bad}:1:answers: dimension NOTICE has an unanswered question on its path")
