@@ -60,6 +60,7 @@ def _level(text: str) -> float:
 def cmd_compare(args: argparse.Namespace) -> int:
     from .comparison import CompareOptions, run_compare
     from .report import confidence_lines, main_layout, markdown_matrix, write_outputs
+    from .unit_report import unit_lines
 
     paper = args.paper_compatible
     if paper and args.zeros == "missing":
@@ -93,7 +94,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print()
     for v in result.verdicts:
         print(v.line(any_m.options))
-    for line in confidence_lines(result, any_m.options):
+    for line in [*confidence_lines(result, any_m.options), *unit_lines(result.extra)]:
         print(line)
     for row in result.extra.get("table5", []):
         line = f"judge swap {row['judge']} vs {row['reference']}: pairwise accuracy {row['pairwise_accuracy']:.4f}"

@@ -25,6 +25,7 @@ from mindeval.stats.agreement import AgreementWarning, TauVariant, TieRule
 from mindeval.stats.alt_test import DEFAULT_EPSILON
 from mindeval.study_data import StudyRatings
 
+from . import unit_compare
 from .alternative import JudgeAltTest, JudgeVerdict, alt_tests, judge_verdicts
 from .confidence import (
     DEFAULT_MARGIN,
@@ -58,6 +59,8 @@ from .sources import (
     load_ratings_file,
     load_study,
 )
+from .unit_agreement import UnitReport
+from .units import is_unit_file
 
 
 class CompareOptions(BaseModel):
@@ -98,6 +101,7 @@ class CompareResult(BaseModel):
     ties: list[TieRow] = Field(default_factory=list)
     alt_tests: list[JudgeAltTest] = Field(default_factory=list)
     judge_verdicts: list[JudgeVerdict] = Field(default_factory=list)
+    units: UnitReport | None = None  # agreement at the judge's unit (question / reply), when rated
 
 
 def _is_db_url(src: str) -> bool:
@@ -120,7 +124,7 @@ def load_humans(sources: Sequence[str], opts: CompareOptions, dims: Dimensions |
     dims = dims or Dimensions()
     mapping = None
     for i, src in enumerate(sources):
-        if i in loaded:
+        if i in loaded or is_unit_file(src):  # unit ratings: metaeval.unit_compare
             continue
         if is_ratings_file(src):
             loaded[i] = load_ratings_file(src, dims, prefix="" if len(sources) == 1 else f"S{i + 1}.")
@@ -131,7 +135,7 @@ def load_humans(sources: Sequence[str], opts: CompareOptions, dims: Dimensions |
         else:
             mapping = mapping or load_mapping(opts.mapping)
             loaded[i] = load_authors_annotations(src, mapping, zeros=opts.zeros, prefix=_prefix(sources, i))
-    return [loaded[i] for i in range(len(sources))]
+    return [loaded[i] for i in range(len(sources)) if i in loaded]
 
 
 def _prefix(sources: Sequence[str], i: int) -> str:
@@ -218,7 +222,8 @@ def run_compare(opts: CompareOptions, studies: Mapping[str, StudyRatings] | None
         if dims.categorical and opts.zeros == "zero":
             raise MindEvalError(f"target {dims.target} has a categorical scale: a 0 is a level there, "
                                 "so --zeros zero / --paper-compatible do not apply", field="--zeros")
-        humans = [r for hs in human_sources for r in hs.raters]
+        units = _UnitInputs(opts, judges, studies)
+        humans = [r for hs in human_sources for r in hs.raters] + units.conversation_raters(judges)
         if len(humans) + len(judges) < 2:
             raise MindEvalError("need at least two raters in total (humans and judges) to compare")
         exclude = _exclusions(opts, judges)
@@ -237,6 +242,9 @@ def run_compare(opts: CompareOptions, studies: Mapping[str, StudyRatings] | None
                                                     metric_opts)
         for key, items in conf.items():
             extra[key] = [x.model_dump() for x in items]
+        unit = units.report(opts, exclude)
+        if unit is not None:
+            extra["unit_agreement"] = unit.model_dump()
     extra["notes"] = _notes(panel, opts, dims, judges)
     if not dims.legacy_files:
         extra["target"] = dims.target
@@ -249,7 +257,34 @@ def run_compare(opts: CompareOptions, studies: Mapping[str, StudyRatings] | None
     if opts.min_gold_accuracy is not None:  # who was left out, and why
         extra["inputs"].update(min_gold_accuracy=opts.min_gold_accuracy, excluded_raters=excluded_raters)
     msgs = sorted({f"{w.category.__name__}: {w.message}" for w in caught})
-    return CompareResult(matrices=matrices, verdicts=verdict_list, extra=extra, warnings=msgs, **conf)
+    return CompareResult(matrices=matrices, verdicts=verdict_list, extra=extra, warnings=msgs, units=unit, **conf)
+
+
+class _UnitInputs:
+    """The unit ratings of a comparison (:mod:`metaeval.unit_compare`): humans' and judges'."""
+
+    def __init__(self, opts: CompareOptions, judges: list[RaterScores],
+                 studies: Mapping[str, StudyRatings] | None) -> None:
+        self.tg = unit_compare.target_guidelines(opts.target, judges, studies)
+        files = [s for s in opts.humans if not _is_db_url(s) and is_unit_file(s)]
+        if files and self.tg is None:
+            raise MindEvalError("unit ratings need the target: give --target or judge runs of it", path=files[0],
+                                field="--humans")
+        self.humans = unit_compare.human_unit_sources(opts.humans, self.tg[1], studies) if self.tg else []
+        self.judges = unit_compare.judge_unit_sources([_split_label(a) for a in opts.judges]) if self.tg and self.humans else []
+
+    def conversation_raters(self, judges: list[RaterScores]) -> list[RaterScores]:
+        """Conversation-level scores of the unit ratings files' annotators (a study has its own)."""
+        assert self.tg is not None or not self.humans
+        return [r for s in self.humans if "://" not in s.source
+                for r in unit_compare.conversation_raters(s, self.tg[1], judges)] if self.tg else []
+
+    def report(self, opts: CompareOptions, exclude: set[str]) -> UnitReport | None:
+        if self.tg is None:
+            return None
+        return unit_compare.build_unit_report(self.tg[0], self.tg[1], self.humans, self.judges, exclude,
+                                              resamples=opts.resamples, seed=opts.seed, level=opts.ci,
+                                              epsilon=opts.epsilon, alpha_level=opts.alpha_level)
 
 
 def _exclusions(opts: CompareOptions, judges: list[RaterScores]) -> set[str]:

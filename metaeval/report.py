@@ -22,6 +22,7 @@ from mindeval.stats.precision import written, written_cell
 from .matrices import Matrix, MetricOptions, Verdict, long_table
 from .rollup import AVERAGE
 from .statistics import GROUP_STATISTICS, LAYOUTS, STATISTICS, layouts_for
+from .unit_report import unit_section, write_unit_csv
 
 CELL_PT = 8  # the smallest text in a figure (cell values, captions), readable in print
 
@@ -131,6 +132,7 @@ def markdown_report(matrices: dict[str, Matrix], verdict_list: list[Verdict], ex
     parts.append("")
     parts += _verdict_sections(matrices, verdict_list, extra, opts)
     parts += _test_sections(matrices, extra)
+    parts += unit_section(extra)
     parts += _matrix_sections(matrices, opts)
     parts += _leaderboard_section(extra)
     parts += _table5_section(extra)
@@ -485,6 +487,7 @@ def write_outputs(out: Path, matrices: dict[str, Matrix], verdict_list: list[Ver
 
         for p in forest_plot(matrices, out, _pyplot()):
             paths[f"forest_{p.suffix[1:]}"] = p
+    paths.update(write_unit_csv(out, extra))
     if extra.get("judge_diffs"):
         paths["judge_pairs"] = out / "judge_pairs.csv"
         _csv_frame(pd.DataFrame(extra["judge_diffs"])).to_csv(paths["judge_pairs"], index=False)

@@ -83,8 +83,8 @@ def answer_levels(g: Guidelines, answers: Mapping[str, str]) -> dict[str, str | 
     return out
 
 
-def _scores(g: Guidelines, answers: dict[str, str]) -> dict[str, int | None]:
-    """Each dimension's value (``None``: not relevant) from the answers."""
+def dimension_values(g: Guidelines, answers: Mapping[str, str]) -> dict[str, int | None]:
+    """Each dimension's value (``None``: not relevant) from complete answers (judges' and raters' alike)."""
     return {code: None if level is None else g.value_of(level) for code, level in answer_levels(g, answers).items()}
 
 
@@ -145,4 +145,4 @@ async def judge_items(job: JudgeJob, item: Transcript, sample: int = 0, round_: 
                   target=job.target.name, answers=answers or None, **channel)
     if error is not None:
         return Judgment(parse_status="failed", error=error, **common)
-    return Judgment(scores=_scores(g, answers), rationale="\n".join(rationale) or None, parse_status="ok", **common)
+    return Judgment(scores=dimension_values(g, answers), rationale="\n".join(rationale) or None, parse_status="ok", **common)
