@@ -22,6 +22,7 @@ from mindeval.guidelines import load_guidelines
 from mindeval.judging.items import dimension_values
 from mindeval.rundir import read_run
 from mindeval.stats.alt_test import alt_test
+from tests.support.rundirs import one_session_reply_safety
 
 ROOT = Path(__file__).resolve().parents[2] / "targets"
 RC = load_guidelines(ROOT / "risk_checklist" / "guidelines.yaml")
@@ -37,6 +38,10 @@ HUMANS = ["H1", "H2", "H3"]
 
 
 def _base_run(out: Path, target: str, turns: int) -> Path:
+    # metaeval pairs judges and humans by (profile, system): one session per member
+    # (comparing multi-session runs per session is not supported yet)
+    if target == "reply_safety":
+        target = str(one_session_reply_safety(out.parent))
     assert main(["run", "--target", target, "--clinician", "fake/echo", "--patient", "fake/echo", "--judge",
                  "fake/judge", "--turns", str(turns), "--concurrency", "1", "--out", str(out), "--quiet"]) == 0
     return out
