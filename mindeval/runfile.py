@@ -123,12 +123,25 @@ def _replay(rec: RunConfig, path: Path) -> dict[str, Any]:
         raise MindEvalError("missing required field", path=path, field="config.profiles_source")
     return {
         **models, "target": cfg.target.name,
-        **{f"{role}_prompt": cfg.prompts[role].ref.split("@")[0] for role in ("patient", "clinician", "judge")},
+        **_prompt_options(cfg),
         "profiles": cfg.profiles_source, "limit": len(cfg.profile_ids), "turns": cfg.turns,
         "seed": cfg.seed or 0, "judge_retries": cfg.judge_retries, "judge_samples": cfg.judge_samples,
         "fewshot_file": cfg.fewshot_source, "fewshot_k": cfg.fewshot_k, "judge_protocol": cfg.judge_protocol,
         "transcript_format": cfg.transcript_format, "out": str(path.parent),
     }
+
+
+def _prompt_options(cfg: Any) -> dict[str, str | None]:
+    """``ROLE_prompt`` of a replay: None (the target's own, which may live in the target's folder
+    and has no name elsewhere) when the run used its target's template, else the recorded name."""
+    from .targets import load_target
+
+    target = load_target(cfg.target.name)
+    out: dict[str, str | None] = {}
+    for role in ("patient", "clinician", "judge"):
+        ref = cfg.prompts[role].ref
+        out[f"{role}_prompt"] = None if target.template(role).ref == ref else ref.split("@")[0]
+    return out
 
 
 def check_replay(rec: RunConfig, config: Any, path: str | Path = CONFIG_FILE) -> None:
