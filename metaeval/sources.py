@@ -3,7 +3,9 @@
 Every source becomes one or more :class:`RaterScores`, whose frame has the columns
 ``profile_id, system, interaction_id, run, axis, score`` (axis over the target's axes
 and ``average``). Raters are matched on ``(profile_id, system)``: the same patient
-profile talking to the same clinician system.
+profile talking to the same clinician system. With a multi-session target the rated unit is a
+session: session k > 1 of profile ``P`` is keyed ``P#s<k>`` (:func:`unit_key`), for judges and
+humans alike.
 
 Human sources: the authors' ``human_annotations.jsonl`` (through the configurable
 criterion → sub-axis mapping), a study of the annotation platform (:func:`load_study`: its
@@ -43,6 +45,7 @@ from mindeval.records import (
     read_jsonl,
 )
 from mindeval.rundir import read_config, read_run, run_target
+from mindeval.sessions import session_of
 from mindeval.study_data import HumanScore, HumanScores, StudyRatings
 
 from .rollup import AVERAGE, RATING_COLUMNS, Dimensions, judge_axis_frame, rollup
@@ -90,6 +93,19 @@ class HumanSource:
     dims: Dimensions | None = None  # the target rated (annotation studies and ratings files)
 
 
+def unit_key(profile_id: str, interaction_id: str) -> str:
+    """The profile key a rated conversation is paired on: the profile id, with ``#s<k>`` for session
+    k > 1 of a multi-session run (read from the interaction id: :func:`mindeval.sessions.session_of`)."""
+    k = session_of(interaction_id, profile_id)
+    return profile_id if k == 1 else f"{profile_id}#s{k}"
+
+
+def _by_session(ratings: pd.DataFrame) -> pd.DataFrame:
+    """``ratings`` with each profile id keyed by its session (:func:`unit_key`)."""
+    keys = [unit_key(str(p), str(i)) for p, i in zip(ratings["profile_id"], ratings["interaction_id"], strict=True)]
+    return ratings.assign(profile_id=keys)
+
+
 def _axis_scores_to_raters(axis_long: pd.DataFrame, source: str, kind: Literal["human"]) -> list[RaterScores]:
     out: list[RaterScores] = []
     for label, grp in axis_long.groupby("rater", sort=False):
@@ -115,7 +131,7 @@ def humans_from_ratings(
     dims: Dimensions | None = None,
 ) -> list[RaterScores]:
     """Human raters from a frame of sub-axis ratings (:data:`RATING_COLUMNS`)."""
-    axis_long = rollup(ratings, subaxis_axis, source=source, zeros=zeros, dims=dims)
+    axis_long = rollup(_by_session(ratings), subaxis_axis, source=source, zeros=zeros, dims=dims)
     return _axis_scores_to_raters(axis_long, source, "human")
 
 
@@ -258,7 +274,7 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
     axes = tuple(target.axes)
     rows: dict[str, list[dict[str, Any]]] = {}
     for j in judgments:
-        row: dict[str, Any] = {"profile_id": j.profile_id, "system": j.model, "interaction_id": j.interaction_id,
+        row: dict[str, Any] = {"profile_id": unit_key(j.profile_id, j.interaction_id), "system": j.model, "interaction_id": j.interaction_id,
                                "run": j.sample}
         # "not relevant" (None) is NaN like a human's N/A: out of that axis's agreement, counted.
         row.update({ax: np.nan if j.scores is None or j.scores[ax] is None else float(j.scores[ax]) for ax in axes})

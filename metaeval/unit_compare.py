@@ -22,7 +22,7 @@ from mindeval.guidelines import Guidelines
 from mindeval.study_data import StudyRatings
 
 from .rollup import judge_axis_frame
-from .sources import SCORE_COLUMNS, RaterScores, load_judge_run
+from .sources import SCORE_COLUMNS, RaterScores, load_judge_run, unit_key
 from .unit_agreement import UnitReport, unit_report
 from .unit_fields import question_fields, reply_fields
 from .units import UnitSource, is_unit_file, judge_units, load_unit_file, units_from_study
@@ -88,7 +88,7 @@ def conversation_raters(src: UnitSource, g: Guidelines, judges: Sequence[RaterSc
     axes = tuple(ax.code for ax in g.judge_axes)
     rows: dict[str, list[dict[str, object]]] = {}
     for r in src.ratings:
-        pid, system = r.profile_id, r.system
+        pid, system = (unit_key(r.profile_id, r.interaction_id) if r.profile_id else None), r.system
         if pid is None or system is None:
             if r.interaction_id not in where:
                 raise MindEvalError(f"interaction {r.interaction_id} has no profile_id/system and no judge run "

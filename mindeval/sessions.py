@@ -19,6 +19,7 @@ the same patient-side seeds.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
@@ -37,6 +38,14 @@ from .store.calls import CallLog, Recording
 def session_id(member: str, session: int) -> str:
     """The interaction id of session ``session`` (1-based) of the conversation ``member``."""
     return member if session == 1 else f"{member}-s{session}"
+
+
+def session_of(interaction_id: str, profile_id: str) -> int:
+    """The session of interaction ``interaction_id`` of profile ``profile_id``, read back from its id
+    (:func:`session_id` of a run's conversation id, which ends with the profile id, and ``-rN`` for a
+    repeat): k for an id ending ``<profile_id>[-rN]-s<k>``, else 1."""
+    m = re.search(re.escape(profile_id) + r"(?:-r\d+)?-s(\d+)$", interaction_id)
+    return int(m.group(1)) if m and int(m.group(1)) > 1 else 1
 
 
 def seed_key(profile_id: str, repeat: int, session: int) -> str:

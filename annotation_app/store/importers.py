@@ -330,7 +330,7 @@ def _import_interactions(db: Database, study_id: int, path: Path, source: str,
             run_id = obj.get("run_id")
             ext = f"{source}:{run_id}:{obj['id']}" if run_id else f"{source}:{obj['id']}"
             meta: dict[str, Any] = {"source_line": line}
-            for key in ("run_id", "profile_id", "patient_model", "severe", "id", "member_narrative",
+            for key in ("run_id", "profile_id", "patient_model", "severe", "id", "session", "member_narrative",
                         "clinician_thinking_traces", "member_thinking_traces"):
                 if key in obj:
                     meta[key] = obj[key]

@@ -38,8 +38,7 @@ HUMANS = ["H1", "H2", "H3"]
 
 
 def _base_run(out: Path, target: str, turns: int) -> Path:
-    # metaeval pairs judges and humans by (profile, system): one session per member
-    # (comparing multi-session runs per session is not supported yet)
+    # one session per member here: figures over members (two sessions: test_meta_sessions.py)
     if target == "reply_safety":
         target = str(one_session_reply_safety(out.parent))
     assert main(["run", "--target", target, "--clinician", "fake/echo", "--patient", "fake/echo", "--judge",
