@@ -30,7 +30,10 @@ def draw_weights(clusters: np.ndarray, per_cluster: np.ndarray) -> np.ndarray:
 
 
 def cluster_draws(k: int, resamples: int, seed: int) -> np.ndarray:
-    """``(resamples, k)`` counts of ``k`` clusters drawn with replacement (one draw shared by every field)."""
+    """``(resamples, k)`` counts of ``k`` clusters drawn with replacement (one draw shared by every field);
+    no rows for ``resamples`` 0 (``--resamples 0``: point values only)."""
+    if resamples < 1 or k < 1:
+        return np.zeros((0, max(k, 0)))
     return resample_counts(k, resamples, np.random.default_rng(seed))
 
 

@@ -416,3 +416,15 @@ def test_an_answer_missing_on_the_path_is_refused_with_its_line(item_study, tmp_
                       "--no-plots"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"error: {bad}:1:answers: dimension NOTICE has an unanswered question on its path")
+
+
+def test_resamples_0_gives_the_same_point_values_without_intervals(reply_study):
+    """``--resamples 0`` (point values only) works at the unit too: it raised "need resamples >= 1"."""
+    rep, _data, (path, good, poor) = reply_study
+    got = compare([str(path)], [f"good={good}", f"poor={poor}"], resamples=0, seed=1).result.units
+    assert got is not None and len(got.figures) == len(rep.figures)
+    want = {(f.field, f.metric, f.rater, f.reference): f.value for f in rep.figures}
+    for f in got.figures:
+        key = (f.field, f.metric, f.rater, f.reference)
+        assert f.value == pytest.approx(want[key], nan_ok=True)
+        assert f.ci_low != f.ci_low and f.ci_high != f.ci_high  # NaN: no interval without resamples
