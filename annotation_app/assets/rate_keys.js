@@ -117,6 +117,12 @@
     const sub = cls && cls.slice(prefix.length);
     return sub && subsOf(m).includes(sub) ? sub : null;
   }
+  function markerOf(g) {  // the marker of the form that holds group g: the newest when a stale copy of
+    // the page sits beside the new one during a run (marker() is null then, and a flag ticked at that
+    // moment, right before a reload, was not kept)
+    const hits = [...document.querySelectorAll("[data-mindeval-saved]")].filter((m) => subOfGroup(m, g));
+    return hits.length ? hits[hits.length - 1] : null;
+  }
   function storedScores(m) {  // field id → stored label ("" when unset): every field the form may show
     const subs = subsOf(m);
     const saved = attr(m, "data-mindeval-saved", []);
@@ -141,8 +147,7 @@
   }
   const waiting = (x) => Object.keys(x.scores).length + Object.keys(x.texts).length;
 
-  function remember(kind, key, value) {  // a change the annotator made, kept until stored
-    const m = marker();
+  function remember(kind, key, value, m = marker()) {  // a change the annotator made, kept until stored
     const o = m && m.getAttribute("data-mindeval-owner");
     if (!o) return;
     const x = load(o);
@@ -456,6 +461,16 @@
     else if (e.key === "ArrowUp" || e.key === "k") { move(-1); done = true; }
     if (done) { e.preventDefault(); e.stopPropagation(); }
   }, true);
+  document.addEventListener("click", (e) => {  // a flag clicked by mouse: its checkbox sends no change event
+    const g = e.isTrusted && e.target.closest && e.target.closest(`${PANE} [data-testid="stCheckbox"]`);
+    const input = g && g.querySelector("input");
+    const m = g && markerOf(g);
+    const sub = m && subOfGroup(m, g);
+    if (!sub || !input || input.disabled) return;
+    // the input itself has toggled when its own click arrives; a click on its label is read before it toggles
+    const on = e.target === input ? input.checked : !input.checked;
+    remember("scores", sub, on ? "yes" : "", m);
+  }, true);
   document.addEventListener("click", (e) => {
     const g = e.isTrusted && e.target.closest && e.target.closest(`${PANE} [data-testid="stRadio"]`);
     if (!g) return;
@@ -475,9 +490,9 @@
     const t = e.target;
     const g = t && t.type === "checkbox" && t.closest && t.closest(`${PANE} [data-testid="stCheckbox"]`);
     if (!g || !e.isTrusted) return;
-    const m = marker();
+    const m = markerOf(g);
     const sub = m && subOfGroup(m, g);
-    if (sub) remember("scores", sub, t.checked ? "yes" : "");
+    if (sub) remember("scores", sub, t.checked ? "yes" : "", m);
   }, true);
   document.addEventListener("input", (e) => {
     const t = e.target;
