@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from appkit import DEMO_CODE
+from appkit import DEMO_CODE, free_port, make_workspace, start_app, stop, wait_healthy
 
 from annotation_app.handoff import SESSION_ROUTE
 
@@ -143,3 +143,29 @@ def page_errors(page) -> list:
     errors: list = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     return errors
+
+
+def served_workspace(tmp_path: Path, name: str = "rate", **workspace):
+    """A running app on the demo workspace (``make_workspace(url, **workspace)``): yields the base
+    URL and a ``Workspace`` for reading its database; the app stops afterwards."""
+    from annotation_app.services import Workspace
+
+    url = f"sqlite:///{tmp_path / f'{name}.db'}"
+    make_workspace(url, **workspace).close()
+    port = free_port()
+    proc = start_app(url, port, tmp_path / "app.log")
+    try:
+        wait_healthy(port, proc)
+        ws = Workspace(url)
+        yield f"http://127.0.0.1:{port}/", ws
+        ws.close()
+    finally:
+        stop(proc)
+
+
+def checked_page(tmp_path: Path, width: int = 1280, height: int = 720):
+    """A page whose scripts raise no uncaught error during the test (checked when it ends)."""
+    for pg in open_browser(tmp_path, width, height):
+        errors = page_errors(pg)
+        yield pg
+        assert errors == [], f"uncaught errors in the page: {errors}"

@@ -24,10 +24,12 @@ from browserkit import (
     NOTHING_WAITING_JS,
     SHOWN_SCORES_JS,
     block_sends,
+    checked_page,
     open_browser,
     page_errors,
     pane_ready,
     saved,
+    served_workspace,
     settle,
     sign_in,
     stored,
@@ -43,26 +45,13 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def app(tmp_path):
     """A running app on the demo workspace: (base URL, workspace for reading the database)."""
-    url = f"sqlite:///{tmp_path / 'rate.db'}"
-    make_workspace(url).close()
-    port = free_port()
-    proc = start_app(url, port, tmp_path / "app.log")
-    try:
-        wait_healthy(port, proc)
-        ws = Workspace(url)
-        yield f"http://127.0.0.1:{port}/", ws
-        ws.close()
-    finally:
-        stop(proc)
+    yield from served_workspace(tmp_path)
 
 
 @pytest.fixture
 def page(tmp_path):
     """A page at 1280x720; its scripts raise no uncaught error during the test."""
-    for pg in open_browser(tmp_path, 1280, 720):
-        errors = page_errors(pg)
-        yield pg
-        assert errors == [], f"uncaught errors in the page: {errors}"
+    yield from checked_page(tmp_path)
 
 
 def as_values(labels: list, subs) -> dict:

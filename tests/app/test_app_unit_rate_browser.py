@@ -9,14 +9,9 @@ import pytest
 from appkit import (
     DEMO_CODE,
     SYSTEM,
-    free_port,
-    make_workspace,
-    start_app,
-    stop,
     viewer,
-    wait_healthy,
 )
-from browserkit import NOTHING_WAITING_JS, open_browser, page_errors, settle, sign_in
+from browserkit import NOTHING_WAITING_JS, checked_page, served_workspace, settle, sign_in
 from unitkit import BY_HAND, PATH
 
 from annotation_app.demo import QUESTION_STUDY, REPLY_STUDY
@@ -33,25 +28,12 @@ LEVEL_KEYS = {"no_concern": "1", "minor": "2", "major": "3", "critical": "4"}
 @pytest.fixture
 def app(tmp_path):
     """A running app on the demo workspace with its risk-checklist and reply-by-reply studies."""
-    url = f"sqlite:///{tmp_path / 'unit.db'}"
-    make_workspace(url, unit_studies=True).close()
-    port = free_port()
-    proc = start_app(url, port, tmp_path / "app.log")
-    try:
-        wait_healthy(port, proc)
-        ws = Workspace(url)
-        yield f"http://127.0.0.1:{port}/", ws
-        ws.close()
-    finally:
-        stop(proc)
+    yield from served_workspace(tmp_path, "unit", unit_studies=True)
 
 
 @pytest.fixture
 def page(tmp_path):
-    for pg in open_browser(tmp_path, 1280, 720):
-        errors = page_errors(pg)
-        yield pg
-        assert errors == [], f"uncaught errors in the page: {errors}"
+    yield from checked_page(tmp_path)
 
 
 def open_study(page, base: str, ws: Workspace, name: str) -> int:
