@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mindeval.errors import MindEvalError
@@ -78,3 +79,15 @@ def attribute_pairs(attrs: dict[str, Any]) -> list[tuple[str, str]]:
     known = [f for f in ATTRIBUTE_FIELDS if f in attrs]
     rest = [f for f in attrs if f not in ATTRIBUTE_FIELDS]
     return [(label(f), str(attrs[f])) for f in known + rest]
+
+
+def set_or_clear(s: Any, row: Any, field: str, value: Any, make: Callable[[], Any]) -> None:
+    """One stored value row: ``row.field = value``; a new row (``make(field=value)``, e.g. a
+    ``functools.partial`` of its table) when there is none; the row deleted when ``value`` is None."""
+    if value is None:
+        if row is not None:
+            s.delete(row)
+    elif row is None:
+        s.add(make(**{field: value}))
+    else:
+        setattr(row, field, value)

@@ -12,7 +12,7 @@ what another tab or device stored meanwhile.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
@@ -23,7 +23,15 @@ from mindeval.store.db import Database
 from mindeval.targets import load_target
 
 from . import gold, units
-from .common import AccessDenied, Conflict, NotFound, RatingIncomplete, Stale, intake_pairs
+from .common import (
+    AccessDenied,
+    Conflict,
+    NotFound,
+    RatingIncomplete,
+    Stale,
+    intake_pairs,
+    set_or_clear,
+)
 from .models import (
     FlagView,
     ItemState,
@@ -275,13 +283,7 @@ def save_value(db: Database, g: Guidelines, annotator_id: int, assignment_id: in
     with db.write() as s:
         new_version = _lock_draft(s, rid, version)
         row = s.scalar(select(RatingValueRow).where(RatingValueRow.rating_id == rid, RatingValueRow.subaxis == subaxis))
-        if value is None:
-            if row is not None:
-                s.delete(row)
-        elif row is None:
-            s.add(RatingValueRow(rating_id=rid, subaxis=subaxis, value=value))
-        else:
-            row.value = value
+        set_or_clear(s, row, "value", value, partial(RatingValueRow, rating_id=rid, subaxis=subaxis))
     return new_version
 
 

@@ -18,6 +18,7 @@ the walk reaches and every reply in its revision row.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -30,6 +31,7 @@ from mindeval.judging.replies import worst_value
 from mindeval.judging.rubric import Question, gated, next_question, walk
 from mindeval.records import ReplyRating
 
+from .common import set_or_clear
 from .models import ReplyDraft
 from .tables import (
     AssignmentRow,
@@ -164,13 +166,7 @@ def store_derived(s, g: Guidelines, na: int, rating_id: int) -> None:
     for sub, value in derived_values(g, na, answers, replies, turns).items():
         row = s.scalar(select(RatingValueRow).where(RatingValueRow.rating_id == rating_id,
                                                     RatingValueRow.subaxis == sub))
-        if value is None:
-            if row is not None:
-                s.delete(row)
-        elif row is None:
-            s.add(RatingValueRow(rating_id=rating_id, subaxis=sub, value=value))
-        else:
-            row.value = value
+        set_or_clear(s, row, "value", value, partial(RatingValueRow, rating_id=rating_id, subaxis=sub))
     s.flush()
 
 
@@ -181,13 +177,7 @@ def put_answer(s, g: Guidelines, rating_id: int, qid: str, answer: str | None) -
         raise MindEvalError(f"'{answer}' is not an answer of {qid} ({', '.join(q.answers)})", field=qid)
     row = s.scalar(select(RatingAnswerRow).where(RatingAnswerRow.rating_id == rating_id,
                                                  RatingAnswerRow.question == qid))
-    if answer is None:
-        if row is not None:
-            s.delete(row)
-    elif row is None:
-        s.add(RatingAnswerRow(rating_id=rating_id, question=qid, answer=answer))
-    else:
-        row.answer = answer
+    set_or_clear(s, row, "answer", answer, partial(RatingAnswerRow, rating_id=rating_id, question=qid))
     s.flush()
 
 
