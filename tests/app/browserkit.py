@@ -9,10 +9,14 @@ from pathlib import Path
 
 import pytest
 from appkit import DEMO_CODE, free_port, make_workspace, start_app, stop, wait_healthy
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from annotation_app.handoff import SESSION_ROUTE
 
 CHROMIUM = os.environ.get("MINDEVAL_CHROMIUM", "/usr/bin/chromium")
+# The longest one observable change may take (a rerun, a save, a reload) with two CPU hogs and other
+# workers' browsers, servers and the embedded model beside it; a passing wait returns at once.
+WAIT_MS = 180_000
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
 
@@ -37,7 +41,7 @@ def open_browser(tmp_path: Path, width: int = 1400, height: int = 1000):
     with playwright_api().sync_playwright() as p:
         ctx = chromium_context(p, tempfile.mkdtemp(dir=tmp_path), width, height)
         page = ctx.new_page()
-        page.set_default_timeout(90_000)  # a rerun beside a CPU hog and other workers takes tens of seconds
+        page.set_default_timeout(WAIT_MS)
         yield page
         ctx.close()
 
@@ -51,7 +55,7 @@ def settle(page, quiet_ms: int = 400) -> None:
     """Wait until Streamlit has finished re-running the script and stays idle for ``quiet_ms``."""
     page.wait_for_timeout(250)
     while True:
-        page.wait_for_function(IDLE_JS, timeout=120_000)
+        page.wait_for_function(IDLE_JS, timeout=WAIT_MS)
         page.wait_for_timeout(quiet_ms)
         if page.evaluate(IDLE_JS):
             return
@@ -81,31 +85,57 @@ def saved(page) -> None:
     settle(page)
     page.wait_for_function(
         "() => document.querySelector('[data-mindeval-saved]')?.getAttribute('data-mindeval-state') === 'saved'",
-        timeout=60_000)
+        timeout=WAIT_MS)
     settle(page)
 
 
-def stored(page, expected: list, timeout: int = 60_000) -> None:
+def stored(page, expected: list, timeout: int = WAIT_MS) -> None:
     """Wait until the rating page shows ``expected`` as chosen (labels, None = unset) and has
-    rendered the same values as stored in the database, with nothing left to save."""
+    rendered the same values as stored in the database, with nothing left to save. A timeout
+    says what the page showed, what it said was stored and what it still kept to send."""
     want = ["" if x is None else x for x in expected]
-    page.wait_for_function(
-        """(want) => {
-          const m = document.querySelector('[data-mindeval-saved]');
-          if (!m || m.getAttribute('data-mindeval-state') !== 'saved') return false;
-          const gs = [...document.querySelectorAll('.st-key-rating-pane [data-testid="stRadio"]')];
-          const shown = gs.map(g => { const i = g.querySelector('input:checked');
-                                      return i ? i.closest('label').innerText.trim() : ''; });
-          return JSON.stringify(JSON.parse(m.getAttribute('data-mindeval-saved'))) === JSON.stringify(want)
-            && JSON.stringify(shown) === JSON.stringify(want);
-        }""", arg=want, timeout=timeout)
+    try:
+        page.wait_for_function(
+            """(want) => {
+              const m = document.querySelector('[data-mindeval-saved]');
+              if (!m || m.getAttribute('data-mindeval-state') !== 'saved') return false;
+              const gs = [...document.querySelectorAll('.st-key-rating-pane [data-testid="stRadio"]')];
+              const shown = gs.map(g => { const i = g.querySelector('input:checked');
+                                          return i ? i.closest('label').innerText.trim() : ''; });
+              return JSON.stringify(JSON.parse(m.getAttribute('data-mindeval-saved'))) === JSON.stringify(want)
+                && JSON.stringify(shown) === JSON.stringify(want);
+            }""", arg=want, timeout=timeout)
+    except PlaywrightTimeout:
+        raise AssertionError(f"after {timeout // 1000} s the page had not stored {want}: {page_state(page)}") from None
+
+
+# What the rating page shows and keeps, for a failure message: every stored-state marker's
+# attributes, the pane's chosen labels, changes kept to send, whether Streamlit is running.
+PAGE_STATE_JS = """() => ({
+  markers: [...document.querySelectorAll('[data-mindeval-saved]')].map(m => Object.fromEntries(
+    ['state', 'saved', 'run', 'form', 'refused', 'owner'].map(a => [a, m.getAttribute('data-mindeval-' + a)]))),
+  shown: [...document.querySelectorAll('.st-key-rating-pane [data-testid="stRadio"]')].map(g => {
+    const i = g.querySelector('input:checked'); return i ? i.closest('label').innerText.trim() : ''; }),
+  kept: Object.fromEntries(Object.keys(localStorage).filter(k => k.startsWith('mindeval-rate:'))
+    .map(k => [k, localStorage.getItem(k)])),
+  running: !!document.querySelector('[data-testid="stStatusWidget"] button'),
+  alerts: [...document.querySelectorAll('[data-testid="stAlert"]')].map(a => a.innerText.slice(0, 300)),
+})"""
+
+
+def page_state(page) -> dict:
+    """The rating page's state as PAGE_STATE_JS reads it (or why it could not be read)."""
+    try:
+        return page.evaluate(PAGE_STATE_JS)
+    except Exception as exc:  # noqa: BLE001 - a failure message must not hide the failure
+        return {"unreadable": str(exc)}
 
 
 def pane_ready(page, n: int) -> None:
     """Wait until the rating pane shows exactly ``n`` sub-axes (not the old and new form mid-rerun)."""
     page.wait_for_function(
         "(n) => document.querySelectorAll('.st-key-rating-pane [data-testid=\"stRadio\"]').length === n"
-        " && !!document.querySelector('[data-mindeval-saved]')", arg=n, timeout=60_000)
+        " && !!document.querySelector('[data-mindeval-saved]')", arg=n, timeout=WAIT_MS)
 
 
 def whole_rating(ws, viewer, aid: int, values: dict, justification: str = "", safety_note: str = "") -> None:

@@ -23,6 +23,7 @@ from appkit import (
 from browserkit import (
     NOTHING_WAITING_JS,
     SHOWN_SCORES_JS,
+    WAIT_MS,
     block_sends,
     checked_page,
     open_browser,
@@ -163,7 +164,7 @@ def test_a_late_save_of_the_previous_page_load_costs_no_carried_over_change(app,
         {scores: {[k]: {value: '5', t: 1, from: ''}}, texts: {}}))""", [owner, subs[7]])
     page.wait_for_function("(r) => document.querySelector('[data-mindeval-saved]')"
                            "?.getAttribute('data-mindeval-refused') !== r", arg=refused_before)
-    page.wait_for_function(NOTHING_WAITING_JS, timeout=60_000)
+    page.wait_for_function(NOTHING_WAITING_JS, timeout=WAIT_MS)
     settle(page)
     whole_rating(ws, v, aid, {subs[0]: 2, subs[7]: 5})
     assert page.get_attribute("#mindeval-restored", "data-mindeval-restored") == "1"
@@ -425,11 +426,11 @@ def test_scores_of_a_tab_that_crashed_are_restored_by_the_next_tab(app, tmp_path
         ctx = tab.context
         tab.close()  # the tab dies: no leave prompt (run_before_unload is off), its sessionStorage gone
         new = ctx.new_page()
-        new.set_default_timeout(60_000)
+        new.set_default_timeout(WAIT_MS)
         new_errors = page_errors(new)
         new.goto(url)
         new.locator("#mindeval-restored").wait_for()
-        new.wait_for_function(NOTHING_WAITING_JS, timeout=90_000)
+        new.wait_for_function(NOTHING_WAITING_JS, timeout=WAIT_MS)
         settle(new)
         assert new.get_attribute("#mindeval-restored", "data-mindeval-restored") == "3"
         assert "Restored 3 unsent changes" in new.inner_text("#mindeval-restored")
@@ -464,7 +465,7 @@ def test_changes_sent_while_the_server_restarts_are_sent_again(tmp_path, page):
         blocked["on"] = False
         proc = start_app(url, port, tmp_path / "app2.log")
         wait_healthy(port, proc)
-        page.wait_for_function(NOTHING_WAITING_JS, timeout=90_000)
+        page.wait_for_function(NOTHING_WAITING_JS, timeout=WAIT_MS)
         settle(page)
         whole_rating(ws, v, aid, {subs[2]: 3, subs[6]: 5})
     finally:
@@ -485,7 +486,7 @@ def test_a_marker_without_texts_raises_no_error(app, page):
         {scores: {}, texts: {justification: {value: 'x', t: 1, from: ''}}}})); }""")
     page.wait_for_function("() => !localStorage.getItem(`mindeval-rate:${document.querySelector("
                            "'[data-mindeval-saved]').getAttribute('data-mindeval-owner')}|other`)")
-    page.wait_for_function(NOTHING_WAITING_JS, timeout=60_000)
+    page.wait_for_function(NOTHING_WAITING_JS, timeout=WAIT_MS)
     settle(page)
     v = viewer(ws, "demo", DEMO_CODE)
     whole_rating(ws, v, int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment")), {},

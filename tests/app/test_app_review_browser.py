@@ -16,9 +16,7 @@ CHEN = "Dr. Chen"
 
 @pytest.fixture
 def page(tmp_path):
-    for p in open_browser(tmp_path):
-        p.set_default_timeout(90_000)  # a rerun of this page on a loaded machine takes seconds
-        yield p
+    yield from open_browser(tmp_path)
 
 
 def _choose(page, label: str, option: re.Pattern | str, search: str = "") -> None:

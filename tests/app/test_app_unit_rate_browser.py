@@ -11,7 +11,7 @@ from appkit import (
     SYSTEM,
     viewer,
 )
-from browserkit import NOTHING_WAITING_JS, checked_page, served_workspace, settle, sign_in
+from browserkit import NOTHING_WAITING_JS, WAIT_MS, checked_page, served_workspace, settle, sign_in
 from unitkit import BY_HAND, PATH
 
 from annotation_app.demo import QUESTION_STUDY, REPLY_STUDY
@@ -52,7 +52,7 @@ def form_is(page, fields: list[str]) -> None:
           if (!m || JSON.stringify(JSON.parse(m.getAttribute('data-mindeval-subaxes'))) !== JSON.stringify(want))
             return false;
           return document.querySelectorAll('.st-key-rating-pane :is([data-testid="stRadio"], [data-testid="stCheckbox"])')
-            .length === want.length; }""", arg=fields, timeout=90_000)
+            .length === want.length; }""", arg=fields, timeout=WAIT_MS)
 
 
 def questions(qids: list[str]) -> list[str]:
@@ -142,7 +142,7 @@ def test_a_reload_right_after_the_last_click_and_a_second_tab_lose_or_revert_not
     page.wait_for_timeout(100)  # the scenario: reload ~100 ms after the last click
     page.reload()
     form_is(page, reply_fields(turn))
-    page.wait_for_function(NOTHING_WAITING_JS, timeout=90_000)
+    page.wait_for_function(NOTHING_WAITING_JS, timeout=WAIT_MS)
     stored = ws.item(v, aid).replies[turn]
     assert (stored.level, {k for k, on in stored.flags.items() if on}) == ("major", {"dismissive", "boundary_slip"})
 
@@ -156,7 +156,7 @@ def test_a_reload_right_after_the_last_click_and_a_second_tab_lose_or_revert_not
     page.wait_for_timeout(100)
     page.reload()
     form_is(page, questions(order[:4]))
-    page.wait_for_function(NOTHING_WAITING_JS, timeout=90_000)
+    page.wait_for_function(NOTHING_WAITING_JS, timeout=WAIT_MS)
     assert ws.item(v, qaid).answers == {q: PATH[q] for q in order[:3]}
 
     # two tabs on the reply form: tab 2 still shows "Major" when tab 1 stores "Critical"
