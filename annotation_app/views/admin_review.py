@@ -50,17 +50,21 @@ def _title(d) -> str:
     return f"{d.label}: {gaps}" + (" · adjudicated" if d.adjudicated else "")
 
 
-def _step(delta: int) -> None:
-    st.session_state["review_item"] = ids[ids.index(st.session_state["review_item"]) + delta]
+def _go(item_id: int) -> None:
+    """Previous/Next name the item they lead to, never a step from the current one: a click that
+    reaches the server twice (a rerun cut short replays it) lands on the same item, and the first
+    item's Previous can never wrap round to the last."""
+    st.session_state["review_item"] = item_id
 
 
 if st.session_state.get("review_item") not in ids:
     st.session_state["review_item"] = ids[0]
 at = ids.index(st.session_state["review_item"])
 back, pick, ahead = st.columns([1, 6, 1], vertical_alignment="bottom")
-back.button("Previous", icon=":material/chevron_left:", disabled=at == 0, on_click=_step, args=(-1,),
+back.button("Previous", icon=":material/chevron_left:", disabled=at == 0, on_click=_go, args=(ids[max(at - 1, 0)],),
             key="review_prev", width="stretch")
-ahead.button("Next", icon=":material/chevron_right:", disabled=at == len(ids) - 1, on_click=_step, args=(1,),
+ahead.button("Next", icon=":material/chevron_right:", disabled=at == len(ids) - 1, on_click=_go,
+             args=(ids[min(at + 1, len(ids) - 1)],),
              key="review_next", width="stretch")
 with pick:
     ui.pick_by_id(f"Item ({at + 1} of {len(ids)})", ids, {i: _title(d) for i, d in by_id.items()}, "review_item")

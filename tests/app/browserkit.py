@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,28 @@ def settle(page, quiet_ms: int = 400) -> None:
         page.wait_for_timeout(quiet_ms)
         if page.evaluate(IDLE_JS):
             return
+
+
+def choose(page, box, option, search: str = "") -> None:
+    """Open the select box ``box`` (a locator), type ``search`` (a long list shows only its first
+    options) and click its option ``option`` (a name or a pattern; the first match), then settle. A rerun that re-renders the box closes its list, so the
+    box is clicked again until the option is on screen (within WAIT_MS)."""
+    wanted = page.get_by_role("option", name=option).first
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while True:
+        settle(page)
+        box.click()
+        if search:
+            page.keyboard.type(search)
+        try:
+            wanted.wait_for(state="visible", timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the option {option!r} never appeared in its list") from None
+            page.keyboard.press("Escape")  # a list that did open without it: close before trying again
+    wanted.click()
+    settle(page)
 
 
 def sign_in(page, base: str, name: str = "demo", code: str = DEMO_CODE) -> None:

@@ -7,7 +7,7 @@ import re
 
 import pytest
 from appkit import ADMIN_CODE, free_port, make_workspace, start_app, stop, wait_healthy
-from browserkit import open_browser, settle, sign_in
+from browserkit import choose, open_browser, settle, sign_in
 
 from annotation_app.services import SYSTEM
 
@@ -21,11 +21,7 @@ def page(tmp_path):
 
 def _choose(page, label: str, option: re.Pattern | str, search: str = "") -> None:
     """Pick an option of a list; ``search`` is typed first (a long list shows only its first options)."""
-    page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first.click()
-    if search:
-        page.keyboard.type(search)
-    page.get_by_role("option", name=option).click()
-    settle(page)
+    choose(page, page.locator('[data-testid="stSelectbox"]').filter(has_text=label).first, option, search)
 
 
 @pytest.mark.browser

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from appkit import DEMO_CODE, free_port, make_workspace, start_app, stop, viewer, wait_healthy
-from browserkit import open_browser, settle, sign_in
+from browserkit import choose, open_browser, settle, sign_in
 
 
 @pytest.fixture
@@ -28,9 +28,7 @@ def _until(check, timeout: float = 90.0):
 
 
 def _choose_session(page, label: str) -> None:
-    page.locator('[data-testid="stSelectbox"]').filter(has_text="Session").click()
-    page.get_by_role("option", name=label).click()
-    settle(page)
+    choose(page, page.locator('[data-testid="stSelectbox"]').filter(has_text="Session"), label)
 
 
 def _playing(page, name: str) -> None:

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 from appkit import ROOT, free_port, stop, wait_healthy
-from browserkit import open_browser, settle
+from browserkit import choose, open_browser, settle
 
 from mindeval.leaderboard import build_leaderboard
 from mindeval.publish import load_published
@@ -61,14 +61,12 @@ def test_a_correction_made_in_the_browser_reaches_the_leaderboard_and_the_export
         page.goto(f"http://127.0.0.1:{port}/")
         page.get_by_text("2 of 2 conversations").wait_for()
         settle(page)
-        page.get_by_role("combobox", name="Open a conversation").click()
-        page.get_by_role("option", name=re.compile("marisol", re.IGNORECASE)).first.click()
+        choose(page, page.get_by_role("combobox", name="Open a conversation"), re.compile("marisol", re.IGNORECASE))
         judge = page.locator(".st-key-judge-0")
         judge.wait_for()
         settle(page)
         judge.get_by_text("Correct a judge value").click()
-        judge.get_by_role("combobox", name="Value to correct").click()
-        page.get_by_role("option", name=re.compile(r"^CAC \(conversation score")).click()
+        choose(page, judge.get_by_role("combobox", name="Value to correct"), re.compile(r"^CAC \(conversation score"))
         judge.get_by_label("Corrected value").fill("6")
         judge.get_by_role("button", name="Save correction").click()  # no reason: refused
         page.get_by_text("A correction needs a reason").wait_for()

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from appkit import ROOT, free_port, stop, wait_healthy
-from browserkit import open_browser, settle
+from browserkit import choose, open_browser, settle
 
 from tests.support.viewruns import make_runs
 
@@ -45,8 +45,7 @@ def test_open_filter_failed_and_open_one(runs, browser_page, tmp_path):
         page.get_by_text("Failed only").click()
         page.get_by_text("6 of 12 conversations").wait_for()
         settle(page)
-        page.get_by_role("combobox", name="Open a conversation").click()
-        page.get_by_role("option", name=re.compile("^badclin")).first.click()
+        choose(page, page.get_by_role("combobox", name="Open a conversation"), re.compile("^badclin"))
         page.get_by_text("interaction: clinician fake/error: simulated provider failure").wait_for()
         settle(page)
         page.screenshot(path=str(SHOTS / "view-failed.png"), full_page=True)
@@ -54,8 +53,7 @@ def test_open_filter_failed_and_open_one(runs, browser_page, tmp_path):
         page.get_by_text("All", exact=True).click()
         page.get_by_text("12 of 12 conversations").wait_for()
         settle(page)
-        page.get_by_role("combobox", name="Open a conversation").click()
-        page.get_by_role("option", name=re.compile("^hostile")).first.click()
+        choose(page, page.get_by_role("combobox", name="Open a conversation"), re.compile("^hostile"))
         page.locator(".st-key-turn-3").wait_for()
         settle(page)
         assert page.evaluate("() => window.__pwned") is None  # the clinician's markup never ran
