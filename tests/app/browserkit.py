@@ -64,8 +64,9 @@ def settle(page, quiet_ms: int = 400) -> None:
 
 def choose(page, box, option, search: str = "") -> None:
     """Open the select box ``box`` (a locator), type ``search`` (a long list shows only its first
-    options) and click its option ``option`` (a name or a pattern; the first match), then settle. A rerun that re-renders the box closes its list, so the
-    box is clicked again until the option is on screen (within WAIT_MS)."""
+    options) and click its option ``option`` (a name or a pattern; the first match), then settle.
+    A rerun that re-renders the box closes its list, so the box is clicked again until the option
+    is on screen (within WAIT_MS)."""
     wanted = page.get_by_role("option", name=option).first
     deadline = time.monotonic() + WAIT_MS / 1000
     while True:
@@ -112,6 +113,11 @@ def saved(page) -> None:
     settle(page)
 
 
+# The labels the rating pane's radio groups show as chosen, in page order ("" = none): a JS expression.
+PANE_SHOWN = """[...document.querySelectorAll('.st-key-rating-pane [data-testid="stRadio"]')].map(g => {
+  const i = g.querySelector('input:checked'); return i ? i.closest('label').innerText.trim() : ''; })"""
+
+
 def stored(page, expected: list, timeout: int = WAIT_MS) -> None:
     """Wait until the rating page shows ``expected`` as chosen (labels, None = unset) and has
     rendered the same values as stored in the database, with nothing left to save. A timeout
@@ -122,9 +128,7 @@ def stored(page, expected: list, timeout: int = WAIT_MS) -> None:
             """(want) => {
               const m = document.querySelector('[data-mindeval-saved]');
               if (!m || m.getAttribute('data-mindeval-state') !== 'saved') return false;
-              const gs = [...document.querySelectorAll('.st-key-rating-pane [data-testid="stRadio"]')];
-              const shown = gs.map(g => { const i = g.querySelector('input:checked');
-                                          return i ? i.closest('label').innerText.trim() : ''; });
+              const shown = """ + PANE_SHOWN + """;
               return JSON.stringify(JSON.parse(m.getAttribute('data-mindeval-saved'))) === JSON.stringify(want)
                 && JSON.stringify(shown) === JSON.stringify(want);
             }""", arg=want, timeout=timeout)
@@ -137,8 +141,7 @@ def stored(page, expected: list, timeout: int = WAIT_MS) -> None:
 PAGE_STATE_JS = """() => ({
   markers: [...document.querySelectorAll('[data-mindeval-saved]')].map(m => Object.fromEntries(
     ['state', 'saved', 'run', 'form', 'refused', 'owner'].map(a => [a, m.getAttribute('data-mindeval-' + a)]))),
-  shown: [...document.querySelectorAll('.st-key-rating-pane [data-testid="stRadio"]')].map(g => {
-    const i = g.querySelector('input:checked'); return i ? i.closest('label').innerText.trim() : ''; }),
+  shown: """ + PANE_SHOWN + """,
   kept: Object.fromEntries(Object.keys(localStorage).filter(k => k.startsWith('mindeval-rate:'))
     .map(k => [k, localStorage.getItem(k)])),
   running: !!document.querySelector('[data-testid="stStatusWidget"] button'),
