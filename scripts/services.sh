@@ -20,8 +20,8 @@ _mindeval_apt_install() {  # PACKAGE... : install the missing ones, quietly and 
       >>/tmp/mindeval-apt.log 2>&1
 }
 
-_mindeval_as_postgres() {
-  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+_mindeval_as_postgres() {  # from / : the postgres user may not enter a clone in a private directory (mktemp -d)
+  if [ "$(id -u)" = 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 _mindeval_services_cleanup() {
