@@ -20,6 +20,7 @@ from .compare import Comparison, compare_setups
 from .human_scale import HumanScaleDiff, HumanScaleScore, human_scale, unmatched
 from .loading import RunData, criteria_of, load_run, per_profile
 from .pooling import PooledSystem, describe, pool_runs
+from .refusals import refusal_warnings
 from .score import HeadlineScore, headline_score, score_order
 from .systems import assign_labels, check_compatible, check_same_target, group_by_setup, system_key
 from .table import MIN_RESAMPLES, StatsSettings, SystemScores, Table, compute_table
@@ -202,6 +203,7 @@ def build_leaderboard(
         order = sorted(table.systems, key=lambda s: (score_order(score, s.label), s.rank))
         table = table.model_copy(update={"systems": [s.model_copy(update={"rank": i})
                                                      for i, s in enumerate(order, start=1)]})
+    warnings += refusal_warnings({labels[r.path]: r for r in runs}, settings.alpha)
     levels = [SystemLevels(system=s.label, report=by_label[s.label].levels) for s in table.systems
               if by_label[s.label].levels is not None]
     infos = [_info(m, labels[r.path]) for r in runs for m in members.get(r.path, [r])]
