@@ -31,8 +31,8 @@ from .guidelines import Guidelines
 from .judging.fewshot import FewShotExample
 from .judging.job import JudgeJob, Transcript
 from .judging.judge import judge_sample
-from .judging.refusals import ADVICE, refusal_counts, refusal_line
 from .judging.protocols import protocol_label
+from .judging.refusals import ADVICE, refusal_counts, refusal_line
 from .judging.render import JudgePrompt
 from .judging.replies import ReplyOutcome, judge_reply
 from .llm.gateway import ModelSpec, check_api_key, check_model_string

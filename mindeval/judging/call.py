@@ -19,6 +19,7 @@ from ..llm.caching import CachePrefix
 from ..llm.gateway import cut_note
 from ..llm.retry import is_context_overflow, stops_run
 from ..records import Judgment
+from ..store.runs import AttemptKey
 from .answer import (
     JudgeParseError,
     new_nonce,
@@ -92,8 +93,8 @@ def _recorder(job: JudgeJob, item: Transcript, sample: int, round_: int, reply: 
     store = job.log.store
 
     async def note(attempt: int, status: str, raw: str, error: str | None) -> None:
-        await store.arun(store.save_attempt(item.interaction_id, reply.suffix if reply else "", job.spec.model,
-                                            sample, round_, attempt, status, nonce, raw, error))
+        at = AttemptKey(item.interaction_id, reply.suffix if reply else "", job.spec.model, sample, round_, attempt)
+        await store.arun(store.save_attempt(at, status, nonce, raw, error))
     return note
 
 

@@ -203,7 +203,6 @@ def build_leaderboard(
         order = sorted(table.systems, key=lambda s: (score_order(score, s.label), s.rank))
         table = table.model_copy(update={"systems": [s.model_copy(update={"rank": i})
                                                      for i, s in enumerate(order, start=1)]})
-    warnings += refusal_warnings({labels[r.path]: r for r in runs}, settings.alpha)
     levels = [SystemLevels(system=s.label, report=by_label[s.label].levels) for s in table.systems
               if by_label[s.label].levels is not None]
     infos = [_info(m, labels[r.path]) for r in runs for m in members.get(r.path, [r])]
@@ -247,6 +246,7 @@ def _scored(runs: list[RunData], labels: dict[str, str], warnings: list[str]) ->
         else:
             scored.append(r)
     warnings += [f"excluded {e}" for e in excluded]
+    warnings += refusal_warnings({labels[r.path]: r for r in runs})
     if not scored:
         raise MindEvalError("no run has any successfully judged interaction: nothing to rank")
     for r in runs:

@@ -1,8 +1,8 @@
 """Each system's refusal rate: refused judge rounds over judged rounds, with its 95% interval and n.
 
 A refused judgment is final (docs/judging.md, "A refused judgment is final"); a system whose
-conversations make the judge refuse more often than the others' is flagged: its rate against
-the other systems' pooled rate by a two-proportion test (p < alpha). Every round counts, so a
+conversations make the judge refuse more often than the others' is flagged: its rate above
+the other systems' pooled rate, by a two-sided two-proportion test (p < alpha). Every round counts, so a
 sample refused twice and then judged with ``--retry-refused`` adds 3 rounds, 2 refused.
 """
 
@@ -15,7 +15,8 @@ from .loading import RunData
 
 
 class SystemRefusals(BaseModel):
-    """``k`` refused of ``n`` judge rounds of one system; ``p_value``: its rate against the others'."""
+    """``k`` refused of ``n`` judge rounds of one system; ``p_value``: its rate against the others';
+    ``flagged``: significantly above them."""
 
     system: str
     k: int
@@ -38,7 +39,7 @@ def refusal_rates(runs: dict[str, RunData], alpha: float = 0.05) -> list[SystemR
         rest_k, rest_n = k_all - k, n_all - n
         p = two_proportion_pvalue(k, n, rest_k, rest_n) if rest_n else None
         out.append(SystemRefusals(system=label, k=k, n=n, rate=k / n, ci_low=lo, ci_high=hi, p_value=p,
-                                  flagged=p is not None and p < alpha))
+                                  flagged=p is not None and p < alpha and k / n > rest_k / rest_n))
     return out
 
 

@@ -18,7 +18,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -39,6 +39,18 @@ from .tables import (
     SessionRow,
     TurnRow,
 )
+
+
+class AttemptKey(NamedTuple):
+    """Which judge attempt: conversation, call part (suffix), judge, sample, round, attempt."""
+
+    interaction_id: str
+    part: str
+    judge_model: str
+    sample: int
+    round: int
+    attempt: int
+
 
 T = TypeVar("T")
 Op = Callable[[Session], T]
@@ -313,11 +325,10 @@ class RunStore:
             out.setdefault((a.interaction_id, a.judge_model, a.sample), {})[a.round] = part + (a.error or a.status)
         return out
 
-    def save_attempt(self, iid: str, part: str, judge_model: str, sample: int, round_: int, attempt: int,
-                     status: str, nonce: str | None, raw_text: str, error: str | None) -> Op[None]:
+    def save_attempt(self, at: AttemptKey, status: str, nonce: str | None, raw_text: str,
+                     error: str | None) -> Op[None]:
         """Record one judge attempt (once: a resumed round re-reads its stored calls, adds no row)."""
-        key = dict(run_id=self.run_id, interaction_id=iid, part=part, judge_model=judge_model, sample=sample,
-                   round=round_, attempt=attempt)
+        key = dict(run_id=self.run_id, **at._asdict())
 
         def op(s: Session) -> None:
             have = s.scalar(select(JudgeAttemptRow.id).filter_by(**key))
