@@ -281,8 +281,6 @@ COLUMNS: list[Column] = [
                                        strict=True))),
     Column("refusals", applies=lambda lb: any_refused(lb.run_data),
            markdown=one("Refused rounds [95% CI] (k/n)", lambda lb, s: refusal_cell(refusals_of(lb).get(s.label))),
-           latex=one(r"Refused rounds [95\% CI]",
-                     lambda lb, s: latex_escape(refusal_cell(refusals_of(lb).get(s.label)))),
            csv=_refusals_csv, json=lambda lb, s: (r.model_dump(exclude={"system"}) if (r := refusals_of(lb).get(
                s.label)) else None)),
     Column("coverage", csv=_coverage_csv),
