@@ -47,7 +47,7 @@ async def judge_sample(job: JudgeJob, item: Transcript, sample: int,
     if not job.pending(item.interaction_id, sample):
         return None
     status, done = job.rounds.get((item.interaction_id, job.spec.model, sample), ("", 0))
-    round_ = done + 1 if status == "failed" else 0
+    round_ = done + 1 if status in ("failed", "unanswered") else 0
     j = await judge_transcript(job, item, sample, round_, early)
     store = job.log.store
     await store.arun(store.save_judgment(j, round_))

@@ -385,12 +385,26 @@ class RunStore:
         return op
 
     def judgment_rounds(self) -> dict[tuple[str, str, int], tuple[str, int]]:
-        """``(interaction, judge, sample) -> (parse_status, round)`` of every stored judgment."""
+        """``(interaction, judge, sample) -> (status, round)`` of every stored judgment: its
+        ``parse_status``, or ``unanswered`` for a failed round whose every attempt on record was a
+        failed call (no judge reply was read: nothing refused, so nothing to select on)."""
         with self.db.read() as s:
             rows = s.execute(select(JudgmentRow.interaction_id, JudgmentRow.judge_model, JudgmentRow.sample,
                                     JudgmentRow.parse_status, JudgmentRow.round)
                              .where(JudgmentRow.run_id == self.run_id)).all()
-        return {(r[0], r[1], r[2]): (r[3], r[4] or 0) for r in rows}
+            tried: dict[tuple[str, str, int, int], bool] = {}  # round -> some attempt got a reply
+            for a in s.execute(select(JudgeAttemptRow.interaction_id, JudgeAttemptRow.judge_model,
+                                      JudgeAttemptRow.sample, JudgeAttemptRow.round, JudgeAttemptRow.status)
+                               .where(JudgeAttemptRow.run_id == self.run_id,
+                                      ~JudgeAttemptRow.part.startswith("/reply"))):  # reply rounds are their own
+                k = (a[0], a[1], a[2], a[3])
+                tried[k] = tried.get(k, False) or a[4] != "call_failed"
+        out = {}
+        for r in rows:
+            rnd = r[4] or 0
+            unanswered = r[3] == "failed" and tried.get((r[0], r[1], r[2], rnd)) is False
+            out[(r[0], r[1], r[2])] = ("unanswered" if unanswered else r[3], rnd)
+        return out
 
     def save_judgment(self, j: Judgment, round_: int = 0) -> Op[None]:
         """Insert a judgment, or update a failed one re-judged with --retry-refused (``round_`` > 0):

@@ -36,6 +36,22 @@ def test_failed_judgment_is_reported_final_and_retried_with_new_calls_on_request
     assert "scored 1/1 conversations of the benchmark; means over them\n" in capsys.readouterr().out
 
 
+def test_a_judgment_with_no_judge_reply_is_asked_again_by_a_plain_rerun(tmp_path):
+    """Every attempt a failed call (no reply read): nothing was refused, so nothing to select on;
+    a plain re-run judges it as its next round, and the round is counted."""
+    out = tmp_path / "D"
+    judge = script("unanswered-judge", [])  # every call fails: script exhausted
+    args = [*ECHO, "--judge", judge, "--limit", "1", "--turns", "2", "--judge-retries", "2", "--max-retries", "0",
+            "--out", str(out)]
+    assert main(["run", *args]) == 1
+    assert summary(out)["n_failed_judgments"] == 1
+    script("unanswered-judge", [GOOD])
+    assert main(["run", *args]) == 0
+    s = summary(out)
+    assert s["n_failed_judgments"] == 0 and s["calls_made"] == 1
+    assert (s["n_judge_rounds"], s["n_refused_rounds"], s["n_judge_attempts"]) == (2, 1, 3)
+
+
 def test_failed_interaction_exits_non_zero_and_resumes(tmp_path, capsys):
     out = tmp_path / "D"
     clin = script("retry-clin", [])
