@@ -175,3 +175,22 @@ def test_retry_refused_with_nothing_refused_left_makes_no_call_and_records_nothi
     assert fake.CALLS[judge.split("/", 1)[1]] == calls
     assert {k: after[k] for k in ("n_judge_rounds", "n_judge_attempts", "n_refused_rounds")} == \
         {k: before[k] for k in ("n_judge_rounds", "n_judge_attempts", "n_refused_rounds")}
+
+
+def test_mindeval_judge_into_a_new_folder_keeps_the_same_judges_refusals(runs):
+    """`mindeval judge RUN --out NEW` with the run's own judge settings is the same judge run (a copy
+    of its store): the refused samples stay refused, nothing is asked; --retry-refused asks them."""
+    root, judge, _, _, _, refused = runs
+    key = judge.split("/", 1)[1]
+    calls = fake.CALLS[key]
+    script(key.split(":", 1)[1], [])
+    args = ["judge", str(root / "planter"), "--judge", judge, "--judge-samples", str(SAMPLES), "--judge-retries", "1",
+            "--max-retries", "0", "--concurrency", "1", "--quiet", "--out", str(root / "rejudged")]
+    main(args)
+    s = _summary(root / "rejudged")
+    assert fake.CALLS[key] == calls and s["n_failed_judgments"] == refused == s["n_refused_rounds"]
+    script(key.split(":", 1)[1], [_answer(2)] * refused)
+    main([*args, "--retry-refused"])
+    s = _summary(root / "rejudged")
+    assert s["n_failed_judgments"] == 0 and s["n_retried_judgments"] == refused
+    assert _summary(root / "planter")["n_failed_judgments"] == refused  # the source run is untouched
