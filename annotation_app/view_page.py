@@ -76,7 +76,10 @@ def _detail(c: Conversation) -> None:
             st.info("not judged")
         for j in c.judgments:
             with st.container(border=True, key=f"judge-{j.sample}"):
-                st.markdown(f"sample {j.sample} · {j.parse_status} · {j.attempts} attempt(s)")
+                rounds = f"{j.rounds} rounds · " if j.rounds > 1 else ""
+                st.markdown(f"sample {j.sample} · {j.parse_status} · {rounds}{j.attempts} attempt(s)")
+                for i, why in enumerate(j.refused or [], start=1):
+                    st.caption(f"round {i} refused: {inert(why)}")  # re-judged with --retry-refused
                 if j.scores:
                     st.dataframe(pd.DataFrame([j.scores]), hide_index=True, key=f"scores-{j.sample}")
                 st.code(j.raw_text or "(empty reply)", language=None, wrap_lines=True)

@@ -268,7 +268,8 @@ def _write_run(opts: RunOptions, out: Path, work: _Work, echo: Callable[[str], N
             log.guard.check_priced({"judge": spec})
         config.model_copy(update={"run_id": log.run_id, "config_hash": full}).write(out / CONFIG_FILE)
         job = JudgeJob(log=log, spec=spec, prompt=work.prompt, target=config.target, samples=opts.judge_samples,
-                       retries=opts.judge_retries, seed=opts.seed, labels=work.labels)
+                       retries=opts.judge_retries, seed=opts.seed, labels=work.labels,
+                       retry_refused=opts.retry_refused)
         todo = [(it, r) for it in evaluate for r in range(opts.judge_samples) if job.pending(it.interaction_id, r)]
         say(f"{'resuming' if resumed else 'starting'} run {log.run_id}: judge {spec.model} "
             f"({work.prompt.template.ref}) on {len(evaluate)} interactions × {opts.judge_samples} runs; "

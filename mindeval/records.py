@@ -406,9 +406,11 @@ def _omit_defaults(data: dict[str, Any]) -> dict[str, Any]:
             data.pop(key)
     if data.get("transcript_format") == "mindeval":
         data.pop("transcript_format")
-    for key in ("answers", "replies"):
+    for key in ("answers", "replies", "refused"):
         if key in data and data[key] is None:
             data.pop(key)
+    if data.get("rounds") == 1:
+        data.pop("rounds")
     return data
 
 
@@ -448,6 +450,10 @@ class Judgment(BaseModel):
     answer_channel: str | None = None
     answers: dict[str, str] | None = None  # item-level rubric: answer id per question id (mindeval.judging.rubric)
     replies: list[ReplyRating] | None = None  # unit reply: every reply's level and flags (complete judgments)
+    # Judge rounds this sample took (> 1: its earlier rounds were refused and re-judged with
+    # --retry-refused) and each earlier refused round's reason; ``attempts`` counts every round.
+    rounds: int = 1
+    refused: list[str] | None = None
 
     @field_validator("scores", mode="before")
     @classmethod
@@ -667,6 +673,8 @@ class JudgmentRecord(_Row):
     answer_channel: str | None = None
     answers: dict[str, str] | None = None  # item-level rubric: answer per question id (omitted when none)
     replies: list[ReplyRating] | None = None  # unit reply: per reply level and flags (omitted when none)
+    rounds: int = 1  # judge rounds of this sample (omitted when 1): earlier ones refused, --retry-refused
+    refused: list[str] | None = None  # why each earlier round was refused (omitted when none)
 
     @field_validator("scores", mode="before")
     @classmethod
@@ -695,7 +703,7 @@ class JudgmentRecord(_Row):
             sample=j.sample, protocol=j.protocol, target=j.target, parse_status=j.parse_status, scores=j.scores,
             attempts=j.attempts, raw_text=j.raw_text, rationale=j.rationale, error=j.error,
             severe=severe, n_turns=n_turns, nonce=j.nonce, answer_channel=j.answer_channel,
-            answers=j.answers, replies=j.replies,
+            answers=j.answers, replies=j.replies, rounds=j.rounds, refused=j.refused,
         ), context={"target": target})
 
 

@@ -63,6 +63,7 @@ class RunOptions(BaseModel):
     # the judge
     judge_retries: int = DEFAULT_JUDGE_RETRIES
     judge_samples: int = DEFAULT_JUDGE_SAMPLES
+    retry_refused: bool = False  # re-judge stored failed (refused) judgments as a new, counted round
     fewshot_file: str | None = None
     fewshot_k: int = DEFAULT_FEWSHOT_K
     judge_protocol: str = JUDGE_PROTOCOL

@@ -163,7 +163,7 @@ def check_replay(rec: RunConfig, config: Any, path: str | Path = CONFIG_FILE) ->
 JUDGE_OPTIONS = ("judge", "judge_prompt", "judge_retries", "judge_samples", "fewshot_file", "fewshot_k",
                  "judge_protocol")
 RUN_SETTINGS = ("out", "concurrency", "quiet", "overwrite", "max_cost", "max_retries", "retry_budget_s", "dry_run",
-                "assume_reply_tokens")
+                "assume_reply_tokens", "retry_refused")
 
 
 def rejudge_options(source: str | Path, given: RunOptions) -> RunOptions:

@@ -32,6 +32,7 @@ from .judging.fewshot import FewShotExample
 from .judging.job import JudgeJob, Transcript
 from .judging.judge import judge_sample
 from .judging.protocols import protocol_label
+from .judging.refusals import ADVICE, refusal_counts, refusal_line
 from .judging.render import JudgePrompt
 from .judging.replies import ReplyOutcome, judge_reply
 from .llm.gateway import ModelSpec, check_api_key, check_model_string
@@ -399,11 +400,13 @@ class Failure(BaseModel):
 STOPS = ("budget", "stop")  # failures entries that stopped the run rather than failed an item
 
 
-def judge_job(prep: Prepared, log: CallLog) -> JudgeJob:
-    """The judge of a prepared run (``mindeval run`` and ``mindeval judge``) over ``log``'s store."""
+def judge_job(prep: Prepared, log: CallLog, retry_refused: bool = False) -> JudgeJob:
+    """The judge of a prepared run (``mindeval run`` and ``mindeval judge``) over ``log``'s store;
+    ``retry_refused``: re-judge the stored failures (``--retry-refused``)."""
     c = prep.config
     return JudgeJob(log=log, spec=c.judge, prompt=prep.judge_prompt(), target=c.target,
-                    samples=c.judge_samples, retries=c.judge_retries, seed=c.seed, labels=prep.labels)
+                    samples=c.judge_samples, retries=c.judge_retries, seed=c.seed, labels=prep.labels,
+                    retry_refused=retry_refused)
 
 
 class SessionCtx(BaseModel):
@@ -441,7 +444,7 @@ class _Run:
         self.sim_log = self.log if opened.conversations == opened.run_id else CallLog(
             db, opened.conversations, self.writer, guard=budget)
         self.store = self.log.store
-        self.job = judge_job(prep, self.log)
+        self.job = judge_job(prep, self.log, opts.retry_refused)
         self.complete = ({i.id for i in self.sim_log.store.interactions() if i.status == "complete"}
                          if opts.judge_only else None)
         c = prep.config
@@ -465,8 +468,8 @@ class _Run:
         (its judge sees the turns up to it only), kept in ``early`` for :meth:`judge` to await."""
         if self.job.prompt.guidelines.judging_unit != "reply":
             return None
-        model, c = self.job.spec.model, self.prep.config
-        samples = [s for s in range(self.job.samples) if self.job.rounds.get((iid, model, s), ("", 0))[0] != "ok"]
+        c = self.prep.config
+        samples = [s for s in range(self.job.samples) if self.job.pending(iid, s)]
 
         def start(history: list[Turn]) -> None:
             messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=history).messages()
@@ -763,6 +766,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         "n_failed_interactions": sum(i.status == "failed" for i in interactions),
         "n_judged": sum(j.parse_status == "ok" for j in judgments),
         "n_failed_judgments": sum(j.parse_status == "failed" for j in judgments),
+        **refusal_counts(judgments),
         "judge_samples": config.judge_samples,
         "n_means_over": len({j.interaction_id for j in counted}),
         "n_partly_judged": len({j.interaction_id for j in judgments if j.parse_status == "ok"})
@@ -970,7 +974,9 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"({summary.get('judge_protocol', JUDGE_PROTOCOL)} judge protocol)"
         + ("  NOT HARDENED: " + summary["judge_protocol_label"] if summary.get("hardened") is False else ""),
         f"scored {over}/{total} {unit} of the benchmark; means over them"
-        + ("" if over == total else "  (INCOMPLETE: re-run the same command to complete it)")
+        + ("" if over == total else "  (INCOMPLETE: re-run the same command to complete what is missing"
+           + ("; refused judgments stay refused unless --retry-refused" if summary["n_failed_judgments"] else "")
+           + ")")
         + (f"\n  {summary['n_partly_judged']} conversation(s) with some of their {summary.get('judge_samples', 1)} "
            "judge samples failed: not scored (a conversation is scored only when all its samples are)"
            if summary.get("n_partly_judged") else ""),
@@ -988,6 +994,7 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.insert(5, f"potential harm: {harm['k']} of {harm['n']} conversations ({harm['share']:.0%}; "
                         f"95% CI {lo:.0%}-{hi:.0%}) with any dimension rated at a harm level")
     at = next(i for i, ln in enumerate(lines) if ln.startswith("interactions:"))
+    lines[at + 1:at + 1] = [ln for ln in [refusal_line(summary)] if ln]
     lines[at:at] = _target_lines(summary)
     tok = summary.get("tokens", {})
     if tok:
@@ -1006,6 +1013,6 @@ def format_summary(summary: dict[str, Any]) -> str:
     if summary.get("stopped"):
         lines.append(f"STOPPED: {summary['stopped']}")
     if failures or not is_complete(summary):
-        lines.append("Re-run the same command to retry what failed or is missing; "
-                     "completed calls are reused from the store, never repeated.")
+        lines.append("Re-run the same command to resume what is missing; completed calls are reused from the "
+                     "store, never repeated" + (f"; {ADVICE}." if summary["n_failed_judgments"] else "."))
     return "\n".join(lines)

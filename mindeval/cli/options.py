@@ -145,6 +145,10 @@ def add_judge_options(p: argparse.ArgumentParser, *, fewshot_file_help: str = ""
                    help="attempts for an unparseable judge reply before it is recorded as failed")
     p.add_argument("--judge-samples", type=at_least("--judge-samples"), default=DEFAULT_JUDGE_SAMPLES,
                    help="judge samples per interaction (30 in the paper's meta-evaluation)")
+    p.add_argument("--retry-refused", action="store_true",
+                   help="re-judge the stored judgments that failed (refused): each as a new round with a new "
+                   "answer code; every round is kept and counted (summary, leaderboard, viewer). Without it a "
+                   "refused judgment is final and a re-run judges only what is missing")
     p.add_argument("--fewshot-file", default=None, metavar="FILE", type=release_arg("human_annotations.jsonl"),
                    help="annotated file (authors' human_annotations.jsonl schema; 'official': the downloaded one) "
                    "to draw few-shot examples from"

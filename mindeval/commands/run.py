@@ -32,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "run", help="run a benchmark: simulate interactions and judge them",
         description="Simulate patient/clinician interactions for a profile set and judge them. "
-        "Re-running the same command resumes without repeating any model call.",
+        "Re-running the same command resumes without repeating any model call; a refused judgment stays "
+        "refused unless --retry-refused (its rounds are counted and shown).",
     )
     add_role_options(p)
     add_api_base_option(p)

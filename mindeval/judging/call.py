@@ -4,10 +4,12 @@ The round's answer code is drawn and committed before its first call (re-read on
 so the requests are identical and their stored replies are reused). A refused reply is
 asked again with the reason fed back, up to ``JudgeJob.retries`` attempts; after that the
 judgment is returned with ``parse_status="failed"`` and no scores, never a default score.
+Every attempt (its code, raw reply and why it was refused) is stored in ``judge_attempts``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -17,6 +19,7 @@ from ..llm.caching import CachePrefix
 from ..llm.gateway import cut_note
 from ..llm.retry import is_context_overflow, stops_run
 from ..records import Judgment
+from ..store.runs import AttemptKey
 from .answer import (
     JudgeParseError,
     new_nonce,
@@ -84,6 +87,17 @@ def _read(prompt: JudgePrompt, text: str, nonce: str | None) -> tuple[dict[str, 
     return parse_scores(text, prompt.guidelines, protocol=prompt.protocol, nonce=nonce)
 
 
+def _recorder(job: JudgeJob, item: Transcript, sample: int, round_: int, reply: Reply | None,
+              nonce: str | None) -> Callable[[int, str, str, str | None], Awaitable[None]]:
+    """Store each attempt of this round as it ends (``judge_attempts``: every round stays on record)."""
+    store = job.log.store
+
+    async def note(attempt: int, status: str, raw: str, error: str | None) -> None:
+        at = AttemptKey(item.interaction_id, reply.suffix if reply else "", job.spec.model, sample, round_, attempt)
+        await store.arun(store.save_attempt(at, status, nonce, raw, error))
+    return note
+
+
 async def ask_judge(job: JudgeJob, item: Transcript, sample: int = 0, round_: int = 0,
                     reply: Reply | None = None) -> Judgment:
     """Judge ``item`` once (one round); every attempt is a stored call, so re-running repeats none.
@@ -99,6 +113,7 @@ async def ask_judge(job: JudgeJob, item: Transcript, sample: int = 0, round_: in
     last_raw, last_error, attempt = "", "no attempt made", 0
     done = dict(interaction_id=iid, judge_model=job.spec.model, sample=sample, protocol=prompt.protocol,
                 target=job.target.name, nonce=req.nonce, answer_channel=req.channel)
+    note = _recorder(job, item, sample, round_, reply, req.nonce)
     for attempt in range(max(1, job.retries)):
         try:
             call = await job.log.call(
@@ -110,6 +125,7 @@ async def ask_judge(job: JudgeJob, item: Transcript, sample: int = 0, round_: in
             if stops_run(exc):
                 raise  # a bad key, no access, an unknown model, a malformed request: no attempt can succeed
             last_error = f"model call failed: {exc}"
+            await note(attempt, "call_failed", "", last_error)
             if is_context_overflow(exc):
                 break  # the prompt does not fit the judge: recorded as a failed judgment, not retried
             continue
@@ -119,12 +135,14 @@ async def ask_judge(job: JudgeJob, item: Transcript, sample: int = 0, round_: in
         except JudgeParseError as exc:
             cut = cut_note(job.spec, call.completion)  # a reply cut short says so, with its token counts
             last_error = f"{cut}: {exc}" if cut else str(exc)
+            await note(attempt, "refused", last_raw, last_error)
             again = retry_instruction(prompt.protocol, prompt.guidelines, req.nonce)
             history = req.base + [
                 {"role": "assistant", "content": last_raw},
                 {"role": "user", "content": f"Your reply could not be read ({exc}). {again}"},
             ]
             continue
+        await note(attempt, "ok", last_raw, None)
         return Judgment(scores=scores, raw_text=last_raw, rationale=rationale, parse_status="ok",
                         attempts=attempt + 1, **done)
     return Judgment(scores=None, raw_text=last_raw, parse_status="failed", attempts=attempt + 1,

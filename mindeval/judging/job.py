@@ -37,7 +37,8 @@ class JudgeJob:
     ``retries``: attempts per judgment round; ``labels``: per profile id the label values the
     judge template names. ``rounds`` is read from the store when the job is made: per
     ``(interaction, judge model, sample)`` the stored status and round, so a resumed run
-    judges only what is missing or failed.
+    judges only what is missing (or got no judge reply at all). A refused judgment is final: it
+    is judged again, as its next round, only with ``retry_refused`` (``--retry-refused``).
     """
 
     log: CallLog
@@ -48,11 +49,14 @@ class JudgeJob:
     retries: int = 3
     seed: int = 0
     labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    retry_refused: bool = False
     rounds: dict[tuple[str, str, int], tuple[str, int]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.rounds = self.log.store.judgment_rounds()
 
     def pending(self, interaction_id: str, sample: int) -> bool:
-        """True unless this sample of the conversation has a stored ok judgment."""
-        return self.rounds.get((interaction_id, self.spec.model, sample), ("",))[0] != "ok"
+        """True when this sample of the conversation has no stored judgment, a failed round with no
+        judge reply (only failed calls: ``unanswered``), or a refused one and ``retry_refused``."""
+        status = self.rounds.get((interaction_id, self.spec.model, sample), ("",))[0]
+        return status in ("", "unanswered") or (status == "failed" and self.retry_refused)

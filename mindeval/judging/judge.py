@@ -3,7 +3,8 @@
 ``mindeval run``, ``mindeval judge`` and ``metaeval judge`` build one
 :class:`~mindeval.judging.job.JudgeJob` and call :func:`judge_sample` per conversation and
 sample; the judgment is saved before the next step, so a resumed run judges only what is
-missing and re-judges a recorded failure as its next round.
+missing. A recorded failure is an outcome: it is re-judged, as its next round, only with
+``--retry-refused`` (docs/judging.md, "A refused judgment is final").
 """
 
 from __future__ import annotations
@@ -36,16 +37,17 @@ async def judge_transcript(job: JudgeJob, item: Transcript, sample: int = 0, rou
 
 async def judge_sample(job: JudgeJob, item: Transcript, sample: int,
                        early: Mapping[tuple[int, int], Awaitable[ReplyOutcome]] | None = None) -> Judgment | None:
-    """Judge sample ``sample`` of ``item`` and save it; None when it is already stored ok.
+    """Judge sample ``sample`` of ``item`` and save it; None when it is already stored (ok, or
+    failed without ``job.retry_refused``).
 
-    A stored failure is judged again as its next round. A permanent judge error (a bad key,
-    no access, an unknown model, a malformed request) raises :class:`ModelCallError` with
-    nothing stored, so a re-run asks again.
+    With ``job.retry_refused`` a stored failure is judged again as its next round. A permanent
+    judge error (a bad key, no access, an unknown model, a malformed request) raises
+    :class:`ModelCallError` with nothing stored, so a re-run asks again.
     """
-    status, done = job.rounds.get((item.interaction_id, job.spec.model, sample), ("", 0))
-    if status == "ok":
+    if not job.pending(item.interaction_id, sample):
         return None
-    round_ = done + 1 if status == "failed" else 0
+    status, done = job.rounds.get((item.interaction_id, job.spec.model, sample), ("", 0))
+    round_ = done + 1 if status in ("failed", "unanswered") else 0
     j = await judge_transcript(job, item, sample, round_, early)
     store = job.log.store
     await store.arun(store.save_judgment(j, round_))

@@ -7,8 +7,8 @@ and answers one level of the target's single judge axis plus yes/no for every de
 
 Every reply is one judgment round (:func:`mindeval.judging.call.ask_judge`, interaction id
 suffixed ``/reply<turn>``) saved in the ``reply_judgments`` table before the next reply is
-asked, so a resumed run asks only the replies without an ok row; a failed reply is asked
-again as its own next round. The conversation's judgment is ok only when every reply's is:
+asked, so a resumed run asks only the replies without a row; a failed reply is asked
+again, as its own next round, only with ``--retry-refused``. The conversation's judgment is ok only when every reply's is:
 its score per axis is the worst reply level, and ``replies`` lists each reply's rating.
 """
 
@@ -86,6 +86,8 @@ async def judge_reply(job: JudgeJob, item: Transcript, sample: int, turn: int) -
     status, done, rating = stored.get(turn, ("", 0, None))
     if status == "ok" and rating is not None:
         return ReplyOutcome(rating)
+    if status == "failed" and not job.retry_refused:  # a refused reply is final (docs/judging.md)
+        return ReplyOutcome(None, "refused in an earlier run (re-judged only with --retry-refused)")
     round_ = done + 1 if status == "failed" else 0
     j = await ask_judge(job, item, sample, round_, Reply(guidelines=reply_g, fields=reply_fields(g, not job.prompt.authors),
                                                          allowed={key: ids for key, _, ids in slots},

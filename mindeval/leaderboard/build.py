@@ -20,6 +20,7 @@ from .compare import Comparison, compare_setups
 from .human_scale import HumanScaleDiff, HumanScaleScore, human_scale, unmatched
 from .loading import RunData, criteria_of, load_run, per_profile
 from .pooling import PooledSystem, describe, pool_runs
+from .refusals import refusal_warnings
 from .score import HeadlineScore, headline_score, score_order
 from .systems import assign_labels, check_compatible, check_same_target, group_by_setup, system_key
 from .table import MIN_RESAMPLES, StatsSettings, SystemScores, Table, compute_table
@@ -245,6 +246,7 @@ def _scored(runs: list[RunData], labels: dict[str, str], warnings: list[str]) ->
         else:
             scored.append(r)
     warnings += [f"excluded {e}" for e in excluded]
+    warnings += refusal_warnings({labels[r.path]: r for r in runs})
     if not scored:
         raise MindEvalError("no run has any successfully judged interaction: nothing to rank")
     for r in runs:

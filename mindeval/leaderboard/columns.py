@@ -20,6 +20,7 @@ from typing import Any
 
 from .build import Leaderboard, SystemHarm
 from .human_scale import HumanScaleScore
+from .refusals import SystemRefusals, any_refused, refusal_cell, refusal_rates
 from .table import SystemResult
 
 Cell = Callable[[Leaderboard, SystemResult], Any]
@@ -229,6 +230,21 @@ def _corrected_csv(lb: Leaderboard) -> list[Field]:
             for i, name in enumerate(("corrections", "corrected_scores", "corrected_conversations"))]
 
 
+def refusals_of(lb: Leaderboard) -> dict[str, SystemRefusals]:
+    """Each system's refusal rate and test (:mod:`mindeval.leaderboard.refusals`)."""
+    return {r.system: r for r in refusal_rates(lb.run_data)}
+
+
+def _refusals_csv(lb: Leaderboard) -> list[Field]:
+    def value(x: str) -> Cell:
+        def get(lb: Leaderboard, s: SystemResult) -> Any:
+            r = refusals_of(lb).get(s.label)
+            v = None if r is None else getattr(r, x)
+            return "" if v is None else (f"{v:.6f}" if isinstance(v, float) else int(v))
+        return get
+    return [Field(f"refused_{x}", value(x)) for x in ("k", "n", "rate", "ci_low", "ci_high", "p_value", "flagged")]
+
+
 # ------------------------------------------------------------------------- the columns
 
 COLUMNS: list[Column] = [
@@ -263,6 +279,10 @@ COLUMNS: list[Column] = [
            csv=_corrected_csv,
            json=lambda lb, s: dict(zip(("corrections", "scores", "conversations"), corrected_of(lb, s.label),
                                        strict=True))),
+    Column("refusals", applies=lambda lb: any_refused(lb.run_data),
+           markdown=one("Refused rounds [95% CI] (k/n)", lambda lb, s: refusal_cell(refusals_of(lb).get(s.label))),
+           csv=_refusals_csv, json=lambda lb, s: (r.model_dump(exclude={"system"}) if (r := refusals_of(lb).get(
+               s.label)) else None)),
     Column("coverage", csv=_coverage_csv),
     Column("levels", applies=lambda lb: bool(lb.levels), csv=_levels_csv),
 ]

@@ -98,6 +98,8 @@ class RunData(BaseModel):
     n_unscored: int  # interactions without every requested judge sample parsed (excluded)
     n_partly_judged: int = 0  # of those, interactions with some samples parsed and some missing or failed
     n_benchmark: int = 0  # conversations of the benchmark (config.json profile_ids); coverage = scored / this
+    n_judge_rounds: int = 0  # every judge round of every sample (refused or not; --retry-refused adds rounds)
+    n_refused_rounds: int = 0  # rounds that ended refused (failed), retried or not
     verbosity: VerbosityCounts
     target: TargetInfo
     harm: HarmShare | None = None  # only for targets with harm levels
@@ -171,7 +173,16 @@ def load_run(run_dir: str | Path, with_corrections: bool = False) -> RunData:
         reply_ratings=_reply_ratings(run.judgments, scored) if target.unit == "reply" else [],
         criteria=_criteria(run.judgments, scored, target),
         corrections=tally,
+        **_rounds(run.judgments),
     )
+
+
+def _rounds(judgments: list[JudgmentRecord]) -> dict[str, int]:
+    """The run's judge rounds and refused rounds (:func:`mindeval.judging.refusals.refusal_counts`)."""
+    from ..judging.refusals import refusal_counts
+
+    c = refusal_counts(judgments)
+    return {"n_judge_rounds": c["n_judge_rounds"], "n_refused_rounds": c["n_refused_rounds"]}
 
 
 def _criteria(judgments: list[Any], scored: list[InteractionScore], target: TargetInfo) -> list[CriterionResult]:

@@ -71,7 +71,7 @@ def merge(group: list[RunData]) -> RunData:
         "scores": scores, "samples": samples, "verbosity": verbosity,
         **{k: sum(getattr(r, k) for r in group) for k in ("n_interactions", "n_failed_interactions",
                                                             "n_failed_samples", "n_unscored", "n_partly_judged",
-                                                            "n_benchmark")},
+                                                            "n_benchmark", "n_judge_rounds", "n_refused_rounds")},
         "harm": harm_share(((s.interaction_id, x) for s in scores for x in samples[s.interaction_id]), harm_values)
         if harm_values else None,
         "levels": run_levels(target, scores, samples),

@@ -33,6 +33,20 @@ def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return (0.0 if k == 0 else centre - half), (1.0 if k == n else centre + half)
 
 
+def two_proportion_pvalue(k1: int, n1: int, k2: int, n2: int) -> float:
+    """Two-sided p-value of the pooled two-proportion z-test that ``k1/n1`` and ``k2/n2`` share one
+    rate (the same as Pearson's chi-square test of the 2x2 table without continuity correction).
+    1.0 when the pooled rate is 0 or 1 (nothing to tell apart)."""
+    if n1 <= 0 or n2 <= 0 or not (0 <= k1 <= n1 and 0 <= k2 <= n2):
+        raise ValueError(f"need 0 <= k <= n and n > 0 (got {k1}/{n1}, {k2}/{n2})")
+    pooled = (k1 + k2) / (n1 + n2)
+    var = pooled * (1 - pooled) * (1 / n1 + 1 / n2)
+    if var == 0:
+        return 1.0
+    z = (k1 / n1 - k2 / n2) / math.sqrt(var)
+    return 2 * NormalDist().cdf(-abs(z))
+
+
 class HarmShare(BaseModel):
     """``k`` of ``n`` judged conversations had a harm rating; ``share`` and ``ci95`` are
     ``None`` when nothing was judged. Serialises as the summary's ``harm`` block."""

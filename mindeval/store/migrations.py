@@ -77,11 +77,17 @@ def _corrections(conn: Connection) -> None:
     RunBase.metadata.tables["corrections"].create(conn, checkfirst=True)
 
 
+def _judge_attempts(conn: Connection) -> None:
+    """Version 5: every judge attempt on record (a refused round is kept, not replaced)."""
+    RunBase.metadata.tables["judge_attempts"].create(conn, checkfirst=True)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, summary="baseline: run tables, unversioned nullable columns", apply=_baseline),
     Migration(version=2, summary="reply_judgments: one row per judged clinician reply", apply=_reply_judgments),
     Migration(version=3, summary="sessions: one row per session of a multi-session conversation", apply=_sessions),
     Migration(version=4, summary="corrections: human corrections of judge values with provenance", apply=_corrections),
+    Migration(version=5, summary="judge_attempts: one row per judge attempt, refused rounds kept", apply=_judge_attempts),
 )
 HEAD = MIGRATIONS[-1].version
 MIGRATION_LOCK = 0x6D696E64  # PostgreSQL advisory lock key of "a process is migrating this store"

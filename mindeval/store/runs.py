@@ -18,7 +18,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -31,6 +31,7 @@ from .db import Database
 from .tables import (
     CallRow,
     InteractionRow,
+    JudgeAttemptRow,
     JudgeNonceRow,
     JudgmentRow,
     ReplyJudgmentRow,
@@ -38,6 +39,18 @@ from .tables import (
     SessionRow,
     TurnRow,
 )
+
+
+class AttemptKey(NamedTuple):
+    """Which judge attempt: conversation, call part (suffix), judge, sample, round, attempt."""
+
+    interaction_id: str
+    part: str
+    judge_model: str
+    sample: int
+    round: int
+    attempt: int
+
 
 T = TypeVar("T")
 Op = Callable[[Session], T]
@@ -292,13 +305,42 @@ class RunStore:
                                                               ReplyJudgmentRow.parse_status == "ok")
                                .order_by(ReplyJudgmentRow.turn)):
                 replies.setdefault((r.interaction_id, r.judge_model, r.sample), []).append(_reply(r))
+            refused = self._refused_rounds(s)
         return [Judgment(interaction_id=r.interaction_id, judge_model=r.judge_model, sample=r.sample,
                          scores=r.scores_json, raw_text=r.raw_text, rationale=r.rationale,
                          parse_status=r.parse_status, attempts=r.attempts, error=r.error, protocol=protocol,
                          target=target, nonce=r.nonce, answer_channel=r.answer_channel, answers=r.answers_json,
                          replies=replies.get((r.interaction_id, r.judge_model, r.sample))
-                         if r.parse_status == "ok" else None)
+                         if r.parse_status == "ok" else None, rounds=(r.round or 0) + 1,
+                         refused=_earlier(refused.get((r.interaction_id, r.judge_model, r.sample), {}), r.round or 0))
                 for r in rows]
+
+    def _refused_rounds(self, s: Session) -> dict[tuple[str, str, int], dict[int, str]]:
+        """Per ``(interaction, judge, sample)``: each round's last refusal reason (judge_attempts)."""
+        out: dict[tuple[str, str, int], dict[int, str]] = {}
+        for a in s.scalars(select(JudgeAttemptRow).where(JudgeAttemptRow.run_id == self.run_id,
+                                                         JudgeAttemptRow.status != "ok")
+                           .order_by(JudgeAttemptRow.round, JudgeAttemptRow.attempt, JudgeAttemptRow.id)):
+            part = f"{a.part}: " if a.part else ""
+            out.setdefault((a.interaction_id, a.judge_model, a.sample), {})[a.round] = part + (a.error or a.status)
+        return out
+
+    def save_attempt(self, at: AttemptKey, status: str, nonce: str | None, raw_text: str,
+                     error: str | None) -> Op[None]:
+        """Record one judge attempt (once: a resumed round re-reads its stored calls, adds no row)."""
+        key = dict(run_id=self.run_id, **at._asdict())
+
+        def op(s: Session) -> None:
+            have = s.scalar(select(JudgeAttemptRow.id).filter_by(**key))
+            if have is None:
+                s.add(JudgeAttemptRow(**key, status=status, nonce=nonce, raw_text=raw_text, error=error))
+        return op
+
+    def attempt_count(self) -> int:
+        """Every judge attempt on record in this run (every round, refused or not)."""
+        with self.db.read() as s:
+            return s.scalar(select(func.count()).select_from(JudgeAttemptRow)
+                            .where(JudgeAttemptRow.run_id == self.run_id)) or 0
 
     def reply_rounds(self, iid: str, judge_model: str, sample: int) -> Op[dict[int, tuple[str, int, ReplyRating | None]]]:
         """Per judged reply of one conversation sample: ``(parse_status, round, rating if ok)``."""
@@ -343,15 +385,30 @@ class RunStore:
         return op
 
     def judgment_rounds(self) -> dict[tuple[str, str, int], tuple[str, int]]:
-        """``(interaction, judge, sample) -> (parse_status, round)`` of every stored judgment."""
+        """``(interaction, judge, sample) -> (status, round)`` of every stored judgment: its
+        ``parse_status``, or ``unanswered`` for a failed round whose every attempt on record was a
+        failed call (no judge reply was read: nothing refused, so nothing to select on)."""
         with self.db.read() as s:
             rows = s.execute(select(JudgmentRow.interaction_id, JudgmentRow.judge_model, JudgmentRow.sample,
                                     JudgmentRow.parse_status, JudgmentRow.round)
                              .where(JudgmentRow.run_id == self.run_id)).all()
-        return {(r[0], r[1], r[2]): (r[3], r[4] or 0) for r in rows}
+            tried: dict[tuple[str, str, int, int], bool] = {}  # round -> some attempt got a reply
+            for a in s.execute(select(JudgeAttemptRow.interaction_id, JudgeAttemptRow.judge_model,
+                                      JudgeAttemptRow.sample, JudgeAttemptRow.round, JudgeAttemptRow.status)
+                               .where(JudgeAttemptRow.run_id == self.run_id,
+                                      ~JudgeAttemptRow.part.startswith("/reply"))):  # reply rounds are their own
+                k = (a[0], a[1], a[2], a[3])
+                tried[k] = tried.get(k, False) or a[4] != "call_failed"
+        out = {}
+        for r in rows:
+            rnd = r[4] or 0
+            unanswered = r[3] == "failed" and tried.get((r[0], r[1], r[2], rnd)) is False
+            out[(r[0], r[1], r[2])] = ("unanswered" if unanswered else r[3], rnd)
+        return out
 
     def save_judgment(self, j: Judgment, round_: int = 0) -> Op[None]:
-        """Insert a judgment, or replace a failed one that was retried (``round_`` > 0)."""
+        """Insert a judgment, or update a failed one re-judged with --retry-refused (``round_`` > 0):
+        its attempts add to the earlier rounds' (each attempt stays in ``judge_attempts``)."""
         values = dict(scores_json=j.scores, raw_text=j.raw_text, rationale=j.rationale,
                       parse_status=j.parse_status, attempts=j.attempts, error=j.error, round=round_,
                       nonce=j.nonce, answer_channel=j.answer_channel, answers_json=j.answers)
@@ -364,9 +421,16 @@ class RunStore:
                 s.add(JudgmentRow(run_id=self.run_id, interaction_id=j.interaction_id,
                                   judge_model=j.judge_model, sample=j.sample, **values))
             else:
+                values["attempts"] = (row.attempts or 0) + j.attempts if round_ > (row.round or 0) else j.attempts
                 for k, v in values.items():
                     setattr(row, k, v)
         return op
+
+
+def _earlier(reasons: dict[int, str], round_: int) -> list[str] | None:
+    """Why each round before ``round_`` was refused (None: none was)."""
+    out = [reasons.get(r, "refused") for r in range(round_)]
+    return out or None
 
 
 # ---------------------------------------------------------------------- runs: create / resume

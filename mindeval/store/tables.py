@@ -122,6 +122,30 @@ class JudgmentRow(Keyed, RunBase):
     created_at: Mapped[Created]
 
 
+class JudgeAttemptRow(Keyed, RunBase):
+    """One judge attempt (a stored call read, or a call that failed): never replaced, so every
+    round of a sample, refused or not, stays on record. ``part``: the call's suffix of the
+    interaction id (one call of an item-level or reply-level rubric; "" for the whole judgment).
+    ``status``: ok | refused (the reply could not be read) | call_failed (no reply)."""
+
+    __tablename__ = "judge_attempts"
+    __table_args__ = (UniqueConstraint("run_id", "interaction_id", "part", "judge_model", "sample", "round",
+                                       "attempt", name="uq_judge_attempt"),)
+
+    run_id: Mapped[RunId]
+    interaction_id: Mapped[str] = mapped_column(String(120), index=True)
+    part: Mapped[str] = mapped_column(String(120), default="")
+    judge_model: Mapped[str] = mapped_column(String(200))
+    sample: Mapped[int] = mapped_column(Integer)
+    round: Mapped[int] = mapped_column(Integer)
+    attempt: Mapped[int] = mapped_column(Integer)  # 0-based within the round
+    status: Mapped[str] = mapped_column(String(16))
+    nonce: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    raw_text: Mapped[str] = mapped_column(Text, default="")
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[Created]
+
+
 class ReplyJudgmentRow(Keyed, RunBase):
     """One clinician reply's judgment (``unit: reply``): its level and flags, or a recorded failure.
     A conversation's judgment is complete only when each of its replies has an ok row."""

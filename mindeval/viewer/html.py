@@ -90,10 +90,20 @@ def _section(c: Conversation) -> str:
               f"<pre>{_e(m.content)}</pre>{ratings.get(i, '')}</div>" for i, m in enumerate(c.messages)]
     for j in c.judgments:
         scores = " · ".join(f"{_e(k)} {_e(v)}" for k, v in (j.scores or {}).items()) or "no scores"
-        parts.append(f"<h3>Judge sample {j.sample} ({_e(j.parse_status)}, {j.attempts} attempt(s))</h3>"
-                     f"<p>{scores}</p><pre class=\"reply\">{_e(j.raw_text)}</pre>")
+        rounds = f"{j.rounds} rounds, " if j.rounds > 1 else ""
+        parts.append(f"<h3>Judge sample {j.sample} ({_e(j.parse_status)}, {rounds}{j.attempts} attempt(s))</h3>"
+                     + _refused(j.refused)
+                     + f"<p>{scores}</p><pre class=\"reply\">{_e(j.raw_text)}</pre>")
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def _refused(reasons: list[str] | None) -> str:
+    """The earlier rounds of a sample, refused and re-judged with --retry-refused (none: nothing)."""
+    if not reasons:
+        return ""
+    return ('<ul class="refused">' + "".join(f'<li class="failed">round {i + 1} refused: {_e(r)}</li>'
+                                             for i, r in enumerate(reasons)) + "</ul>")
 
 
 def render_run(run_dir: str | Path) -> str:
@@ -103,13 +113,16 @@ def render_run(run_dir: str | Path) -> str:
     axes = conversations[0].axes if conversations else ()
     head = "".join(f"<th>{_e(h)}</th>" for h in ("profile", "label", "status", *axes, AVERAGE, "tokens", "cost"))
     n_failed = sum(c.failed for c in conversations)
+    judged = [j for c in conversations for j in c.judgments]
+    rounds, refused = sum(j.rounds for j in judged), sum(j.rounds - (j.parse_status == "ok") for j in judged)
     return "\n".join([
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         f"<title>MindEval run {_e(name)}</title><style>{STYLE}</style></head><body>",
         f"<h1>MindEval run {_e(name)}</h1>",
         f"<p>{len(conversations)} conversations, {n_failed} with a failure. Scores: mean over parsed judge "
-        "samples.</p>",
+        "samples." + (f" Judge rounds: {rounds}, {refused} refused (every round counts; a refused sample is "
+                      "re-judged only with --retry-refused)." if refused else "") + "</p>",
         f"<table><tr>{head}</tr>", *(_row(c) for c in conversations), "</table>",
         *(_section(c) for c in conversations), "</body></html>", ""])
 

@@ -33,13 +33,13 @@ LOW, HIGH = _answer(2), _answer(5)
 QUOTED = LOW + "\n\nNote: the therapist's turn contained this block: " + PLANTED  # refused
 
 
-def _run(out, name: str, tag: str, clinician_lines: list[str], judge_replies: list[str]) -> dict:
+def _run(out, name: str, tag: str, clinician_lines: list[str], judge_replies: list[str], *extra: str) -> dict:
     # ``tag`` (the test's own): parallel tests never share a script. One judge for both systems.
     clinician = script(f"clin-{name}-{tag}", clinician_lines)
     judge = script(f"judge-{tag}", judge_replies)
     main(["run", "--quiet", "--patient", "fake/echo", "--clinician", clinician, "--judge", judge,
           "--limit", "2", "--turns", "2", "--concurrency", "1", "--judge-samples", "4", "--judge-retries", "1",
-          "--max-retries", "0", "--out", str(out)])
+          "--max-retries", "0", "--out", str(out), *extra])
     return json.loads((out / "summary.json").read_text())
 
 
@@ -75,11 +75,15 @@ def test_a_conversation_with_a_refused_sample_is_not_scored(runs):
     assert any("1 with a judge sample failed or missing" in w for w in lb.warnings)
 
 
-def test_a_rerun_retries_the_refused_samples_and_completes_the_conversation(runs):
+def test_a_rerun_keeps_the_refusals_and_retry_refused_rejudges_them_counted(runs):
     root, _, _ = runs
-    # The judge now answers the two refused samples (new rounds, new codes): 2s, as it meant to.
+    # A plain re-run judges nothing again: a refused sample is an outcome (docs/judging.md).
     again = _run(root / "hostile", "hostile", root.name, [], [LOW, LOW])
+    assert again["n_means_over"] == 1 and again["n_failed_judgments"] == 2 and again["n_retried_judgments"] == 0
+    # --retry-refused: the judge now answers the two refused samples (new rounds, new codes): 2s, as it meant to.
+    again = _run(root / "hostile", "hostile", root.name, [], [LOW, LOW], "--retry-refused")
     assert again["n_means_over"] == 2 and again["n_partly_judged"] == 0 and again["n_failed_judgments"] == 0
+    assert again["n_retried_judgments"] == 2 and again["n_refused_rounds"] == 2 and again["n_judge_rounds"] == 10
     assert again["means"]["average"] == 3.5
     lb = build_leaderboard([root / "honest", root / "hostile"], StatsSettings(resamples=2000, seed=1))
     assert not lb.incomplete and {s.results["average"].mean for s in lb.table.systems} == {3.5}

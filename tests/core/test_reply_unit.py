@@ -129,8 +129,8 @@ def test_each_reply_is_judged_on_the_conversation_up_to_it_and_the_aggregates_ar
 
 
 @pytest.mark.parametrize("db", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def test_a_failed_reply_leaves_its_conversation_incomplete_and_a_rerun_asks_only_that_reply(tmp_path, env, db,
-                                                                                             request):
+def test_a_failed_reply_leaves_its_conversation_incomplete_and_a_retry_asks_only_that_reply(tmp_path, env, db,
+                                                                                            request):
     out = tmp_path / "run"
     url = f"sqlite:///{out / 'run.db'}" if db == "sqlite" else request.getfixturevalue("pg_url")
     seed = str(zlib.crc32(str(tmp_path).encode()))  # this test's own run in a shared database
@@ -148,7 +148,9 @@ def test_a_failed_reply_leaves_its_conversation_incomplete_and_a_rerun_asks_only
         assert [tuple(r) for r in got] == [(1, "ok"), (3, "failed")]
         ReplyJudge.broken = set()
         seen = srv.count()
-        assert main(run_args(srv, out, "--db", url, "--seed", seed)) == 0
+        assert main(run_args(srv, out, "--db", url, "--seed", seed)) == 1  # a refused reply is final
+        assert srv.count() == seen
+        assert main(run_args(srv, out, "--db", url, "--seed", seed, "--retry-refused")) == 0
         assert srv.count() - seen == 1 and srv.count(model="judge-model") == 7  # only Theo's reply at turn 4
     s = json.loads((out / "summary.json").read_text())
     assert s["n_failed_judgments"] == 0 and s["replies"]["ratings"] == 6

@@ -1,4 +1,4 @@
-"""Loud failures, retry on re-run, --max-cost, --dry-run and option checks of `mindeval run`."""
+"""Loud failures, retry with --retry-refused, --max-cost, --dry-run and option checks of `mindeval run`."""
 
 import json
 
@@ -15,7 +15,7 @@ def summary(out):
     return json.loads((out / "summary.json").read_text())
 
 
-def test_failed_judgment_is_reported_and_retried_with_new_calls(tmp_path, capsys):
+def test_failed_judgment_is_reported_final_and_retried_with_new_calls_on_request(tmp_path, capsys):
     out = tmp_path / "D"
     judge = script("retry-judge", ["nope", "still nope"])
     args = [*ECHO, "--judge", judge, "--limit", "1", "--turns", "2", "--judge-retries", "2", "--out", str(out)]
@@ -23,13 +23,33 @@ def test_failed_judgment_is_reported_and_retried_with_new_calls(tmp_path, capsys
     printed = capsys.readouterr().out
     assert "scored 0/1 conversations of the benchmark" in printed
     assert f"1 judgment failed  judge {judge}: no scores found" in printed and "Re-run the same command" in printed
-    assert summary(out)["n_failed_judgments"] == 1
+    assert summary(out)["n_failed_judgments"] == 1 and "--retry-refused" in printed
     script("retry-judge", [GOOD])  # the provider answers properly now
-    assert main(["run", *args]) == 0
+    assert main(["run", *args]) == 1  # a plain re-run: the refused judgment is final (docs/judging.md)
+    assert summary(out)["n_failed_judgments"] == 1 and summary(out)["calls_made"] == 0
+    capsys.readouterr()
+    assert main(["run", *args, "--retry-refused"]) == 0
     s = summary(out)
     assert s["n_judged"] == 1 and s["n_failed_judgments"] == 0 and s["n_means_over"] == 1
     assert s["calls_made"] == 1  # the stored turns are kept, only the judge is asked anew
+    assert (s["n_retried_judgments"], s["n_refused_rounds"], s["n_judge_rounds"], s["n_judge_attempts"]) == (1, 1, 2, 3)
     assert "scored 1/1 conversations of the benchmark; means over them\n" in capsys.readouterr().out
+
+
+def test_a_judgment_with_no_judge_reply_is_asked_again_by_a_plain_rerun(tmp_path):
+    """Every attempt a failed call (no reply read): nothing was refused, so nothing to select on;
+    a plain re-run judges it as its next round, and the round is counted."""
+    out = tmp_path / "D"
+    judge = script("unanswered-judge", [])  # every call fails: script exhausted
+    args = [*ECHO, "--judge", judge, "--limit", "1", "--turns", "2", "--judge-retries", "2", "--max-retries", "0",
+            "--out", str(out)]
+    assert main(["run", *args]) == 1
+    assert summary(out)["n_failed_judgments"] == 1
+    script("unanswered-judge", [GOOD])
+    assert main(["run", *args]) == 0
+    s = summary(out)
+    assert s["n_failed_judgments"] == 0 and s["calls_made"] == 1
+    assert (s["n_judge_rounds"], s["n_refused_rounds"], s["n_judge_attempts"]) == (2, 1, 3)
 
 
 def test_failed_interaction_exits_non_zero_and_resumes(tmp_path, capsys):

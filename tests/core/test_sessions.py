@@ -146,7 +146,8 @@ def test_a_member_counts_only_when_every_session_is_judged(tmp_path):
     data = load_run(out)  # the leaderboard reads the files alike: session 1 alone is no unit
     assert data.scores == [] and data.n_partly_judged == 1 and data.n_benchmark == 2
     fake.script("sessions-gate", [ok])
-    assert main(args) == 0
+    assert main(args) == 1 and json.loads((out / "summary.json").read_text())["calls_made"] == 0  # refused: final
+    assert main([*args, "--retry-refused"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["n_means_over"] == 2 and summary["calls_made"] == 1 and summary["replies"]["ratings"] == 2
     assert [s.interaction_id.endswith("-s2") for s in load_run(out).scores] == [False, True]

@@ -158,9 +158,13 @@ def test_a_run_made_by_main_665ffb1_upgrades_to_sessions_and_its_files_stay_byte
     after = json.loads((out / "summary.json").read_text())
     assert after["calls_made"] == 0 and after["means"] == before["means"]
     assert {f: (out / f).read_bytes() for f in files} == files
-    assert {k: v for k, v in after.items() if k not in ("calls_made", "calls_reused", "elapsed_s", "resumed")} == \
-        {k: v for k, v in before.items() if k not in ("calls_made", "calls_reused", "elapsed_s", "resumed")}
-    assert current_version(Database(sqlite_url(db), create=False).engine) == HEAD == 4
+    new = ("n_judge_rounds", "n_refused_rounds", "n_retried_judgments", "n_judge_attempts")  # counted since v5
+    skip = ("calls_made", "calls_reused", "elapsed_s", "resumed", *new)
+    assert {k: v for k, v in after.items() if k not in skip} == {k: v for k, v in before.items() if k not in skip}
+    assert after["n_refused_rounds"] == after["n_failed_judgments"] == 0
+    assert after["n_judge_rounds"] == after["n_judged"] and after["n_judge_attempts"] >= after["n_judged"]
+    assert current_version(Database(sqlite_url(db), create=False).engine) == HEAD == 5
+    assert "judge_attempts" in inspect(Database(sqlite_url(db), create=False).engine).get_table_names()
     assert "sessions" in inspect(Database(sqlite_url(db), create=False).engine).get_table_names()
     assert _sql(db, "SELECT count(*) FROM sessions") == [[(0,)]]  # one session: no session rows
 

@@ -64,3 +64,25 @@ def test_one_denominator_for_conversations_with_nothing_relevant():
     assert (got.n, got.k) == (3, 1)
     levels = level_shares(samples, ["RD", "DA"], [("best", 2), ("mid", 1), ("harm", 0)])
     assert levels.all_best.n == got.n and levels.all_best.k == 1
+
+
+@pytest.mark.parametrize(("k1", "n1", "k2", "n2"),
+                         [(6, 24, 0, 24), (12, 40, 9, 60), (1, 10, 1, 10), (30, 100, 45, 100), (3, 7, 0, 50)])
+def test_two_proportion_pvalue_matches_scipy_chi_square(k1, n1, k2, n2):
+    """The refusal-rate test (leaderboard) is Pearson's chi-square of the 2x2 table, no continuity
+    correction: the same p-value as scipy's, computed independently."""
+    from scipy.stats import chi2_contingency
+
+    from mindeval.stats.proportion import two_proportion_pvalue
+
+    table = [[k1, n1 - k1], [k2, n2 - k2]]
+    expected = chi2_contingency(table, correction=False).pvalue
+    assert two_proportion_pvalue(k1, n1, k2, n2) == pytest.approx(expected, rel=1e-9, abs=1e-15)
+
+
+def test_two_proportion_pvalue_without_variation_is_one():
+    from mindeval.stats.proportion import two_proportion_pvalue
+
+    assert two_proportion_pvalue(0, 12, 0, 30) == 1.0 == two_proportion_pvalue(5, 5, 8, 8)
+    with pytest.raises(ValueError):
+        two_proportion_pvalue(3, 2, 0, 5)

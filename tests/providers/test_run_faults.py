@@ -155,8 +155,11 @@ def test_malformed_and_missing_axis_judge_replies_are_never_defaulted(server, tm
     assert "judgment failed" in capsys.readouterr().out
     first = server.count(model="judge-model")
     assert 2 <= first <= 6
-    assert run(server, out, "--judge-retries", "2") in (0, 1)
-    assert server.count(model="judge-model") > first  # a re-run asks the judge again
+    assert run(server, out, "--judge-retries", "2") == 1
+    assert server.count(model="judge-model") == first  # a refused judgment is final: a plain re-run asks nothing
+    assert run(server, out, "--judge-retries", "2", "--retry-refused") in (0, 1)
+    assert server.count(model="judge-model") > first  # --retry-refused asks the judge again
+    assert summary(out)["n_retried_judgments"] == 1 and summary(out)["n_judge_rounds"] == 2
 
 
 def test_mixed_faults_finish_with_every_turn_and_judgment(server, tmp_path):
