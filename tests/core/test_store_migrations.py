@@ -160,7 +160,7 @@ def test_a_run_made_by_main_665ffb1_upgrades_to_sessions_and_its_files_stay_byte
     assert {f: (out / f).read_bytes() for f in files} == files
     assert {k: v for k, v in after.items() if k not in ("calls_made", "calls_reused", "elapsed_s", "resumed")} == \
         {k: v for k, v in before.items() if k not in ("calls_made", "calls_reused", "elapsed_s", "resumed")}
-    assert current_version(Database(sqlite_url(db), create=False).engine) == HEAD == 4
+    assert current_version(Database(sqlite_url(db), create=False).engine) == HEAD == 5
     assert "sessions" in inspect(Database(sqlite_url(db), create=False).engine).get_table_names()
     assert _sql(db, "SELECT count(*) FROM sessions") == [[(0,)]]  # one session: no session rows
 
