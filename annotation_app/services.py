@@ -361,14 +361,15 @@ class Workspace:
 
     def correct_judge(self, v: Viewer, study: int | str, item: str, req: CorrectionRequest) -> list:
         """Admin: record a correction of one judge value of ``item`` in its run's store (mindeval.corrections),
-        under the signed-in person's name; the judge's record is kept."""
+        under the signed-in person's name (recorded as signed in); the judge's record is kept."""
         self._may_correct(v)
         from mindeval.corrections import correct
 
         found = next((x for x in self.judged_items(v, study) if x.item == item), None)
         if found is None:
             raise MindEvalError(f"item {item!r} of this study has no judge record from a run directory")
-        return correct(found.run_dir, req.model_copy(update={"interaction_id": found.interaction_id, "who": v.name}))
+        return correct(found.run_dir, req.model_copy(update={"interaction_id": found.interaction_id, "who": v.name,
+                                                           "who_source": "signed-in"}))
 
     def judge_corrections(self, v: Viewer, study: int | str) -> list:
         """Admin: the corrections of the study's judged items, oldest first (who, when, from, to, why)."""

@@ -17,6 +17,7 @@ from annotation_app.ui import inert
 from mindeval.corrections import CorrectionRequest, correct, describe, run_corrections
 from mindeval.errors import MindEvalError
 from mindeval.records import JudgmentRecord
+from mindeval.store.corrections import WHO_SOURCE_SHOWN
 from mindeval.viewer import Conversation, filter_conversations, load_conversations
 from mindeval.viewer.data import AVERAGE, SEVERITY
 
@@ -115,7 +116,8 @@ def _correct_form(c: Conversation, j: JudgmentRecord) -> None:
         what = st.selectbox("Value to correct", list(choices), key=f"{key}-what")
         to = st.text_input("Corrected value (score, level id, answer id, yes/no, or not_relevant)", key=f"{key}-to")
         reason = st.text_area("Reason (required)", key=f"{key}-reason")
-        who = st.text_input("Your name (default: this computer's user)", key=f"{key}-who")
+        who = st.text_input("Your name (recorded as self-declared; default: this computer's user)",
+                            key=f"{key}-who")
         if not st.form_submit_button("Save correction", icon=":material/save:"):
             return
     if not reason.strip():
@@ -140,6 +142,7 @@ def _corrections(c: Conversation) -> None:
         st.markdown("**Corrections** (newest last; the judge's record is kept)")
         st.dataframe(pd.DataFrame([{"sample": x.sample, "where": x.where(), "axis": x.axis,
                                     "from": _shown(x.from_value), "to": _shown(x.to_value), "who": x.who,
+                                    "identity": WHO_SOURCE_SHOWN[x.who_source],
                                     "when (UTC)": x.at.strftime("%Y-%m-%d %H:%M:%S") if x.at else "",
                                     "why": x.reason} for x in mine]), hide_index=True, key=f"corrections-{c.key}")
 

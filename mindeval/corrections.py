@@ -24,7 +24,7 @@ from .errors import MindEvalError
 from .judging.fewshot import FewShotExample
 from .records import JudgmentRecord, Run, TargetInfo, mean_of
 from .rundir import read_run
-from .store.corrections import Correction, Value, append_corrections, read_corrections
+from .store.corrections import Correction, Value, WhoSource, append_corrections, read_corrections
 from .store.db import Database, sqlite_url
 
 NOT_RELEVANT_WORDS = ("not_relevant", "not relevant", "null", "none", "n/a")
@@ -38,7 +38,8 @@ class CorrectionRequest(BaseModel):
     axis: str
     to: str
     reason: str
-    who: str | None = None
+    who: str | None = None  # a typed name (recorded as self-declared); None: this computer's user
+    who_source: WhoSource | None = None  # set by a caller that authenticated ``who`` ("signed-in")
     reply: int | None = None
     question: str | None = None
     sample: int | None = None
@@ -231,10 +232,19 @@ def _question_change(run: Run, j: JudgmentRecord, req: CorrectionRequest) -> tup
     return req.question, (j.answers or {}).get(req.question), to, derived
 
 
-def _change(run: Run, j: JudgmentRecord, req: CorrectionRequest, who: str) -> Correction:
+def _reviewer(req: CorrectionRequest) -> tuple[str, WhoSource]:
+    """Who makes the correction and how that is known: a typed name is self-declared unless the
+    caller says it authenticated it; no name is this computer's user."""
+    typed = (req.who or "").strip()
+    if typed:
+        return typed, req.who_source or "self-declared"
+    return getpass.getuser(), "os-user"
+
+
+def _change(run: Run, j: JudgmentRecord, req: CorrectionRequest, who: tuple[str, WhoSource]) -> Correction:
     target = run.target
     base = dict(run_id=run.config.run_id, interaction_id=j.interaction_id, judge_model=j.judge_model,  # type: ignore[union-attr]
-                sample=j.sample, axis=req.axis, reason=req.reason.strip(), who=who)
+                sample=j.sample, axis=req.axis, reason=req.reason.strip(), who=who[0], who_source=who[1])
     if req.reply is not None:
         ref, old, new = _reply_change(target, j, req)
         return Correction(unit="reply", ref=ref, from_value=old, to_value=new, **base)
@@ -272,7 +282,7 @@ def correct(run_dir: str | Path, req: CorrectionRequest, db: str | None = None) 
         raise MindEvalError("a correction needs a reason (why the judge's value is wrong)", field="--reason")
     if req.reply is not None and req.question is not None:
         raise MindEvalError("give --reply or --question, not both", field="--question")
-    who = (req.who or "").strip() or getpass.getuser()
+    who = _reviewer(req)
     run = read_run(run_dir)
     if run.config is None or run.config.run_id is None:
         raise MindEvalError("not a run directory (config.json with a run_id not found)", path=run_dir)
@@ -286,9 +296,9 @@ def correct(run_dir: str | Path, req: CorrectionRequest, db: str | None = None) 
 
 
 def describe(c: Correction) -> str:
-    """One line: ``who at: interaction sample N, where, AXIS from → to (reason)``."""
+    """One line: ``who (how known) at: interaction sample N, where, AXIS from → to (reason)``."""
     at = c.at.strftime("%Y-%m-%d %H:%M:%S UTC") if c.at else "?"
-    return (f"{c.who} {at}: {c.interaction_id} sample {c.sample}, {c.where()}, {c.axis} "
+    return (f"{c.who_shown()} {at}: {c.interaction_id} sample {c.sample}, {c.where()}, {c.axis} "
             f"{_show(c.from_value)} → {_show(c.to_value)} ({c.reason})")
 
 

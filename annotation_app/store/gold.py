@@ -4,10 +4,11 @@ An admin marks items of a rating study as gold with the expected value of each s
 tolerance (``|given - expected| <= tolerance`` on an ordinal scale; a categorical scale and
 "not applicable" are exact). An item's answer is right when every expected sub-axis is, and the
 rater's *first* submission counts (revising later changes nothing here). Assignment
-(:mod:`.studies`) mixes gold items into each rater's queue unmarked (``AssignmentRow.kind``); when a
-study requires qualification, a rater's real items stay hidden (:func:`held`) until she has
-answered her ``qualify_n`` qualification items with at least a share ``qualify_pass`` right, and
-stay hidden for good if she fails.
+(:mod:`.studies`) mixes gold items into each rater's queue unmarked (``AssignmentRow.kind``, which
+only admin pages read); when a study requires qualification, a rater sees only her qualification
+items (:func:`held`; her real items and the study's later gold items stay hidden, so none of them
+can be recognised as gold later) until she has answered her ``qualify_n`` qualification items with
+at least a share ``qualify_pass`` right, and nothing more if she fails.
 """
 
 from __future__ import annotations
@@ -201,7 +202,7 @@ def qualification(s, study: StudyRow, annotator_id: int, na: int) -> Qualificati
 
 
 def held(s, study: StudyRow, annotator_id: int, na: int) -> bool:
-    """Whether ``annotator_id``'s real items of ``study`` are hidden (qualification pending or failed)."""
+    """Whether ``annotator_id`` sees only her qualification items of ``study`` (qualification pending or failed)."""
     return qualification(s, study, annotator_id, na).status in ("pending", "failed")
 
 

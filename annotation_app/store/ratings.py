@@ -73,12 +73,14 @@ def target_na(ref: str) -> int:
 
 
 def hidden(s, study_id: int, annotator_id: int) -> list:
-    """Conditions that hide an annotator's real items of a study while her qualification is pending
-    or failed (:mod:`.gold`); empty when nothing is hidden."""
+    """Conditions that show an annotator only her qualification items of a study while her
+    qualification is pending or failed (:mod:`.gold`): her real items *and* the study's later gold
+    items stay hidden, so that no item she saw then can later be told apart as gold. Empty when
+    nothing is hidden."""
     study = s.get(StudyRow, study_id)
     if study is None or not study.qualify_n or not gold.held(s, study, annotator_id, target_na(study.target)):
         return []
-    return [AssignmentRow.kind != "real"]
+    return [AssignmentRow.kind == "qualify"]
 
 
 def scale_view(g: Guidelines) -> ScaleView:
@@ -107,7 +109,7 @@ def owned_assignment(s, annotator_id: int, assignment_id: int) -> AssignmentRow:
     row = s.get(AssignmentRow, int(assignment_id))
     if row is None or row.annotator_id != annotator_id:
         raise AccessDenied("this item is not assigned to you", field="assignment")
-    if row.kind == "real" and hidden(s, row.study_id, annotator_id):
+    if row.kind != "qualify" and hidden(s, row.study_id, annotator_id):
         raise AccessDenied("this item opens once you have passed the study's first transcripts", field="assignment")
     return row
 

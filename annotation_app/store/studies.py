@@ -325,8 +325,8 @@ def my_studies(db: Database, annotator_id: int) -> list[StudyProgress]:
 
 
 def _shown_counts(s, study: StudyRow, annotator_id: int) -> tuple[StudyRow, int, int] | None:
-    """(study, total, done) counting only the items an annotator can see while her real items are
-    hidden by a pending or failed qualification; ``None`` when nothing is hidden."""
+    """(study, total, done) counting only the items an annotator can see (her qualification items)
+    while her qualification is pending or failed; ``None`` when nothing is hidden."""
     cond = hidden(s, study.id, annotator_id)
     if not cond:
         return None

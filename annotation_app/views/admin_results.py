@@ -7,6 +7,7 @@ import streamlit as st
 from annotation_app import ui
 from mindeval.corrections import CorrectionRequest
 from mindeval.errors import MindEvalError
+from mindeval.store.corrections import WHO_SOURCE_SHOWN
 
 v, ws, studies, chosen = ui.admin_study_page("Results", "results_study")
 res = ws.results(v, chosen)
@@ -70,7 +71,8 @@ if judged:
     fixes = ws.judge_corrections(v, chosen)
     if fixes:
         st.dataframe([{"Interaction": c.interaction_id, "Sample": c.sample, "Where": c.where(), "Axis": c.axis,
-                       "From": c.from_value, "To": c.to_value, "Who": c.who, "When (UTC)": c.at, "Why": c.reason}
+                       "From": c.from_value, "To": c.to_value, "Who": c.who,
+                       "Identity": WHO_SOURCE_SHOWN[c.who_source], "When (UTC)": c.at, "Why": c.reason}
                       for c in fixes], hide_index=True, key="fix_list")
 
 if res.kind == "rating":

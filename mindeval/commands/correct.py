@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reply", type=int, default=None, metavar="N", help="correct the N-th clinician reply (from 1)")
     p.add_argument("--question", default=None, metavar="Q", help="correct the answer to question Q of --axis")
     p.add_argument("--sample", type=int, default=None, metavar="N", help="one judge sample (default: every sample)")
-    p.add_argument("--who", default=None, metavar="NAME", help="the reviewer's name (default: the OS user)")
+    p.add_argument("--who", default=None, metavar="NAME", help="the reviewer's name, recorded as self-declared (default: the OS user)")
     p.add_argument("--db", default=None, metavar="URL", help="SQLAlchemy URL of the run store (default: RUN_DIR/run.db)")
     p.add_argument("--list", action="store_true", help="print the run's corrections (who, when, from, to, why) and exit")
     p.set_defaults(func=handle)

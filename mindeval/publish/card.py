@@ -92,8 +92,10 @@ def corrections_section(runs: list[PublishedRun]) -> list[str]:
            "The scores above are the judge's own; `mindeval leaderboard --with-corrections` applies the latest "
            "correction per value. The judgments file holds the judge's original values."]
     if rows:
-        out += ["", "| run id | interaction | sample | unit | ref | axis | from | to | who | when (UTC) | why |",
-                "|---|---|---|---|---|---|---|---|---|---|---|"]
-        out += ["| " + " | ".join(_cell(c[k]) for k in ("run_id", "interaction_id", "sample", "unit", "ref", "axis",
-                                                         "from", "to", "who", "at", "reason")) + " |" for c in rows]
+        out += ["", "| run id | interaction | sample | unit | ref | axis | from | to | who | who source | when (UTC) | why |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        keys = ("run_id", "interaction_id", "sample", "unit", "ref", "axis", "from", "to", "who", "who_source", "at",
+                "reason")
+        out += ["| " + " | ".join(_cell(c.get(k) or "not recorded" if k == "who_source" else c[k]) for k in keys) + " |"
+                for c in rows]
     return out

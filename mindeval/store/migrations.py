@@ -82,12 +82,20 @@ def _judge_attempts(conn: Connection) -> None:
     RunBase.metadata.tables["judge_attempts"].create(conn, checkfirst=True)
 
 
+def _who_source(conn: Connection) -> None:
+    """Version 6: how a correction's reviewer is known (``who_source``; NULL for older rows)."""
+    if "who_source" not in {c["name"] for c in inspect(conn).get_columns("corrections")}:
+        _add_column(conn, "corrections", "who_source")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, summary="baseline: run tables, unversioned nullable columns", apply=_baseline),
     Migration(version=2, summary="reply_judgments: one row per judged clinician reply", apply=_reply_judgments),
     Migration(version=3, summary="sessions: one row per session of a multi-session conversation", apply=_sessions),
     Migration(version=4, summary="corrections: human corrections of judge values with provenance", apply=_corrections),
     Migration(version=5, summary="judge_attempts: one row per judge attempt, refused rounds kept", apply=_judge_attempts),
+    Migration(version=6, summary="corrections.who_source: self-declared, os-user or signed-in reviewer",
+              apply=_who_source),
 )
 HEAD = MIGRATIONS[-1].version
 MIGRATION_LOCK = 0x6D696E64  # PostgreSQL advisory lock key of "a process is migrating this store"

@@ -33,7 +33,7 @@ def test_only_an_admin_corrects_and_the_correction_carries_her_name(demo_ws, jud
     with pytest.raises(AccessDenied):
         demo_ws.correct_judge(viewer(demo_ws, "demo", DEMO_CODE), STUDY, item.item, req)
     [c] = demo_ws.correct_judge(viewer(demo_ws, "admin", ADMIN_CODE), STUDY, item.item, req)
-    assert (c.who, c.interaction_id, c.to_value) == ("admin", item.interaction_id, 6)
+    assert (c.who, c.who_source, c.interaction_id, c.to_value) == ("admin", "signed-in", item.interaction_id, 6)
     assert [x.id for x in demo_ws.judge_corrections(SYSTEM, STUDY)] == [c.id]
 
 
@@ -53,4 +53,5 @@ def test_the_results_page_refuses_an_empty_reason_then_saves(demo_ws, judged):
     [c] = run_corrections(judged)
     assert (c.who, c.axis, c.to_value, c.reason) == ("admin", "AR", 1, "missed the patient's plan")
     assert list(at.dataframe[-1].value["Who"]) == ["admin"]  # the corrections table
+    assert list(at.dataframe[-1].value["Identity"]) == ["signed in to the annotation app"] and c.who_source == "signed-in"
     assert ADMIN_CODE.encode() not in (judged / "run.db").read_bytes()

@@ -1,6 +1,8 @@
 """Gold items, qualification and the rater table (issue 27, item 3).
 
 A rater who fails the qualification never receives a real item (service level and AppTest);
+while qualifying she sees only her qualification items, and afterwards nothing she is shown
+tells a gold item from a real one (issue 35; the browser side is test_app_gold_browser.py);
 per-rater gold accuracy and leave-one-out agreement equal a hand computation on a tiny study;
 a database made by main at 665ffb1 (schema 0007) upgrades and gets gold items.
 """
@@ -11,6 +13,7 @@ import csv
 import io
 import json
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from sqlalchemy import select
 
 from annotation_app.services import DB_ENV, SYSTEM, AccessDenied, MindEvalError, Workspace
 from annotation_app.store import read_ratings
+from annotation_app.store.assign import mix_gold
 from annotation_app.store.migrations import current_revision, head_revision
 from annotation_app.store.tables import AssignmentRow, ItemRow
 
@@ -37,10 +41,12 @@ def _gold_file(tmp_path: Path, tolerance: int = 1) -> Path:
 
 
 def _study(ws: Workspace, tmp_path: Path, names: list[str], *, k: int, gold_rate: float = 0.0,
-           qualify: int = 0) -> None:
+           qualify: int = 0, more_gold: tuple[str, ...] = ()) -> None:
     ws.create_study(SYSTEM, "G", "rating", k=k)
     ws.import_path(SYSTEM, "G", DEMO)
     assert ws.import_gold(SYSTEM, "G", _gold_file(tmp_path)) == 2
+    for item in more_gold:
+        ws.mark_gold(SYSTEM, "G", item, {"evidence_based_intervention": 3, "collaborative_stance": 3}, tolerance=1)
     ws.set_gold_settings(SYSTEM, "G", gold_rate=gold_rate, qualify_n=qualify, qualify_pass=1.0)
     for n in names:
         ws.add_annotator(SYSTEM, n, code=f"{n}-code-123456")
@@ -258,3 +264,65 @@ def test_a_qualification_short_of_gold_items_waits_and_is_topped_up_by_the_next_
     _rate_all(ws, "alice", lambda name: 4)
     assert ws.qualification(alice, 1).status == "passed" and len(ws.queue(alice, 1)) == 4
     ws.close()
+
+
+def _kinds(ws: Workspace, who: int) -> dict[int, str]:
+    """Assignment id -> kind (qualify, gold, real) of one annotator, from the database (the admin's view)."""
+    with ws.db.read() as s:
+        return {a.id: a.kind for a in s.scalars(select(AssignmentRow).where(AssignmentRow.annotator_id == who)
+                                                .order_by(AssignmentRow.position))}
+
+
+def test_a_qualifying_rater_sees_only_her_qualification_items_and_later_nothing_marks_gold(tmp_db_url, tmp_path):
+    ws = Workspace(tmp_db_url)  # 3 gold items: 2 qualify each rater, the third is mixed among her 3 real items
+    _study(ws, tmp_path, ["alice", "bob"], k=2, gold_rate=0.3, qualify=2, more_gold=("demo:demo-lian-1",))
+    for who, aid in (("alice", 1), ("bob", 2)):
+        v = viewer(ws, who, f"{who}-code-123456")
+        kinds = _kinds(ws, aid)
+        assert sorted(kinds.values()) == ["gold", "qualify", "qualify", "real", "real", "real"]
+        later_gold = next(i for i, k in kinds.items() if k == "gold")
+        real = next(i for i, k in kinds.items() if k == "real")
+        # pending: exactly her qualification items, in every list and count
+        q = ws.queue(v, 1)
+        assert [e.assignment_id for e in q] == [i for i, k in kinds.items() if k == "qualify"]
+        assert ws.my_studies(v)[0].total == 2 and ws.item(v, q[0].assignment_id).total == 2
+        assert ws.resume_target(v, 1) in {e.assignment_id for e in q}
+        with pytest.raises(AccessDenied) as gold_refused:  # the later gold item opens no sooner than a real one
+            ws.item(v, later_gold)
+        with pytest.raises(AccessDenied) as real_refused:
+            ws.item(v, real)
+        assert str(gold_refused.value) == str(real_refused.value)
+        with pytest.raises(AccessDenied):
+            ws.save_value(v, later_gold, "collaborative_stance", 3)
+        seen = {ws.item(v, e.assignment_id).member_name for e in q}
+        _rate_all(ws, who, lambda name: 3)  # both right: passes
+        assert ws.qualification(v, 1).status == "passed"
+        # passed: every item in her seeded order, numbered and labelled alike, counts are totals
+        q = ws.queue(v, 1)
+        assert [e.assignment_id for e in q] == list(kinds) and [e.position for e in q] == [1, 2, 3, 4, 5, 6]
+        assert [e.assignment_id for e in q] == sorted(e.assignment_id for e in q)  # ids follow her order
+        assert all(re.fullmatch(rf"Transcript {e.position} · [A-Z][a-z]+", e.label) for e in q), [e.label for e in q]
+        assert (ws.my_studies(v)[0].total, ws.my_studies(v)[0].done) == (6, 2)
+        gold_view, real_view = ws.item(v, later_gold), ws.item(v, real)
+        assert gold_view.total == real_view.total == 6 and gold_view.done == real_view.done == 2
+        assert gold_view.member_name not in seen  # never shown before its turn
+        for shown in (*q, gold_view):
+            assert not re.search(r"gold|qualif", shown.model_dump_json(), re.I)
+        assert set(gold_view.model_dump()) == set(real_view.model_dump())
+    # the admin still sees gold: the gold items and each rater's gold accuracy (first answers only)
+    assert len(ws.gold_items(SYSTEM, "G")) == 3
+    assert {r.name: (r.gold.k, r.gold.n) for r in ws.raters(SYSTEM, "G").raters} == {"alice": (2, 2), "bob": (2, 2)}
+    ws.close()
+
+
+def test_gold_items_take_seeded_turns_among_the_real_items():
+    real, gold = list(range(100, 120)), [1, 2, 3, 4, 5, 6]
+    orders = {who: mix_gold(real, gold, 0.2, 2, seed=7, annotator_key=who) for who in ("ann", "ben", "cat", "dan")}
+    assert orders["ann"] == mix_gold(real, gold, 0.2, 2, seed=7, annotator_key="ann")  # reproducible
+    for order in orders.values():
+        kinds = [k for _i, k in order]
+        assert kinds[:2] == ["qualify", "qualify"] and kinds.count("gold") == 4 and kinds.count("real") == 20
+        assert [i for i, k in order if k == "real"] == real  # the real order is kept, gold slotted in
+    places = {who: tuple(n for n, (_i, k) in enumerate(order) if k == "gold") for who, order in orders.items()}
+    assert len(set(places.values())) > 1  # each rater's gold items sit in her own seeded places
+    assert any(max(p) < len(real) + 5 for p in places.values())  # not all heaped at the end

@@ -78,7 +78,7 @@ def test_a_correction_made_in_the_browser_reaches_the_leaderboard_and_the_export
         settle(page)
         SHOTS.mkdir(exist_ok=True)
         page.screenshot(path=str(SHOTS / "view-correct.png"), full_page=True)
-        page.get_by_text(re.compile(f"Saved: dr reviewer .*CAC {judged} → 6")).wait_for()
+        page.get_by_text(re.compile(rf"Saved: dr reviewer \(self-declared\) .*CAC {judged} → 6")).wait_for()
         settle(page)
         page.get_by_text("Corrections (newest last").wait_for()
     finally:
@@ -102,7 +102,8 @@ def test_a_correction_made_in_the_browser_reaches_the_leaderboard_and_the_export
     assert (row["interaction_id"], row["axis"], row["from"], row["to"], row["who"], row["unit"]) == \
         (iid, "CAC", judged, 6, "dr reviewer", "conversation")
     assert row["reason"] == "the clinician reflected the patient's feelings accurately" and row["at"]
-    assert "dr reviewer" in (out / "README.md").read_text()
+    assert row["who_source"] == "self-declared"  # a typed name is the reviewer's own word
+    assert "| dr reviewer | self-declared |" in (out / "README.md").read_text()
 
 
 def _tables(db) -> set[str]:

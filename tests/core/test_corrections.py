@@ -188,3 +188,38 @@ def test_a_runs_corrected_conversations_are_few_shot_examples_with_their_correct
     assert '"TRA": 1.0' in render_fewshot(prep.fewshot, "mindeval", prep.guidelines)
     assert main(["run", *FAKE[:6], "--limit", "1", "--turns", "2", "--quiet", "--fewshot-file", str(run),
                  "--fewshot-k", "1", "--out", str(tmp_path / "new2")]) == 0
+
+
+def test_how_the_reviewer_is_known_is_stored_listed_and_exported(run, capsys):
+    iid = _rows(run / "judgments.jsonl")[0]["interaction_id"]
+    args = ["correct", str(run), "--interaction", iid, "--axis", "EPC", "--sample", "0"]
+    assert main([*args, "--to", "5", "--reason", "r1", "--who", "ana"]) == 0  # typed: her own word
+    assert main([*args, "--to", "4", "--reason", "r2"]) == 0  # no name: this computer's account
+    correct(run, CorrectionRequest(interaction_id=iid, axis="EPC", to="3", reason="r3", sample=0, who="boss",
+                                   who_source="signed-in"))  # what the annotation app passes for its signed-in admin
+    rows = run_corrections(run)
+    assert [(c.who_source, c.provenance()["who_source"]) for c in rows] == [
+        ("self-declared", "self-declared"), ("os-user", "os-user"), ("signed-in", "signed-in")]
+    capsys.readouterr()
+    assert main(["correct", str(run), "--list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("ana (self-declared) ") and " (this computer's user) " in out[1]
+    assert out[2].startswith("boss (signed in to the annotation app) ")
+
+
+def test_a_store_of_schema_4_reads_its_corrections_as_not_recorded_then_upgrades(run, capsys):
+    from mindeval.corrections import describe
+    from mindeval.store.db import Database, sqlite_url
+    from mindeval.store.migrations import HEAD, current_version
+
+    iid = _rows(run / "judgments.jsonl")[0]["interaction_id"]
+    req = dict(interaction_id=iid, axis="EPC", to="5", reason="r", sample=0)
+    correct(run, CorrectionRequest(**req, who="ana"))
+    with sqlite3.connect(run / "run.db") as c:  # as a release before who_source left it
+        c.execute("ALTER TABLE corrections DROP COLUMN who_source")
+        c.execute("UPDATE run_schema_version SET version = 4")
+    [old] = run_corrections(run)  # read without upgrading (the viewer, the leaderboard)
+    assert old.who_source is None and describe(old).startswith("ana (identity not recorded) ")
+    correct(run, CorrectionRequest(**req, who="ben"))  # writing upgrades the store
+    assert current_version(Database(sqlite_url(run / "run.db"), create=False).engine) == HEAD
+    assert [(c.who, c.who_source) for c in run_corrections(run)] == [("ana", None), ("ben", "self-declared")]
