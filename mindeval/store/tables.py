@@ -225,6 +225,6 @@ class CorrectionRow(Keyed, RunBase):
     reason: Mapped[str] = mapped_column(Text)
     who: Mapped[str] = mapped_column(String(200))
     # how ``who`` is known: self-declared (typed) | os-user (this computer's account) | signed-in
-    # (the annotation app's signed-in person); NULL in rows made before schema version 5
+    # (the annotation app's signed-in person); NULL in rows made before schema version 6
     who_source: Mapped[str | None] = mapped_column(String(32), nullable=True)
     created_at: Mapped[Created]
