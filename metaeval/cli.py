@@ -13,11 +13,15 @@ import warnings
 from mindeval import __version__
 from mindeval.cli import Parser, at_least, out_dir, run_cli
 from mindeval.cli.fields import add_fields
-from mindeval.cli.options import add_api_base_option, add_overwrite_option, add_role_options, role_spec
+from mindeval.cli.options import (
+    add_api_base_option,
+    add_overwrite_option,
+    add_role_options,
+    role_spec,
+)
 from mindeval.cli.studies import read_studies, read_turns
 from mindeval.config import (
     DEFAULT_CONCURRENCY,
-    DEFAULT_PROMPTS,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     METAEVAL_EPSILON,

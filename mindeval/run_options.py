@@ -22,17 +22,17 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .config import (
     DEFAULT_CONCURRENCY,
-    DEFAULT_MODEL,
-    DEFAULT_PROMPTS,
-    DEFAULT_TURNS,
-    OPENING_LINE,
     DEFAULT_FEWSHOT_K,
     DEFAULT_JUDGE_RETRIES,
     DEFAULT_JUDGE_SAMPLES,
     DEFAULT_MAX_RETRIES,
+    DEFAULT_MODEL,
+    DEFAULT_PROMPTS,
     DEFAULT_RETRY_BUDGET_S,
     DEFAULT_SEED,
+    DEFAULT_TURNS,
     JUDGE_PROTOCOL,
+    OPENING_LINE,
 )
 from .llm.gateway import ModelSpec
 from .llm.retry import RetryPolicy

@@ -22,8 +22,8 @@ from .errors import MindEvalError
 from .records import CONFIG_FILE, RunConfig, _validation_message
 from .run_options import LEGACY_KEYS, ROLE_FIELDS, RUN_SETTINGS, RunOptions
 from .rundir import read_config
-from .target_folder import replayed_target
 from .rundir_guard import check_not_source, check_store
+from .target_folder import replayed_target
 from .unique_keys import key_line, load_json, load_yaml
 
 SWEPT = ("clinician", "judge")  # the roles a run file may list (one run per combination)

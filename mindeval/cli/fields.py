@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import DEFAULT_TIMEOUT_S
+from ..errors import MindEvalError
 from ..profiles.official import release_arg
 from ..run_options import ROLE_FIELDS, ROLE_SETTINGS, RunOptions, cli_meta
 from ..sampling import sampling_arg
@@ -56,8 +57,6 @@ def _argparse_kwargs(name: str, flag: str, meta: dict[str, Any]) -> dict[str, An
     if kind is bool:
         return {"action": "store_true"}
     if kind is dict:
-        from .options import role_tokens
-
         return {"action": "append", "type": role_tokens}
     if meta.get("choices"):
         return {"choices": list(meta["choices"])}
@@ -69,8 +68,6 @@ def _argparse_kwargs(name: str, flag: str, meta: dict[str, Any]) -> dict[str, An
         low = _bound(name, "ge")
         return {"type": int if low is None else at_least(flag, low)}
     if kind is float:
-        from .options import seconds
-
         return {"type": seconds(flag) if _bound(name, "gt") == 0 else float}
     return {}
 
@@ -126,7 +123,7 @@ def add_role(parser: argparse.ArgumentParser, role: str, command: str = "r", *, 
         if s["suffix"] is None:
             continue
         flag = f"--{role}{s['suffix']}"
-        kind = {"sampling": sampling_arg(flag, setting), "seconds": _seconds(flag), "int": int,
+        kind = {"sampling": sampling_arg(flag, setting), "seconds": seconds(flag), "int": int,
                 "at_least": at_least(flag)}.get(s.get("type", ""))
         timeout = DEFAULT_TIMEOUT_S.get(role, 0.0)
         shown = timeout if setting == "timeout_s" else None
@@ -138,12 +135,6 @@ def add_role(parser: argparse.ArgumentParser, role: str, command: str = "r", *, 
         if plain and s.get("plain"):
             g.add_argument(s["suffix"].replace("-", "--", 1), dest=f"{role}.{setting}", type=kind,
                            default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-
-
-def _seconds(flag: str):
-    from .options import seconds
-
-    return seconds(flag)
 
 
 def add_fields(parser: argparse.ArgumentParser, command: str) -> None:
@@ -185,3 +176,25 @@ def merged(keys: dict[str, Any], cli: dict[str, Any]) -> dict[str, Any]:
 def _with(spec: Any, settings: dict[str, Any]) -> dict[str, Any]:
     base = {"model": spec} if isinstance(spec, str) else dict(spec if isinstance(spec, dict) else spec.model_dump())
     return {**base, **settings}
+
+
+def role_tokens(text: str) -> tuple[str, int]:
+    """``ROLE=N`` of ``--assume-reply-tokens``."""
+    role, _, n = text.partition("=")
+    if role not in ("patient", "clinician", "judge") or not n.isdigit() or int(n) < 1:
+        raise MindEvalError(f"expected ROLE=N with ROLE patient, clinician or judge and N >= 1, got {text!r}",
+                            field="--assume-reply-tokens")
+    return role, int(n)
+
+
+def seconds(option: str):
+    """An argparse ``type``: a positive number of seconds."""
+
+    def parse(text: str) -> float:
+        value = float(text)
+        if not value > 0:
+            raise MindEvalError(f"must be more than 0 seconds, got {text}", field=option)
+        return value
+
+    parse.__name__ = "float"
+    return parse

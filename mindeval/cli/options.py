@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import MindEvalError
-from .fields import add_field, add_role, given
+from .fields import add_field, add_role, given, role_tokens, seconds  # noqa: F401  (shared argparse types)
 
 
 def add_role_options(parser: argparse.ArgumentParser, roles=("patient", "clinician", "judge"), *,
@@ -36,34 +35,12 @@ def add_target_option(p: argparse.ArgumentParser) -> None:
     add_field(p, "target", "r", suppress=False)
 
 
-def role_tokens(text: str) -> tuple[str, int]:
-    """``ROLE=N`` of ``--assume-reply-tokens``."""
-    role, _, n = text.partition("=")
-    if role not in ("patient", "clinician", "judge") or not n.isdigit() or int(n) < 1:
-        raise MindEvalError(f"expected ROLE=N with ROLE patient, clinician or judge and N >= 1, got {text!r}",
-                            field="--assume-reply-tokens")
-    return role, int(n)
-
-
 def options_of(args: argparse.Namespace, **over):
     """The :class:`~mindeval.run_options.RunOptions` of a command line: each field from its option
     when given (:func:`~mindeval.cli.fields.given`), else the field's default. ``over`` overrides."""
     from ..run_options import RunOptions
 
     return RunOptions.model_validate({"out": ".", **given(args), **over})
-
-
-def seconds(option: str):
-    """An argparse ``type``: a positive number of seconds."""
-
-    def parse(text: str) -> float:
-        value = float(text)
-        if not value > 0:
-            raise MindEvalError(f"must be more than 0 seconds, got {text}", field=option)
-        return value
-
-    parse.__name__ = "float"
-    return parse
 
 
 def role_spec(args: argparse.Namespace, role: str):
