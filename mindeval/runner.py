@@ -69,6 +69,7 @@ from .store import runs
 from .store.calls import CallLog, calls_line
 from .store.db import Database, redact_url, sqlite_url
 from .store.runs import RunStore, Writer
+from .target_folder import target_source
 from .targets import Target, load_target
 from .workers import Progress, bounded, check_concurrency, run_async
 
@@ -232,7 +233,7 @@ def prepare(opts: RunOptions) -> Prepared:
         fewshot_sha256=fewshot_sha,
         fewshot_k=len(fewshot),
         judge_protocol=opts.judge_protocol,
-        target=target.block(),
+        target=target.block(), **target_source(opts.target, target),
         transcript_format=opts.transcript_format,
         answer_prompt=None if opts.transcript_format == "authors" else _answer_prompt(opts.judge_protocol, g.judging_unit),
         package_version=__version__,
