@@ -126,7 +126,8 @@ def _replay(rec: RunConfig, path: Path) -> dict[str, Any]:
         **models, "target": cfg.target.name,
         **_prompt_options(cfg),
         "profiles": cfg.profiles_source, "limit": len(cfg.profile_ids), "turns": cfg.turns,
-        "seed": cfg.seed or 0, "seed_scheme": cfg.seed_scheme or LEGACY_SCHEME, "judge_retries": cfg.judge_retries, "judge_samples": cfg.judge_samples,
+        "seed": cfg.seed or 0, "seed_scheme": cfg.seed_scheme or LEGACY_SCHEME,
+        "judge_retries": cfg.judge_retries, "judge_samples": cfg.judge_samples,
         "fewshot_file": cfg.fewshot_source, "fewshot_k": cfg.fewshot_k, "judge_protocol": cfg.judge_protocol,
         "transcript_format": cfg.transcript_format, "out": str(path.parent),
     }
