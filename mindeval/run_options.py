@@ -29,6 +29,7 @@ from .config import (
     DEFAULT_RETRY_BUDGET_S,
     DEFAULT_SEED,
     JUDGE_PROTOCOL,
+    SEED_SCHEME,
 )
 from .llm.gateway import ModelSpec
 from .llm.retry import RetryPolicy
@@ -59,6 +60,8 @@ class RunOptions(BaseModel):
     limit: int | None = None  # first N profiles (rated interactions: first N evaluated)
     turns: int | None = None
     seed: int = DEFAULT_SEED
+    # None: the current scheme, or a resumed run's own (mindeval.seeds); a replayed config.json gives its own
+    seed_scheme: int | None = Field(None, ge=1, le=SEED_SCHEME)
     repeats: int = Field(1, ge=1)  # conversations per profile (repeat 0 keeps a run's seeds)
     # the judge
     judge_retries: int = DEFAULT_JUDGE_RETRIES
@@ -155,5 +158,6 @@ def cli_option(key: str) -> str | None:
     return "--" + key.replace("_", "-")
 
 
-# Keys only a run file or the Python API sets (``judge_only``: ``mindeval judge RUN_DIR`` sets it).
-NO_OPTION = ("judge_only", "patient.extra", "clinician.extra", "judge.extra")
+# Keys only a run file or the Python API sets (``judge_only``: ``mindeval judge RUN_DIR`` sets it;
+# ``seed_scheme``: replaying a ``config.json``).
+NO_OPTION = ("judge_only", "seed_scheme", "patient.extra", "clinician.extra", "judge.extra")
