@@ -48,6 +48,18 @@ def session_of(interaction_id: str, profile_id: str) -> int:
     return int(m.group(1)) if m and int(m.group(1)) > 1 else 1
 
 
+def unit_key(profile_id: str, interaction_id: str) -> str:
+    """The rated unit of a conversation: the profile id, with ``#s<k>`` for session k > 1 of a
+    multi-session run (:func:`session_of`); human ratings and judge scores are paired on it."""
+    k = session_of(interaction_id, profile_id)
+    return profile_id if k == 1 else f"{profile_id}#s{k}"
+
+
+def member_of(unit: str) -> str:
+    """The member (profile id) of a rated unit (:func:`unit_key`): the unit without its ``#s<k>``."""
+    return re.sub(r"#s\d+$", "", unit)
+
+
 def seed_key(profile_id: str, repeat: int, session: int) -> str:
     """What a session's seeds derive from (with the run's seed): the same for every clinician."""
     return f"{profile_id}:r{repeat}:s{session}"
