@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from mindeval.sessions import member_of
 from mindeval.stats import resampled
 from mindeval.stats.agreement import (
     MIN_ITEMS,
@@ -129,8 +130,20 @@ class Panel:
             from mindeval.stats.seeding import rng_for
 
             cache[key] = resampled.Resampler(self.pairs, self.pairs.item_profile, opts.resamples,
-                                             rng_for(opts.seed, "metaeval", "bootstrap"), level=opts.ci)
+                                             rng_for(opts.seed, "metaeval", "bootstrap"), level=opts.ci,
+                                             clusters=self.clusters())
         return cache[key]
+
+    def clusters(self) -> resampled.Clusters | None:
+        """What the bootstrap draws whole in a multi-session study (a unit ``P#s<k>`` among the keys):
+        each member's conversation with a system (all its sessions) and each member (all its sessions
+        and systems); ``None`` with one session per member (interactions and profiles are drawn)."""
+        members = [member_of(k[0]) for k in self.keys]
+        if all(m == k[0] for m, k in zip(members, self.keys, strict=True)):
+            return None
+        chains = _codes(list(zip(members, (k[1] for k in self.keys), strict=True)))
+        member = {int(p): m for p, m in zip(self.pairs.item_profile, members, strict=True)}  # a unit's member
+        return resampled.Clusters(chains=chains, members=_codes([member[p] for p in range(self.pairs.n_profiles)]))
 
     def matrix_of(self, rater: RaterScores, axis: str) -> np.ndarray:
         """``runs × interactions`` scores (NaN where the rater has none)."""
@@ -143,6 +156,12 @@ class Panel:
             if p >= 0:
                 out[rp, p] = s
         return out
+
+
+def _codes(values: Sequence[object]) -> np.ndarray:
+    """``0..k-1`` codes of ``values`` in order of first appearance."""
+    seen: dict[object, int] = {}
+    return np.asarray([seen.setdefault(v, len(seen)) for v in values], dtype=np.int64)
 
 
 def _nanmean(rows: np.ndarray) -> np.ndarray:

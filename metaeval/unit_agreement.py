@@ -187,12 +187,24 @@ def field_alt_tests(f: UnitField, epsilon: float, level: float) -> list[UnitAltT
             for j, runs in f.judges.items()]
 
 
-def unit_report(target: str, unit: str, fields: Sequence[UnitField], *, resamples: int, seed: int, level: float,
-                epsilon: float, alpha_level: float) -> UnitReport:
-    """Figures and alternative annotator tests of every field, one bootstrap draw of conversations for all
-    (a field's ``clusters`` index the same conversations)."""
+def conversation_draws(fields: Sequence[UnitField], resamples: int, seed: int,
+                       chains: np.ndarray | None = None) -> np.ndarray:
+    """The one bootstrap draw of conversations for every field (a field's ``clusters`` index the same
+    conversations): ``(resamples, conversations)`` counts. ``chains`` (a multi-session run): per
+    conversation, the code of the member's conversation it is a session of; those are drawn whole, a
+    session counted as often as its conversation was drawn."""
     n_conversations = max((int(f.clusters.max()) + 1 for f in fields if len(f.clusters)), default=0)
-    per_cluster = ua.cluster_draws(n_conversations, resamples, seed)
+    if chains is None:
+        return ua.cluster_draws(n_conversations, resamples, seed)
+    per_chain = ua.cluster_draws(int(chains.max()) + 1, resamples, seed)
+    return per_chain[:, np.asarray(chains, dtype=np.int64)[:n_conversations]]
+
+
+def unit_report(target: str, unit: str, fields: Sequence[UnitField], *, per_cluster: np.ndarray, level: float,
+                epsilon: float, alpha_level: float) -> UnitReport:
+    """Figures and alternative annotator tests of every field on one draw of conversations
+    (:func:`conversation_draws`)."""
+    n_conversations = per_cluster.shape[1]
     figures = [row for f in fields for row in field_figures(f, per_cluster, level)]
     tests = [t for f in fields for t in field_alt_tests(f, epsilon, alpha_level)]
     humans = sorted({h for f in fields for h in f.humans})

@@ -48,6 +48,18 @@ def session_of(interaction_id: str, profile_id: str) -> int:
     return int(m.group(1)) if m and int(m.group(1)) > 1 else 1
 
 
+def unit_key(profile_id: str, interaction_id: str) -> str:
+    """The rated unit of a conversation: the profile id, with ``#s<k>`` for session k > 1 of a
+    multi-session run (:func:`session_of`); human ratings and judge scores are paired on it."""
+    k = session_of(interaction_id, profile_id)
+    return profile_id if k == 1 else f"{profile_id}#s{k}"
+
+
+def member_of(unit: str) -> str:
+    """The member (profile id) of a rated unit (:func:`unit_key`): the unit without its ``#s<k>``."""
+    return re.sub(r"#s\d+$", "", unit)
+
+
 def first_session(member: str, sessions: int) -> SessionInfo:
     """Session 1: no notes and no next-session step yet."""
     return SessionInfo(member=member, session=1, sessions=sessions, memory=FIRST_MEMORY, situation=FIRST_SITUATION)
