@@ -42,6 +42,9 @@ PINNED = {
 }
 
 
+ROUND_KEYS = ("n_judge_rounds", "n_refused_rounds", "n_retried_judgments", "n_judge_attempts")
+
+
 def _drop(obj):
     if isinstance(obj, dict):
         return {k: _drop(v) for k, v in obj.items() if k not in VOLATILE}
@@ -67,6 +70,9 @@ def _normalised(out: Path, name: str, run_id: str) -> str:
     if name == "config.json":
         assert data["config"].pop("target") == legacy_target().model_dump(mode="json")
         assert data["config"].pop("seed_scheme") == 2
+    if name == "summary.json":  # counted since issue 35's judge attempts: one round and attempt per sample here
+        rounds = {k: data.pop(k) for k in ROUND_KEYS}
+        assert rounds == {"n_judge_rounds": 6, "n_refused_rounds": 0, "n_retried_judgments": 0, "n_judge_attempts": 6}
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
