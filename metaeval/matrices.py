@@ -30,6 +30,7 @@ from mindeval.stats.agreement import (
     quartiles,
 )
 from mindeval.stats.exact import exact_mean, snap
+from mindeval.stats.loo import others_mean
 
 from .rollup import AVERAGE, Dimensions
 from .sources import RaterScores
@@ -223,6 +224,7 @@ class Scores:
     """
 
     def __init__(self, panel: Panel, axis: str, opts: MetricOptions, categorical: bool = False) -> None:
+        self.exact = opts.exact
         fix = snap if opts.exact else (lambda m: m)
         self.mean = exact_mean if opts.exact else _nanmean
         self.human = {r.label: fix(panel.matrix_of(r, axis)[0]) for r in panel.humans}
@@ -232,8 +234,12 @@ class Scores:
         self.avg_all = self.mean(self.all_h) if with_avg else None
 
     def loo(self, label: str) -> np.ndarray:
-        """The average annotator without human ``label``."""
-        return self.mean(np.delete(self.all_h, list(self.human).index(label), axis=0))
+        """The average annotator without human ``label`` (exact: :func:`mindeval.stats.loo.others_mean`, the
+        app's too; paper arithmetic: float means in rater order)."""
+        idx = list(self.human).index(label)
+        if self.exact:
+            return others_mean(self.all_h, idx)
+        return self.mean(np.delete(self.all_h, idx, axis=0))
 
 
 def _run_pairs(a: np.ndarray, b: np.ndarray, note: Callable[[str], None]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -253,7 +259,7 @@ def build_matrix(
     opts = opts or MetricOptions()
     scorer = _Scorer(panel, opts, categorical)
     sc = Scores(panel, axis, opts, categorical)
-    human, judge, all_h, avg_all, mean = sc.human, sc.judge, sc.all_h, sc.avg_all, sc.mean
+    human, judge, all_h, avg_all = sc.human, sc.judge, sc.all_h, sc.avg_all
     labels = [*human, *judge]
     if avg_all is not None:
         labels.append(AVG_LABEL)
@@ -274,9 +280,8 @@ def build_matrix(
             c.notes = sorted(set(c.notes) | set(extra))
             cells.append(c)
     if avg_all is not None:
-        for idx, h in enumerate(hl):
-            loo = mean(np.delete(all_h, idx, axis=0))
-            cells.append(scorer.cell(AVG_LABEL, h, [(loo, human[h])], n_raters=len(hl)))
+        for h in hl:
+            cells.append(scorer.cell(AVG_LABEL, h, [(sc.loo(h), human[h])], n_raters=len(hl)))
         for j in jl:
             cells.append(scorer.cell(j, AVG_LABEL, [(x, avg_all) for x in judge[j]], n_raters=len(hl) + 1))
     group, group_ci, group_n = _group(all_h, axis, opts, categorical, scorer.boot)
