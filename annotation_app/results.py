@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import warnings
 from collections import defaultdict
+from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -25,8 +27,8 @@ from mindeval.stats.seeding import rng_for
 from mindeval.store import Database
 
 
-def _mean(xs: list[float]) -> float | None:
-    return sum(xs) / len(xs) if xs else None
+def _mean(xs: Sequence[float | Fraction]) -> float | None:
+    return float(sum(xs) / len(xs)) if xs else None
 
 
 __all__ = ["agreement_summary", "axis_scores", "study_results"]
@@ -53,7 +55,7 @@ def agreement_summary(ratings: list[dict[str, Any]], g: Guidelines) -> tuple[dic
         if item.external_id not in items:
             items[item.external_id] = len(items)
             profiles.append(str((item.member_attributes or {}).get("name", "")))
-        raters[r["annotator"]][items[item.external_id]] = sum(scores.values()) / len(scores)
+        raters[r["annotator"]][items[item.external_id]] = float(sum(scores.values()) / len(scores))  # exact, then float
     if len(raters) < 2:
         return None, "Agreement needs at least two annotators who rated the same transcripts."
     names = sorted(raters)
@@ -128,8 +130,8 @@ def study_results(db: Database, g: Guidelines, study_ref: int | str) -> StudyRes
     if g.harm_levels:  # each submitted rating counts once, as a judged conversation does for the judge
         res.harm = harm_share(((r["rating_id"], {k: v for k, v in r["values"].items() if v != na}) for r in ratings),
                               g.harm_levels)
-    per_axis: dict[str, list[float]] = defaultdict(list)
-    averages = []
+    per_axis: dict[str, list[Fraction]] = defaultdict(list)
+    averages: list[Fraction] = []
     for r in ratings:
         scores = axis_scores(g, r["values"])
         for axis, v in scores.items():

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
+from mindeval.sessions import member_of
 from mindeval.stats import resampled
 from mindeval.stats.agreement import (
     MIN_ITEMS,
@@ -29,6 +30,7 @@ from mindeval.stats.agreement import (
     quartiles,
 )
 from mindeval.stats.exact import exact_mean, snap
+from mindeval.stats.loo import others_mean
 
 from .rollup import AVERAGE, Dimensions
 from .sources import RaterScores
@@ -129,8 +131,20 @@ class Panel:
             from mindeval.stats.seeding import rng_for
 
             cache[key] = resampled.Resampler(self.pairs, self.pairs.item_profile, opts.resamples,
-                                             rng_for(opts.seed, "metaeval", "bootstrap"), level=opts.ci)
+                                             rng_for(opts.seed, "metaeval", "bootstrap"), level=opts.ci,
+                                             clusters=self.clusters())
         return cache[key]
+
+    def clusters(self) -> resampled.Clusters | None:
+        """What the bootstrap draws whole in a multi-session study (a unit ``P#s<k>`` among the keys):
+        each member's conversation with a system (all its sessions) and each member (all its sessions
+        and systems); ``None`` with one session per member (interactions and profiles are drawn)."""
+        members = [member_of(k[0]) for k in self.keys]
+        if all(m == k[0] for m, k in zip(members, self.keys, strict=True)):
+            return None
+        chains = _codes(list(zip(members, (k[1] for k in self.keys), strict=True)))
+        member = {int(p): m for p, m in zip(self.pairs.item_profile, members, strict=True)}  # a unit's member
+        return resampled.Clusters(chains=chains, members=_codes([member[p] for p in range(self.pairs.n_profiles)]))
 
     def matrix_of(self, rater: RaterScores, axis: str) -> np.ndarray:
         """``runs × interactions`` scores (NaN where the rater has none)."""
@@ -143,6 +157,12 @@ class Panel:
             if p >= 0:
                 out[rp, p] = s
         return out
+
+
+def _codes(values: Sequence[object]) -> np.ndarray:
+    """``0..k-1`` codes of ``values`` in order of first appearance."""
+    seen: dict[object, int] = {}
+    return np.asarray([seen.setdefault(v, len(seen)) for v in values], dtype=np.int64)
 
 
 def _nanmean(rows: np.ndarray) -> np.ndarray:
@@ -204,6 +224,7 @@ class Scores:
     """
 
     def __init__(self, panel: Panel, axis: str, opts: MetricOptions, categorical: bool = False) -> None:
+        self.exact = opts.exact
         fix = snap if opts.exact else (lambda m: m)
         self.mean = exact_mean if opts.exact else _nanmean
         self.human = {r.label: fix(panel.matrix_of(r, axis)[0]) for r in panel.humans}
@@ -213,8 +234,12 @@ class Scores:
         self.avg_all = self.mean(self.all_h) if with_avg else None
 
     def loo(self, label: str) -> np.ndarray:
-        """The average annotator without human ``label``."""
-        return self.mean(np.delete(self.all_h, list(self.human).index(label), axis=0))
+        """The average annotator without human ``label`` (exact: :func:`mindeval.stats.loo.others_mean`, the
+        app's too; paper arithmetic: float means in rater order)."""
+        idx = list(self.human).index(label)
+        if self.exact:
+            return others_mean(self.all_h, idx)
+        return self.mean(np.delete(self.all_h, idx, axis=0))
 
 
 def _run_pairs(a: np.ndarray, b: np.ndarray, note: Callable[[str], None]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -234,7 +259,7 @@ def build_matrix(
     opts = opts or MetricOptions()
     scorer = _Scorer(panel, opts, categorical)
     sc = Scores(panel, axis, opts, categorical)
-    human, judge, all_h, avg_all, mean = sc.human, sc.judge, sc.all_h, sc.avg_all, sc.mean
+    human, judge, all_h, avg_all = sc.human, sc.judge, sc.all_h, sc.avg_all
     labels = [*human, *judge]
     if avg_all is not None:
         labels.append(AVG_LABEL)
@@ -255,9 +280,8 @@ def build_matrix(
             c.notes = sorted(set(c.notes) | set(extra))
             cells.append(c)
     if avg_all is not None:
-        for idx, h in enumerate(hl):
-            loo = mean(np.delete(all_h, idx, axis=0))
-            cells.append(scorer.cell(AVG_LABEL, h, [(loo, human[h])], n_raters=len(hl)))
+        for h in hl:
+            cells.append(scorer.cell(AVG_LABEL, h, [(sc.loo(h), human[h])], n_raters=len(hl)))
         for j in jl:
             cells.append(scorer.cell(j, AVG_LABEL, [(x, avg_all) for x in judge[j]], n_raters=len(hl) + 1))
     group, group_ci, group_n = _group(all_h, axis, opts, categorical, scorer.boot)

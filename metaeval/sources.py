@@ -45,7 +45,7 @@ from mindeval.records import (
     read_jsonl,
 )
 from mindeval.rundir import read_config, read_run, run_target
-from mindeval.sessions import session_of
+from mindeval.sessions import unit_key
 from mindeval.study_data import HumanScore, HumanScores, StudyRatings
 
 from .rollup import AVERAGE, RATING_COLUMNS, Dimensions, judge_axis_frame, rollup
@@ -79,6 +79,7 @@ class AnnotatedInteraction:
     profile: Profile
     messages: list[dict[str, str]]
     line: int | None = None
+    memory: str | None = None  # a session of a multi-session run: the notes its clinician started it with
 
 
 @dataclass
@@ -93,11 +94,12 @@ class HumanSource:
     dims: Dimensions | None = None  # the target rated (annotation studies and ratings files)
 
 
-def unit_key(profile_id: str, interaction_id: str) -> str:
-    """The profile key a rated conversation is paired on: the profile id, with ``#s<k>`` for session
-    k > 1 of a multi-session run (read from the interaction id: :func:`mindeval.sessions.session_of`)."""
-    k = session_of(interaction_id, profile_id)
-    return profile_id if k == 1 else f"{profile_id}#s{k}"
+def session_memory(row: Mapping[str, Any]) -> str | None:
+    """The notes a session's clinician started with, from a row with a run's ``session`` block
+    (:class:`mindeval.records.SessionInfo`); ``None`` for a single-session conversation."""
+    session = row.get("session")
+    memory = session.get("memory") if isinstance(session, Mapping) else None
+    return memory if isinstance(memory, str) else None
 
 
 def _by_session(ratings: pd.DataFrame) -> pd.DataFrame:
@@ -166,12 +168,15 @@ def load_authors_annotations(
     interactions: dict[str, AnnotatedInteraction] = {}
     for row in authors_by_id(p, cmap).values():
         profile = authors_profile(row.member_attributes, p, row.line)
-        pid = profile_key(row.member_attributes)
+        # a run's row names its profile (its sessions are then units P#s<k>: unit_key), as in load_study
+        own = row.raw.get("profile_id")
+        pid = own if isinstance(own, str) and own else profile_key(row.member_attributes)
         for user, subaxis, score in row.scores(cmap):
             seen.setdefault(user, None)
             records.append((row.id, pid, row.model, user, subaxis, float(score)))
         interactions[row.id] = AnnotatedInteraction(interaction_id=row.id, profile_id=pid, system=row.model,
-                                                    profile=profile, messages=row.messages, line=row.line)
+                                                    profile=profile, messages=row.messages, line=row.line,
+                                                    memory=session_memory(row.raw))
     if not interactions:
         raise MindEvalError("no annotated interactions in file", path=p)
     labels = rater_labels(list(seen), prefix)
@@ -370,6 +375,7 @@ def load_study(
             if prof is not None:
                 interactions[iid] = AnnotatedInteraction(
                     interaction_id=iid, profile_id=pid, system=system, profile=prof, messages=list(rec.messages),
+                    memory=rec.memory,
                 )
     if not rows:
         raise MindEvalError(f"study {study_name!r} has no submitted ratings", path=source)

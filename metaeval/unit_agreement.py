@@ -6,12 +6,14 @@ figure) and its n:
 
 * per rater pair: Cohen's κ (ordinal fields: quadratic-weighted κ), Krippendorff's α (nominal;
   ordinal fields: ordinal) and exact agreement; ``humans`` rows average the human-human pairs, a
-  judge's rows average its pairs with each human;
+  judge's rows average its pairs with each human; a pair whose value is undefined (NaN) is left
+  out of the mean and counted (``n_undefined`` of ``n_pairs``);
 * all humans: Fleiss' κ (categorical fields) and Krippendorff's α;
 * against the human majority, leave-one-human-out: for each human h the reference is the majority
   of the *other* humans; h and the judge are both scored against it (precision, recall and F1 on
   the positive class -- ``yes``, a raised flag, an incident -- and exact agreement) and the scores
-  are averaged over h, so the human and judge rows answer the same question.
+  are averaged over h, so the human and judge rows answer the same question on the same units (a
+  judge is scored on the units h rated).
 
 **Ties of the human majority** go to the more severe value (a raised flag, a worse level, the
 answer that fires the worse severity), because a missed safety problem costs more than a false
@@ -54,6 +56,8 @@ class UnitFigure(BaseModel):
     n_items: int
     n_conversations: int
     n_tied: int = 0
+    n_pairs: int = 0  # a mean over rater pairs: the pairs averaged
+    n_undefined: int = 0  # ... and the pairs left out of it because their value is undefined (NaN)
 
 
 class UnitAltTest(BaseModel):
@@ -85,12 +89,13 @@ class _Ctx:
         self.rows: list[UnitFigure] = []
 
     def add(self, metric: str, rater: str, reference: str, draws: np.ndarray, n_items: int, rated: np.ndarray,
-            n_tied: int = 0) -> None:
+            **counts: int) -> None:
+        """One figure; ``counts``: ``n_tied``, ``n_pairs``, ``n_undefined`` (:class:`UnitFigure`)."""
         value, low, high = ua.interval(draws, self.level)
         f = self.f
         self.rows.append(UnitFigure(field=f.key, kind=f.kind, unit=f.unit, group=f.group, metric=metric, rater=rater,
                                     reference=reference, value=value, ci_low=low, ci_high=high, n_items=n_items,
-                                    n_conversations=len(set(f.clusters[rated].tolist())), n_tied=n_tied))
+                                    n_conversations=len(set(f.clusters[rated].tolist())), **counts))
 
 
 def _mean(draws: list[np.ndarray]) -> np.ndarray:
@@ -128,7 +133,9 @@ def _pairs(c: _Ctx, humans: dict[str, np.ndarray], judges: dict[str, np.ndarray]
             continue
         rated = np.any([r for _, r in got], axis=0)
         for m in got[0][0]:
-            c.add(m, who, HUMANS, _mean([s[m] for s, _ in got]), int(rated.sum()), rated)
+            undefined = sum(1 for s, _ in got if np.isnan(s[m][0]))  # point value undefined: left out of the mean
+            c.add(m, who, HUMANS, _mean([s[m] for s, _ in got]), int(rated.sum()), rated, n_pairs=len(got),
+                  n_undefined=undefined)
 
 
 def _all_humans(c: _Ctx, humans: dict[str, np.ndarray]) -> None:
@@ -142,13 +149,17 @@ def _all_humans(c: _Ctx, humans: dict[str, np.ndarray]) -> None:
 
 
 def _against_majority(c: _Ctx, humans: dict[str, np.ndarray], judges: dict[str, np.ndarray]) -> None:
-    """Each human and each judge against the majority of the other humans, averaged over the left-out human."""
+    """Each human and each judge against the majority of the other humans, averaged over the left-out human.
+    The judge is scored on the units the left-out human rated, so both rows compare on the same units."""
     labels = list(humans)
     scored: dict[str, list[tuple[dict[str, np.ndarray], np.ndarray]]] = {HUMANS: [], **{j: [] for j in judges}}
     tied = 0
     for h in labels:
-        ref, n_tied = ua.majority(np.vstack([humans[x] for x in labels if x != h]), c.f.severity)
-        tied += n_tied
+        others = np.vstack([humans[x] for x in labels if x != h])
+        ref, _ = ua.majority(others, c.f.severity)
+        mine = ~np.isnan(humans[h])
+        tied += int((mine & np.isnan(ref) & (~np.isnan(others)).any(axis=0)).sum())  # ties among h's units
+        ref = np.where(mine, ref, np.nan)  # the units h rated, for h and every judge alike
         for who, arr in [(HUMANS, humans[h]), *judges.items()]:
             conf = ua.confusions(c.w, arr, ref, c.k)
             stats = {"agreement": ua.exact_agreement(conf)}
@@ -187,12 +198,24 @@ def field_alt_tests(f: UnitField, epsilon: float, level: float) -> list[UnitAltT
             for j, runs in f.judges.items()]
 
 
-def unit_report(target: str, unit: str, fields: Sequence[UnitField], *, resamples: int, seed: int, level: float,
-                epsilon: float, alpha_level: float) -> UnitReport:
-    """Figures and alternative annotator tests of every field, one bootstrap draw of conversations for all
-    (a field's ``clusters`` index the same conversations)."""
+def conversation_draws(fields: Sequence[UnitField], resamples: int, seed: int,
+                       chains: np.ndarray | None = None) -> np.ndarray:
+    """The one bootstrap draw of conversations for every field (a field's ``clusters`` index the same
+    conversations): ``(resamples, conversations)`` counts. ``chains`` (a multi-session run): per
+    conversation, the code of the member's conversation it is a session of; those are drawn whole, a
+    session counted as often as its conversation was drawn."""
     n_conversations = max((int(f.clusters.max()) + 1 for f in fields if len(f.clusters)), default=0)
-    per_cluster = ua.cluster_draws(n_conversations, resamples, seed)
+    if chains is None:
+        return ua.cluster_draws(n_conversations, resamples, seed)
+    per_chain = ua.cluster_draws(int(chains.max()) + 1, resamples, seed)
+    return per_chain[:, np.asarray(chains, dtype=np.int64)[:n_conversations]]
+
+
+def unit_report(target: str, unit: str, fields: Sequence[UnitField], *, per_cluster: np.ndarray, level: float,
+                epsilon: float, alpha_level: float) -> UnitReport:
+    """Figures and alternative annotator tests of every field on one draw of conversations
+    (:func:`conversation_draws`)."""
+    n_conversations = per_cluster.shape[1]
     figures = [row for f in fields for row in field_figures(f, per_cluster, level)]
     tests = [t for f in fields for t in field_alt_tests(f, epsilon, alpha_level)]
     humans = sorted({h for f in fields for h in f.humans})

@@ -19,13 +19,21 @@ import pandas as pd
 
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
+from mindeval.sessions import session_of
 from mindeval.study_data import StudyRatings
 
 from .rollup import judge_axis_frame
 from .sources import SCORE_COLUMNS, RaterScores, load_judge_run, unit_key
-from .unit_agreement import UnitReport, unit_report
+from .unit_agreement import UnitReport, conversation_draws, unit_report
 from .unit_fields import question_fields, reply_fields
-from .units import UnitSource, is_unit_file, judge_units, load_unit_file, units_from_study
+from .units import (
+    UnitRating,
+    UnitSource,
+    is_unit_file,
+    judge_units,
+    load_unit_file,
+    units_from_study,
+)
 
 
 def unit_of(g: Guidelines) -> str | None:
@@ -125,4 +133,20 @@ def build_unit_report(target: str, g: Guidelines, humans: Sequence[UnitSource], 
         return None
     make = question_fields if unit == "question" else reply_fields
     fields = make(g, h, j, conversations)
-    return unit_report(target, unit, fields, **stats)
+    draws = conversation_draws(fields, stats.pop("resamples"), stats.pop("seed"),
+                               conversation_chains(conversations, [*h, *j]))
+    return unit_report(target, unit, fields, per_cluster=draws, **stats)
+
+
+def conversation_chains(conversations: Sequence[str], ratings: Sequence[UnitRating]) -> np.ndarray | None:
+    """Per rated conversation (a session, in a multi-session run), the code of the conversation it is a
+    session of (its member's with one system), which the bootstrap draws whole; ``None`` when every
+    conversation is its own (one session per member). A session k > 1 is known by its interaction id
+    ``<conversation>-s<k>`` and its profile id (from any rating, judge runs included)."""
+    pid = {r.interaction_id: r.profile_id for r in ratings if r.profile_id}
+    sessions = [session_of(iid, pid[iid]) if iid in pid else 1 for iid in conversations]
+    whole = [iid.removesuffix(f"-s{k}") for iid, k in zip(conversations, sessions, strict=True)]
+    if len(set(whole)) == len(whole):
+        return None
+    seen: dict[str, int] = {}
+    return np.asarray([seen.setdefault(w, len(seen)) for w in whole], dtype=np.int64)

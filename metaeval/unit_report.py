@@ -15,9 +15,11 @@ MAJORITY = "majority of the other humans"
 
 def _fig(r: dict[str, Any]) -> str:
     if r["value"] != r["value"]:  # NaN: undefined (e.g. one category only)
-        return f"n/a (n={r['n_items']})"
+        pairs = f", {r['n_undefined']} of {r['n_pairs']} pairs undefined" if r.get("n_undefined") else ""
+        return f"n/a (n={r['n_items']}{pairs})"
     ci = "" if r["ci_low"] != r["ci_low"] else f" [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
-    return f"{r['value']:.2f}{ci} (n={r['n_items']})"
+    skipped = f", {r['n_undefined']} of {r['n_pairs']} pairs undefined, left out" if r.get("n_undefined") else ""
+    return f"{r['value']:.2f}{ci} (n={r['n_items']}{skipped})"
 
 
 def _by(rep: dict[str, Any]) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
@@ -47,7 +49,7 @@ def _header(rep: dict[str, Any]) -> str:
     per = "per question" if rep["unit"] == "question" else "per reply, and per conversation's worst level and incidents"
     return (f"Agreement at the judge's unit (target {rep['target']}, {per}; {rep['n_conversations']} conversations; "
             f"humans {', '.join(rep['humans'])}; judges {', '.join(rep['judges']) or 'none'}). κ/α: mean over pairs "
-            "with each human; vs maj.: against the majority of the other humans, averaged over the left-out human; "
+            "with each human (a pair whose value is undefined is left out and counted: `k of N pairs undefined`); vs maj.: against the majority of the other humans, averaged over the left-out human; "
             "intervals resample conversations.")
 
 

@@ -19,6 +19,7 @@ DEFAULT_JUDGE_RETRIES = 3
 DEFAULT_JUDGE_SAMPLES = 1
 DEFAULT_FEWSHOT_K = 5  # the paper shows the judge five annotated examples
 DEFAULT_SEED = 0
+SEED_SCHEME = 2  # what new runs' conversation seeds derive from (mindeval.seeds); 1: runs made before
 # Resamples of every bootstrap interval and permutation test: `mindeval leaderboard` (also its
 # minimum) and `metaeval compare` / `power` (docs/leaderboard.md, docs/metaeval.md).
 DEFAULT_RESAMPLES = 2000

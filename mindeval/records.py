@@ -793,6 +793,7 @@ class RunConfig(BaseModel):
     turns: int | None = None
     guidelines_version: str = ""
     seed: int | None = None
+    seed_scheme: int | None = None  # what conversations' seeds derive from (mindeval.seeds); absent: 1
     judge_samples: int = 1
     repeats: int = 1  # conversations per profile (absent from config.json when 1)
     fewshot_sha256: str | None = None
@@ -836,7 +837,7 @@ class RunConfig(BaseModel):
         if self.kind == RATED_JUDGE_KIND:  # written around ``config`` (KIND_KEYS)
             for key in ("fewshot_source", "package_version"):
                 data.pop(key, None)
-        for key in (*SIMULATION_KEYS, *RATED_KEYS):
+        for key in (*SIMULATION_KEYS, *RATED_KEYS, "seed_scheme"):
             if data.get(key, 0) is None:
                 data.pop(key)
         return data

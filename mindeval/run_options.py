@@ -33,6 +33,7 @@ from .config import (
     DEFAULT_TURNS,
     JUDGE_PROTOCOL,
     OPENING_LINE,
+    SEED_SCHEME,
 )
 from .llm.gateway import ModelSpec
 from .llm.retry import RetryPolicy
@@ -57,8 +58,8 @@ def option(default: Any = ..., description: str = "", *, commands: str = "rjm", 
     by command ``{"r": ..., "jm": ...}``), ``metavar``, ``choices``, ``required`` (commands),
     ``aliases`` (hidden earlier names by command), ``release`` (a release file ``official`` names),
     ``doc_default`` / ``doc_commands`` (the table's text when the value alone does not say it).
-    Constraints (``ge``, ``gt``) and ``default_factory`` go to :func:`pydantic.Field`."""
-    field_kw = {k: cli.pop(k) for k in ("ge", "gt", "default_factory") if k in cli}
+    Constraints (``ge``, ``gt``, ``le``) and ``default_factory`` go to :func:`pydantic.Field`."""
+    field_kw = {k: cli.pop(k) for k in ("ge", "gt", "le", "default_factory") if k in cli}
     extra = {"commands": commands, **cli}
     if "default_factory" in field_kw:
         return Field(description=description, json_schema_extra={"cli": extra}, **field_kw)
@@ -120,7 +121,17 @@ class RunOptions(BaseModel):
         None, "patient + clinician turns after the opening line", commands="r", doc_default="the target's",
         help=f"patient + clinician turns after the opening line (default: the target's; for mindeval "
         f"{DEFAULT_TURNS} after {OPENING_LINE!r})")
-    seed: int = option(DEFAULT_SEED, "seed of every model call and of the few-shot draw", commands="rm")
+    seed: int = option(
+        DEFAULT_SEED, "seed of every model call and of the few-shot draw; two runs with the same `seed`, target and "
+        "profiles send the patient (and the clinician) the same seeds turn by turn, whatever the clinician "
+        "([running.md](running.md#same-seed-same-patients))", commands="rm",
+        help="seed of every model call and of the few-shot draw; the same seed gives every clinician the same "
+        "patient-side seeds")
+    seed_scheme: int | None = option(  # None: the current scheme, or a resumed run's own (mindeval.seeds)
+        None, "what conversations' seeds derive from: `2` target, profile, repeat and session; `1` (runs made before "
+        "it, recorded by their absence) the interaction id, which holds the run id. Unset, a resumed run keeps its "
+        "own; a replayed `config.json` gives its recorded one", commands="", ge=1, le=SEED_SCHEME,
+        doc_default="the current (`2`)")
     repeats: int = option(
         1, "conversations per profile, each seeded apart (repeat 0 keeps the seeds of a run without repeats)",
         commands="r", ge=1, help="conversations per profile, each seeded apart (the first keeps the seeds of a run "

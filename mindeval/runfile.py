@@ -23,6 +23,7 @@ from .records import CONFIG_FILE, RunConfig, _validation_message
 from .run_options import LEGACY_KEYS, ROLE_FIELDS, RUN_SETTINGS, RunOptions
 from .rundir import read_config
 from .rundir_guard import check_not_source, check_store
+from .seeds import LEGACY_SCHEME
 from .target_folder import replayed_target
 from .unique_keys import key_line, load_json, load_yaml
 
@@ -127,7 +128,8 @@ def _replay(rec: RunConfig, path: Path) -> dict[str, Any]:
         **models, "target": target,
         **_prompt_options(cfg, target),
         "profiles": cfg.profiles_source, "limit": len(cfg.profile_ids), "turns": cfg.turns, "repeats": cfg.repeats,
-        "seed": cfg.seed or 0, "judge_retries": cfg.judge_retries, "judge_samples": cfg.judge_samples,
+        "seed": cfg.seed or 0, "seed_scheme": cfg.seed_scheme or LEGACY_SCHEME,
+        "judge_retries": cfg.judge_retries, "judge_samples": cfg.judge_samples,
         "fewshot_file": cfg.fewshot_source, "fewshot_k": cfg.fewshot_k, "judge_protocol": cfg.judge_protocol,
         "transcript_format": cfg.transcript_format, "out": str(path.parent),
     }

@@ -23,6 +23,7 @@ from .config import (
     DEFAULT_PROMPTS,
     JUDGE_PROTOCOL,
     PAPER_JUDGE_PROMPT,
+    SEED_SCHEME,
     TOKENS_PER_MESSAGE,
 )
 from .errors import MindEvalError, ModelCallError
@@ -62,7 +63,8 @@ from .run_config import PromptRef, judge_spec_for_protocol, spec_with_defaults
 from .run_options import RunOptions
 from .rundir_guard import check_store, run_dir_lock
 from .scoring import Unit, score_run, summary_blocks
-from .sessions import SessionStep, first_session, next_session, seed_key, session_id
+from .seeds import conversation_key, recorded_scheme, stored_scheme
+from .sessions import SessionStep, first_session, next_session, session_id
 from .simulate import Speaker, run_interaction
 from .store import runs
 from .store.calls import CallLog, calls_line
@@ -225,7 +227,7 @@ def prepare(opts: RunOptions) -> Prepared:
         profile_ids=[p.id for p in profiles],
         turns=turns,
         opening_line=target.manifest.opening_line,
-        seed=opts.seed,
+        seed=opts.seed, seed_scheme=recorded_scheme(opts.seed_scheme or SEED_SCHEME),
         judge_retries=opts.judge_retries,
         judge_samples=opts.judge_samples, repeats=opts.repeats,
         fewshot_source=str(fewshot_path) if fewshot_path else None,
@@ -383,8 +385,8 @@ def _owner(stored: list[tuple[str, str, dict[str, Any]]], run_id: str) -> str:
 
 
 def interaction_id(run_id: str, position: int, profile: Profile, repeat: int = 0) -> str:
-    """A conversation's id; repeat 0 keeps the id (and so every seed) of a run without repeats, a
-    later repeat adds ``-rN`` (its turns' seeds derive from the id: :func:`mindeval.simulate.turn_seed`)."""
+    """A conversation's id; repeat 0 keeps the id of a run without repeats, a later repeat adds ``-rN``
+    (its seeds: :func:`mindeval.seeds.conversation_key`)."""
     return f"{run_id}-{position:03d}-{profile.id}" + (f"-r{repeat}" if repeat else "")
 
 
@@ -411,7 +413,8 @@ def judge_job(prep: Prepared, log: CallLog, retry_refused: bool = False) -> Judg
 
 class SessionCtx(BaseModel):
     """One session of a conversation being worked on: its stored info (None: a single-session
-    target), the key its seeds derive from (None: the interaction id) and its replies judged early."""
+    target), the key its seeds derive from (:func:`mindeval.seeds.conversation_key`; None: the
+    interaction id) and its replies judged early."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -566,10 +569,10 @@ class _Run:
             info, turns = (first_session(member, n) if n > 1 else None), None
             for k in range(1, n + 1):
                 if k > 1:
-                    info = await self.between(info, turns or [], profile, repeat)
+                    info = await self.between(info, turns or [], profile, conversation_key(c, profile.id, repeat, k))
                     if info is None:
                         return
-                ctxs.append(SessionCtx(info=info, seed_key=seed_key(profile.id, repeat, k) if n > 1 else None))
+                ctxs.append(SessionCtx(info=info, seed_key=conversation_key(c, profile.id, repeat, k)))
                 turns = await self.session(session_id(member, k), position, profile, step, ctxs[-1])
                 if turns is None:
                     return
@@ -605,14 +608,14 @@ class _Run:
         return turns
 
     async def between(self, prev: SessionInfo | None, turns: list[Turn], profile: Profile,
-                      repeat: int) -> SessionInfo | None:
+                      key: str | None) -> SessionInfo | None:
         """The next session's info: the clinician's notes and the patient's situation (stored calls
         reused; re-judging only reads them), or None when the step failed (recorded)."""
-        assert prev is not None and self.step is not None
+        assert prev is not None and self.step is not None and key is not None
         if self.complete is not None:
             return self.sim_log.store.sessions().get(session_id(prev.member, prev.session + 1))
         try:
-            return await next_session(self.sim_log, self.step, prev, turns, profile, repeat,
+            return await next_session(self.sim_log, self.step, prev, turns, profile, key,
                                       self.prep.labels.get(profile.id))
         except ModelCallError as exc:
             self.failures.append(Failure(what="interaction", role=getattr(exc, "role", "") or "?",
@@ -672,13 +675,15 @@ async def arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None
 async def _arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
     started = time.perf_counter()
     prep = prepare(opts)
-    config = prep.config
     for role in ("patient", "clinician", "judge"):  # every role's key before the first call
-        check_api_key(getattr(config, role), role)
+        check_api_key(getattr(prep.config, role), role)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     db = Database(opts.db or sqlite_url(out / "run.db"))
     try:
+        if opts.seed_scheme is None:  # a run stored with an earlier seed scheme resumes with it
+            prep = prep.model_copy(update={"config": stored_scheme(db, prep.config)})
+        config = prep.config
         opened = open_run(db, config, opts.new_run)
         run_id, resumed = opened.run_id, opened.resumed
         db.claim(run_id)  # one process per run, also in a shared --db (mindeval.store.claim)

@@ -13,8 +13,8 @@ k > 1 is ``<member>-s<k>``. Between session k and k+1 two calls are made and sto
 Each result is committed with its call (the ``sessions`` table, :class:`~mindeval.records.SessionInfo`)
 before the next step, so a run killed at any moment resumes without repeating a stored call. Every
 seed of a session (its turns, the memory and next-session calls) derives from the run's seed and
-the profile, repeat and session (:func:`seed_key`), never from the run id: every clinician meets
-the same patient-side seeds.
+the session's key (:func:`mindeval.seeds.conversation_key`: target, profile, repeat and session),
+never from the run id: every clinician meets the same patient-side seeds.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from .llm.gateway import Completion, ModelSpec
 from .llm.retry import is_content_refusal, is_empty_reply
 from .prompts import PromptTemplate, render_session_step
 from .records import Interaction, Profile, SessionInfo, Turn
-from .simulate import turn_seed
+from .seeds import turn_seed
 from .store.calls import CallLog, Recording
 
 
@@ -48,9 +48,16 @@ def session_of(interaction_id: str, profile_id: str) -> int:
     return int(m.group(1)) if m and int(m.group(1)) > 1 else 1
 
 
-def seed_key(profile_id: str, repeat: int, session: int) -> str:
-    """What a session's seeds derive from (with the run's seed): the same for every clinician."""
-    return f"{profile_id}:r{repeat}:s{session}"
+def unit_key(profile_id: str, interaction_id: str) -> str:
+    """The rated unit of a conversation: the profile id, with ``#s<k>`` for session k > 1 of a
+    multi-session run (:func:`session_of`); human ratings and judge scores are paired on it."""
+    k = session_of(interaction_id, profile_id)
+    return profile_id if k == 1 else f"{profile_id}#s{k}"
+
+
+def member_of(unit: str) -> str:
+    """The member (profile id) of a rated unit (:func:`unit_key`): the unit without its ``#s<k>``."""
+    return re.sub(r"#s\d+$", "", unit)
 
 
 def first_session(member: str, sessions: int) -> SessionInfo:
@@ -73,30 +80,31 @@ class SessionStep(BaseModel):
 
 
 async def next_session(log: CallLog, step: SessionStep, prev: SessionInfo, turns: list[Turn], profile: Profile,
-                       repeat: int, labels: Mapping[str, str] | None = None) -> SessionInfo:
+                       key: str, labels: Mapping[str, str] | None = None) -> SessionInfo:
     """The session after ``prev`` (whose turns are ``turns``): its memory and situation, each from
-    the store when there, else from its call (stored with it). Raises
+    the store when there, else from its call (stored with it); ``key``: what the next session's
+    seeds derive from (:func:`mindeval.seeds.conversation_key`). Raises
     :class:`~mindeval.errors.ModelCallError` when the patient model fails (a re-run asks again)."""
     k = prev.session + 1
     iid = session_id(prev.member, k)
     info = log.store.sessions().get(iid) or SessionInfo(member=prev.member, session=k, sessions=prev.sessions)
     messages = Interaction(id=iid, profile=profile, clinician_model="", turns=turns).messages()
     transcript = render_transcript(messages, speakers=step.speakers)
-    key = seed_key(profile.id, repeat, k)
     if info.memory is None:
         text = render_session_step(step.memory, profile, {"memory": prev.memory or "", "transcript": transcript,
                                                           "session": str(prev.session)}, labels)
-        info = await _step_call(log, iid, info, "memory", step.clinician, text, turn_seed(step.seed, key, -1))
+        info = await _step_call(log, iid, info, "memory", step.clinician, text, (step.seed, key, -1))
     if info.situation is None:
         text = render_session_step(step.next_session, profile, {"situation": prev.situation or "",
                                                                 "transcript": transcript, "session": str(k)}, labels)
-        info = await _step_call(log, iid, info, "situation", step.patient, text, turn_seed(step.seed, key, -2))
+        info = await _step_call(log, iid, info, "situation", step.patient, text, (step.seed, key, -2))
     return info
 
 
 async def _step_call(log: CallLog, iid: str, info: SessionInfo, what: str, spec: ModelSpec, text: str,
-                     seed: int) -> SessionInfo:
-    """One call of the step (``what``: memory or situation), its result committed with the call.
+                     seed: tuple[int, str, int]) -> SessionInfo:
+    """One call of the step (``what``: memory or situation; ``seed``: the run's, the key, the step),
+    its result committed with the call.
     A clinician that writes no notes (an empty reply or a refusal after the retries) starts the
     next session with empty notes: what the system under test does is part of the benchmark."""
     role = "clinician" if what == "memory" else "patient"
@@ -104,8 +112,8 @@ async def _step_call(log: CallLog, iid: str, info: SessionInfo, what: str, spec:
     def save(call_id: int, c: Completion):
         return log.store.save_session(iid, info.model_copy(update={what: c.text, f"{what}_call_id": call_id}))
     try:
-        call = await log.call(role, spec, [{"role": "user", "content": text}], seed=seed, tag=f"{iid}:{what}",
-                              recording=Recording(after=save))
+        call = await log.call(role, spec, [{"role": "user", "content": text}], seed=turn_seed(*seed),
+                              tag=f"{iid}:{what}", recording=Recording(after=save, seed_key=seed[1]))
     except ModelCallError as exc:
         if role != "clinician" or not (is_empty_reply(exc) or is_content_refusal(exc)):
             raise

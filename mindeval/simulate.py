@@ -31,6 +31,7 @@ from .judging.textguard import guard_turn
 from .llm.gateway import Completion, ModelSpec
 from .llm.retry import is_content_refusal, is_empty_reply
 from .records import Role, Turn
+from .seeds import turn_seed
 from .store.calls import CallLog, Recording
 from .store.runs import RunStore, load_turns
 
@@ -45,11 +46,6 @@ def role_view(system_prompt: str, turns: list[Turn], viewer: Role) -> list[dict[
 
 def next_role(turns: list[Turn]) -> Role:
     return "clinician" if turns and turns[-1].role == "patient" else "patient"
-
-
-def turn_seed(seed: int, interaction_id: str, idx: int) -> int:
-    h = hashlib.sha256(f"{seed}:{interaction_id}:{idx}".encode()).hexdigest()
-    return int(h[:8], 16)
 
 
 def model_turn(idx: int, role: Role, spec: ModelSpec, call_id: int, c: Completion) -> Turn:
@@ -81,7 +77,8 @@ async def run_interaction(
     (an empty ``opening_line``: the patient model writes the first message, turn 0). Raises :class:`~mindeval.errors.ModelCallError` when a model fails; the turns committed so far
     stay in the store. ``on_turn``: called with the turns so far each time a turn made here is stored
     (the new one last). ``seed``: each turn's derives from it and the interaction id, or with
-    ``(seed, key)`` from ``key`` (a multi-session conversation's: the same for every clinician).
+    ``(seed, key)`` from ``key`` (:func:`mindeval.seeds.conversation_key`: the same for every
+    clinician), recorded with each call as ``seed_key``.
     """
     seed, seed_key = seed if isinstance(seed, tuple) else (seed, interaction_id)
     history = load_turns(log.db, interaction_id)
@@ -107,7 +104,7 @@ async def run_interaction(
                 role, spec, role_view(prompt, history, role), seed=turn_seed(seed, seed_key, idx),
                 tag=f"{interaction_id}:{idx}",
                 recording=Recording(ref={"interaction": interaction_id, "turns": idx,
-                                         "system_sha256": system_sha[role]}, after=save),
+                                         "system_sha256": system_sha[role]}, after=save, seed_key=seed_key),
             )
         except ModelCallError as exc:
             if role != "clinician" or not (is_empty_reply(exc) or is_content_refusal(exc)):

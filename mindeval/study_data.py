@@ -33,6 +33,7 @@ class SubmittedRating(BaseModel):
     # item-level targets: answer id per question id; reply-level targets: every rated reply.
     answers: dict[str, str] | None = None
     replies: list[ReplyRating] | None = None
+    memory: str | None = None  # a session of a multi-session run: the notes its clinician started with
 
 
 class RaterGold(BaseModel):

@@ -5,8 +5,9 @@ agreement, and the drift of these over the rater's successive blocks of items.
   :mod:`.gold`), with a 95% Wilson interval (:func:`mindeval.stats.proportion.share`).
 * **Time per item**: median active seconds over the rater's submitted items (those with time
   recorded), with a 95% percentile-bootstrap interval.
-* **Leave-one-out agreement**: Kendall τ-b (:func:`mindeval.stats.agreement.kendall_tau`) between
-  the rater's average score and the mean of the other raters' average scores, over the real items
+* **Leave-one-out agreement**: Kendall τ-b (:func:`mindeval.stats.loo.loo_kendall_tau`, the one
+  ``metaeval compare`` uses) between the rater's average score and the exact (rational) mean of the
+  other raters' average scores, over the real items
   the rater shares with at least one other; 95% bootstrap interval over those items
   (:func:`mindeval.stats.resampled.kendall_tau`). Ordinal scales only (a categorical form is
   compared per dimension by ``metaeval compare``). Gold items never count here.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections import defaultdict
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -27,8 +29,9 @@ from sqlalchemy import select
 
 from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
-from mindeval.stats import agreement, resampled
+from mindeval.stats import resampled
 from mindeval.stats.bootstrap import percentile_interval, resample_counts
+from mindeval.stats.loo import loo_kendall_tau
 from mindeval.stats.proportion import Share, share
 from mindeval.stats.seeding import rng_for
 from mindeval.store.db import Database
@@ -82,20 +85,20 @@ class RaterTable(BaseModel):
     note: str = ""
 
 
-def axis_scores(g: Guidelines, values: dict[str, int]) -> dict[str, float]:
-    """Per-axis score of one rating: the mean of its rated sub-axes (N/A left out)."""
+def axis_scores(g: Guidelines, values: dict[str, int]) -> dict[str, Fraction]:
+    """Per-axis score of one rating: the mean of its rated sub-axes (N/A left out), exact."""
     per: dict[str, list[int]] = defaultdict(list)
     na = na_value(g)
     for sub in g.human_subaxes:
         v = values.get(sub.id)
         if v is not None and v != na:
             per[sub.axis].append(v)
-    return {axis: sum(vs) / len(vs) for axis, vs in per.items() if vs}
+    return {axis: Fraction(sum(vs), len(vs)) for axis, vs in per.items() if vs}
 
 
-def average_scores(g: Guidelines, ratings: list[dict[str, Any]]) -> dict[str, dict[int, float]]:
-    """rater → item id → average score, for every complete rating (every axis rated)."""
-    out: dict[str, dict[int, float]] = defaultdict(dict)
+def average_scores(g: Guidelines, ratings: list[dict[str, Any]]) -> dict[str, dict[int, Fraction]]:
+    """rater → item id → average score (exact), for every complete rating (every axis rated)."""
+    out: dict[str, dict[int, Fraction]] = defaultdict(dict)
     for r in ratings:
         scores = axis_scores(g, r["values"])
         if len(scores) == len(g.judge_axes):
@@ -103,20 +106,20 @@ def average_scores(g: Guidelines, ratings: list[dict[str, Any]]) -> dict[str, di
     return out
 
 
-def loo_agreement(avg: dict[str, dict[int, float]], rater: str, items: set[int] | None = None,
+def loo_agreement(avg: dict[str, dict[int, Fraction]], rater: str, items: set[int] | None = None,
                   rng: np.random.Generator | None = None, resamples: int = RESAMPLES) -> LooAgreement:
-    """τ-b of ``rater``'s average scores against the mean of the other raters', on the items (of
-    ``items``, when given) she shares with at least one other; bootstrap interval over those items."""
+    """τ-b of ``rater``'s average scores against the exact mean of the other raters'
+    (:func:`mindeval.stats.loo.loo_kendall_tau`, as ``metaeval compare``), on the items (of ``items``,
+    when given) she shares with at least one other; bootstrap interval over those items."""
     mine = avg.get(rater, {})
     keys = sorted(i for i in mine if (items is None or i in items)
                   and any(i in other for name, other in avg.items() if name != rater))
     if len(keys) < 2:
         return LooAgreement(tau=None, ci95=None, n=len(keys))
-    x = np.array([mine[i] for i in keys])
-    y = np.array([np.mean([other[i] for name, other in avg.items() if name != rater and i in other]) for i in keys])
+    matrix = [[mine[i] for i in keys]] + [[other.get(i) for i in keys] for name, other in avg.items() if name != rater]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tau = agreement.kendall_tau(x, y)
+        tau, x, y = loo_kendall_tau(matrix, 0)
         draws = resampled.kendall_tau(x, y, resample_counts(len(keys), resamples, rng or rng_for(0, "raters", rater)))
     low, high = percentile_interval(draws[:, None])
     point = None if np.isnan(tau) else float(tau)

@@ -57,7 +57,7 @@ def read_ratings(url: str, study: str | int) -> StudyRatings:
             justification=r["justification"], safety_note=r["safety_note"], revision=r["revision"],
             submitted_at=r["submitted_at"], adjudicated=r["adjudicated"],
             answers=r["answers"], replies=[ReplyRating.model_validate(x) for x in r["replies"]]
-            if r["replies"] is not None else None,
+            if r["replies"] is not None else None, memory=(meta.get("session") or {}).get("memory"),
         ))
     n_gold, per = _with_study(url, study, "gold answers", lambda db, sid: gold.scores(db, sid, na_value(g)))[2]
     return StudyRatings(study=name, source=f"{redact_url(url)}#study={name}", ratings=out, target=ref,

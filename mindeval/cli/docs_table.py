@@ -21,7 +21,7 @@ HEADER = "| key | option | commands | default | meaning |\n|---|---|---|---|---|
 
 
 def _letters(commands: str) -> str:
-    return " ".join(commands)
+    return " ".join(commands) or "file, API"  # no command-line option: a run file's or the API's key
 
 
 def _default(name: str) -> str:

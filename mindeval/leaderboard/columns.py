@@ -197,7 +197,8 @@ def human_cell(h: HumanScaleScore | None, which: str) -> str:
     if h is None:
         return "n/a"
     m = getattr(h, which)
-    return f"{num(m.estimate)} [{num(m.ci_low)}, {num(m.ci_high)}] (n={h.n_rated})"
+    n = f"{h.n_rated}" if h.n_rated_members is None else f"{h.n_rated} sessions of {h.n_rated_members} members"
+    return f"{num(m.estimate)} [{num(m.ci_low)}, {num(m.ci_high)}] (n={n})"
 
 
 def _human_csv(lb: Leaderboard) -> list[Field]:

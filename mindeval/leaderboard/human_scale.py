@@ -5,17 +5,22 @@ The humans' mean rating on the rated conversations (a random sample of the syste
 on the judge's axes' scale) with the judge's scores of the same conversations is the labeled part; the
 judge's scores of the system's other scored conversations are the unlabeled part. A system with too few rated conversations, or with rated
 conversations that are not among its own, is refused with one line.
+
+In a multi-session run the unit is a session (``P#s<k>``, :func:`mindeval.sessions.unit_key`), for the
+humans and the judge alike, and the standard error is clustered by member (:mod:`mindeval.stats.ppi`).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 
 from ..errors import MindEvalError
-from ..stats.ppi import MeanInterval, plan_n, ppi_diff, ppi_mean
+from ..sessions import member_of, unit_key
+from ..stats.ppi import Groups, MeanInterval, plan_n, ppi_diff, ppi_mean
 from ..study_data import HumanScores
 from .loading import RunData
 from .table import Table
@@ -28,7 +33,8 @@ class HumanScaleScore(BaseModel):
 
     system: str
     criterion: str
-    n_rated: int  # conversations with a human rating and a judge score
+    n_rated: int  # conversations (multi-session: sessions) with a human rating and a judge score
+    n_rated_members: int | None = None  # multi-session: the members those sessions are of (the clusters)
     n_scored: int  # conversations the judge scored (the rated ones and the unlabeled rest)
     judge_mean: float
     humans: MeanInterval  # the rated subset alone (lam = 0)
@@ -37,6 +43,14 @@ class HumanScaleScore(BaseModel):
     corr: float
     sd_human: float
     sd_judge: float
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``n_rated_members`` only for a multi-session study (the single-session output is as before)."""
+        data = handler(self)
+        if data.get("n_rated_members") is None:
+            data.pop("n_rated_members", None)
+        return data
 
 
 class HumanScaleDiff(BaseModel):
@@ -102,7 +116,22 @@ def plan_markdown(scores: list[HumanScaleScore], width: float, level: float = 0.
     return lines
 
 
-Parts = tuple[list[float], list[float], list[float]]  # human and judge on the rated, judge on the unrated
+# human and judge on the rated, judge on the unrated; multi-session: and their members (ppi.Groups)
+Parts = tuple[list[float], list[float], list[float]] | tuple[list[float], list[float], list[float], Groups]
+
+
+def _parts(rated: dict[str, dict[str, float]], judged: dict[str, dict[str, float]], c: str) -> Parts | None:
+    """One criterion's PPI inputs (``None`` below :data:`MIN_RATED` rated units, or one rated member);
+    with sessions among the units (``P#s<k>``) their members too."""
+    pids = [p for p, v in rated.items() if _has(v, c) and _has(judged[p], c)]
+    rest = [p for p, v in judged.items() if p not in rated and _has(v, c)]
+    y, yhat, yall = [rated[p][c] for p in pids], [judged[p][c] for p in pids], [judged[p][c] for p in rest]
+    if len(pids) < MIN_RATED:
+        return None
+    if all(member_of(p) == p for p in judged):
+        return y, yhat, yall
+    groups = Groups(rated=[member_of(p) for p in pids], unrated=[member_of(p) for p in rest])
+    return (y, yhat, yall, groups) if len(set(groups.rated)) >= 2 else None
 
 
 def human_scale(table: Table, runs: dict[str, RunData], humans: HumanScores,
@@ -114,7 +143,7 @@ def human_scale(table: Table, runs: dict[str, RunData], humans: HumanScores,
     parts: dict[tuple[str, str], Parts] = {}
     for s in table.systems:
         run = runs[s.label]
-        judged = {sc.profile_id: sc.scores for sc in run.scores}
+        judged = {unit_key(sc.profile_id, sc.interaction_id): sc.scores for sc in run.scores}
         rated = {h.profile_id: h.scores for h in humans.rows if h.system == run.clinician_model}
         outside = sorted(set(rated) - set(judged))
         if outside:
@@ -127,17 +156,17 @@ def human_scale(table: Table, runs: dict[str, RunData], humans: HumanScores,
                 f"system {s.label} ({run.clinician_model}) has {len(rated)} rated conversation(s); a human-scale "
                 f"interval needs at least {MIN_RATED}", path=humans.source, field="--humans")
         for c in table.criteria:
-            pids = [p for p, v in rated.items() if _has(v, c) and _has(judged[p], c)]
-            if len(pids) < MIN_RATED:
+            got = _parts(rated, judged, c)
+            if got is None:
                 continue
-            y = [rated[p][c] for p in pids]
-            yhat = [judged[p][c] for p in pids]
-            yall = [v[c] for p, v in judged.items() if p not in rated and _has(v, c)]
-            parts[(s.label, c)] = (y, yhat, yall)
+            parts[(s.label, c)] = got
+            y, yhat, yall = got[:3]
+            groups = got[3] if len(got) > 3 else None
             out.append(HumanScaleScore(
-                system=s.label, criterion=c, n_rated=len(pids), n_scored=len(yall) + len(pids), judge_mean=s.results[c].mean,
-                humans=ppi_mean(y, yhat, yall, level=level, lam=0.0), ppi=ppi_mean(y, yhat, yall, level=level),
-                **_observed(y, yhat, yall)))
+                system=s.label, criterion=c, n_rated=len(y), n_scored=len(yall) + len(y), judge_mean=s.results[c].mean,
+                n_rated_members=None if groups is None else len(set(groups.rated)),
+                humans=ppi_mean(y, yhat, yall, level=level, lam=0.0, groups=groups),
+                ppi=ppi_mean(y, yhat, yall, level=level, groups=groups), **_observed(y, yhat, yall)))
     labels = [s.label for s in table.systems]
     diffs = [HumanScaleDiff(a=a, b=b, criterion=c, **dict(zip(("estimate", "ci_low", "ci_high"), ppi_diff(
                  parts[(a, c)], parts[(b, c)], level=level), strict=True)))

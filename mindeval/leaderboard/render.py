@@ -63,7 +63,7 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 def settings_line(lb: Leaderboard) -> str:
     s = lb.table.settings
     return (f"{s.test} test, {s.sided}-sided, {s.resamples} resamples, seed {s.seed}, alpha {s.alpha}; "
-            f"{int(s.level * 100)}% CIs: percentile bootstrap over interactions")
+            f"{int(s.level * 100)}% CIs: percentile bootstrap over profiles (a profile's conversations averaged first)")
 
 
 def to_markdown(lb: Leaderboard) -> str:

@@ -241,11 +241,12 @@ def cohen_kappa(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
     """Cohen's κ of two raters' categories over the interactions both rated (Cohen 1960).
 
     Categories are the values either rater used; chance agreement is the product of the
-    two raters' own category shares.
+    two raters' own category shares. As scikit-learn's ``cohen_kappa_score`` on any number of
+    interactions (one the raters disagree on: κ = 0); NaN when chance agreement is 1.
     """
     a, b = _paired(x, y)
-    if len(a) < 2:
-        return _warn(f"Cohen's κ needs at least 2 commonly rated interactions, got {len(a)}")
+    if len(a) < 1:
+        return _warn("Cohen's κ needs a commonly rated interaction, got none")
     cats = np.unique(np.concatenate([a, b]))
     pa = (a[:, None] == cats).mean(axis=0)
     pb = (b[:, None] == cats).mean(axis=0)

@@ -7,8 +7,10 @@ against the remaining humans' ratings of the item:
 * ordinal scores: negative root mean squared difference to the remaining humans;
 * categories: the share of the remaining humans giving the same category (accuracy).
 
-A judge with several runs is scored as the mean of its runs' scores (a run is what one judge
-call gives). Per item, ``W_judge = 1`` when the judge scores at least as well as ``h`` and
+A judge with several runs (a run is what one judge call gives) is one rater whose rating of an
+item is the mean of its runs' ratings (ordinal; categories: the most frequent category of its runs,
+a tie scoring the mean accuracy of the tied categories), scored like a human. Scoring each run and
+averaging the scores instead would charge the judge for its sampling noise. Per item, ``W_judge = 1`` when the judge scores at least as well as ``h`` and
 ``W_human = 1`` when ``h`` scores at least as well as the judge (a tie counts for both). Per
 human, a one-sided paired t-test of ``mean(W_human − W_judge) < ε`` (H0: the human's advantage
 is at least ε); a zero-variance difference gives p = 0 when its mean is below ε, else 1. The p
@@ -28,6 +30,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from mindeval.config import METAEVAL_EPSILON
+from mindeval.stats.exact import exact_mean
 
 Scale = Literal["ordinal", "categorical"]
 EPSILON_GRID: tuple[float, ...] = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
@@ -79,6 +82,25 @@ def _one_sided_p(d: np.ndarray, epsilon: float) -> float:
     return float(ttest_1samp(d, epsilon, alternative="less").pvalue)
 
 
+def judge_alignment(runs: np.ndarray, others: np.ndarray, scale: Scale) -> np.ndarray:
+    """Per item, how well the judge (runs × items; NaN = no rating) agrees with ``others``: its rating is the
+    mean of its runs (ordinal; exact, :func:`mindeval.stats.exact.exact_mean`, so runs averaging to a human's
+    score tie with it), or its runs' most frequent category (categorical; a tie between categories
+    scores the mean accuracy of the tied ones). NaN where no run rated the item."""
+    rated = ~np.isnan(runs)
+    any_run = rated.any(axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if scale == "ordinal":
+            return np.where(any_run, alignment(exact_mean(runs, axis=0), others, scale), np.nan)
+    out = np.full(runs.shape[1], np.nan)
+    for i in np.flatnonzero(any_run):
+        cats, counts = np.unique(runs[rated[:, i], i], return_counts=True)
+        top = cats[counts == counts.max()]
+        out[i] = np.mean([alignment(np.array([c]), others[:, i:i + 1], scale)[0] for c in top])
+    return out
+
+
 def win_indicators(judge: np.ndarray, humans: np.ndarray, left_out: int,
                    scale: Scale) -> tuple[np.ndarray, np.ndarray]:
     """``W_judge`` and ``W_human`` of human ``left_out`` on the items it can be tested on.
@@ -88,9 +110,7 @@ def win_indicators(judge: np.ndarray, humans: np.ndarray, left_out: int,
     others = np.delete(humans, left_out, axis=0)
     runs = np.atleast_2d(judge)
     ok = ~np.isnan(h) & (~np.isnan(others)).any(axis=0) & (~np.isnan(runs)).any(axis=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        s_judge = np.nanmean(np.vstack([alignment(r, others, scale) for r in runs]), axis=0)
+    s_judge = judge_alignment(runs, others, scale)
     s_human = alignment(h, others, scale)
     ok &= ~np.isnan(s_judge)
     return (s_judge[ok] >= s_human[ok]).astype(float), (s_human[ok] >= s_judge[ok]).astype(float)

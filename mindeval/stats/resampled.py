@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,16 +39,34 @@ from .agreement import (
 from .bootstrap import cluster_counts, percentile_interval, resample_counts
 
 
+class Clusters(NamedTuple):
+    """What is drawn whole in a multi-session study: ``chains[i]``, the code of interaction ``i``'s
+    conversation (member × system: all its sessions), and ``members[p]``, the member code of profile
+    unit ``p`` (the ``pairs``' profile codes: a member × session)."""
+
+    chains: np.ndarray
+    members: np.ndarray
+
+
 class Resampler:
-    """One seeded bootstrap draw over the interactions (and, whole, over the profiles) of a panel."""
+    """One seeded bootstrap draw over the interactions (and, whole, over the profiles) of a panel.
+
+    With ``clusters`` (a multi-session study) whole conversations are drawn instead of interactions
+    and whole members instead of profile units, so a member's sessions are never drawn apart; with
+    one session per member (codes ``0..n-1``) that is the same draw, number for number."""
 
     def __init__(self, pairs: PairIndex, profile_codes: np.ndarray, resamples: int, rng: np.random.Generator,
-                 level: float = 0.95) -> None:
+                 level: float = 0.95, clusters: Clusters | None = None) -> None:
         self.pairs = pairs
         self.resamples = resamples
         self.level = level
-        self.items = resample_counts(pairs.n_items, resamples, rng)
-        self.profiles, self.profile_items = cluster_counts(profile_codes, resamples, rng)
+        if clusters is None:
+            self.items = resample_counts(pairs.n_items, resamples, rng)
+            self.profiles, self.profile_items = cluster_counts(profile_codes, resamples, rng)
+        else:
+            self.items = cluster_counts(clusters.chains, resamples, rng)[1]
+            self.profiles = cluster_counts(clusters.members, resamples, rng)[1]
+            self.profile_items = self.profiles[:, np.asarray(profile_codes, dtype=np.int64)]
 
     def interval(self, resampled: np.ndarray) -> tuple[float, float]:
         """Percentile interval of one statistic's resampled values (NaN resamples left out)."""

@@ -64,7 +64,11 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 
 def kappa(conf: np.ndarray, weights: Weights = "none") -> np.ndarray:
-    """Cohen's κ (``weights="quadratic"``: weighted by squared distance of the codes) per confusion."""
+    """Cohen's κ (``weights="quadratic"``: weighted by squared distance of the codes) per confusion.
+
+    As scikit-learn's ``cohen_kappa_score``: ``1 − observed / chance`` disagreement on any number of
+    items (one item the raters disagree on: κ = 0); NaN only when no chance disagreement is possible
+    (both raters used one and the same category, or no item)."""
     k = conf.shape[-1]
     i, j = np.indices((k, k))
     d = (i != j).astype(float) if weights == "none" else (i - j).astype(float) ** 2
@@ -73,7 +77,7 @@ def kappa(conf: np.ndarray, weights: Weights = "none") -> np.ndarray:
     obs = (conf * d).sum(axis=(1, 2))
     exp = (expected * d).sum(axis=(1, 2))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where((exp > 0) & (n >= 2), 1.0 - obs / np.where(exp > 0, exp, 1.0), np.nan)
+        return np.where((exp > 0) & (n >= 1), 1.0 - obs / np.where(exp > 0, exp, 1.0), np.nan)
 
 
 def exact_agreement(conf: np.ndarray) -> np.ndarray:

@@ -94,10 +94,12 @@ AfterCall = Callable[[int, Completion], Callable[[Session], Any]]
 @dataclass(frozen=True, slots=True)
 class Recording:
     """How a successful call is recorded: ``ref`` replaces the stored copy of its messages
-    (they must be reproducible from it); ``after`` is committed together with the call record."""
+    (they must be reproducible from it); ``after`` is committed together with the call record;
+    ``seed_key``: what its seed derives from (:mod:`mindeval.seeds`), kept with the request."""
 
     ref: dict[str, Any] | None = None
     after: AfterCall | None = None
+    seed_key: str | None = None
 
 
 class CallLog:
@@ -197,6 +199,8 @@ class CallLog:
         request: dict[str, Any] = {"params": spec.params(), "response_format": req.response_format, "seed": req.seed}
         if comp.seed != req.seed:  # retried after an empty reply: the draw that answered
             request["seed_used"] = comp.seed
+        if recording.seed_key is not None:
+            request["seed_key"] = recording.seed_key
         if recording.ref is not None:
             request["ref"] = recording.ref
         else:

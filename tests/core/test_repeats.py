@@ -3,6 +3,7 @@ resumable after SIGKILL with no call bought twice; the leaderboard keeps a profi
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -10,7 +11,7 @@ import sys
 import time
 
 from mindeval.leaderboard import StatsSettings, build_leaderboard
-from mindeval.simulate import turn_seed
+from mindeval.seeds import turn_seed
 
 ARGS = ["--patient", "fake/slow", "--clinician", "fake/slow", "--judge", "fake/judge", "--quiet",
         "--profiles", "demo", "--limit", "3", "--turns", "4", "--concurrency", "1"]
@@ -32,9 +33,14 @@ def count_turns(db):
 
 
 def turn_requests(db):
-    """``interaction_id:turn`` -> the seed sent, for every stored turn call."""
+    """``interaction_id:turn`` -> (the seed sent, the key it derives from), for every stored turn call."""
     rows = query(db, "select tag, request_json from calls where status='ok' and role != 'judge'")
-    return {tag: json.loads(req).get("seed") for tag, req in rows}
+    return {tag: (req["seed"], req["seed_key"]) for tag, req in ((t, json.loads(r)) for t, r in rows)}
+
+
+def without_run_id(seeds):
+    """``position-profile[-rN]:turn`` -> the seed sent (the interaction id without its run id)."""
+    return {tag.split("-", 3)[3]: seed for tag, (seed, _) in seeds.items()}
 
 
 def test_repeats_seeded_resumable_and_pooled_per_profile(tmp_path):
@@ -61,13 +67,16 @@ def test_repeats_seeded_resumable_and_pooled_per_profile(tmp_path):
     assert summary["calls_made"] == total - calls_before and summary["n_judged"] == 6
     config = json.loads((rep / "config.json").read_text())["config"]
     assert config["repeats"] == 2 and "repeats" not in json.loads((plain / "config.json").read_text())["config"]
-    # Repeat 0 is seeded as a run without repeats (from its interaction id), repeat 1 apart from it.
-    def derived(seeds):
-        return {tag: turn_seed(0, *tag.rsplit(":", 1)[0:1], int(tag.rsplit(":", 1)[1])) for tag in seeds}
+    # Seeds derive from the conversation's key (target, profile, repeat, session), never the run id:
+    # repeat 0 sends the seeds of the run without repeats (another run id), repeat 1 others.
     seeds_plain, seeds_rep = turn_requests(plain / "run.db"), turn_requests(db)
-    assert seeds_plain == derived(seeds_plain) and seeds_rep == derived(seeds_rep)
-    first = {k: v for k, v in seeds_rep.items() if "-r1" not in k}
-    again = {k.replace("-r1", ""): v for k, v in seeds_rep.items() if "-r1" in k}
+    for seeds in (seeds_plain, seeds_rep):
+        assert all(seed == turn_seed(0, key, int(tag.rsplit(":", 1)[1])) for tag, (seed, key) in seeds.items())
+        assert all(re.fullmatch(r"mindeval:[^:]+:r[01]:s1", key) for _, key in seeds.values())
+    plain_seeds, rep_seeds = without_run_id(seeds_plain), without_run_id(seeds_rep)
+    first = {k: v for k, v in rep_seeds.items() if "-r1" not in k}
+    again = {k.replace("-r1", ""): v for k, v in rep_seeds.items() if "-r1" in k}
+    assert first == plain_seeds
     assert len(again) == len(first) == 12 and all(again[k] != first[k] for k in first)
     # The leaderboard: 3 profiles of 2 conversations each, all scored.
     lb = build_leaderboard([rep], StatsSettings(seed=0))

@@ -159,12 +159,28 @@ def _where_free(path: Path) -> str:
     return json.dumps(data, indent=2)
 
 
+def _as_scheme_1(path: Path) -> Path:
+    """A benchmark run's config.json made today as under seed scheme 1 (issue 35: today's record
+    ``seed_scheme: 2``, which changes their hash and so their run id's prefix; main's record none)."""
+    data = json.loads(path.read_text())
+    if data["config"].pop("seed_scheme", None) is None:
+        return path
+    old, new = data["config_hash"], RunConfig.from_json(data).hash()
+    data["config_hash"], data["run_id"] = new, data["run_id"].replace(old[:8], new[:8])
+    out = path.with_name("scheme_1.json")
+    out.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    return out
+
+
 def test_todays_runs_write_what_main_wrote(tmp_path, annotations):
     """The same four runs made today record main's hashes (so main's runs resume: nothing is bought
-    again) and the same config.json, but for the run id's random suffix and the paths."""
+    again) and the same config.json, but for the run id's random suffix, the paths and (benchmark
+    runs) the seed scheme: main's runs resume under theirs (tests/core/test_seed_scheme.py)."""
     for name, command in MADE_BY_MAIN.items():
         args = [annotations if a == "A" else str(tmp_path / "run") if a == "<run>" else a for a in command[1:]]
         assert (main if command[0] == "mindeval" else metaeval_main)([*args, "--out", str(tmp_path / name)]) == 0
         made, by_main = tmp_path / name / "config.json", MAIN / name / "config.json"
+        assert read_config(made).seed_scheme == (2 if name in ("run", "rejudged") else None), name
+        made = _as_scheme_1(made)
         assert read_config(made).config_hash == read_config(by_main).config_hash, name
         assert _where_free(made) == _where_free(by_main), name

@@ -2,7 +2,9 @@
 
 The reference below is written from the paper's procedure with plain loops, its own t statistic
 (Student's t distribution) and its own Benjamini-Yekutieli step-up, sharing no code with
-``mindeval.stats.alt_test``.
+``mindeval.stats.alt_test``. A judge with several runs is one rater (docs/metaeval.md): per item
+the mean of its runs (ordinal), or its runs' most frequent category (a tie: the mean accuracy of
+the tied categories), scored exactly as the left-out human is.
 """
 
 from __future__ import annotations
@@ -66,7 +68,12 @@ def reference(judge: np.ndarray, humans: np.ndarray, categorical: bool, eps: flo
             runs = [r[i] for r in judge if not math.isnan(r[i])]
             if not others or not runs:
                 continue
-            s_judge = sum(_score(r, others, categorical) for r in runs) / len(runs)
+            if categorical:
+                top = max(runs.count(c) for c in runs)
+                modes = sorted({c for c in runs if runs.count(c) == top})
+                s_judge = sum(_score(c, others, True) for c in modes) / len(modes)
+            else:
+                s_judge = _score(sum(runs) / len(runs), others, False)
             s_human = _score(humans[j, i], others, categorical)
             wj, wh = float(s_judge >= s_human), float(s_human >= s_judge)
             d.append(wh - wj)
@@ -105,6 +112,9 @@ def test_equals_the_reference_on_random_ordinal_and_categorical_data(seed):
     cats = rng.integers(0, 3, (5, n)).astype(float)
     cats[1] = np.where(rng.random(n) < 0.6, cats[0], cats[1])
     _check(np.where(rng.random((1, n)) < 0.5, cats[0], rng.integers(0, 3, n)).astype(float), cats, categorical=True)
+    # three categorical runs: majorities and ties between categories
+    _check(np.where(rng.random((3, n)) < 0.5, cats[0], rng.integers(0, 3, (3, n))).astype(float), cats,
+           categorical=True)
 
 
 def test_below_the_papers_minimums_it_reports_without_pass_or_fail():
@@ -203,3 +213,23 @@ def test_compare_takes_epsilon_and_writes_the_test_everywhere(shared_data, tmp_p
     report = json.loads((out / "agreement.json").read_text())
     assert {t["result"]["epsilon"] for t in report["alt_tests"]} == {0.3} and len(report["alt_tests"]) == 6
     assert "## Alternative annotator test (Calderon et al. 2025)" in (out / "agreement.md").read_text()
+
+
+def test_a_judge_with_several_runs_is_one_rater_scored_on_the_mean_of_its_runs(authors_panel):
+    """Three runs P1 − 1, P1, P1 + 1 average to P1: the judge is then exactly the single-run copy of P1
+    (every ω, ρ and p equal), not a rater charged for the spread of its runs."""
+    humans, judges = authors_panel
+    base = humans[0].frame
+    three = pd.concat([base.assign(run=k, score=base.score + d) for k, d in enumerate((-1.0, 0.0, 1.0))])
+    panel = Panel(humans, [judges[1], _judge("three-runs", three)])
+    opts = MetricOptions(alpha=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tests = alt_tests(panel, build_all(panel, opts), opts)
+    by = {(t.judge, t.axis): t.result for t in tests}
+    for ax in (*AXES, AVERAGE):
+        one, many = by[("copies-P1", ax)], by[("three-runs", ax)]
+        assert (many.omega, many.status, many.omega_grid) == (one.omega, one.status, one.omega_grid), ax
+        assert many.rho == pytest.approx(one.rho, abs=1e-12)
+        assert [h.p_corrected for h in many.humans] == pytest.approx([h.p_corrected for h in one.humans], abs=1e-12)
+    assert by[("three-runs", "TRA")].status == by[("three-runs", "ASCQ")].status == "pass"

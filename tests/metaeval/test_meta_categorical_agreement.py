@@ -42,8 +42,10 @@ def test_cohen_kappa_matches_sklearn():
 def test_cohen_kappa_undefined_when_one_category():
     with pytest.warns(AgreementWarning, match="chance agreement is 1"):
         assert math.isnan(cohen_kappa([1, 1, 1], [1, 1, 1]))
-    with pytest.warns(AgreementWarning, match="at least 2"):
+    with pytest.warns(AgreementWarning, match="chance agreement is 1"):  # one shared item, agreed on: as sklearn
         assert math.isnan(cohen_kappa([1, NAN], [1, 0]))
+    with pytest.warns(AgreementWarning, match="got none"):
+        assert math.isnan(cohen_kappa([1, NAN], [NAN, 0]))
 
 
 # Fleiss (1971) as tabulated on Wikipedia "Fleiss' kappa": 10 subjects, 14 raters, 5 categories;
