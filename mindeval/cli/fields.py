@@ -118,6 +118,7 @@ def add_role(parser: argparse.ArgumentParser, role: str, command: str = "r", *, 
     action = g.add_argument(f"--{role}", dest=role, required=required, metavar="MODEL", help=meta["help"],
                             default=argparse.SUPPRESS if suppress or required else model)
     _shown(action, None if required else model)
+    parser.set_defaults(**{f"_offers_{role}": True})  # options_of gives an offered role its default timeout
     plain = command == "m" or plain_aliases
     for setting, s in ROLE_SETTINGS.items():
         if s["suffix"] is None:

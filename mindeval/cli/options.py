@@ -38,9 +38,14 @@ def add_target_option(p: argparse.ArgumentParser) -> None:
 def options_of(args: argparse.Namespace, **over):
     """The :class:`~mindeval.run_options.RunOptions` of a command line: each field from its option
     when given (:func:`~mindeval.cli.fields.given`), else the field's default. ``over`` overrides."""
-    from ..run_options import RunOptions
+    from ..config import DEFAULT_TIMEOUT_S
+    from ..run_options import ROLE_FIELDS, RunOptions
 
-    return RunOptions.model_validate({"out": ".", **given(args), **over})
+    cli = given(args)
+    for role in ROLE_FIELDS:  # a role the command offers records its timeout, given or not (as main did)
+        if getattr(args, f"_offers_{role}", False):
+            cli[role] = {"timeout_s": DEFAULT_TIMEOUT_S[role], **cli.get(role, {})}
+    return RunOptions.model_validate({"out": ".", **cli, **over})
 
 
 def role_spec(args: argparse.Namespace, role: str):

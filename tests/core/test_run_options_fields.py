@@ -78,7 +78,9 @@ def _other(name: str, tmp_path: Path):
     if kind is bool:
         return not default
     if kind in (int, float):
-        return (default or 1) + 2
+        high = next((m.le for m in RunOptions.model_fields[name].metadata if getattr(m, "le", None) is not None), None)
+        value = (default or 1) + 2
+        return value if high is None or value <= high else (high if high != default else high - 1)
     if cli_meta(name).get("choices"):
         return [c for c in cli_meta(name)["choices"] if c != default][0]
     return f"{name}-value"  # a string (a path or a name): read as given
