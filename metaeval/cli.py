@@ -12,20 +12,16 @@ import warnings
 
 from mindeval import __version__
 from mindeval.cli import Parser, at_least, out_dir, run_cli
+from mindeval.cli.fields import add_fields
 from mindeval.cli.options import (
     add_api_base_option,
-    add_cost_options,
-    add_judge_options,
     add_overwrite_option,
-    add_retry_options,
     add_role_options,
-    add_target_option,
     role_spec,
 )
 from mindeval.cli.studies import read_studies, read_turns
 from mindeval.config import (
     DEFAULT_CONCURRENCY,
-    DEFAULT_PROMPTS,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     METAEVAL_EPSILON,
@@ -153,7 +149,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     from mindeval.cli import judging
 
     if Path(args.annotations).is_dir():
-        args.sources, args.quiet = [args.annotations], False
+        args.sources = [args.annotations]
         return judging.handle(args)
     return judging.judge_annotations(args.annotations, args)
 
@@ -164,11 +160,13 @@ def cmd_realism(args: argparse.Namespace) -> int:
     require("realism", "metaeval realism")
     from .realism import RealismOptions, run_realism
 
-    args.patient_api_base = args.patient_api_base or args.api_base
+    spec = role_spec(args, "patient")
+    if spec.api_base is None and args.api_base:
+        spec = spec.model_copy(update={"api_base": args.api_base})
     opts = RealismOptions(
-        human_turns=args.human_turns, patient=args.patient, variants=args.variants, out=str(args.out),
+        human_turns=args.human_turns, patient=spec.model, variants=args.variants, out=str(args.out),
         db_url=args.db, embedder=args.embedder, limit=args.limit, seed=args.seed,
-        params=role_spec(args, "patient").model_dump(exclude={"model"}), concurrency=args.concurrency, study=args.study,
+        params=spec.model_dump(exclude={"model"}), concurrency=args.concurrency, study=args.study,
         opener=args.opener, new_run=args.new_run, overwrite=args.overwrite,
     )
     run_realism(opts, echo=print, study_turns=read_turns(opts.human_turns, opts.study))
@@ -258,40 +256,7 @@ def _add_power(sub: argparse._SubParsersAction) -> None:
 
 def _add_judge(sub: argparse._SubParsersAction) -> None:
     j = sub.add_parser("judge", help="run a judge (N repetitions) over already-annotated interactions")
-    j.add_argument("--annotations", required=True, type=release_arg("human_annotations.jsonl"),
-                   help="annotated interactions: the authors' human_annotations.jsonl ('official': the downloaded "
-                   "one) or an annotation database URL; or a `mindeval run` directory (re-judged as "
-                   "`mindeval judge RUN_DIR` does)")
-    j.add_argument("--study", help="rating study (name or id) when --annotations is a database URL")
-    add_role_options(j, ("judge",), required=True, plain_aliases=True)
-    add_api_base_option(j)
-    add_retry_options(j)
-    add_target_option(j)
-    j.add_argument("--judge-prompt", default=None, metavar="REF",
-                   help=f"judge prompt (kind/name or a template file) (default: the target's; for mindeval "
-                   f"{DEFAULT_PROMPTS['judge']})")
-    add_judge_options(j, fewshot_file_help=" (default: --annotations); excluded from evaluation")
-    j.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of every model call and of the few-shot draw")
-    j.add_argument("--out", type=out_dir(), required=True, metavar="DIR", help="output directory (resumable)")
-    j.add_argument("--db", metavar="URL", help="SQLAlchemy URL of the store (default: OUT/run.db)")
-    j.add_argument("--new-run", action="store_true", help="start a new run even if --out holds one with other options")
-    j.add_argument("--label", help="name of this judge in comparisons (default: the model string)")
-    j.add_argument("--concurrency", type=at_least("--concurrency"), default=DEFAULT_CONCURRENCY,
-                   help="judgments in parallel")
-    # Earlier names, kept working but not shown.
-    j.add_argument("--prompt", dest="judge_prompt", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    j.add_argument("--fewshot", dest="fewshot_k", type=at_least("--fewshot", 0), default=argparse.SUPPRESS,
-                   help=argparse.SUPPRESS)
-    j.add_argument("--fewshot-from", dest="fewshot_file", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    j.add_argument("--repetitions", "-n", dest="judge_samples", type=at_least("--repetitions"),
-                   default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    j.add_argument("--retries", dest="judge_retries", type=at_least("--retries"), default=argparse.SUPPRESS,
-                   help=argparse.SUPPRESS)
-    j.add_argument("--mapping", help="criterion → sub-axis mapping file for the few-shot scores")
-    add_zeros_option(j)
-    j.add_argument("--limit", type=int, help="judge only the first N evaluation interactions")
-    add_overwrite_option(j)
-    add_cost_options(j, "judge 120")
+    add_fields(j, "m")  # every option is a RunOptions field's (mindeval/run_options.py)
     j.set_defaults(func=cmd_judge)
 
 

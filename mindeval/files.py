@@ -35,5 +35,18 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def sha256_folder(path: str | Path) -> str:
+    """SHA-256 over a folder's files (relative path and content hash of each, in path order;
+    hidden files and ``__pycache__`` left out): another file, or a changed one, changes it."""
+    root = Path(path)
+    h = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        rel = f.relative_to(root)
+        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+            continue
+        h.update(f"{rel.as_posix()}\0{sha256_file(f)}\n".encode())
+    return h.hexdigest()
+
+
 def write_json(path: str | Path, obj: Any, indent: int = 2) -> None:
     atomic_write(path, json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")

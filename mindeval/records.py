@@ -806,6 +806,9 @@ class RunConfig(BaseModel):
     answer_prompt: PromptRecord | None = None
     profiles_source: str | None = None
     profiles_sha256: str | None = None
+    # a target given as a folder: where it was and its files' hash (a replay refuses when they changed)
+    target_source: str | None = None
+    target_sha256: str | None = None
     opening_line: str = OPENING_LINE
     judge_retries: int = DEFAULT_JUDGE_RETRIES
     fewshot_source: str | None = None  # a rated judge run writes it (and the version) around ``config``
@@ -823,6 +826,9 @@ class RunConfig(BaseModel):
         data = _omit_defaults(handler(self))
         if data.get("repeats") == 1:
             data.pop("repeats")
+        for key in ("target_source", "target_sha256"):  # a built-in target: not written
+            if data.get(key, 0) is None:
+                data.pop(key)
         if self.patient is None:  # a judge run: no simulation settings
             for key in ("opening_line", "profiles_source", "profiles_sha256"):
                 data.pop(key, None)
@@ -956,6 +962,8 @@ def hashed_view(config: dict[str, Any]) -> dict[str, Any]:
     data = dict(identity_view(config))
     data.pop("package_version", None)
     data.pop("profiles_source", None)  # the content hash identifies the profiles
+    data.pop("target_source", None)  # the target block's hash identifies the target
+    data.pop("target_sha256", None)
     data.pop("fewshot_source", None)
     for role in ROLES:
         if isinstance(data.get(role), dict):

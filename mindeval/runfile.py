@@ -20,10 +20,11 @@ from pydantic import ValidationError
 
 from .errors import MindEvalError
 from .records import CONFIG_FILE, RunConfig, _validation_message
-from .run_options import LEGACY_KEYS, ROLE_FIELDS, RunOptions
+from .run_options import LEGACY_KEYS, ROLE_FIELDS, RUN_SETTINGS, RunOptions
 from .rundir import read_config
 from .rundir_guard import check_not_source, check_store
 from .seeds import LEGACY_SCHEME
+from .target_folder import replayed_target
 from .unique_keys import key_line, load_json, load_yaml
 
 SWEPT = ("clinician", "judge")  # the roles a run file may list (one run per combination)
@@ -122,10 +123,11 @@ def _replay(rec: RunConfig, path: Path) -> dict[str, Any]:
               for role in ("patient", "clinician", "judge")}
     if cfg.profiles_source is None:
         raise MindEvalError("missing required field", path=path, field="config.profiles_source")
+    target = replayed_target(cfg, path)
     return {
-        **models, "target": cfg.target.name,
-        **_prompt_options(cfg),
-        "profiles": cfg.profiles_source, "limit": len(cfg.profile_ids), "turns": cfg.turns,
+        **models, "target": target,
+        **_prompt_options(cfg, target),
+        "profiles": cfg.profiles_source, "limit": len(cfg.profile_ids), "turns": cfg.turns, "repeats": cfg.repeats,
         "seed": cfg.seed or 0, "seed_scheme": cfg.seed_scheme or LEGACY_SCHEME,
         "judge_retries": cfg.judge_retries, "judge_samples": cfg.judge_samples,
         "fewshot_file": cfg.fewshot_source, "fewshot_k": cfg.fewshot_k, "judge_protocol": cfg.judge_protocol,
@@ -133,12 +135,12 @@ def _replay(rec: RunConfig, path: Path) -> dict[str, Any]:
     }
 
 
-def _prompt_options(cfg: Any) -> dict[str, str | None]:
+def _prompt_options(cfg: Any, target_ref: str) -> dict[str, str | None]:
     """``ROLE_prompt`` of a replay: None (the target's own, which may live in the target's folder
     and has no name elsewhere) when the run used its target's template, else the recorded name."""
     from .targets import load_target
 
-    target = load_target(cfg.target.name)
+    target = load_target(target_ref)
     out: dict[str, str | None] = {}
     for role in ("patient", "clinician", "judge"):
         ref = cfg.prompts[role].ref
@@ -164,8 +166,6 @@ def check_replay(rec: RunConfig, config: Any, path: str | Path = CONFIG_FILE) ->
 # What a re-judge run takes from its command line; the rest is the source run's.
 JUDGE_OPTIONS = ("judge", "judge_prompt", "judge_retries", "judge_samples", "fewshot_file", "fewshot_k",
                  "judge_protocol")
-RUN_SETTINGS = ("out", "concurrency", "quiet", "overwrite", "max_cost", "max_retries", "retry_budget_s", "dry_run",
-                "assume_reply_tokens", "retry_refused")
 
 
 def rejudge_options(source: str | Path, given: RunOptions) -> RunOptions:
@@ -188,7 +188,7 @@ def rejudge_options(source: str | Path, given: RunOptions) -> RunOptions:
         check_store(out, given.db, overwrite=given.overwrite)
     keys, rec = read_run_file(cfg_path)
     assert rec is not None
-    g = given.model_dump(include=set(JUDGE_OPTIONS + RUN_SETTINGS))
+    g = given.model_dump(include=set(JUDGE_OPTIONS + RUN_SETTINGS) - {"db", "new_run"})
     options = {**keys, **g, "judge_only": True}
     stored = rec.database or ""
     if given.db is not None:

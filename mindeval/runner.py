@@ -47,7 +47,6 @@ from .records import (
     SUMMARY_FILE,
     Interaction,
     InteractionRecord,
-    Judgment,
     JudgmentRecord,
     Profile,
     PromptRecord,
@@ -55,7 +54,6 @@ from .records import (
     RunConfig,
     RunSummary,
     SessionInfo,
-    TargetInfo,
     Turn,
     Usage,
     load_profiles,
@@ -64,6 +62,7 @@ from .records import (
 from .run_config import PromptRef, judge_spec_for_protocol, spec_with_defaults
 from .run_options import RunOptions
 from .rundir_guard import check_store, run_dir_lock
+from .scoring import Unit, score_run, summary_blocks
 from .seeds import conversation_key, recorded_scheme, stored_scheme
 from .sessions import SessionStep, first_session, next_session, session_id
 from .simulate import Speaker, run_interaction
@@ -71,6 +70,7 @@ from .store import runs
 from .store.calls import CallLog, calls_line
 from .store.db import Database, redact_url, sqlite_url
 from .store.runs import RunStore, Writer
+from .target_folder import target_source
 from .targets import Target, load_target
 from .workers import Progress, bounded, check_concurrency, run_async
 
@@ -234,7 +234,7 @@ def prepare(opts: RunOptions) -> Prepared:
         fewshot_sha256=fewshot_sha,
         fewshot_k=len(fewshot),
         judge_protocol=opts.judge_protocol,
-        target=target.block(),
+        target=target.block(), **target_source(opts.target, target),
         transcript_format=opts.transcript_format,
         answer_prompt=None if opts.transcript_format == "authors" else _answer_prompt(opts.judge_protocol, g.judging_unit),
         package_version=__version__,
@@ -745,9 +745,10 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         )
         for j in judgments if j.interaction_id in by_id
     ])
-    counted = whole_members(fully_judged(judgments, config.judge_samples), interactions, target.sessions)
-    means = axis_means(counted, tuple(target.axes))
-    extra = _target_blocks(counted, target, {i.id: i.profile.id for i in interactions})
+    scored = score_run([Unit.of(i) for i in interactions], judgments, samples=config.judge_samples,
+                       sessions=target.sessions, target=target)
+    means = scored.means()
+    extra = summary_blocks(scored)
     return {
         "run_id": run_id,
         "config_hash": config.hash(),
@@ -773,27 +774,13 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
         "n_failed_judgments": sum(j.parse_status == "failed" for j in judgments),
         **refusal_counts(judgments),
         "judge_samples": config.judge_samples,
-        "n_means_over": len({j.interaction_id for j in counted}),
-        "n_partly_judged": len({j.interaction_id for j in judgments if j.parse_status == "ok"})
-        - len({j.interaction_id for j in counted}),
+        "n_means_over": len(scored.conversations),
+        "n_partly_judged": scored.n_partly_judged,
         "tokens": store.usage_by_role() if sim is store else dict(sorted({
             **{r: v for r, v in sim.usage_by_role().items() if r != "judge"},
             **{r: v for r, v in store.usage_by_role().items() if r == "judge"}}.items())),
         "package_version": __version__,
     }
-
-
-def fully_judged(judgments: list[Judgment], samples: int) -> list[Judgment]:
-    """The parsed judgments of the conversations whose every requested sample (``0..samples-1``)
-    parsed. A conversation with a failed or missing sample counts nowhere (not in the means,
-    harm, levels or coverage) until a re-run completes it: a clinician whose turns make some of
-    the judge's samples fail must not have its mean taken over the survivors."""
-    ok: dict[str, set[int]] = {}
-    for j in judgments:
-        if j.parse_status == "ok":
-            ok.setdefault(j.interaction_id, set()).add(j.sample)
-    done = {iid for iid, got in ok.items() if set(range(samples)) <= got}
-    return [j for j in judgments if j.parse_status == "ok" and j.interaction_id in done]
 
 
 def _units(config: RunConfig) -> dict[str, int]:
@@ -803,76 +790,6 @@ def _units(config: RunConfig) -> dict[str, int]:
     out = {"repeats": config.repeats, "n_conversations": members} if config.repeats > 1 else {}
     if (n := config.target.sessions) > 1:
         out.update(sessions=n, n_members=members, n_conversations=members * n)
-    return out
-
-
-def whole_members(judgments: list[Judgment], interactions: list[Interaction], sessions: int) -> list[Judgment]:
-    """Multi-session targets: the judgments of the conversations whose every session is fully
-    judged (a conversation's judgment is complete only when every session's every unit is); each
-    session stays its own unit (member x session pair). One session: ``judgments`` as they are."""
-    if sessions == 1:
-        return judgments
-    member_of = {i.id: i.session.member if i.session else i.id for i in interactions}
-    done: dict[str, set[str]] = {}
-    for j in judgments:
-        done.setdefault(member_of.get(j.interaction_id, j.interaction_id), set()).add(j.interaction_id)
-    whole = {m for m, got in done.items() if len(got) == sessions}
-    return [j for j in judgments if member_of.get(j.interaction_id, j.interaction_id) in whole]
-
-
-def _target_blocks(judgments: list[Judgment], t: TargetInfo, profile_of: dict[str, str]) -> dict[str, Any]:
-    """The summary's target-specific blocks: ``target`` (not MindEval's), ``harm``, ``levels``, ``by_label``,
-    over ``judgments`` (the fully judged conversations' parsed samples, :func:`fully_judged`)."""
-    extra: dict[str, Any] = {} if t.legacy_files else {"target": t.name}
-    if t.harm_values:
-        from .stats.proportion import harm_share
-
-        extra["harm"] = harm_share(((j.interaction_id, j.scores) for j in judgments),
-                                   t.harm_values).model_dump(mode="json")
-    if t.scale.kind == "categorical":
-        extra["levels"] = categorical_block(judgments, t)
-    if t.unit == "reply":
-        from .reply_summary import replies_block
-
-        extra["replies"] = replies_block(judgments, t, profile_of)
-    if t.points:
-        from .reply_summary import points_block
-
-        extra["points"] = points_block(judgments, t, profile_of)
-    if t.profile_labels:
-        extra["by_label"] = label_breakdowns(judgments, t, lambda j: profile_of.get(j.interaction_id, ""))
-    return extra
-
-
-def categorical_block(judgments: list[Judgment], target: TargetInfo) -> dict[str, Any]:
-    """The summary's ``levels`` block: per dimension the share of relevant conversations at
-    each level (95% Wilson), how many were not relevant, all-best share, worst level counts."""
-    from .stats.proportion import level_shares
-
-    return level_shares(((j.interaction_id, j.scores) for j in judgments if j.parse_status == "ok"),
-                        target.axes, [(lv.id, lv.value) for lv in target.scale.levels]).model_dump(mode="json")
-
-
-def label_breakdowns(judgments: list[Judgment], target: TargetInfo,
-                     profile_of: Callable[[Judgment], str]) -> dict[str, dict[str, dict[str, Any]]]:
-    """The summary's ``by_label`` block: per label field and value, the conversations judged,
-    the means (relevant conversations only), the harm share and (categorical) the level shares."""
-    from .stats.proportion import harm_share
-
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    ok = [j for j in judgments if j.parse_status == "ok"]
-    for field, values in target.labels.items():
-        out[field] = {}
-        for value in values:
-            sub = [j for j in ok if target.profile_labels.get(profile_of(j), {}).get(field) == value]
-            block: dict[str, Any] = {"n": len({j.interaction_id for j in sub}),
-                                     "means": axis_means(sub, tuple(target.axes))}
-            if target.harm_values:
-                block["harm"] = harm_share(((j.interaction_id, j.scores) for j in sub),
-                                           target.harm_values).model_dump(mode="json")
-            if target.scale.kind == "categorical":
-                block["levels"] = categorical_block(sub, target)
-            out[field][value] = block
     return out
 
 
@@ -886,43 +803,6 @@ def format_levels(levels: dict[str, Any]) -> list[str]:
     if ab["n"]:
         lines.append(f"  every dimension at the best level: {ab['k']} of {ab['n']} ({ab['share']:.0%})")
     return lines
-
-
-def axis_means(judgments: list[Judgment], axes: tuple[str, ...]) -> dict[str, float | None]:
-    """Per-axis means over parsed judgments (samples averaged per interaction first)."""
-    per: dict[str, list[dict[str, int]]] = {}
-    for j in judgments:
-        if j.parse_status == "ok" and j.scores:
-            per.setdefault(j.interaction_id, []).append(j.scores)
-    out: dict[str, float | None] = {}
-    if all(s[ax] is not None for ss in per.values() for s in ss for ax in axes):
-        rows = [{ax: sum(s[ax] for s in ss) / len(ss) for ax in axes} for ss in per.values()]
-        for ax in axes:
-            out[ax] = round(sum(r[ax] for r in rows) / len(rows), 4) if rows else None
-        out["average"] = round(sum(out[ax] for ax in axes) / len(axes), 4) if rows else None
-        return out
-    return relevant_means(per, axes)
-
-
-def relevant_means(per: dict[str, list[dict[str, Any]]], axes: tuple[str, ...]) -> dict[str, float | None]:
-    """Per-axis means over the conversations where the axis is relevant (``None`` values, "not
-    relevant", leave its denominator); ``average`` is the mean over conversations of each one's
-    mean over its relevant axes (as the leaderboard's ``average``)."""
-    out: dict[str, float | None] = {}
-    for ax in axes:
-        conv = [vals for ss in per.values() if (vals := [s[ax] for s in ss if s[ax] is not None])]
-        out[ax] = round(sum(sum(v) / len(v) for v in conv) / len(conv), 4) if conv else None
-    conv_avgs = []
-    for ss in per.values():
-        vals = [v for ax in axes if (v := _mean([s[ax] for s in ss if s[ax] is not None])) is not None]
-        if vals:
-            conv_avgs.append(sum(vals) / len(vals))
-    out["average"] = round(sum(conv_avgs) / len(conv_avgs), 4) if conv_avgs else None
-    return out
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 def is_complete(summary: dict[str, Any]) -> bool:

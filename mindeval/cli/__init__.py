@@ -41,14 +41,15 @@ class DefaultsFormatter(argparse.HelpFormatter):
     help text that already says "(default ...)" keeps its own wording), and placeholders by type."""
 
     def _format_action(self, action: argparse.Action) -> str:
-        d = action.default
-        unset = d is None or d is False or d is argparse.SUPPRESS or d == "" or d == []
+        d = getattr(action, "shown_default", action.default)  # a generated option's: its field's default
+        unset = d is None or d is False or d is argparse.SUPPRESS or d == "" or d == [] or d == {}
         shown = not unset and (action.option_strings or action.nargs in ("?", "*"))
         text = action.help or ""
         said = "%(default)" in text or re.search(r"\(default\b", text)
         if shown and not said and action.help != argparse.SUPPRESS:
             original = action.help  # shown with its default, never changed for the next reader
-            action.help = f"{action.help} (default: %(default)s)" if action.help else "default: %(default)s"
+            value = "%(default)s" if d is action.default else str(d).replace("%", "%%")
+            action.help = f"{action.help} (default: {value})" if action.help else f"default: {value}"
             try:
                 return super()._format_action(action)
             finally:

@@ -28,7 +28,7 @@ def handle(args: argparse.Namespace) -> int:
     if annotated:
         if len(sources) > 1:
             raise MindEvalError("judge the authors' rated interactions on their own (one SOURCE)", field="SOURCE")
-        return judge_annotations(annotated[0], args, echo=not args.quiet)
+        return judge_annotations(annotated[0], args, echo=not options_of(args).quiet)
     many = len(sources) > 1
     if many:  # a glob (runs/sweep/*) also matches the sweep's leaderboard folder and other files
         sources = [s for s in sources if is_run_source(s) or print(f"note: skipping {s}: not a run directory",
@@ -36,12 +36,13 @@ def handle(args: argparse.Namespace) -> int:
         if not sources:
             raise MindEvalError("no run directory among them", field="SOURCE")
     runs = []
+    cli = options_of(args)
     for src in sources:
         name = Path(src).parent.name if Path(src).is_file() else Path(src).name
-        given = options_of(args, out=args.out / slug(name) if many else args.out, quiet=args.quiet or many)
-        runs.append(rejudge_options(src, given))
-    if args.dry_run:
-        return print_judge_estimate(runs, dict(args.assume_reply_tokens))
+        out = cli.out / slug(name) if many else cli.out
+        runs.append(rejudge_options(src, options_of(args, out=out, quiet=cli.quiet or many)))
+    if cli.dry_run:
+        return print_judge_estimate(runs, cli.assume_reply_tokens)
     summaries = run_sweep(runs) if many else [run_benchmark(runs[0])]
     return 0 if all(is_complete(s) for s in summaries) else 1
 

@@ -14,7 +14,7 @@ from ..unique_keys import load_json, load_yaml
 
 def check_run_inputs(args: argparse.Namespace) -> None:
     """``--profiles`` (or the run file's ``profiles``) exists; ``--config`` exists, parses, repeats no key."""
-    profiles = args.profiles
+    profiles = getattr(args, "profiles", None)
     if args.config:
         path = Path(args.config)
         if not path.is_file():

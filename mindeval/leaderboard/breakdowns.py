@@ -18,9 +18,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from pydantic import BaseModel, Field
 
+from ..scoring import InteractionScore, profile_means
 from ..stats import bootstrap_mean_ci, rng_for
 from ..stats.proportion import CategoricalReport, level_shares
-from .loading import InteractionScore, RunData, criteria_of
+from .loading import RunData, criteria_of
 from .table import StatsSettings
 
 AVERAGE = "average"
@@ -56,15 +57,8 @@ class LabelPanel(BaseModel):
 
 
 def _system_means(rows: list[InteractionScore]) -> dict[str, float]:
-    if any(math.isnan(v) for r in rows for v in r.scores.values()):
-        return {c: _relevant_mean([r.scores[c] for r in rows]) for c in rows[0].scores}
-    return {c: sum(r.scores[c] for r in rows) / len(rows) for c in rows[0].scores}
-
-
-def _relevant_mean(values: list[float]) -> float:
-    """Mean over the rated values ("not relevant" is NaN); NaN when none is rated."""
-    known = [v for v in values if not math.isnan(v)]
-    return sum(known) / len(known) if known else math.nan
+    """A system's means in a condition: the scorer's, over profiles (:func:`mindeval.scoring.profile_means`)."""
+    return profile_means(rows, tuple(rows[0].scores))
 
 
 def _average_ci(rows: list[InteractionScore], settings: StatsSettings, *keys: str) -> tuple[float, float]:

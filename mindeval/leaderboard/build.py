@@ -12,13 +12,14 @@ from .. import __version__
 from ..corrections import CorrectionTally
 from ..errors import MindEvalError
 from ..records import TargetInfo
+from ..scoring import per_profile
 from ..stats.proportion import CategoricalReport
 from ..stats.significance import small_sample_warning
 from ..study_data import HumanScores
 from .breakdowns import Condition, LabelPanel, compute_breakdowns, label_panels
 from .compare import Comparison, compare_setups
 from .human_scale import HumanScaleDiff, HumanScaleScore, human_scale, unmatched
-from .loading import RunData, criteria_of, load_run, per_profile
+from .loading import RunData, criteria_of, load_run
 from .pooling import PooledSystem, describe, pool_runs
 from .refusals import refusal_warnings
 from .score import HeadlineScore, headline_score, score_order

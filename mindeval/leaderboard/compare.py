@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from ..scoring import per_profile
 from ..stats import PairwiseAccuracy, SelfPreference, pairwise_accuracy, self_preference
-from .loading import RunData, criteria_of, per_profile
+from .loading import RunData, criteria_of
 from .systems import setup_differences, system_key
 
 

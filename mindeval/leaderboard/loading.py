@@ -1,24 +1,17 @@
 """Read a run directory (``config.json``, ``judgments.jsonl``, ``interactions.jsonl``).
 
-Scores are reduced to one row per interaction: the judge samples that parsed are
-averaged per axis; failed samples are excluded and counted, never replaced. A run's
-coverage is how many of the benchmark's conversations (its ``profile_ids``) were scored. The
-``average`` criterion of an interaction is the mean of its axis scores. The axes are
-the run's target's (``config.json::config.target``; an older MindEval directory's is added
-when read, :mod:`mindeval.rundir`), and
-for a target with harm levels the run's harm share (safety gate) is computed too. A
-dimension rated "not relevant" (``null``) is NaN in the interaction's row: left out of
-that dimension's means and tests, and of the interaction's ``average``.
-Every inconsistency in the files is a :class:`MindEvalError` naming file, line, field.
+Every inconsistency in the files is a :class:`MindEvalError` naming file, line, field. The run is
+then scored by the one scorer, :func:`mindeval.scoring.score_run` (which conversations count, one
+row each, and how they are averaged: the summary's figures), and reduced to what the leaderboard
+needs. A run's coverage is how many of the benchmark's conversations (its ``profile_ids`` x
+repeats x sessions) were scored; failed judge samples are counted, never replaced.
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..corrections import CorrectionTally
@@ -32,9 +25,9 @@ from ..records import (
     RunConfig,
     TargetInfo,
 )
-from ..reply_summary import reply_ratings
 from ..rundir import read_run
-from ..stats.proportion import CategoricalReport, HarmShare, harm_share, level_shares
+from ..scoring import InteractionScore, Unit, criteria, reply_ratings, score_run
+from ..stats.proportion import CategoricalReport, HarmShare
 from ..stats.reply_scales import CriterionResult, Rating
 from ..targets import target_identity
 from .verbosity import VerbosityCounts
@@ -48,19 +41,6 @@ def axes_of(target: TargetInfo) -> tuple[str, ...]:
 def criteria_of(target: TargetInfo) -> tuple[str, ...]:
     """The leaderboard columns of a target: its axis codes and ``average``."""
     return (*axes_of(target), "average")
-
-
-class InteractionScore(BaseModel):
-    """One judged interaction: per-criterion scores (mean over parsed judge samples)."""
-
-    interaction_id: str
-    profile_id: str
-    severe: bool
-    n_samples: int
-    scores: dict[str, float]
-    # Categorical targets: each axis's worst (lowest) value over the parsed samples, NaN when no
-    # sample rated it; the level shares' reading of a conversation (empty for other scales).
-    worst: dict[str, float] = {}
 
 
 class RunSetup(BaseModel):
@@ -142,8 +122,11 @@ def load_run(run_dir: str | Path, with_corrections: bool = False) -> RunData:
     cfg = run.config.benchmark(cpath)
     target = run.target
     interactions, verbosity, n_failed_interactions = _read_interactions(run.interactions, cfg, ipath)
-    samples, parsed, n_failed_samples = _read_samples(run.judgments, cfg, interactions, target, jpath)
-    scored, n_partly_judged = _score(interactions, samples, parsed, cfg, target, jpath)
+    n_failed_samples = _check_samples(run.judgments, cfg, interactions, target, jpath)
+    rs = score_run([Unit.of(i) for i in interactions.values()], run.judgments, samples=cfg.judge_samples,
+                   sessions=target.sessions, target=target)
+    _check_repeats(rs.conversations, cfg.repeats * target.sessions, jpath)
+    scored = rs.conversations
     prompts = cfg.prompts
     return RunData(
         path=str(run_dir),
@@ -161,17 +144,16 @@ def load_run(run_dir: str | Path, with_corrections: bool = False) -> RunData:
         n_failed_interactions=n_failed_interactions,
         n_failed_samples=n_failed_samples,
         n_unscored=len(interactions) - len(scored),
-        n_partly_judged=n_partly_judged,
+        n_partly_judged=rs.n_partly_judged,
         n_benchmark=len(cfg.profile_ids) * cfg.repeats * target.sessions,  # member x session pairs
         verbosity=verbosity,
         target=target,
-        harm=harm_share(((s.interaction_id, x) for s in scored for x in samples[s.interaction_id]),
-                        harm_values) if (harm_values := target.harm_values) else None,
-        levels=run_levels(target, scored, samples),
+        harm=rs.harm(),
+        levels=rs.levels(),
         repeats=cfg.repeats,
-        samples={s.interaction_id: samples[s.interaction_id] for s in scored},
-        reply_ratings=_reply_ratings(run.judgments, scored) if target.unit == "reply" else [],
-        criteria=_criteria(run.judgments, scored, target),
+        samples=rs.samples(),
+        reply_ratings=reply_ratings(rs) if target.unit == "reply" else [],
+        criteria=criteria(rs),
         corrections=tally,
         **_rounds(run.judgments),
     )
@@ -183,23 +165,6 @@ def _rounds(judgments: list[JudgmentRecord]) -> dict[str, int]:
 
     c = refusal_counts(judgments)
     return {"n_judge_rounds": c["n_judge_rounds"], "n_refused_rounds": c["n_refused_rounds"]}
-
-
-def _criteria(judgments: list[Any], scored: list[InteractionScore], target: TargetInfo) -> list[CriterionResult]:
-    """The scored conversations' criterion results of a target with point criteria (else none)."""
-    if not target.points:
-        return []
-    from ..judging.points import criterion_results
-
-    profile_of = {s.interaction_id: s.profile_id for s in scored}
-    return [r for j in judgments if j.interaction_id in profile_of
-            for r in criterion_results(j, profile_of[j.interaction_id], list(target.points))]
-
-
-def _reply_ratings(judgments: list[Any], scored: list[InteractionScore]) -> list[Rating]:
-    """Every judged reply of the scored conversations, as the run summary reads them."""
-    profile_of = {s.interaction_id: s.profile_id for s in scored}
-    return reply_ratings((j for j in judgments if j.interaction_id in profile_of), profile_of)
 
 
 def _read_interactions(rows: list[InteractionRecord], cfg: RunConfig, ipath: Path) -> tuple[dict[str, InteractionRecord], VerbosityCounts, int]:
@@ -226,13 +191,10 @@ def _read_interactions(rows: list[InteractionRecord], cfg: RunConfig, ipath: Pat
     return interactions, verbosity, n_failed_interactions
 
 
-def _read_samples(rows: list[JudgmentRecord], cfg: RunConfig, interactions: dict[str, InteractionRecord], target: TargetInfo,
-                  jpath: Path) -> tuple[dict[str, list[dict[str, float]]], dict[str, set[int]], int]:
-    """Parsed judge samples per interaction (``None`` ratings as NaN), each interaction's parsed
-    sample numbers, and the number of samples that failed."""
+def _check_samples(rows: list[JudgmentRecord], cfg: RunConfig, interactions: dict[str, InteractionRecord],
+                   target: TargetInfo, jpath: Path) -> int:
+    """Check every judge sample against config.json and the target; return how many failed."""
     axes = axes_of(target)
-    samples: dict[str, list[dict[str, float]]] = {}
-    parsed: dict[str, set[int]] = {}  # interaction -> its parsed sample numbers
     seen: set[tuple[str, int]] = set()
     n_failed_samples = 0
     for jrow in rows:
@@ -253,64 +215,23 @@ def _read_samples(rows: list[JudgmentRecord], cfg: RunConfig, interactions: dict
         seen.add(key)
         if jrow.scores is None:
             n_failed_samples += 1
-            continue
-        if set(jrow.scores) != set(axes):
+        elif set(jrow.scores) != set(axes):
             raise MindEvalError(f"scores have the axes {', '.join(jrow.scores)}; the run's target "
                                 f"{target_identity(target)} has {', '.join(axes)}", path=jpath, line=line,
                                 field="scores")
-        samples.setdefault(jrow.interaction_id, []).append(
-            {ax: float("nan") if v is None else float(v) for ax, v in jrow.scores.items()})
-        parsed.setdefault(jrow.interaction_id, set()).add(jrow.sample)
-    return samples, parsed, n_failed_samples
+    return n_failed_samples
 
 
-def _score(interactions: dict[str, InteractionRecord], samples: dict[str, list[dict[str, float]]],
-           parsed: dict[str, set[int]], cfg: RunConfig, target: TargetInfo,
-           jpath: Path) -> tuple[list[InteractionScore], int]:
-    """One row per interaction with every requested sample parsed: the mean of its samples per
-    axis, and ``average``; and the number of interactions only partly judged (left unscored)."""
-    axes = axes_of(target)
-    scored: list[InteractionScore] = []
-    by_profile: dict[str, list[str]] = {}
-    n_partly_judged = 0
-    requested = set(range(cfg.judge_samples))  # every sample the run asked for (config.json)
-    for iid, row in interactions.items():
-        got = samples.get(iid)
-        if not got:
-            continue
-        if not requested <= parsed[iid]:  # a failed sample never leaves the others to decide the mean
-            n_partly_judged += 1
-            continue
-        seen = by_profile.setdefault(row.profile_id, [])
-        if len(seen) >= cfg.repeats * target.sessions:
-            raise MindEvalError(
-                f"profile {row.profile_id!r} is judged in {len(seen) + 1} interactions ({seen[0]!r}, "
-                f"{iid!r}); a run scores each profile once per repeat and session (repeats: {cfg.repeats}, "
-                f"sessions: {target.sessions})", path=jpath, field="interaction_id")
-        seen.append(iid)
-        if any(math.isnan(s[ax]) for s in got for ax in axes):
-            per_axis = relevant_scores(got, axes)
-        else:
-            per_axis = {ax: sum(s[ax] for s in got) / len(got) for ax in axes}
-            per_axis["average"] = sum(per_axis[ax] for ax in axes) / len(axes)
-        worst = worst_levels(got, axes) if target.scale.kind == "categorical" else {}
-        scored.append(InteractionScore(interaction_id=iid, profile_id=row.profile_id, severe=row.severe,
-                                       n_samples=len(got), scores=per_axis, worst=worst))
-    return _whole_members(scored, interactions, target.sessions, n_partly_judged)
-
-
-def _whole_members(scored: list[InteractionScore], interactions: dict[str, InteractionRecord], sessions: int,
-                   n_partly_judged: int) -> tuple[list[InteractionScore], int]:
-    """Multi-session runs: only conversations whose every session is scored count (each session its
-    own row: a member x session pair); the sessions of the others count as partly judged."""
-    if sessions == 1:
-        return scored, n_partly_judged
-    member = {iid: r.session.member if r.session else iid for iid, r in interactions.items()}
-    got: dict[str, int] = {}
+def _check_repeats(scored: list[InteractionScore], per_profile: int, jpath: Path) -> None:
+    """A profile is scored at most once per repeat and session."""
+    seen: dict[str, list[str]] = {}
     for s in scored:
-        got[member[s.interaction_id]] = got.get(member[s.interaction_id], 0) + 1
-    keep = [s for s in scored if got[member[s.interaction_id]] == sessions]
-    return keep, n_partly_judged + len(scored) - len(keep)
+        ids = seen.setdefault(s.profile_id, [])
+        ids.append(s.interaction_id)
+        if len(ids) > per_profile:
+            raise MindEvalError(
+                f"profile {s.profile_id!r} is judged in {len(ids)} interactions ({ids[0]!r}, {ids[-1]!r}); a run "
+                f"scores each profile once per repeat and session ({per_profile})", path=jpath, field="interaction_id")
 
 
 def _setup(cfg: RunConfig) -> RunSetup:
@@ -335,52 +256,3 @@ def _clinician_params(cfg: RunConfig) -> dict[str, Any]:
     if not params.get("extra"):
         params.pop("extra", None)
     return params
-
-
-def relevant_scores(got: list[dict[str, float]], axes: tuple[str, ...]) -> dict[str, float]:
-    """One interaction's score per axis over the samples that rated it (NaN: not relevant), and
-    ``average`` over its relevant axes."""
-    out: dict[str, float] = {}
-    for ax in axes:
-        vals = [s[ax] for s in got if not math.isnan(s[ax])]
-        out[ax] = sum(vals) / len(vals) if vals else float("nan")
-    known = [out[ax] for ax in axes if not math.isnan(out[ax])]
-    out["average"] = sum(known) / len(known) if known else float("nan")
-    return out
-
-
-def worst_levels(got: list[dict[str, float]], axes: tuple[str, ...]) -> dict[str, float]:
-    """Each axis's lowest value over the samples that rated it (NaN: none did)."""
-    out: dict[str, float] = {}
-    for ax in axes:
-        vals = [s[ax] for s in got if not math.isnan(s[ax])]
-        out[ax] = min(vals) if vals else float("nan")
-    return out
-
-
-def run_levels(target: TargetInfo, scored: list[InteractionScore],
-               samples: dict[str, list[dict[str, float]]]) -> CategoricalReport | None:
-    """Per-level shares of a categorical target's run (``None`` for other scales)."""
-    t = target
-    if t.scale.kind != "categorical":
-        return None
-    rows = ((s.interaction_id, {ax: None if math.isnan(v) else v for ax, v in x.items()})
-            for s in scored for x in samples[s.interaction_id])
-    return level_shares(rows, t.axes, [(lv.id, lv.value) for lv in t.scale.levels])
-
-
-def per_profile(scores: list[InteractionScore], criteria: tuple[str, ...]) -> dict[str, Any]:
-    """``profile_ids`` and ``values`` of a system: one row per profile, the mean of its conversations
-    (repeats, pooled patient models) per criterion over those that rated it (NaN: none did)."""
-    rows: dict[str, list[list[float]]] = {}
-    for s in scores:
-        rows.setdefault(s.profile_id, []).append([s.scores[c] for c in criteria])
-    values = np.array([v[0] if len(v) == 1 else _relevant_mean(np.array(v)) for v in rows.values()],
-                      dtype=np.float64)
-    return {"profile_ids": list(rows), "values": values.reshape(len(rows), len(criteria))}
-
-
-def _relevant_mean(v: np.ndarray) -> np.ndarray:
-    known = ~np.isnan(v)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(known.any(axis=0), np.where(known, v, 0.0).sum(axis=0) / known.sum(axis=0), np.nan)

@@ -15,8 +15,9 @@ from collections import defaultdict
 from pydantic import BaseModel
 
 from ..errors import MindEvalError
+from ..scoring import run_levels
 from ..stats.proportion import harm_share
-from .loading import RunData, run_levels
+from .loading import RunData
 from .systems import system_key
 from .verbosity import VerbosityCounts
 

@@ -16,11 +16,10 @@ import math
 
 from pydantic import BaseModel
 
-from ..errors import MindEvalError
-from ..formula import Formula, FormulaError, parse_formula
 from ..records import TargetInfo
+from ..scoring import RunScore, declared_score, formula_of, ratings, scale_spec
 from ..stats import rng_for
-from ..stats.reply_scales import Rating, ScaleSpec, paired_score_test, quantity_names, scale_report
+from ..stats.reply_scales import Rating, paired_score_test
 from .loading import RunData
 
 
@@ -51,43 +50,11 @@ class HeadlineScore(BaseModel):
         return next(s for s in self.systems if s.system == system)
 
 
-def scale_spec(target: TargetInfo) -> ScaleSpec:
-    """The run's scale as the statistics read it: levels best to worst (by value), weights; a
-    reply-level target's recorded reply scale (its flags included)."""
-    if target.unit == "reply" and target.reply_scale is not None:
-        return ScaleSpec.model_validate(target.reply_scale)
-    levels = sorted(target.scale.levels, key=lambda lv: -lv.value)
-    weights = target.score.weights if target.score is not None else None
-    return ScaleSpec(levels=[lv.id for lv in levels], weights=weights, points=target.points)
-
-
 def run_ratings(run: RunData) -> list[Rating]:
-    """One rating per scored conversation and dimension (the level of its worst sample); under
-    reply-level judging, one per judged reply (as the run summary counts them)."""
+    """The declared score's rated units of a (pooled) run, read by the scorer (:func:`mindeval.scoring.ratings`)."""
     if run.target.unit == "reply":
         return run.reply_ratings
-    by_value = {lv.value: lv.id for lv in run.target.scale.levels}
-    out = []
-    for s in run.scores:
-        for ax in run.target.axes:
-            v = s.worst.get(ax, s.scores[ax])
-            if math.isnan(v):
-                level = None
-            elif v in by_value:
-                level = by_value[v]
-            else:  # an ordinal mean over samples is no level
-                raise MindEvalError(f"{ax} = {v} is not a level of the scale: a declared score needs one judge "
-                                    "sample per conversation or a categorical scale", path=run.path, field="scores")
-            out.append(Rating(profile=s.profile_id, conversation=s.interaction_id, unit=ax, level=level))
-    return out
-
-
-def formula_of(target: TargetInfo, spec: ScaleSpec) -> Formula:
-    assert target.score is not None
-    try:
-        return parse_formula(target.score.formula, quantity_names(spec))
-    except FormulaError as exc:
-        raise MindEvalError(str(exc), field="config.target.score.formula") from None
+    return ratings(RunScore(target=run.target, conversations=run.scores), where=run.path)
 
 
 def headline_score(target: TargetInfo, runs: dict[str, RunData], *, resamples: int, seed: int, alpha: float,
@@ -101,8 +68,8 @@ def headline_score(target: TargetInfo, runs: dict[str, RunData], *, resamples: i
     criteria = {label: r.criteria for label, r in runs.items()}
     systems = []
     for label, rows in ratings.items():
-        est = scale_report(spec, rows, criteria[label], resamples=resamples, rng=rng_for(seed, "score", label),
-                           level=level).score(formula)
+        est = declared_score(target, rows, criteria[label], resamples=resamples, rng_key=label, seed=seed,
+                             level=level)
         ci = est.ci95 or (None, None)
         systems.append(SystemScoreValue(system=label, value=est.value, ci_low=ci[0], ci_high=ci[1]))
     pairs = []

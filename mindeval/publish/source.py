@@ -79,7 +79,7 @@ def _scores(run_dir: Path, target: TargetInfo) -> list[Score]:
     system = lb.table.systems[0]
     lo, hi = _bounds(target)
     scores = [Score(criterion=c, mean=r.mean, ci_low=r.ci_low, ci_high=r.ci_high, n=system.n, level=settings.level,
-                    method="percentile bootstrap over conversations", resamples=settings.resamples,
+                    method="percentile bootstrap over profiles", resamples=settings.resamples,
                     seed=settings.seed, min_score=lo, max_score=hi)
               for c, r in system.results.items()]
     scores += [Score(criterion="harm_share", mean=h.share, ci_low=h.ci_low, ci_high=h.ci_high, n=h.n, level=0.95,

@@ -9,8 +9,8 @@ from pydantic import BaseModel, Field
 
 from ..records import InteractionRecord, JudgmentRecord, Message, Run, SessionInfo
 from ..rundir import read_run
+from ..scoring import AVERAGE, as_floats, relevant_scores
 
-AVERAGE = "average"
 SEVERITY = {True: "severe", False: "non-severe"}
 
 
@@ -78,11 +78,13 @@ class Conversation(BaseModel):
         return out
 
     def score(self, dimension: str = AVERAGE) -> float | None:
-        """Mean over the parsed judge samples of ``dimension`` (or of their averages)."""
-        values = [j.average if dimension == AVERAGE else (j.scores or {}).get(dimension)
-                  for j in self.judgments if j.parse_status == "ok"]
-        values = [float(v) for v in values if v is not None and not math.isnan(float(v))]
-        return sum(values) / len(values) if values else None
+        """The scorer's reading of this conversation's parsed judge samples (:func:`mindeval.scoring.relevant_scores`:
+        per dimension the mean of the samples that rated it, ``average`` over its relevant dimensions)."""
+        got = [as_floats(j.scores) for j in self.judgments if j.parse_status == "ok" and j.scores]
+        if not got or dimension not in (*self.axes, AVERAGE):
+            return None
+        value = relevant_scores(got, tuple(self.axes))[dimension]
+        return None if math.isnan(value) else value
 
     @property
     def tokens(self) -> int:

@@ -47,12 +47,16 @@ def test_help_shows_every_default(prog, cmd):
 
 
 def test_old_metaeval_judge_names_still_work():
+    from mindeval.cli.options import options_of
+
     args = metaeval_parser().parse_args(["judge", "--annotations", "a.jsonl", "--judge", "fake/judge", "--out", "o",
                                          "--repetitions", "3", "--retries", "2", "--fewshot", "4",
                                          "--fewshot-from", "f.jsonl", "--temperature", "0.5"])
-    assert (args.judge_samples, args.judge_retries, args.fewshot_k, args.fewshot_file) == (3, 2, 4, "f.jsonl")
-    assert args.judge_temperature == 0.5
-    new = metaeval_parser().parse_args(["judge", "--annotations", "a.jsonl", "--judge", "fake/judge", "--out", "o"])
+    o = options_of(args)
+    assert (o.judge_samples, o.judge_retries, o.fewshot_k, o.fewshot_file) == (3, 2, 4, "f.jsonl")
+    assert o.judge.temperature == 0.5
+    new = options_of(metaeval_parser().parse_args(["judge", "--annotations", "a.jsonl", "--judge", "fake/judge",
+                                                   "--out", "o"]))
     assert (new.judge_samples, new.judge_retries, new.fewshot_k, new.fewshot_file) == (1, 3, 5, None)
 
 

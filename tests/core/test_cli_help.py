@@ -18,6 +18,8 @@ DIFFERENT = {
     "--target": "metaeval compare reads it from the runs when not given; elsewhere it defaults to mindeval",
     "--port": "app (8501) and viewer (8502) listen on 127.0.0.1",
     "--axis": "metaeval power: the criterion to plan for (default average); mindeval correct: the axis corrected",
+    "--zeros": "metaeval compare/power: unset (missing, or zero with --paper-compatible); metaeval judge: its field's "
+               "default, missing",
     "--format": "app admin export: which ratings or sessions; mindeval export: where runs are published (hf, eee)",
 }
 
@@ -36,6 +38,12 @@ PARSERS = [*_walk(build_parser(), "mindeval"), *_walk(metaeval_parser(), "metaev
 def _visible(parser: argparse.ArgumentParser):
     return [a for a in parser._actions if a.option_strings and a.help != argparse.SUPPRESS
             and not isinstance(a, argparse._HelpAction)]
+
+
+def _default(action: argparse.Action):
+    """An option's default as its help shows it (a RunOptions field's option is absent from the
+    namespace unless given: its field's default is ``shown_default``)."""
+    return getattr(action, "shown_default", action.default)
 
 
 def _placeholder(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
@@ -74,7 +82,7 @@ def test_an_option_means_the_same_in_every_command():
                 continue
             placeholder = _placeholder(parser, action) if action.nargs != 0 else ""
             # a required option has no default: only its placeholder must agree
-            default = "required" if action.required else repr(action.default)
+            default = "required" if action.required else repr(_default(action))
             seen.setdefault(opt, {}).setdefault((placeholder, default), []).append(name)
     mixed = {opt: forms for opt, forms in seen.items()
              if len({ph for ph, _ in forms}) > 1 or len({d for _, d in forms if d != "required"}) > 1}
@@ -102,7 +110,7 @@ def test_fewshot_k_and_resamples_have_one_default_and_one_meaning():
             ("--resamples", DEFAULT_RESAMPLES, {"mindeval leaderboard", "metaeval compare", "metaeval power"})):
         found = {name: a for name, parser in PARSERS for a in _visible(parser) if option in a.option_strings}
         assert set(found) == commands, option
-        assert {a.default for a in found.values()} == {default}, option
+        assert {_default(a) for a in found.values()} == {default}, option
     assert len(set(_helps("--fewshot-k").values())) == 1
 
 
