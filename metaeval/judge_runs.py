@@ -25,6 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from mindeval import __version__
+from mindeval.budget import check_max_cost
 from mindeval.errors import MindEvalError
 from mindeval.files import sha256_file
 from mindeval.judging.authors import load_mapping
@@ -124,6 +125,7 @@ def _check_options(opts: RunOptions) -> None:
     if opts.judge_samples < 1:
         raise MindEvalError("--repetitions must be at least 1", field="--repetitions")
     check_concurrency(opts.concurrency)
+    check_max_cost(opts.max_cost)
     if opts.fewshot_k < 0:
         raise MindEvalError("--fewshot must be 0 or more", field="--fewshot")
 

@@ -8,6 +8,7 @@ provider's prompt cache reads and writes (:mod:`mindeval.llm.caching`).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .config import (
@@ -71,6 +72,12 @@ def cost(model: str, prompt: int, completion: int) -> float | None:
     return None if p is None else prompt * p[0] + completion * p[1]
 
 
+def check_max_cost(max_usd: float | None) -> None:
+    """``--max-cost`` is a finite positive number of dollars (NaN and infinity would never stop a run)."""
+    if max_usd is not None and not (math.isfinite(max_usd) and max_usd > 0):
+        raise MindEvalError(f"must be a finite positive number of dollars (got {max_usd})", field="--max-cost")
+
+
 class BudgetExceeded(MindEvalError):
     """The next call could exceed ``--max-cost``: the run stops here, resumable."""
 
@@ -83,6 +90,7 @@ class Budget:
     """
 
     def __init__(self, max_usd: float, spent: float = 0.0) -> None:
+        check_max_cost(max_usd)
         self.max_usd = max_usd
         self.spent = spent
         self.pending = 0.0
@@ -97,7 +105,7 @@ class Budget:
         est = cost(spec.model, prompt_tokens(messages), reply_tokens(role, spec, worst=True)) or 0.0
         if self.spent + self.pending + est > self.max_usd:
             raise BudgetExceeded(
-                f"stopped before exceeding --max-cost ${self.max_usd:.2f} (spent ${self.spent:.4f}); "
+                f"stopped before exceeding --max-cost ${self.max_usd:.2f}; "
                 "re-run with a higher --max-cost to continue where it stopped")
         self.pending += est
         return est

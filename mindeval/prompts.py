@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from .config import FIRST_MEMORY, FIRST_SITUATION
 from .errors import MindEvalError
+from .files import read_text
 from .records import ATTRIBUTE_FIELDS, INTAKE_FIELDS, Profile
 from .resources import prompts_dir
 
@@ -154,7 +155,7 @@ def load_template(ref: str, *, kind: str | None = None, labels: LabelScope = NO_
 
 
 def _load_file(path: Path, chain: tuple[str, ...], scope: LabelScope = NO_LABELS) -> PromptTemplate:
-    meta, body = _split_front_matter(path.read_text(encoding="utf-8"), path)
+    meta, body = _split_front_matter(read_text(path, "prompt file"), path)
     for key in ("kind", "name", "version"):
         if key not in meta:
             raise MindEvalError("missing front matter field", path=path, field=key)
@@ -193,7 +194,7 @@ def _load_file(path: Path, chain: tuple[str, ...], scope: LabelScope = NO_LABELS
 def _placeholder_line(path: Path, name: str) -> int | None:
     """Line of the file where ``${name}`` (or ``$name``) first appears."""
     pattern = re.compile(rf"\$(?:\{{{re.escape(name)}\}}|{re.escape(name)}\b)")
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in enumerate(read_text(path, "prompt file").splitlines(), start=1):
         if pattern.search(line):
             return n
     return None

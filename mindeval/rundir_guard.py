@@ -54,8 +54,10 @@ def _store_has_run(db: Path, run_id: str) -> bool:
             return con.execute("select 1 from runs where id = ?", (run_id,)).fetchone() is not None
         finally:
             con.close()
-    except sqlite3.Error:
+    except sqlite3.OperationalError:  # no runs table: not a store of runs
         return False
+    except sqlite3.DatabaseError as exc:  # a damaged file, or not a database at all
+        raise MindEvalError(f"cannot open the store: {exc}; it is damaged or not a MindEval store", path=db) from None
 
 
 def _server_has_run(db_url: str, run_id: str) -> bool:

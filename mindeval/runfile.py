@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import MindEvalError
+from .files import read_text
 from .records import CONFIG_FILE, RunConfig, _validation_message
 from .run_options import LEGACY_KEYS, ROLE_FIELDS, RUN_SETTINGS, RunOptions
 from .rundir import read_config
@@ -76,7 +77,7 @@ def read_run_file(path: str | Path) -> tuple[dict[str, Any], RunConfig | None]:
     p = Path(path)
     if not p.is_file():
         raise MindEvalError("file not found", path=p)
-    text = p.read_text(encoding="utf-8")
+    text = read_text(p, "run file")
     try:
         data = (load_json if p.suffix == ".json" else load_yaml)(text, p)
     except MindEvalError:

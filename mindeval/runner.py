@@ -17,7 +17,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from . import __version__
-from .budget import Budget, BudgetExceeded, cached_usage, prompt_tokens, reply_tokens
+from .budget import (
+    Budget,
+    BudgetExceeded,
+    cached_usage,
+    check_max_cost,
+    prompt_tokens,
+    reply_tokens,
+)
 from .config import (
     CHARS_PER_TOKEN,
     DEFAULT_PROMPTS,
@@ -163,9 +170,7 @@ def _check_options(opts: RunOptions, turns: int) -> None:
         check_model_string(spec.model)
     if turns < 1:
         raise MindEvalError("--turns must be at least 1")
-    if opts.max_cost is not None and opts.max_cost <= 0:
-        raise MindEvalError(f"--max-cost must be a positive number of dollars (got {opts.max_cost})",
-                            field="--max-cost")
+    check_max_cost(opts.max_cost)
     check_concurrency(opts.concurrency)
     if opts.judge_samples < 1 or opts.judge_retries < 1:
         raise MindEvalError("--judge-samples and --judge-retries must be at least 1")
@@ -692,8 +697,12 @@ async def _arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | Non
             budget = Budget(opts.max_cost, RunStore(db, run_id).spent_usd())
             budget.check_priced({r: getattr(config, r) for r in ("patient", "clinician", "judge")
                                  if r == "judge" or not opts.judge_only})  # a re-judge run calls only its judge
-        config.model_copy(update={"run_id": run_id, "config_hash": config.hash(),
-                                  "database": redact_url(db.url)}).write(out / CONFIG_FILE)
+        made = RunStore(db, run_id).made_with() if resumed else None
+        config.model_copy(update={"run_id": run_id, "config_hash": config.hash(), "database": redact_url(db.url),
+                                  **({"package_version": made} if made else {})}).write(out / CONFIG_FILE)
+        if echo and made and made != __version__:
+            echo(f"note: this run was started by mindeval {made}; mindeval {__version__} resumes it "
+                 "(config.json keeps the version that started it)")
         if echo:
             verb = "resuming" if resumed else "starting"
             echo(f"{verb} run {run_id}: {len(prep.profiles)} profiles x {config.turns} turns"
@@ -896,7 +905,9 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append("FAILED:")
         lines += format_failures(failures)
     if summary.get("stopped"):
-        lines.append(f"STOPPED: {summary['stopped']}")
+        spent = [v["cost_usd"] for v in tok.values() if v.get("cost_usd") is not None]
+        total = f" (spent ${sum(spent):.4f} in all, as in the table above)" if spent else ""
+        lines.append(f"STOPPED: {summary['stopped']}{total}")
     if failures or not is_complete(summary):
         lines.append("Re-run the same command to resume what is missing; completed calls are reused from the "
                      "store, never repeated" + (f"; {ADVICE}." if summary["n_failed_judgments"] else "."))

@@ -457,6 +457,8 @@ def _files_only(path: Path, problems: list[MindEvalError]) -> TargetManifest | N
     data, _, _ = _read_manifest(path)
     if data is None:
         return None
+    bad = {(p.field or "").split(".")[0] for p in problems} - {"labels", "score"}
+    data = {k: v for k, v in data.items() if k not in bad}  # a field with its own problem keeps its default
     labels = data.get("labels")
     if labels is not None and not _labels_bad(problems):
         labels = TargetLabels.model_validate(labels)

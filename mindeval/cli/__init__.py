@@ -161,6 +161,14 @@ def run_cli(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
     except MindEvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:
+        sa = sys.modules.get("sqlalchemy.exc")  # imported only by commands that open a store
+        if sa is None or not isinstance(exc, sa.DatabaseError):
+            raise
+        # a store damaged after it was opened (its pages are read lazily)
+        print(f"error: a store could not be read ({exc.orig}); it is damaged or not a MindEval store",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted; re-run the same command to resume", file=sys.stderr)
         return 130

@@ -19,8 +19,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import ArgumentError, DatabaseError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..errors import MindEvalError
@@ -76,6 +76,17 @@ def redact_url(url: str) -> str:
         return "<database url>"
 
 
+def check_intact(engine: Engine) -> None:
+    """Raise :class:`DatabaseError` when a SQLite file is damaged or not a database (SQLite's own
+    ``quick_check``, which reads every page); other servers check their own storage."""
+    if engine.dialect.name != "sqlite":
+        return
+    with engine.connect() as conn:
+        found = conn.execute(text("PRAGMA quick_check(1)")).scalar()
+    if found != "ok":
+        raise DatabaseError("PRAGMA quick_check", None, sqlite3.DatabaseError(str(found)))
+
+
 class Database:
     """An engine, a session factory and a write lock."""
 
@@ -85,13 +96,13 @@ class Database:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self.write_lock = threading.RLock()
         self._claims = ExitStack()
-        if create:
-            try:
+        try:
+            if create:
                 upgrade(self.engine)
-            except OperationalError as exc:
-                raise MindEvalError(
-                    f"cannot open database {redact_url(url)}: {exc.orig}"
-                ) from None
+            check_intact(self.engine)
+        except DatabaseError as exc:  # a damaged file, or a file that is not a database at all
+            raise MindEvalError(f"cannot open database {redact_url(url)}: {exc.orig}; "
+                                "it is damaged or not a MindEval store") from None
 
     def session(self) -> Session:
         """A plain session (the writer thread commits it itself)."""

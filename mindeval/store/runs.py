@@ -182,6 +182,12 @@ class RunStore:
                              .order_by(CallRow.id)).all()
         return {r.request_hash: r for r in rows}
 
+    def made_with(self) -> str | None:
+        """The mindeval version that started this run (kept when a later version resumes it)."""
+        with self.db.read() as s:
+            row = s.get(RunRow, self.run_id)
+        return None if row is None else row.package_version
+
     def spent_usd(self) -> float:
         with self.db.read() as s:
             val = s.scalar(select(func.sum(CallRow.cost_usd)).where(CallRow.run_id == self.run_id,
