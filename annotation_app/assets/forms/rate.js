@@ -227,6 +227,13 @@ function resendDue() {  // sent, not acknowledged after a while (a lost message,
   if (waiting && Date.now() - (f.sentAt || 0) > 3000) sendState(f);
 }
 
+function advance(f) {  // after a choice by key: the next sub-axis, after the last one the justification
+  if (f.focus < f.data.axes.length - 1) { f.focus += 1; highlight(f, true); return; }
+  const b = f.root.querySelector('[data-text="justification"]');
+  b.focus();
+  b.scrollIntoView({ block: "nearest" });
+}
+
 function onKey(e) {
   const f = form;
   if (!f || !f.root.isConnected) return;
@@ -252,11 +259,10 @@ function onKey(e) {
     const label = a.options.filter((o) => o !== "N/A")[Number(e.key) - 1];
     if (label === undefined) return;
     pick(f, a.id, label);
-    if (f.focus < axes.length - 1) { f.focus += 1; highlight(f, true); }
-    else { const b = f.root.querySelector('[data-text="justification"]'); b.focus(); b.scrollIntoView({ block: "nearest" }); }
+    advance(f);
   } else if ((e.key === "n" || e.key === "N") && a && a.options.includes("N/A")) {
     pick(f, a.id, "N/A");
-    if (f.focus < axes.length - 1) { f.focus += 1; highlight(f, true); }
+    advance(f);
   } else if (e.key === "ArrowDown" || e.key === "j") { f.focus = Math.min(axes.length - 1, f.focus + 1); highlight(f, true); }
   else if (e.key === "ArrowUp" || e.key === "k") { f.focus = Math.max(0, f.focus - 1); highlight(f, true); }
   else done = false;
