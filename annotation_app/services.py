@@ -10,6 +10,7 @@ the permission checks.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,6 +86,8 @@ class Workspace:
         upgrade(self.db.engine)
         self._targets: dict[str, Target] = {}
         self._assignment_targets: dict[tuple[int, int], str] = {}
+        self._actions: dict[tuple[int, str], int] = {}  # (person, browser tab) → highest form action applied
+        self._actions_lock = threading.Lock()
 
     def target(self, ref: str = DEFAULT_TARGET) -> Target:
         """A target by the reference a study stores (loaded once per workspace)."""
@@ -157,6 +160,18 @@ class Workspace:
     def my_studies(self, v: Viewer) -> list[StudyProgress]:
         """Studies with work for this person, with done/total."""
         return studies.my_studies(self.db, v.id)
+
+    # ------------------------------------------------------------ form actions
+
+    def first_time(self, v: Viewer, tab: str, seq: int) -> bool:
+        """Whether the form action ``seq`` of browser tab ``tab`` (numbered 1, 2, … there) is new for
+        this person: ``True`` once, then ``False`` for it and every earlier one (a trigger that
+        reaches the server twice, e.g. replayed by a rerun cut short, is applied once)."""
+        with self._actions_lock:
+            if seq <= self._actions.get((v.id, tab), 0):
+                return False
+            self._actions[(v.id, tab)] = seq
+            return True
 
     # ------------------------------------------------------------ annotator: rating
 

@@ -274,11 +274,20 @@ class SaveStatus(BaseModel):
     complete: bool = False
 
 
+def json_attr(value: object) -> str:
+    """``value`` as JSON for an HTML attribute, with no ``<``, ``>`` or ``&`` left in it (written
+    as JSON's \\u escapes, which JSON.parse reads back byte for byte): the page's HTML sanitiser
+    drops an attribute holding ``</title``, ``</script`` or ``-->``, so a stored justification
+    holding one never showed as saved."""
+    text = json.dumps(value).replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    return html.escape(text)
+
+
 def save_status(status: SaveStatus) -> None:
     """Render ``status`` as the page's stored-state marker (read by assets/rate_keys.js), with a
     run number that changes on every render."""
-    values = html.escape(json.dumps(status.saved))
-    stored = html.escape(json.dumps(status.texts))
+    values = json_attr(status.saved)
+    stored = json_attr(status.texts)
     run = st.session_state["_rate_run"] = st.session_state.get("_rate_run", 0) + 1  # a new render, seen by the page
     text = html.escape(status.text)
     st.html(f'<p style="font-size:0.85rem;opacity:0.75;margin:0" data-mindeval-saved="{values}" '
@@ -286,11 +295,11 @@ def save_status(status: SaveStatus) -> None:
             f'data-mindeval-texts="{stored}" data-mindeval-assignment="{status.assignment}" '
             f'data-mindeval-version="{status.version}" data-mindeval-refused="{status.refused}" '
             f'data-mindeval-form="{html.escape(status.form)}" '
-            f'data-mindeval-subaxes="{html.escape(json.dumps(status.subaxes))}" '
+            f'data-mindeval-subaxes="{json_attr(status.subaxes)}" '
             f'data-mindeval-owner="{html.escape(status.owner)}" '
             f'data-mindeval-mode="{html.escape(status.mode)}" '
-            f'data-mindeval-known="{html.escape(json.dumps(status.known))}" '
-            f'data-mindeval-moot="{html.escape(json.dumps(status.moot))}" '
+            f'data-mindeval-known="{json_attr(status.known)}" '
+            f'data-mindeval-moot="{json_attr(status.moot)}" '
             f'data-mindeval-complete="{int(status.complete)}" '
             f'data-mindeval-text="{text}">{text}</p>')
 

@@ -12,6 +12,7 @@ instead rates one transcript of a study of that target (e.g. the categorical cri
 ``--robustness`` gives the rating page's figures of issue 17 in Chromium at 1280×720: sub-axes
 and Submit visible without scrolling, one transcript rated by mouse only (clicks, keys, seconds),
 scores lost over reloads ~100 ms after 9 fast clicks, and two tabs editing the same item.
+``--latency N`` gives only the time from a digit key until the page shows the score stored (N keys).
 """
 
 from __future__ import annotations
@@ -285,6 +286,34 @@ VISIBLE_JS = """() => {
 }"""
 
 
+# The first sub-axis's stored label equals v: the rating form component's (annotation_app/forms.py),
+# else the stored-state marker's.
+FIRST_STORED_JS = """v => { const f = document.querySelector('.mindeval-rate');
+  if (f) return JSON.parse(f.dataset.stored || '[]')[0] === v;
+  const e = document.querySelector('[data-mindeval-saved]');
+  return !!e && JSON.parse(e.getAttribute('data-mindeval-saved'))[0] === v; }"""
+
+
+def key_latency(tmp: Path, n: int) -> list[float] | None:
+    """Seconds from a digit key on the highlighted first sub-axis until the page shows it stored
+    (then K moves the highlight back), ``n`` times, in Chromium at 1280×720."""
+    if not Path(CHROMIUM).is_file():
+        return None
+    url = f"sqlite:///{tmp / 'latency.db'}"
+    make_workspace(url).close()
+    waits = []
+    with rating_page(url, tmp, "latency", 9) as page:
+        page.evaluate("() => document.activeElement?.blur()")  # keys rate only outside a text box
+        for i in range(n):
+            value = str(1 + (i % 2))
+            t = time.perf_counter()
+            page.keyboard.press(value)
+            page.wait_for_function(FIRST_STORED_JS, arg=value)
+            waits.append(time.perf_counter() - t)
+            page.keyboard.press("k")
+    return waits
+
+
 def _click(page, group: int, label: str) -> None:
     import re
 
@@ -399,11 +428,18 @@ def main() -> None:
     ap.add_argument("--browser-only", action="store_true", help="only the Chromium rating figures")
     ap.add_argument("--robustness", action="store_true", help="only the rating page's figures of issue 17")
     ap.add_argument("--shots", type=Path, default=None, help="with --robustness: save a 1280×720 screenshot here")
+    ap.add_argument("--latency", type=int, default=0, metavar="N",
+                    help="only the digit key → stored latency in Chromium, N keys")
     ap.add_argument("--target", default=None, metavar="NAME|PATH",
                     help="only rate one transcript on this target's form with the keyboard (e.g. crisis)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        if args.latency:
+            waits = key_latency(tmp, args.latency)
+            if waits is not None:
+                print(f"digit key → page shows the score stored: {fmt(waits)}")
+            return
         if args.target:
             got = target_rating(tmp, args.target)
             if got is not None:

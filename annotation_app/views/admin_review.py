@@ -8,7 +8,7 @@ import statistics
 
 import streamlit as st
 
-from annotation_app import ui
+from annotation_app import forms, ui
 from annotation_app.services import MindEvalError, RatingIncomplete
 from annotation_app.store.models import Message
 from annotation_app.store.ratings import na_value
@@ -86,28 +86,42 @@ with st.expander("Transcript", expanded=False):
     ui.render_transcript([Message(role="patient" if m.get("role") == "user" else "clinician",
                                      content=str(m.get("content") or "")) for m in d.messages],
                          str(d.member_attributes.get("name", "member")), key=f"review-{d.item_id}-turn")
-with st.form(f"adjudicate_{d.item_id}"):
-    st.markdown("**Adjudicated rating**")
-    chosen_values: dict[str, int] = {}
-    form_cols = st.columns(3)
-    for n, s in enumerate(subs):
-        prior = d.adjudicated.values.get(s.id) if d.adjudicated else None
-        if prior is None:  # start from the raters' median
-            rated = [r.values[s.id] for r in d.ratings if r.values.get(s.id) in values]
-            prior = min(values, key=lambda x: abs(x - statistics.median(rated))) if rated else None
-        options = list(values) + ([na] if s.allow_na else [])
-        chosen_values[s.id] = form_cols[n % 3].selectbox(
-            s.name, options, index=options.index(prior) if prior in options else None,
-            format_func=_label, key=f"adj_{d.item_id}_{s.id}")
-    why = st.text_area("Justification of the adjudicated rating", key=f"adj_why_{d.item_id}",
-                       value=d.adjudicated.justification if d.adjudicated else "")
-    if st.form_submit_button("Save adjudicated rating", type="primary"):
-        try:
-            rev = ws.adjudicate(v, chosen, d.item_id, {k: x for k, x in chosen_values.items() if x is not None}, why)
-        except RatingIncomplete as exc:
-            st.error("Not saved: " + "; ".join(exc.problems) + ".")
-        except MindEvalError as exc:
-            st.error(ui.inert(str(exc)))
-        else:
-            ui.flash("success", f"Adjudicated rating of {d.label} saved (revision {rev}).")
-            st.rerun()
+
+
+def _prior(s) -> int | None:
+    """The value the form starts from: the stored adjudication's, else the raters' median."""
+    prior = d.adjudicated.values.get(s.id) if d.adjudicated else None
+    if prior is None:
+        rated = [r.values[s.id] for r in d.ratings if r.values.get(s.id) in values]
+        prior = min(values, key=lambda x: abs(x - statistics.median(rated))) if rated else None
+    return prior
+
+
+def _save() -> None:
+    """The form's Save (run before the page script): store the values it sent on the item it
+    NAMES, once per (tab, seq), whatever item the page has moved to meanwhile."""
+    act = forms.action("adjudicate", "save")
+    if act is None or not ws.first_time(v, act.tab, act.seq):
+        return
+    name = by_id[act.item].label if act.item in by_id else f"item {act.item}"
+    try:
+        rev = ws.adjudicate(v, chosen, act.item, {k: x for k, x in act.values.items() if x is not None},
+                            act.justification)
+    except RatingIncomplete as exc:
+        ok, message = False, "Not saved: " + "; ".join(exc.problems) + "."
+    except MindEvalError as exc:
+        ok, message = False, f"Not saved: {exc}"
+    else:
+        ok, message = True, f"Adjudicated rating of {name} saved (revision {rev})."
+    ui.flash("success" if ok else "error", ui.inert(message))
+    st.session_state["adjudicate_ack"] = {"tab": act.tab, "seq": act.seq, "item": act.item, "ok": ok,
+                                          "message": message}
+
+
+fields = [{"id": s.id, "name": s.name,
+           "options": [{"value": x, "label": _label(x)} for x in list(values) + ([na] if s.allow_na else [])]}
+          for s in subs]
+forms.adjudication_form(forms.Adjudication(
+    item=d.item_id, label=d.label, fields=fields, values={s.id: _prior(s) for s in subs},
+    justification=d.adjudicated.justification if d.adjudicated else "",
+    ack=st.session_state.get("adjudicate_ack")), on_save=_save)

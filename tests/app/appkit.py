@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -52,6 +53,78 @@ def radios(at) -> dict[str, object]:
         if r.key and r.key.startswith("a"):
             out[r.key.split("_", 3)[3]] = r
     return out
+
+
+def component(at, name: str) -> tuple[str, dict]:
+    """A form component of an AppTest page (annotation_app.forms): (its widget id, the data Python gave it)."""
+    el = next(e for e in at.get("bidi_component") if e.proto.component_name == name)
+    return el.proto.id, json.loads(el.proto.json)
+
+
+def rating_form(at) -> tuple[str, dict]:
+    return component(at, "mindeval_rate")
+
+
+def component_send(at, name: str, event: str, value: dict, *, trigger: bool):
+    """What a form component's script sends: ``value`` as its state ``event`` or as its trigger
+    ``event``, with the page's other widgets as they stand; runs the page."""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+    from streamlit.runtime.state.session_state import STREAMLIT_INTERNAL_KEY_PREFIX
+
+    wid, _ = component(at, name)
+    states = at._tree.get_widget_states()
+    kept = [w for w in states.widgets if w.id != wid]
+    del states.widgets[:]
+    states.widgets.extend(kept)
+    if trigger:
+        states.widgets.append(WidgetState(id=f"{STREAMLIT_INTERNAL_KEY_PREFIX}_{wid}__events",
+                                          json_trigger_value=json.dumps([{"event": event, "value": value}])))
+    else:
+        states.widgets.append(WidgetState(id=wid, json_value=json.dumps({event: value})))
+    return at._run(states)
+
+
+def form_send(at, values: dict | None = None, texts: dict | None = None, *, submit: bool = False,
+              tab: str = "apptest", item: int | None = None, seq: int | None = None):
+    """What the rating form's script sends: its whole state (the stored labels, ``values`` and
+    ``texts`` changed) for its item (or ``item``) as the next ``(tab, seq)`` (or ``seq``: a replay),
+    or that state's Submit; runs the page."""
+    _, data = rating_form(at)
+    if seq is None:
+        seq = getattr(at, "_form_seq", 0) + 1
+        at._form_seq = seq
+    act = {"tab": tab, "seq": seq, "item": data["item"] if item is None else item,
+           "values": {**data["stored"], **(values or {})}, "texts": {**data["texts"], **(texts or {})}}
+    return component_send(at, "mindeval_rate", "submit" if submit else "form", act, trigger=submit)
+
+
+class FormField:
+    """One sub-axis of the rating form in an AppTest, used like the radio it replaced."""
+
+    def __init__(self, at, data: dict, axis: dict) -> None:
+        self.at, self.data, self.axis = at, data, axis
+        self.options = axis["options"]
+        self.disabled = bool(data["locked"])
+        label = data["stored"].get(axis["id"], "")
+        self.value = None if not label else (label if label == "N/A" or not label.isdigit() else int(label))
+
+    def set_value(self, value):
+        axis = self.axis["id"]
+        return _Send(lambda: form_send(self.at, {axis: str(value)}))
+
+
+class _Send:
+    def __init__(self, go) -> None:
+        self.go = go
+
+    def run(self):
+        return self.go()
+
+
+def form_fields(at) -> dict[str, FormField]:
+    """Sub-axis id → its field of the rating form (an AppTest page)."""
+    _, data = rating_form(at)
+    return {a["id"]: FormField(at, data, a) for a in data["axes"]}
 
 
 # Seconds one AppTest script run may take: a run that takes 2 s idle takes a minute beside a CPU hog

@@ -365,6 +365,29 @@ def test_a_categorical_form_is_rated_with_the_keyboard(target_app, page):
     assert 0 in want and g.is_harm(0)  # the harm level was rated by key, stored as its value 0
 
 
+# Text a rater may type that the page's HTML sanitiser treats specially: it round-trips byte for byte.
+TRICKY_TEXT = 'Turn 3 </script> then </title> <!-- "quoted" \'single\' & <b>bold</b> ]]> --> 🙂 done'
+
+
+def test_a_justification_with_markup_is_stored_and_shown_as_saved(app, page):
+    """A justification holding ``</script>``, ``</title>``, ``<!--``, quotes and emoji is stored
+    byte for byte and the save line then says so (the stored-state marker lost such text to the
+    page's HTML sanitiser, and the line said "Text not saved yet" forever)."""
+    base, ws = app
+    open_rating(page, base)
+    page.get_by_label("Justification").click()
+    page.keyboard.insert_text(TRICKY_TEXT)
+    page.keyboard.press("Escape")  # leaves the box and stores it
+    v = viewer(ws, "demo", DEMO_CODE)
+    aid = int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+    page.wait_for_function("(t) => JSON.parse(document.querySelector('[data-mindeval-saved]')"
+                           "?.getAttribute('data-mindeval-texts') || '{}').justification === t", arg=TRICKY_TEXT)
+    saved(page)
+    assert "Text not saved yet" not in page.inner_text("body")
+    assert page.get_by_label("Justification").input_value() == TRICKY_TEXT
+    whole_rating(ws, v, aid, {}, justification=TRICKY_TEXT)
+
+
 def test_text_typed_but_not_yet_saved_survives_a_reload(app, page):
     """A justification still in its box (not committed) when the page reloads: leaving asks
     first, and after the reload the text is back in the box and stored."""

@@ -9,7 +9,7 @@ import io
 import json
 
 import pytest
-from appkit import ADMIN_CODE, DEMO_CODE, sign_in, viewer
+from appkit import ADMIN_CODE, DEMO_CODE, component, component_send, sign_in, viewer
 from sqlalchemy import select, update
 
 from annotation_app.services import SYSTEM, AccessDenied, RatingIncomplete, Workspace
@@ -108,9 +108,11 @@ def test_the_review_page_shows_the_disagreement_and_saves_an_adjudicated_rating(
     assert at.caption[0].value.startswith("2 item(s)")
     at.number_input(key="review_gap").set_value(2).run()
 
-    at.selectbox(key=f"adj_{items[0]}_{first}").set_value(2)
-    at.text_area(key=f"adj_why_{items[0]}").input("validation was partial")
-    at.button(key=f"FormSubmitter:adjudicate_{items[0]}-Save adjudicated rating").click().run()
+    _, form = component(at, "mindeval_adj")
+    assert form["item"] == items[0]
+    values = form["values"] | {first: 2}
+    component_send(at, "mindeval_adj", "save", {"tab": "t", "seq": 1, "item": items[0], "values": values,
+                                                "justification": "validation was partial"}, trigger=True)
     assert not at.exception, at.exception
     assert any("Adjudicated rating" in s.value for s in at.success), [s.value for s in at.success]
     d = ws.disagreements(SYSTEM, 1, 2)[0]
@@ -154,3 +156,27 @@ def test_previous_and_next_land_on_the_item_they_name_even_when_a_click_arrives_
     at.button(key="review_prev").click().run()
     assert heading().startswith("Item 1:"), heading()
     assert not at.exception, at.exception
+
+
+def test_an_adjudication_is_stored_on_the_item_its_form_names_once(two_raters):
+    """The form's Save names its item: sent while the page has moved to another item (a slow
+    rerun once left the previous item's form on screen under the new header), it is stored on the
+    item it names, and a Save that reaches the server twice (same tab and seq) is stored once."""
+    ws, items, first, _last = two_raters
+    at = sign_in("admin", ADMIN_CODE)
+    at.switch_page("views/admin_review.py").run()
+    at.number_input(key="review_gap").set_value(1).run()  # both items listed
+    _, form = component(at, "mindeval_adj")
+    assert form["item"] == items[0]
+    at.session_state["review_item"] = items[1]  # the page moved on; the form of items[0] sends its Save
+    text = 'Partial </script> </title> <!-- "q" \'s\' 🙂'
+    save = {"tab": "t", "seq": 1, "item": items[0], "values": form["values"], "justification": text}
+    component_send(at, "mindeval_adj", "save", save, trigger=True)
+    assert not at.exception, at.exception
+    assert any("revision 1" in s.value for s in at.success), [s.value for s in at.success]
+    now = {d.item_id: d for d in ws.disagreements(SYSTEM, 1, 1)}
+    assert now[items[0]].adjudicated.justification == text
+    assert now[items[1]].adjudicated is None
+    assert component(at, "mindeval_adj")[1]["item"] == items[1]  # the page shows the item it moved to
+    component_send(at, "mindeval_adj", "save", save, trigger=True)  # the same Save again
+    assert not any("revision 2" in s.value for s in at.success), [s.value for s in at.success]
