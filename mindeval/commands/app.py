@@ -42,6 +42,25 @@ def streamlit_command(host: str, port: int, script: Path | None = None) -> list[
     return cmd
 
 
+def app_env(url: str, header: str | None) -> dict[str, str]:
+    """The environment of an app process on database ``url``, trusting ``header`` from a local proxy."""
+    from annotation_app.services import DB_ENV
+    from annotation_app.store.signins import PROXY_HEADER_ENV
+
+    env = dict(os.environ)
+    env[DB_ENV] = url
+    # The web server (uvicorn) would otherwise take X-Forwarded-For from any connection of this
+    # machine as the client's address, so a local browser could choose its own: only with the
+    # option does the app trust a proxy (an explicit $FORWARDED_ALLOW_IPS is the admin's choice).
+    env.setdefault("FORWARDED_ALLOW_IPS", "127.0.0.1,::1" if header else "")
+    if header:
+        env[PROXY_HEADER_ENV] = header
+        print(f"Sign-in limits per client use the right-most address in the {header} header "
+              "(only a proxy you trust may set it; the log and admins' pages say so if no browser connection "
+              "carries it).", flush=True)
+    return env
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "app", help="annotation app: psychologists rate transcripts and role-play patients",
@@ -61,7 +80,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "X-Forwarded-For (its right-most entry), used to slow down failed sign-ins per client "
                         "(default: $MINDEVAL_TRUSTED_PROXY_HEADER, else off: the header is ignored)")
     p.set_defaults(func=_launch)
-    asub = p.add_subparsers(dest="app_command", metavar="admin")
+    asub = p.add_subparsers(dest="app_command", metavar="admin|serve")
+    from .app_serve import register_serve
+
+    register_serve(asub)
     admin = asub.add_parser("admin", help="manage studies, people, imports and exports")
     admin.add_argument("--db", default=None, metavar="URL", help="as for `mindeval app`")
     cmds = admin.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
@@ -181,17 +203,13 @@ def _print_code(name: str, code: str) -> None:
 
 
 def _launch(args: argparse.Namespace) -> int:
-    if getattr(args, "app_command", None) == "admin":  # pragma: no cover - argparse routes admin
+    if getattr(args, "app_command", None) in ("admin", "serve"):  # pragma: no cover - argparse routes admin
         return 2
     from ..extras import require
 
     require("app", "mindeval app")
-    from annotation_app.services import DB_ENV, default_db_url
-    from annotation_app.store.signins import (
-        PROXY_HEADER_ENV,
-        check_header_name,
-        trusted_proxy_header,
-    )
+    from annotation_app.services import default_db_url
+    from annotation_app.store.signins import check_header_name, trusted_proxy_header
 
     url = args.db or default_db_url()
     header = check_header_name(args.trusted_proxy_header) if args.trusted_proxy_header else trusted_proxy_header()
@@ -221,17 +239,7 @@ def _launch(args: argparse.Namespace) -> int:
 
     print(f"Annotation app on http://{args.host}:{args.port}  (database {redact_url(url)}; Ctrl+C stops it)",
           flush=True)
-    env = dict(os.environ)
-    env[DB_ENV] = url
-    # The web server (uvicorn) would otherwise take X-Forwarded-For from any connection of this
-    # machine as the client's address, so a local browser could choose its own: only with the
-    # option does the app trust a proxy (an explicit $FORWARDED_ALLOW_IPS is the admin's choice).
-    env.setdefault("FORWARDED_ALLOW_IPS", "127.0.0.1,::1" if header else "")
-    if header:
-        env[PROXY_HEADER_ENV] = header
-        print(f"Sign-in limits per client use the right-most address in the {header} header "
-              "(only a proxy you trust may set it; the log and admins' pages say so if no browser connection "
-              "carries it).", flush=True)
+    env = app_env(url, header)
     cmd = streamlit_command(args.host, args.port)
     sys.stdout.flush()
     sys.stderr.flush()
