@@ -74,7 +74,7 @@ def _serve(args: argparse.Namespace) -> int:
     from annotation_app.supervisor import AppProcesses
 
     from ..store import redact_url
-    from .app import app_env, streamlit_command
+    from .app_launch import app_env, streamlit_command
 
     _check(args)
     url = args.db or default_db_url()

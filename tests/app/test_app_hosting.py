@@ -223,3 +223,14 @@ def test_a_rolling_restart_under_load_loses_nothing(hosted) -> None:
     _run_all(annotators, work)
     _check_stored(ws, annotators, codes)
     assert sum(a.signed_out for a in annotators) == 0
+
+
+@pytest.mark.postgres
+def test_hosting_benchmark_smoke(pg_url: str) -> None:
+    """``bench_app.py --hosting`` with tiny N: one process, two annotators, every score stored."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_app_hosting import cell
+
+    got = cell(pg_url, 1, 2, 2, 1)
+    assert (got["lost"], got["errors"], got["stored"]) == (0, 0, 4)
+    assert len(got["signin"]) == 2 and len(got["key"]) == 4
