@@ -12,13 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import streamlit as st
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from annotation_app.handoff import COOKIE, SESSION_ROUTE, SIGNOUT_ROUTE, redeem_ticket
+from annotation_app.handoff import COOKIE, SESSION_ROUTE, SIGNOUT_ROUTE
+from annotation_app.ui import workspace
 
 SECURITY_HEADERS = {
     b"x-frame-options": b"DENY",
@@ -54,7 +56,7 @@ def _home() -> RedirectResponse:
 
 async def session(request: Request) -> RedirectResponse:
     """Exchange a one-time sign-in ticket for the HttpOnly session cookie, then go home."""
-    token = redeem_ticket(request.query_params.get("t"))
+    token = await run_in_threadpool(workspace().redeem_ticket, request.query_params.get("t"))
     resp = _home()
     if token:
         # A browser-session cookie: closing the browser signs out; the server's own

@@ -23,6 +23,7 @@ from annotation_app.store import (
     review,
     signins,
     studies,
+    tickets,
 )
 from annotation_app.store.common import (
     AccessDenied,
@@ -150,6 +151,14 @@ class Workspace:
 
     def sign_out(self, token: str) -> None:
         people.sign_out(self.db, token)
+
+    def issue_ticket(self, token: str) -> str:
+        """A one-time ticket that any app process on this database exchanges for ``token`` (60 s)."""
+        return tickets.issue(self.db, token)
+
+    def redeem_ticket(self, ticket: str | None) -> str | None:
+        """The token of a valid ticket, which is used up; else ``None``."""
+        return tickets.redeem(self.db, ticket)
 
     # ------------------------------------------------------------ annotator: overview
 

@@ -128,7 +128,7 @@ def viewer() -> Viewer | None:
 def signed_in(token: str) -> None:
     """Remember a new sign-in in this tab and have the browser store it as a cookie (see handoff)."""
     st.session_state["token"] = token
-    st.session_state["_handoff"] = handoff.SESSION_ROUTE + "?t=" + handoff.issue_ticket(token)
+    st.session_state["_handoff"] = handoff.SESSION_ROUTE + "?t=" + workspace().issue_ticket(token)
 
 
 def sign_out() -> None:

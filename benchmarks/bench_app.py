@@ -9,6 +9,8 @@ rating one transcript with the keyboard (clicks, keys, seconds), rapid clicking
 (9 scores 60-100 ms apart per pass, then the scores shown compared with the database)
 and the time from a click until the page confirms the score is stored. ``--target NAME|PATH``
 instead rates one transcript of a study of that target (e.g. the categorical crisis form) with the keyboard.
+``--hosting`` runs 1, 2 and 4 processes behind nginx on PostgreSQL with 10, 20 and 40 simulated annotators
+(``benchmarks/bench_app_hosting.py``; ``--processes``/``--annotators`` choose others).
 ``--robustness`` gives the rating page's figures of issue 17 in Chromium at 1280×720: sub-axes
 and Submit visible without scrolling, one transcript rated by mouse only (clicks, keys, seconds),
 scores lost over reloads ~100 ms after 9 fast clicks, and two tabs editing the same item.
@@ -30,6 +32,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "app"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from appkit import (  # noqa: E402
     DEMO_CODE,
@@ -432,7 +435,18 @@ def main() -> None:
                     help="only the digit key → stored latency in Chromium, N keys")
     ap.add_argument("--target", default=None, metavar="NAME|PATH",
                     help="only rate one transcript on this target's form with the keyboard (e.g. crisis)")
+    ap.add_argument("--hosting", action="store_true", help="only the figures of several processes behind nginx")
+    ap.add_argument("--processes", default="1,2,4", help="with --hosting: app process counts")
+    ap.add_argument("--annotators", default="10,20,40", help="with --hosting: simulated annotator counts")
+    ap.add_argument("--keys", type=int, default=5, help="with --hosting: scores per transcript")
+    ap.add_argument("--items", type=int, default=2, help="with --hosting: transcripts per annotator")
     args = ap.parse_args()
+    if args.hosting:
+        from bench_app_hosting import run
+
+        run([int(x) for x in args.processes.split(",")], [int(x) for x in args.annotators.split(",")],
+            args.keys, args.items)
+        return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         if args.latency:

@@ -1,7 +1,9 @@
 # shellcheck shell=bash
-# Sourced by scripts/test: makes sure Debian's PostgreSQL and Chromium are installed,
+# Sourced by scripts/test: makes sure Debian's PostgreSQL, Chromium and nginx are installed,
 # starts a throw-away PostgreSQL server on 127.0.0.1 (free port, temp dir, as the
-# `postgres` user) and exports MINDEVAL_TEST_PG_URL. Everything stops on exit.
+# `postgres` user) and exports MINDEVAL_TEST_PG_URL. Everything stops on exit. nginx is not
+# started here: the hosting tests start their own per test (temp prefix, free port) and find it
+# through MINDEVAL_NGINX.
 # A failure here is reported and the tests still run (they skip, or fail in CI).
 
 _mindeval_as_root() {
@@ -52,6 +54,7 @@ _mindeval_pg_start() {
 }
 
 trap _mindeval_services_cleanup EXIT
-_mindeval_apt_install postgresql chromium || echo "services: could not install postgresql/chromium (see /tmp/mindeval-apt.log)" >&2
+_mindeval_apt_install postgresql chromium nginx-light || echo "services: could not install postgresql/chromium/nginx-light (see /tmp/mindeval-apt.log)" >&2
 _mindeval_pg_start || echo "services: PostgreSQL did not start; PostgreSQL tests will skip (or fail in CI)" >&2
 if [ -x /usr/bin/chromium ]; then export MINDEVAL_CHROMIUM=/usr/bin/chromium; fi
+if [ -x /usr/sbin/nginx ]; then export MINDEVAL_NGINX=/usr/sbin/nginx; fi

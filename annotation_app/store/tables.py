@@ -101,6 +101,30 @@ class AuthSessionRow(Keyed, AnnotationBase):
     created_at: Mapped[Created]
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
+class SignInTicketRow(Keyed, AnnotationBase):
+    """A one-time sign-in ticket (revision 0010): any app process redeems it. Only the SHA-256 of
+    the ticket is stored, and the session token sealed with a key derived from the ticket, so the
+    table alone yields neither (:mod:`annotation_app.store.tickets`)."""
+
+    __tablename__ = "ann_signin_tickets"
+
+    ticket_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    sealed: Mapped[str] = mapped_column(String(200))
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
+
+
+class MigrationLogRow(Keyed, AnnotationBase):
+    """One upgrade of this schema that changed its revision (revision 0010): from, to, when and by
+    which process (:func:`annotation_app.store.migrations.upgrade`)."""
+
+    __tablename__ = "ann_migration_log"
+
+    from_revision: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    to_revision: Mapped[str] = mapped_column(String(32))
+    at: Mapped[Created]
+    by: Mapped[str] = mapped_column(String(120), default="")
+
+
 class StudyRow(Keyed, AnnotationBase):
     __tablename__ = "ann_studies"
 

@@ -16,32 +16,10 @@ from pathlib import Path
 
 from ..cli import out_file
 from ..cli.options import add_target_option
+from .app_launch import app_env, streamlit_command
 
 ADMIN_CODE_ENV = "MINDEVAL_ADMIN_CODE"
 DEMO_CODE_ENV = "MINDEVAL_DEMO_CODE"
-THEME = {"base": "light", "primaryColor": "#2f6f73", "font": "sans serif"}
-
-
-def app_script() -> Path:
-    """The launcher that ``streamlit run`` starts (``annotation_app/server.py``)."""
-    import annotation_app
-
-    return Path(annotation_app.__file__).resolve().parent / "server.py"
-
-
-def streamlit_command(host: str, port: int, script: Path | None = None) -> list[str]:
-    """The ``streamlit run`` command line of the app, or of another page ``script`` (the run viewer)."""
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", str(script or app_script()),
-        "--server.headless", "true", "--server.address", host, "--server.port", str(port),
-        "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
-        "--server.runOnSave", "false", "--client.toolbarMode", "minimal",
-    ]
-    for key, val in THEME.items():
-        cmd += [f"--theme.{key}", val]
-    return cmd
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "app", help="annotation app: psychologists rate transcripts and role-play patients",
@@ -61,7 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "X-Forwarded-For (its right-most entry), used to slow down failed sign-ins per client "
                         "(default: $MINDEVAL_TRUSTED_PROXY_HEADER, else off: the header is ignored)")
     p.set_defaults(func=_launch)
-    asub = p.add_subparsers(dest="app_command", metavar="admin")
+    asub = p.add_subparsers(dest="app_command", metavar="admin|serve")
+    from .app_serve import register_serve
+
+    register_serve(asub)
     admin = asub.add_parser("admin", help="manage studies, people, imports and exports")
     admin.add_argument("--db", default=None, metavar="URL", help="as for `mindeval app`")
     cmds = admin.add_subparsers(dest="admin_command", metavar="COMMAND", required=True)
@@ -181,17 +162,13 @@ def _print_code(name: str, code: str) -> None:
 
 
 def _launch(args: argparse.Namespace) -> int:
-    if getattr(args, "app_command", None) == "admin":  # pragma: no cover - argparse routes admin
+    if getattr(args, "app_command", None) in ("admin", "serve"):  # pragma: no cover - argparse routes admin
         return 2
     from ..extras import require
 
     require("app", "mindeval app")
-    from annotation_app.services import DB_ENV, default_db_url
-    from annotation_app.store.signins import (
-        PROXY_HEADER_ENV,
-        check_header_name,
-        trusted_proxy_header,
-    )
+    from annotation_app.services import default_db_url
+    from annotation_app.store.signins import check_header_name, trusted_proxy_header
 
     url = args.db or default_db_url()
     header = check_header_name(args.trusted_proxy_header) if args.trusted_proxy_header else trusted_proxy_header()
@@ -221,17 +198,7 @@ def _launch(args: argparse.Namespace) -> int:
 
     print(f"Annotation app on http://{args.host}:{args.port}  (database {redact_url(url)}; Ctrl+C stops it)",
           flush=True)
-    env = dict(os.environ)
-    env[DB_ENV] = url
-    # The web server (uvicorn) would otherwise take X-Forwarded-For from any connection of this
-    # machine as the client's address, so a local browser could choose its own: only with the
-    # option does the app trust a proxy (an explicit $FORWARDED_ALLOW_IPS is the admin's choice).
-    env.setdefault("FORWARDED_ALLOW_IPS", "127.0.0.1,::1" if header else "")
-    if header:
-        env[PROXY_HEADER_ENV] = header
-        print(f"Sign-in limits per client use the right-most address in the {header} header "
-              "(only a proxy you trust may set it; the log and admins' pages say so if no browser connection "
-              "carries it).", flush=True)
+    env = app_env(url, header)
     cmd = streamlit_command(args.host, args.port)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -113,8 +113,9 @@ def current_version(engine: Engine | Connection) -> int | None:
     return conn.execute(text(f"SELECT version FROM {VERSION_TABLE}")).scalar()
 
 
-def _one_at_a_time(conn: Connection) -> None:
-    """Hold the store's migration lock until the transaction ends (other openers wait)."""
+def one_at_a_time(conn: Connection) -> None:
+    """Hold the database's migration lock until the transaction ends (other openers wait): a
+    PostgreSQL transaction advisory lock, SQLite's write lock (also used by the app's migrations)."""
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": MIGRATION_LOCK})
     elif conn.dialect.name == "sqlite" and conn.connection.dbapi_connection.in_transaction is False:
@@ -124,7 +125,7 @@ def _one_at_a_time(conn: Connection) -> None:
 def upgrade(engine: Engine) -> int:
     """Bring the store to :data:`HEAD` (creating it when empty); return the version found before."""
     with engine.begin() as conn:
-        _one_at_a_time(conn)
+        one_at_a_time(conn)
         found = current_version(conn)
         if found is not None and found > HEAD:
             raise MindEvalError(

@@ -63,6 +63,8 @@ SKIPS: list[tuple[str, str]] = [
     (r"metaeval compare --humans sqlite:///mindeval-app\.db --study \"Crisis pilot\"",
      "uses runs/crisis, the slow embedded run above"),
     (r"mindeval app --db postgresql", "serves the app on a PostgreSQL server"),
+    (r"mindeval app serve --db postgresql", "serves N app processes for nginx on a PostgreSQL server "
+                                            "(tests/app/test_app_hosting.py runs it behind a real nginx)"),
     (r"mindeval judge .*--judge openai/", NETWORK),
     (r"mindeval run --patient hosted_vllm/my-model .*--api-base http://127\.0\.0\.1:8000/v1",
      "needs the reader's server on port 8000 (tests/providers/test_api_base.py runs it, keyless, against "
