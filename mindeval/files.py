@@ -26,23 +26,6 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
         raise
 
 
-def read_text(path: str | Path, what: str = "file") -> str:
-    """A text file's contents; a missing, unreadable or non-UTF-8 file is one :class:`MindEvalError`
-    naming the file (``what`` says which kind of file it is)."""
-    from .errors import MindEvalError
-
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise MindEvalError(f"cannot read {what}: {exc.strerror or exc}", path=p) from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MindEvalError(f"{what} is not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})",
-                            path=p) from None
-
-
 def sha256_file(path: str | Path) -> str:
     """SHA-256 (hex) of a file's bytes, read in 1 MiB blocks."""
     h = hashlib.sha256()

@@ -22,9 +22,9 @@ from pydantic import BaseModel
 
 from .config import FIRST_MEMORY, FIRST_SITUATION
 from .errors import MindEvalError
-from .files import read_text
 from .records import ATTRIBUTE_FIELDS, INTAKE_FIELDS, Profile
 from .resources import prompts_dir
+from .text_files import read_text
 
 KINDS = ("patient", "clinician", "judge", "backstory", "memory", "next_session")
 # Multi-session targets: the fields of the session step (``memory``: the clinician writes its notes;

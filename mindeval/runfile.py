@@ -19,13 +19,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import MindEvalError
-from .files import read_text
 from .records import CONFIG_FILE, RunConfig, _validation_message
 from .run_options import LEGACY_KEYS, ROLE_FIELDS, RUN_SETTINGS, RunOptions
 from .rundir import read_config
 from .rundir_guard import check_not_source, check_store
 from .seeds import LEGACY_SCHEME
 from .target_folder import replayed_target
+from .text_files import read_text
 from .unique_keys import key_line, load_json, load_yaml
 
 SWEPT = ("clinician", "judge")  # the roles a run file may list (one run per combination)
