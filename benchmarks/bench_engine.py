@@ -45,11 +45,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from mindeval.engine.loop import run_benchmark  # noqa: E402
+from mindeval.engine.prepare import prepare  # noqa: E402
 from mindeval.llm.gateway import ModelSpec  # noqa: E402
 from mindeval.llm.retry import RetryPolicy  # noqa: E402
 from mindeval.records import load_profiles, write_profiles  # noqa: E402
 from mindeval.resources import data_dir  # noqa: E402
-from mindeval.runner import RunOptions, prepare, run_benchmark  # noqa: E402
+from mindeval.run_options import RunOptions  # noqa: E402
 from tests.support.fault_server import FaultServer, spawn  # noqa: E402
 
 ROLES = ("patient", "clinician", "judge")
@@ -221,9 +223,9 @@ def main() -> None:
         full = engine_run(srv.url, profiles, args.turns, args.concurrency, tmp / "full")
         srv.configure(reset=True)
         half = engine_run(srv.url, profiles, max(2, args.turns // 2), args.concurrency, tmp / "half")
-        from mindeval import runner
+        from mindeval.engine.estimate import estimate_run
 
-        estimate = runner.estimate_run(prepare(full["opts"])) if hasattr(runner, "estimate_run") else None
+        estimate = estimate_run(prepare(full["opts"]))
         measured = full["summary"]["tokens"]
         start, start_cpu = startup(profiles, tmp)
         floor, floor_cpu = import_litellm()

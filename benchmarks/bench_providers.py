@@ -41,9 +41,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_engine import make_profiles  # noqa: E402
+from mindeval.engine.estimate import estimate_run  # noqa: E402
+from mindeval.engine.loop import run_benchmark  # noqa: E402
+from mindeval.engine.prepare import prepare  # noqa: E402
 from mindeval.llm.gateway import ModelSpec, acomplete, litellm_module  # noqa: E402
 from mindeval.llm.retry import RetryPolicy  # noqa: E402
-from mindeval.runner import RunOptions, estimate_run, prepare, run_benchmark  # noqa: E402
+from mindeval.run_options import RunOptions  # noqa: E402
 from tests.support.fault_server import spawn  # noqa: E402
 
 ROLES = ("patient", "clinician", "judge")

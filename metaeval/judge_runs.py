@@ -26,6 +26,8 @@ from pydantic import BaseModel, ConfigDict
 
 from mindeval import __version__
 from mindeval.budget import check_max_cost
+from mindeval.engine.console import format_failures
+from mindeval.engine.prepare import JudgeSetup, judge_setup
 from mindeval.errors import MindEvalError
 from mindeval.files import sha256_file
 from mindeval.judging.authors import load_mapping
@@ -47,7 +49,6 @@ from mindeval.records import (
 from mindeval.run_options import RunOptions
 from mindeval.rundir import upgraded_view
 from mindeval.rundir_guard import check_store, run_dir_lock
-from mindeval.runner import JudgeSetup, format_failures, judge_setup
 from mindeval.store import sqlite_url
 from mindeval.store.calls import calls_line, logged_run
 from mindeval.study_data import StudyRatings

@@ -16,8 +16,8 @@ def estimate_judging(spec: Any, prompt: Any, items: Sequence[tuple[Any, list[dic
                      samples: int, assumed_reply: int | None = None) -> str:
     """``prompt``: the run's :class:`~mindeval.judging.render.JudgePrompt`; ``items``: (profile,
     messages, labels) of each interaction to judge ``samples`` times."""
+    from .engine.estimate import format_estimate
     from .llm.cost import billed_input_tokens, cost_usd
-    from .runner import format_estimate
 
     reply = reply_tokens("judge", spec, assumed=assumed_reply)
     usage, calls, seen = Usage(), 0, 0

@@ -753,7 +753,7 @@ class RunConfig(BaseModel):
     """A run's configuration as recorded in its ``config.json``, the one model of that file for
     every run kind: the run's options as resolved (:mod:`mindeval.run_options` has the options,
     what the user asks; this records what they gave: prompt and profile hashes, the target
-    block, ...), and the run's id, hash, kind and label. The runner and the judge runs write it
+    block, ...), and the run's id, hash, kind and label. The engine and the judge runs write it
     and every reader reads it; keys of other versions are kept, unread.
 
     On disk (:meth:`config_json`) the run's id, hash, kind, label, store and sources

@@ -19,8 +19,9 @@ def _is_annotations(source: str) -> bool:
 
 def handle(args: argparse.Namespace) -> int:
     """Exit 0 when every conversation was judged; 1 when a judgment failed."""
+    from ..engine.export import is_complete
+    from ..engine.loop import run_benchmark, run_sweep
     from ..runfile import rejudge_options, slug
-    from ..runner import is_complete, run_benchmark, run_sweep
     from .options import options_of
 
     sources = list(args.sources)
@@ -56,7 +57,8 @@ def is_run_source(source: str) -> bool:
 def print_judge_estimate(runs: list, assumed: dict[str, int]) -> int:
     """``--dry-run``: the judge calls, tokens and dollars of each re-judge run (nothing is simulated:
     the other roles make no call); the estimator of ``mindeval run --dry-run``."""
-    from ..runner import estimate_run, format_estimate, prepare
+    from ..engine.estimate import estimate_run, format_estimate
+    from ..engine.prepare import prepare
 
     for o in runs:
         prep = prepare(o)

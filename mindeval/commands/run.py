@@ -31,14 +31,10 @@ def handle(args: argparse.Namespace) -> int:
     from .precheck import check_run_inputs
 
     check_run_inputs(args)  # before the heavy imports below
-    from ..runner import (
-        estimate_run,
-        format_estimate,
-        is_complete,
-        prepare,
-        run_benchmark,
-        run_sweep,
-    )
+    from ..engine.estimate import estimate_run, format_estimate
+    from ..engine.export import is_complete
+    from ..engine.loop import run_benchmark, run_sweep
+    from ..engine.prepare import prepare
 
     opts = options_of(args)
     runs = [opts]

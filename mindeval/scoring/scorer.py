@@ -1,6 +1,6 @@
 """The one scorer of a run: which conversations count, and how they are averaged.
 
-``summary.json`` (:mod:`mindeval.runner`), the leaderboard (:mod:`mindeval.leaderboard.loading`, and
+``summary.json`` (:mod:`mindeval.engine.export`), the leaderboard (:mod:`mindeval.leaderboard.loading`, and
 through it the exports of :mod:`mindeval.publish`) and the viewer (:mod:`mindeval.viewer`) all read
 :func:`score_run` and the reductions here; none computes a score of its own.
 

@@ -170,9 +170,9 @@ def test_a_question_answer_is_corrected_and_the_level_follows_the_rubric(tmp_pat
 
 
 def test_a_runs_corrected_conversations_are_few_shot_examples_with_their_corrected_scores(run, tmp_path):
+    from mindeval.engine.prepare import prepare
     from mindeval.judging.render import render_fewshot
     from mindeval.run_options import RunOptions
-    from mindeval.runner import prepare
 
     j0 = _rows(run / "judgments.jsonl")[0]
     opts = RunOptions(patient="fake/echo", clinician="fake/echo:other", judge="fake/judge", profiles="demo", limit=1,

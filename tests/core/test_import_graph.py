@@ -85,16 +85,16 @@ def test_the_graph_was_read():
         # the two command lines share mindeval.cli (options, judging handlers), never each other's commands
         (("metaeval.cli",), ("mindeval.commands",), (), ()),
         (("mindeval.commands",), ("metaeval.cli",), (), ()),
-        # profiles (sampling, download, backstories) sit below the benchmark runner
-        (("mindeval.profiles",), ("mindeval.runner",), (), ()),
-        # the stores sit below the runner and the judge
-        (("mindeval.store", "mindeval.llm"), ("mindeval.runner", *JUDGE_LOOP), (), ()),
+        # profiles (sampling, download, backstories) sit below the benchmark engine
+        (("mindeval.profiles",), ("mindeval.engine",), (), ()),
+        # the stores sit below the engine and the judge
+        (("mindeval.store", "mindeval.llm"), ("mindeval.engine", *JUDGE_LOOP), (), ()),
         # the judging package sits below every run kind that calls its loop
-        (("mindeval.judging",), ("mindeval.runner", "mindeval.simulate"), (), ()),
+        (("mindeval.judging",), ("mindeval.engine", "mindeval.simulate"), (), ()),
         # the defaults are constants: config.py imports nothing of the packages (no circle through it)
         (("mindeval.config",), ("mindeval", "metaeval", "annotation_app"), (), ()),
         # the model layer sits below run configurations and the stores
-        (("mindeval.llm",), ("mindeval.run_config", "mindeval.store", "mindeval.runner"), (), ()),
+        (("mindeval.llm",), ("mindeval.run_config", "mindeval.store", "mindeval.engine"), (), ()),
     ],
 )
 def test_no_upward_imports(importers, forbidden, exempt, allowed):
@@ -197,8 +197,8 @@ def test_no_upward_imports_between_layers():
 def test_the_layer_check_finds_an_upward_import():
     graph = {"metaeval.sources": {"annotation_app.store", "mindeval.records"}, "mindeval.records": set(),
              "annotation_app.store": {"mindeval.records"}, "metaeval.cli": {"annotation_app.store"},
-             "mindeval.runner": {"mindeval.cli.options"}}
-    assert _upward(graph) == ["metaeval.sources -> annotation_app.store", "mindeval.runner -> mindeval.cli.options"]
+             "mindeval.engine": {"mindeval.cli.options"}}
+    assert _upward(graph) == ["metaeval.sources -> annotation_app.store", "mindeval.engine -> mindeval.cli.options"]
 
 
 def test_no_first_party_module_is_imported_by_name_outside_the_cli():
@@ -235,7 +235,7 @@ def test_records_import_nothing_of_mindeval_but_errors():
 
 
 def test_the_checker_sees_lazy_and_relative_imports(tmp_path):
-    src = ROOT / "mindeval" / "runner.py"
+    src = ROOT / "mindeval" / "engine" / "loop.py"
     names = _imports(src)
     assert "mindeval.records" in names and "mindeval.store.calls" in names
 

@@ -18,12 +18,12 @@ import random
 import pytest
 
 from mindeval.cli import main
+from mindeval.engine.console import format_summary
 from mindeval.errors import MindEvalError
 from mindeval.leaderboard import StatsSettings, build_leaderboard
 from mindeval.leaderboard.render import to_json, to_markdown, write_csvs
 from mindeval.llm import fake
 from mindeval.llm.fake import script
-from mindeval.runner import format_summary
 from mindeval.viewer.html import render_run
 
 AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")

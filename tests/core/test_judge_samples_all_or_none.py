@@ -16,10 +16,10 @@ import json
 import pytest
 
 from mindeval.cli import main
+from mindeval.engine.console import format_summary
 from mindeval.errors import MindEvalError
 from mindeval.leaderboard import StatsSettings, build_leaderboard
 from mindeval.llm.fake import script
-from mindeval.runner import format_summary
 
 AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 PLANTED = json.dumps(dict.fromkeys(AXES, 6))

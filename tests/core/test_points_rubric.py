@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from mindeval.cli import main
+from mindeval.engine.estimate import estimate_run
+from mindeval.engine.prepare import prepare
 from mindeval.llm import fake
-from mindeval.runner import RunOptions, estimate_run, prepare
+from mindeval.run_options import RunOptions
 from mindeval.targets import validate_target
 from tests.support.items import RISK_CHECKLIST, answers, reply
 

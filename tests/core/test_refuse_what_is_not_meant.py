@@ -81,7 +81,7 @@ def test_a_missing_profiles_file_is_reported_before_heavy_imports(tmp_path):
     code = ("import sys, time; t = time.perf_counter(); from mindeval.cli import main; "
             f"rc = main(['run', '--profiles', {str(tmp_path / 'none.jsonl')!r}, '--out', {str(tmp_path / 'D')!r}]); "
             "print(rc, round(time.perf_counter() - t, 3), "
-            "sorted(m for m in ('sqlalchemy', 'litellm', 'mindeval.runner') if m in sys.modules))")
+            "sorted(m for m in ('sqlalchemy', 'litellm', 'mindeval.engine') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=os.environ)
     rc, _seconds, loaded = r.stdout.split(" ", 2)
     assert rc == "2" and "profiles file not found" in r.stderr and "none.jsonl" in r.stderr

@@ -14,10 +14,11 @@ from dataclasses import replace
 import pytest
 
 from mindeval.cli import main
+from mindeval.engine.prepare import prepare
 from mindeval.judging.answer import reply_answer_rules
 from mindeval.judging.render import build_judge_messages
 from mindeval.judging.replies import reply_fields
-from mindeval.runner import RunOptions, prepare
+from mindeval.run_options import RunOptions
 from tests.support.fault_server import MAX_BREAKPOINTS, FaultServer, count_tokens
 from tests.support.rundirs import one_session_reply_safety
 

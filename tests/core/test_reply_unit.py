@@ -280,8 +280,11 @@ def test_consecutive_replies_read_the_conversation_so_far_from_the_provider_cach
 
 
 def test_the_dry_run_estimate_prices_one_request_per_reply_as_the_server_billed_them(tmp_path, env, monkeypatch):
+    from mindeval.engine.estimate import estimate_run
+    from mindeval.engine.loop import run_benchmark
+    from mindeval.engine.prepare import prepare
     from mindeval.llm.gateway import ModelSpec
-    from mindeval.runner import RunOptions, estimate_run, prepare, run_benchmark
+    from mindeval.run_options import RunOptions
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-local")
     for t in TABLE.values():

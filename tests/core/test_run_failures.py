@@ -72,7 +72,8 @@ def test_failed_interaction_exits_non_zero_and_resumes(tmp_path, capsys):
 def test_concurrency_zero_is_an_error_in_the_python_api_too(tmp_path):
     from pydantic import ValidationError
 
-    from mindeval.runner import RunOptions, run_benchmark
+    from mindeval.engine.loop import run_benchmark
+    from mindeval.run_options import RunOptions
 
     with pytest.raises(ValidationError, match="concurrency"):  # the field's own bound, as on the command line
         run_benchmark(RunOptions(out=tmp_path / "D", concurrency=0), echo=None)

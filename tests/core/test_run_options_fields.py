@@ -112,7 +112,7 @@ def test_a_recorded_run_replays_every_field(tmp_path):
     target = shutil.copytree(ROOT / "targets" / "crisis", tmp_path / "my_target")
     run = tmp_path / "run"
     opts = RunOptions.model_validate({**BENCHMARK, "target": str(target), "out": str(run), "quiet": True})
-    from mindeval.runner import run_benchmark
+    from mindeval.engine.loop import run_benchmark
 
     run_benchmark(opts)
     keys, rec = read_run_file(run / "config.json")
@@ -126,7 +126,7 @@ def test_a_recorded_run_replays_every_field(tmp_path):
         if name in ("patient_prompt", "clinician_prompt", "judge_prompt", "profiles", "fewshot_file"):
             continue  # resolved: the target's own (None) or the file read (checked by the config hash below)
         assert got == want, name
-    from mindeval.runner import prepare
+    from mindeval.engine.prepare import prepare
 
     assert prepare(back).config.hash() == rec.config_hash
 

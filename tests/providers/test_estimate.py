@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from mindeval.engine.estimate import estimate_run
+from mindeval.engine.loop import run_benchmark
+from mindeval.engine.prepare import prepare
 from mindeval.llm.gateway import ModelSpec
-from mindeval.runner import RunOptions, estimate_run, prepare, run_benchmark
+from mindeval.run_options import RunOptions
 from tests.support.fault_server import FaultServer
 
 CLAUDE = "anthropic/claude-sonnet-4-5"

@@ -1,0 +1,118 @@
+"""The ``--dry-run`` estimate: calls, tokens and dollars per role without calling any model
+(the assumptions: :mod:`mindeval.budget`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..budget import (
+    cached_usage,
+    prompt_tokens,
+    reply_tokens,
+)
+from ..config import (
+    CHARS_PER_TOKEN,
+    TOKENS_PER_MESSAGE,
+)
+from ..prompts import render_clinician, render_patient
+from ..records import (
+    Role,
+    Usage,
+)
+from .prepare import Prepared
+
+
+def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) -> dict[str, dict[str, Any]]:
+    """Calls, tokens and dollars per role for ``prep``, without calling any model.
+
+    Every request is built as the run builds it: each profile's rendered system prompts,
+    the opening line, then one reply per turn of the assumed length
+    (:func:`mindeval.budget.reply_tokens`; ``assumed_replies`` overrides it per role), so
+    the history grows as it will; the judge prompt is the rendered template over a
+    transcript of such replies. Prompt caching as the provider would apply it
+    (:func:`mindeval.budget.cached_usage`): each turn can read the previous turn's prompt,
+    each judge call after the first the judge's shared prefix. One judge attempt per
+    sample (no parse retries).
+    """
+    from ..judging.cost import JudgeCost
+    from ..llm.cost import billed_input_tokens, cost_usd
+
+    c = prep.config
+    specs = {"patient": c.patient, "clinician": c.clinician, "judge": c.judge}
+    reply = {r: reply_tokens(r, s, assumed=(assumed_replies or {}).get(r)) for r, s in specs.items()}
+    usage = {r: Usage() for r in specs}
+    calls = dict.fromkeys(specs, 0)
+    judge_prompt = prep.judge_prompt()
+    judge_seen = 0
+    _step_estimate(prep, reply, usage, calls)
+    for profile in (p for p in prep.profiles for _ in range(c.repeats * c.target.sessions)):  # every repeat, session
+        tags = prep.labels.get(profile.id)
+        system = {"patient": prompt_tokens([{"content": render_patient(prep.templates["patient"], profile, tags)}]),
+                  "clinician": prompt_tokens([{"content": render_clinician(prep.templates["clinician"], profile,
+                                                                           tags)}])}
+        history = prompt_tokens([{"content": c.opening_line}])
+        last = {"patient": 0, "clinician": 0}
+        role: Role = "clinician"
+        for _ in range(c.turns):
+            prompt = system[role] + history
+            usage[role] += cached_usage(specs[role].model, prompt, reply[role], last[role], prompt)
+            calls[role] += 1
+            last[role] = prompt
+            history += reply[role] + TOKENS_PER_MESSAGE
+            role = "patient" if role == "clinician" else "clinician"
+        filler = [{"role": "user", "content": c.opening_line}] + [
+            {"role": "user" if i % 2 == 0 else "assistant",
+             "content": "x" * (CHARS_PER_TOKEN * reply["patient" if i % 2 == 0 else "clinician"])}
+            for i in range(1, c.turns + 1)]
+        nonce = None if c.transcript_format == "authors" else "0" * 16  # the answer code's length
+        u, n, judge_seen = JudgeCost(model=c.judge.model, prompt=judge_prompt, reply=reply["judge"], nonce=nonce
+                                     ).conversation(profile, filler, tags, c.judge_samples, judge_seen)
+        usage["judge"] += u
+        calls["judge"] += n
+    est: dict[str, dict[str, Any]] = {}
+    for role, u in usage.items():
+        model = specs[role].model
+        billed = billed_input_tokens(model, u)
+        est[role] = {"model": model, "calls": calls[role], "reply_tokens": reply[role], **u.model_dump(),
+                     "billed_input_tokens": None if billed is None else round(billed),
+                     "cost_usd": cost_usd(model, u)}
+    return est
+
+
+def _step_estimate(prep: Prepared, reply: dict[str, int], usage: dict[str, Usage], calls: dict[str, int]) -> None:
+    """Add the calls of the step between sessions (sessions > 1): per conversation and session
+    after the first, the clinician's notes and the patient's next situation, each over its
+    template and a session's transcript (uncached)."""
+    c = prep.config
+    steps = len(prep.profiles) * c.repeats * (c.target.sessions - 1)
+    if not steps:
+        return
+    transcript = c.turns * (TOKENS_PER_MESSAGE + (reply["patient"] + reply["clinician"]) // 2)
+    for role, kind in (("clinician", "memory"), ("patient", "next_session")):
+        body = prompt_tokens([{"content": prep.templates[kind].body}]) + transcript
+        usage[role] += Usage(prompt_tokens=body * steps, completion_tokens=reply[role] * steps)
+        calls[role] += steps
+
+
+def format_estimate(est: dict[str, dict[str, Any]], n_profiles: int, turns: int) -> str:
+    lines = [f"dry run: {n_profiles} profiles x {turns} turns; no model was called",
+             f"{'role':<10} {'model':<32} {'calls':>6} {'input tok':>10} {'cache read':>10} {'billed in':>10} "
+             f"{'output tok':>10} {'cost $':>9}"]
+    for role, e in est.items():
+        dollars = "n/a" if e["cost_usd"] is None else f"{e['cost_usd']:.4f}"
+        billed = "n/a" if e["billed_input_tokens"] is None else e["billed_input_tokens"]
+        lines.append(f"{role:<10} {e['model']:<32} {e['calls']:>6} {e['prompt_tokens']:>10} {e['cached_tokens']:>10} "
+                     f"{billed:>10} {e['completion_tokens']:>10} {dollars:>9}")
+    priced = [e["cost_usd"] for e in est.values()]
+    total = "n/a (a model has no price)" if None in priced else f"${sum(priced):.4f}"
+    lines += [
+        f"total: {sum(e['calls'] for e in est.values())} calls, estimated {total}",
+        "method: every request as the run builds it (each profile's rendered prompts, the whole history "
+        "resent each turn, the judge template over the transcript), ~"
+        f"{CHARS_PER_TOKEN} characters per token, replies of "
+        + ", ".join(f"{r} {e['reply_tokens']}" for r, e in est.items())
+        + " tokens (--assume-reply-tokens ROLE=N to change; input grows about linearly with them); "
+        "prompt caching as the provider applies it (billed in: price-weighted input); "
+        "judge parse retries not included",
+    ]
+    return "\n".join(lines)
