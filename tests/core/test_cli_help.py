@@ -21,6 +21,8 @@ DIFFERENT = {
     "--zeros": "metaeval compare/power: unset (missing, or zero with --paper-compatible); metaeval judge: its field's "
                "default, missing",
     "--format": "app admin export: which ratings or sessions; mindeval export: where runs are published (hf, eee)",
+    "--trusted-proxy-header": "app: unset (no proxy unless said); app serve: X-Forwarded-For, the header the nginx "
+                              "site it writes sets",
 }
 
 
