@@ -201,10 +201,10 @@ def start_app(url: str, port: int, log: Path) -> subprocess.Popen:
     )
 
 
-def stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen, timeout: float = 15) -> None:
     proc.terminate()
     try:
-        proc.wait(timeout=15)
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()

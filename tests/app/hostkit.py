@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from appkit import ROOT, free_port
+from appkit import ROOT, free_port, stop
 
 from annotation_app.hosting import standalone_config
 from annotation_app.services import SYSTEM, Workspace
@@ -138,14 +138,8 @@ class Deployment:
 
     def stop(self) -> None:
         for proc in (self.nginx, self.serve):
-            if proc is None or proc.poll() is not None:
-                continue
-            proc.terminate()
-            try:
-                proc.wait(timeout=90)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            if proc is not None and proc.poll() is None:
+                stop(proc, timeout=90)
 
 
 def add_raters(ws: Workspace, study: str, names: list[str]) -> dict[str, str]:
