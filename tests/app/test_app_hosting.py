@@ -8,6 +8,7 @@ restart under load, with nothing lost or misattributed and everybody still signe
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -68,7 +69,7 @@ def test_processes_started_together_on_a_fresh_database_migrate_it_once(pg_url: 
     from sqlalchemy import create_engine
     from sqlalchemy.engine import make_url
 
-    name = "mindeval_migrate_once"
+    name = f"mindeval_migrate_once_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
     admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as c:
         c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
@@ -94,7 +95,9 @@ def hosted(pg_url: str, tmp_path_factory: pytest.TempPathFactory):
     from sqlalchemy import create_engine
     from sqlalchemy.engine import make_url
 
-    name = "mindeval_hosted"
+    # One database per xdist worker: a module fixture runs once in every worker that gets one of
+    # these tests, and dropping a shared name WITH (FORCE) would cut the other worker's deployment off.
+    name = f"mindeval_hosted_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
     admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
     with admin.connect() as c:
         c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
@@ -147,6 +150,7 @@ def _run_all(annotators: list[Annotator], work) -> None:
 
 
 @pytest.mark.postgres
+@pytest.mark.xdist_group("hosted")  # one deployment (3 processes, nginx) serves both
 def test_a_process_killed_mid_pass_loses_no_rating_and_signs_nobody_out(hosted, tmp_path: Path) -> None:
     from browserkit import open_browser, pane_ready, settle, sign_in
 
@@ -202,6 +206,7 @@ def _click(page, group: int, value: int, subs: list[str]) -> dict[str, int]:
 
 
 @pytest.mark.postgres
+@pytest.mark.xdist_group("hosted")  # one deployment (3 processes, nginx) serves both
 def test_a_rolling_restart_under_load_loses_nothing(hosted) -> None:
     dep, ws, codes = hosted
     names = ["rater3", "rater4"]
