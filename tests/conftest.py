@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -55,29 +56,62 @@ def _own_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     mp.undo()
 
 
+class PgDatabases:
+    """Databases on the test PostgreSQL server, each created empty (dropped first if a killed run
+    left it) and dropped WITH (FORCE) when its ``fresh`` block ends."""
+
+    def __init__(self, server_url: str) -> None:
+        from sqlalchemy import create_engine
+
+        self.server_url = server_url
+        self.admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+
+    def _drop(self, name: str) -> None:
+        from sqlalchemy import text
+
+        with self.admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+    @contextmanager
+    def fresh(self, name: str) -> Iterator[str]:
+        """The URL of a new empty database ``name``, dropped after the block."""
+        from sqlalchemy import text
+        from sqlalchemy.engine import make_url
+
+        self._drop(name)
+        with self.admin.connect() as c:
+            c.execute(text(f'CREATE DATABASE "{name}"'))
+        try:
+            yield make_url(self.server_url).set(database=name).render_as_string(hide_password=False)
+        finally:
+            self._drop(name)
+
+    def own(self, prefix: str) -> AbstractContextManager[str]:
+        """``fresh`` on this xdist worker's own name (``prefix_gw1``): workers never share one."""
+        return self.fresh(f"{prefix}_{_worker()}")
+
+
 @pytest.fixture(scope="session")
-def pg_url() -> Iterator[str]:
-    """URL of this worker's own database on the PostgreSQL server that scripts/test starts on
-    127.0.0.1 (``<database>_<worker>``, created empty for the session and dropped after it), so
-    parallel workers never share tables."""
+def pg_server() -> Iterator[PgDatabases]:
+    """The PostgreSQL server that scripts/test starts on 127.0.0.1 (skipped without one, failed in CI)."""
     url = os.environ.get("MINDEVAL_TEST_PG_URL")
     if not url:
         if IN_CI:
             pytest.fail("MINDEVAL_TEST_PG_URL is unset in CI: scripts/test did not start PostgreSQL")
         pytest.skip("no PostgreSQL server (set MINDEVAL_TEST_PG_URL or run scripts/test)")
-    from sqlalchemy import create_engine, text
+    server = PgDatabases(url)
+    yield server
+    server.admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_url(pg_server: PgDatabases) -> Iterator[str]:
+    """URL of this worker's own database on the test PostgreSQL server (``<database>_<worker>``,
+    created empty for the session and dropped after it), so parallel workers never share tables."""
     from sqlalchemy.engine import make_url
 
-    base = make_url(url)
-    name = f"{base.database}_{_worker()}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))  # left by a killed run
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    yield base.set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as c:
-        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with pg_server.own(make_url(pg_server.server_url).database) as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -88,15 +122,5 @@ def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         return
     import uuid
 
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    base = request.getfixturevalue("pg_url")
-    name = f"mindeval_t_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    yield make_url(base).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as c:
-        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    with request.getfixturevalue("pg_server").fresh(f"mindeval_t_{uuid.uuid4().hex[:12]}") as url:
+        yield url

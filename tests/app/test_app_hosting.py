@@ -8,7 +8,6 @@ restart under load, with nothing lost or misattributed and everybody still signe
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
@@ -65,16 +64,12 @@ def test_a_ticket_is_redeemed_once_by_any_process_and_never_stored_in_clear(any_
 
 
 @pytest.mark.postgres
-def test_processes_started_together_on_a_fresh_database_migrate_it_once(pg_url: str, tmp_path: Path) -> None:
-    from sqlalchemy import create_engine
-    from sqlalchemy.engine import make_url
+def test_processes_started_together_on_a_fresh_database_migrate_it_once(pg_server, tmp_path: Path) -> None:
+    with pg_server.own("mindeval_migrate_once") as url:
+        _migrated_once_by_three(url)
 
-    name = f"mindeval_migrate_once_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
-    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(pg_url).set(database=name).render_as_string(hide_password=False)
+
+def _migrated_once_by_three(url: str) -> None:
     cmd = [sys.executable, "-m", "mindeval", "app", "admin", "--db", url, "list", "annotators"]
     procs = [subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for _ in range(3)]
@@ -84,36 +79,24 @@ def test_processes_started_together_on_a_fresh_database_migrate_it_once(pg_url: 
     with ws.db.read() as s:
         log = [(r.from_revision, r.to_revision) for r in s.scalars(select(MigrationLogRow))]
     ws.close()
-    admin.dispose()
     assert log == [(None, head_revision())]
 
 
 @pytest.fixture(scope="module")
-def hosted(pg_url: str, tmp_path_factory: pytest.TempPathFactory):
+def hosted(pg_server, tmp_path_factory: pytest.TempPathFactory):
     """3 app processes behind nginx on a fresh PostgreSQL database; 6 raters who each have every
-    demo transcript. Yields the deployment, a workspace on its database and the raters' codes."""
-    from sqlalchemy import create_engine
-    from sqlalchemy.engine import make_url
-
-    # One database per xdist worker: a module fixture runs once in every worker that gets one of
-    # these tests, and dropping a shared name WITH (FORCE) would cut the other worker's deployment off.
-    name = f"mindeval_hosted_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
-    admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as c:
-        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(pg_url).set(database=name).render_as_string(hide_password=False)
-    ws = make_workspace(url)
-    codes = add_raters(ws, STUDY, [f"rater{i}" for i in range(6)])
-    dep = Deployment(url, 3, tmp_path_factory.mktemp("hosted")).start()
-    try:
-        yield dep, ws, codes
-    finally:
-        dep.stop()
-        ws.close()
-        with admin.connect() as c:
-            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    demo transcript. Yields the deployment, a workspace on its database and the raters' codes.
+    A module fixture runs once in every xdist worker that gets one of these tests: each worker
+    has its own database (a shared one dropped WITH (FORCE) cuts the other's deployment off)."""
+    with pg_server.own("mindeval_hosted") as url:
+        ws = make_workspace(url)
+        codes = add_raters(ws, STUDY, [f"rater{i}" for i in range(6)])
+        dep = Deployment(url, 3, tmp_path_factory.mktemp("hosted")).start()
+        try:
+            yield dep, ws, codes
+        finally:
+            dep.stop()
+            ws.close()
 
 
 def _items(ws: Workspace, name: str, code: str) -> tuple[object, list[int]]:
