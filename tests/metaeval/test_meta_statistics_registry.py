@@ -4,6 +4,7 @@ draw of ones, and a new statistic is one entry that reaches every output (docs/a
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import types
 
@@ -46,11 +47,73 @@ def test_each_statistic_on_a_draw_of_ones_is_its_point_value(key):
     assert st.on_draw(x, y, pairs, _ones(pairs), opts)[0] == pytest.approx(st.point(x, y, pairs, opts))
 
 
+def _expanded(x, y, pairs: PairIndex, resample: str, counts: np.ndarray):
+    """The sample a draw stands for, written out: each interaction (or each profile, whole, as a
+    new profile per copy) repeated as often as the draw took it."""
+    take = counts if resample == "items" else counts[pairs.item_profile]
+    if resample == "items":
+        idx = np.repeat(np.arange(pairs.n_items), take.astype(int))
+        return x[idx], y[idx], PairIndex([PROFILES[i] for i in idx])
+    idx, labels = [], []
+    for p in range(pairs.n_profiles):
+        members = np.flatnonzero(pairs.item_profile == p)
+        for copy in range(int(counts[p])):
+            idx.extend(members)
+            labels.extend([f"{p}/{copy}"] * len(members))
+    idx = np.asarray(idx)
+    return x[idx], y[idx], PairIndex(labels)
+
+
+@pytest.mark.parametrize("key", list(STATISTICS))
+def test_each_statistic_on_a_real_draw_is_its_point_value_on_the_expanded_sample(key):
+    """A resampled twin must read its draw: on three random draws it equals the point function on
+    the sample each draw stands for (a twin that ignored its draw passes a draw of ones only)."""
+    st = STATISTICS[key]
+    pairs = PairIndex(PROFILES)
+    opts = MetricOptions(tau_variant="c", mipsa_ties="exclude")
+    x, y = H[0], J[1]
+    if st.scale == "categorical":
+        x, y = np.round(x) % 3, np.round(y) % 3
+    n = pairs.n_items if st.resample == "items" else pairs.n_profiles
+    draws = np.random.default_rng(3).multinomial(n, np.full(n, 1 / n), size=3).astype(float)
+    boot = types.SimpleNamespace(items=draws, profiles=draws)
+    got = st.on_draw(x, y, pairs, boot, opts)
+    want = [st.point(*_expanded(x, y, pairs, st.resample, c), opts) for c in draws]
+    assert got == pytest.approx(want, nan_ok=True)
+    assert len(set(np.round(want, 12))) > 1  # the draws differ, so a twin ignoring them fails
+
+
+def test_the_draw_check_catches_a_twin_that_ignores_its_draw():
+    lazy = dataclasses.replace(
+        STATISTICS["tau"], resampled=lambda x, y, pairs, counts, opts: np.full(
+            len(counts), STATISTICS["tau"].point(x, y, pairs, opts)))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(STATISTICS, "tau", lazy)
+        assert _ones_check_passes("tau")
+        with pytest.raises(AssertionError):
+            test_each_statistic_on_a_real_draw_is_its_point_value_on_the_expanded_sample("tau")
+
+
+def _ones_check_passes(key: str) -> bool:
+    test_each_statistic_on_a_draw_of_ones_is_its_point_value(key)
+    return True
+
+
 @pytest.mark.parametrize("key", list(GROUP_STATISTICS))
 def test_each_group_statistic_on_a_draw_of_ones_is_its_point_value(key):
     g = GROUP_STATISTICS[key]
     m = np.vstack(H) if g.scale == "ordinal" else np.round(np.vstack(H)) % 3
     assert g.resampled(m, np.ones((1, m.shape[1])))[0] == pytest.approx(g.point(m))
+
+
+@pytest.mark.parametrize("key", list(GROUP_STATISTICS))
+def test_each_group_statistic_on_a_real_draw_is_its_point_value_on_the_expanded_sample(key):
+    g = GROUP_STATISTICS[key]
+    m = np.vstack(H) if g.scale == "ordinal" else np.round(np.vstack(H)) % 3
+    draws = np.random.default_rng(4).multinomial(m.shape[1], np.full(m.shape[1], 1 / m.shape[1]), size=3)
+    want = [g.point(m[:, np.repeat(np.arange(m.shape[1]), c)]) for c in draws]
+    assert g.resampled(m, draws.astype(float)) == pytest.approx(want, nan_ok=True)
+    assert len(set(np.round(want, 12))) > 1
 
 
 def test_layouts_name_registered_statistics_of_one_scale():
