@@ -15,6 +15,7 @@ from metaeval.cli import main
 from metaeval.matrices import AVG_LABEL as AVG
 from metaeval.report import fmt_values
 from metaeval.sources import load_authors_annotations
+from metaeval.statistics import MetricOptions, layouts_for
 from mindeval.judging.authors import AUTHORS_FEWSHOT_IDS
 
 ROWS_AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
@@ -145,7 +146,8 @@ def test_compare_on_the_authors_data(shared_data, tmp_path, capsys):
     assert data["inputs"]["excluded_interaction_ids"] == sorted(excluded)
     assert data["matrices"]["average"]["n_interactions"] == 60 - len(excluded)
     assert data["matrices"]["average"]["runs"]["fake/judge"] == 2
-    assert len(list(out.glob("heatmap_*.png"))) == 18
+    # one heatmap per axis matrix and layout of the registry (a new layout needs no edit here)
+    assert len(list(out.glob("heatmap_*.png"))) == len(data["matrices"]) * len(layouts_for(False, MetricOptions()))
 
 
 def test_paper_compatible_humans_reproduce_table3(shared_data, tmp_path, capsys):
@@ -230,7 +232,9 @@ def test_every_figure_is_legible_and_the_calibration_names_its_n(tiny_authors, t
     jdir = judge_dir_from_humans(tiny_authors, tmp_path / "judge")
     assert main(["compare", "--humans", str(tiny_authors), "--judges", f"J={jdir}", "--out", str(tmp_path / "c")]) == 0
     heatmaps = [name for name in seen if name.startswith("heatmap_")]
-    assert len(heatmaps) == 36 and "calibration_J.png" in seen  # PNG and SVG of each (τ/MIPSA, α, ICC per axis)
+    data = json.loads((tmp_path / "c" / "agreement.json").read_text())
+    per_format = len(data["matrices"]) * len(layouts_for(False, MetricOptions()))  # every layout, every axis
+    assert len(heatmaps) == 2 * per_format and "calibration_J.png" in seen  # PNG and SVG of each
     for name, fig in seen.items():
         assert fig.min_font_pt >= 8, name
     cells = [t for t in seen["heatmap_average_tau_mipsa.png"].texts  # cell labels with a defined value
