@@ -52,6 +52,7 @@ from annotation_app.store.models import (
     SignedIn,
     SignInEvent,
     StudyInfo,
+    StudyItemEntry,
     StudyProgress,
     StudyResults,
     StudySpec,
@@ -362,6 +363,11 @@ class Workspace:
     def gold_items(self, v: Viewer, study: int | str) -> list[GoldItemView]:
         self._admin(v)
         return gold.gold_items(self.db, studies.study_info(self.db, study).id)
+
+    def study_items(self, v: Viewer, study: int | str) -> list[StudyItemEntry]:
+        """A study's items by the ids a gold file names them (``mindeval app admin list items``)."""
+        self._admin(v)
+        return gold.study_items(self.db, studies.study_info(self.db, study).id)
 
     def raters(self, v: Viewer, study: int | str) -> RaterTable:
         """Per-rater quality: gold accuracy, time per item, skips, flags, leave-one-out agreement, drift."""

@@ -24,7 +24,7 @@ from mindeval.errors import MindEvalError
 from mindeval.guidelines import Guidelines
 from mindeval.store.db import Database
 
-from .models import GoldItemView, GoldSettings, QualificationView
+from .models import GoldItemView, GoldSettings, QualificationView, StudyItemEntry
 from .tables import (
     AnnotatorRow,
     AssignmentRow,
@@ -167,6 +167,18 @@ def gold_items(db: Database, study_id: int) -> list[GoldItemView]:
                          .where(GoldItemRow.study_id == study_id).order_by(GoldItemRow.id)).all()
     return [GoldItemView(item=ext, expected=dict(r.expected), tolerance=r.tolerance, note=r.note or "")
             for r, ext in rows]
+
+
+def study_items(db: Database, study_id: int) -> list[StudyItemEntry]:
+    """Every item of a study in its order, with the id a gold file names it by (before anyone rates)."""
+    with db.read() as s:
+        rows = s.execute(select(ItemRow.id, ItemRow.external_id, ItemRow.source, ItemRow.clinician_model)
+                         .join(StudyItemRow, StudyItemRow.item_id == ItemRow.id)
+                         .where(StudyItemRow.study_id == study_id)
+                         .order_by(StudyItemRow.position, StudyItemRow.id)).all()
+        gold = gold_ids(s, study_id)
+    return [StudyItemEntry(item=ext, source=src, clinician_model=model, gold=iid in gold)
+            for iid, ext, src, model in rows]
 
 
 def gold_ids(s, study_id: int) -> set[int]:

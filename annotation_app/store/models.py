@@ -308,6 +308,16 @@ class GoldItemView(BaseModel):
     note: str = ""
 
 
+class StudyItemEntry(BaseModel):
+    """An item of a study as an admin names it: the id a gold file's ``item`` takes, where it came
+    from, and whether it is gold."""
+
+    item: str
+    source: str  # run | authors | demo | roleplay
+    clinician_model: str | None = None
+    gold: bool = False
+
+
 class GoldSettings(BaseModel):
     """A study's gold settings: share of gold among a rater's items, and the qualification."""
 

@@ -131,8 +131,9 @@ def _register_data_commands(cmds: argparse._SubParsersAction) -> None:
     e.add_argument("--out", type=out_file(), required=True, metavar="FILE")
     e.set_defaults(func=_export)
 
-    ls = cmds.add_parser("list", help="list studies or people")
-    ls.add_argument("what", choices=("studies", "annotators"), nargs="?", default="studies")
+    ls = cmds.add_parser("list", help="list studies, people, or a study's items (the ids a gold file names)")
+    ls.add_argument("what", choices=("studies", "annotators", "items"), nargs="?", default="studies")
+    ls.add_argument("study", nargs="?", help="for `list items`: the study whose items to list")
     ls.set_defaults(func=_list)
 
     res = cmds.add_parser("results", help="progress and mean scores of a study (JSON)")
@@ -320,8 +321,15 @@ def _export(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from annotation_app.services import SYSTEM
 
+    from ..errors import MindEvalError
+
     ws = _workspace(args)
-    if args.what == "studies":
+    if (args.what == "items") != (args.study is not None):
+        raise MindEvalError("`list items` takes a study name (and only `list items` does)", field="study")
+    if args.what == "items":
+        for it in ws.study_items(SYSTEM, args.study):
+            print(f"{it.item}\t{it.source}\t{it.clinician_model or '-'}{chr(9) + 'gold' if it.gold else ''}")
+    elif args.what == "studies":
         for s in ws.studies(SYSTEM):
             extra = f", clinician {s.clinician_model}, {s.minutes} min" if s.kind == "roleplay" else ""
             print(f"{s.id}\t{s.name}\t{s.kind}\t{s.n_items} items\t{s.n_assignments} assignments\tk={s.k}"

@@ -58,3 +58,28 @@ def test_mistakes_exit_2_with_one_clear_line(tmp_path, capsys):
     assert "UNSET_VAR_FOR_TEST" in capsys.readouterr().err
     assert main(["app", "--db", "notadb://x", "--port", "1"]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_list_items_names_the_ids_a_gold_file_takes_before_anyone_rates(tmp_path, capsys, demo_profiles_path):
+    """Issue 38: the gold file's ``item`` ids were documented nowhere, and the csv export that the
+    docs pointed to is empty before anyone rates. ``list items STUDY`` lists them, gold marked."""
+    db = ["--db", f"sqlite:///{tmp_path / 'cli.db'}"]
+    transcripts = demo_profiles_path.parent / "demo_transcripts.jsonl"
+    assert main(["app", "admin", *db, "create-study", "Pilot"]) == 0
+    assert main(["app", "admin", *db, "import", "Pilot", str(transcripts)]) == 0
+    capsys.readouterr()
+    assert main(["app", "admin", *db, "list", "items", "Pilot"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    ids = [json.loads(line)["id"] for line in transcripts.read_text().splitlines() if line.strip()]
+    assert [r[0] for r in rows] == [f"demo:{i}" for i in ids] and all(len(r) == 3 for r in rows)
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"item": rows[1][0], "expected": {"collaborative_stance": 3}}) + "\n")
+    assert main(["app", "admin", *db, "gold", "Pilot", "--file", str(gold)]) == 0
+    capsys.readouterr()
+    assert main(["app", "admin", *db, "list", "items", "Pilot"]) == 0
+    marked = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [r[0] for r in marked if r[-1] == "gold"] == [rows[1][0]]
+    assert main(["app", "admin", *db, "list", "items"]) == 2  # a study is needed
+    assert main(["app", "admin", *db, "list", "items", "Nope"]) == 2
+    err = capsys.readouterr().err
+    assert "takes a study name" in err and "no study 'Nope'" in err and "Traceback" not in err
