@@ -152,3 +152,7 @@ if rating_names:
     if golds := ws.gold_items(v, gstudy):
         st.dataframe([{"Item": g.item, "Tolerance": g.tolerance, **g.expected} for g in golds], hide_index=True,
                      key="gold_table")
+    with st.expander("The study's item ids (what a gold file's `item` names)"):
+        st.dataframe([{"Item": it.item, "Source": it.source, "Clinician": it.clinician_model or "",
+                       "Gold": "yes" if it.gold else ""} for it in ws.study_items(v, gstudy)],
+                     hide_index=True, key="gold_item_ids")

@@ -128,6 +128,12 @@ def test_the_failed_rater_sees_why_in_the_app_and_no_real_transcript(tmp_db_url,
     admin.switch_page("views/admin_studies.py").run()
     assert not admin.exception, admin.exception
     assert "Gold items and qualification" in all_text(admin) and GOLD[0] in all_text(admin)
+    ids = [df.value for df in admin.dataframe if "Source" in df.value.columns]  # issue 38: the ids a gold file names
+    ws = Workspace(tmp_db_url)
+    want = ws.study_items(SYSTEM, "G")
+    ws.close()
+    assert len(ids) == 1 and list(ids[0]["Item"]) == [it.item for it in want] and len(want) > len(GOLD)
+    assert sorted(ids[0].loc[ids[0]["Gold"] == "yes", "Item"]) == sorted(it.item for it in want if it.gold)
 
 
 def _wilson(k: int, n: int) -> tuple[float, float]:
