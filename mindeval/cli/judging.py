@@ -55,15 +55,14 @@ def is_run_source(source: str) -> bool:
 
 
 def print_judge_estimate(runs: list, assumed: dict[str, int]) -> int:
-    """``--dry-run``: the judge calls, tokens and dollars of each re-judge run (nothing is simulated:
-    the other roles make no call); the estimator of ``mindeval run --dry-run``."""
-    from ..engine.estimate import estimate_run, format_estimate
+    """``--dry-run``: the judge calls, tokens and dollars of each re-judge run over the source run's
+    stored transcripts and session notes (nothing is simulated: the other roles make no call)."""
     from ..engine.prepare import prepare
+    from ..judge_estimate import estimate_rejudge
 
     for o in runs:
-        prep = prepare(o)
-        est = estimate_run(prep, assumed)
-        print(format_estimate({"judge": est["judge"]}, len(prep.profiles), prep.config.turns))
+        assert o.db is not None  # a re-judge's dry run reads the source's store (mindeval.runfile.rejudge_options)
+        print(estimate_rejudge(prepare(o), o.db, assumed.get("judge")))
     return 0
 
 
