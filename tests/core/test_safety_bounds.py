@@ -4,6 +4,8 @@ repeats and planned calls have documented ceilings; a formula's undefined value 
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +43,25 @@ def test_rejudge_dry_run_reads_the_stored_transcripts(tmp_path, capsys):
     assert len(set(estimates)) == 3 and estimates == sorted(estimates)
     for est, measured in zip(estimates, real, strict=True):
         assert est == pytest.approx(measured, rel=0.03), (estimates, real)
+
+
+TOY = Path(__file__).resolve().parents[1] / "fixtures" / "targets" / "toy"
+ODD = "100 * pct_best_practice / (pct_potential_harm - pct_potential_harm)"
+
+
+def test_a_formula_dividing_by_zero_shows_n_a_with_its_reason(tmp_path, capsys):
+    """The run's console, summary.json and the leaderboard's row each say n/a and why, on one line."""
+    target = Path(shutil.copytree(TOY, tmp_path / "toy"))
+    manifest = target / "target.yaml"
+    manifest.write_text(manifest.read_text() + f'score:\n  label: Odd score\n  formula: "{ODD}"\n')
+    assert main(["targets", "validate", str(target)]) == 0  # valid: the division is by a figure, zero only later
+    out = tmp_path / "r"
+    assert main(["run", "--target", str(target), "--patient", "fake/echo", "--clinician", "fake/echo",
+                 "--judge", "fake/judge", "--limit", "2", "--turns", "2", "--out", str(out), "--quiet"]) == 0
+    why = "division by zero in '100 * pct_best_practice / (pct_potential_harm - pct_potential_harm)'"
+    assert f"Odd score: n/a ({why}" in capsys.readouterr().out
+    score = json.loads((out / "summary.json").read_text())["score"]
+    assert score["value"] is None and score["why"].startswith(why)
+    assert main(["leaderboard", str(out), "--out", str(tmp_path / "lb")]) == 0
+    row = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| 1 |"))
+    assert f"n/a ({why}" in row
