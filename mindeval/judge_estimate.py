@@ -78,8 +78,7 @@ def estimate_rejudge(prep: Any, db_url: str, assumed_reply: int | None = None) -
     items = stored_items(prep, db_url)
     nonce = None if c.transcript_format == "authors" else "0" * 16
     est = {"judge": judge_usage(c.judge, prep.judge_prompt(), items, c.judge_samples, assumed_reply, nonce)}
-    lines = format_estimate(est, len(prep.profiles), c.turns).splitlines()
-    lines[0] = (f"dry run: re-judging {len(items)} stored conversations ({len(prep.profiles)} profiles x "
-                f"{c.repeats} repeats x {c.target.sessions} sessions) x {c.judge_samples} judge samples, "
-                "over their stored transcripts; no model was called")
+    lines = format_estimate(est, len(prep.profiles), c.turns, c.target.sessions, c.repeats).splitlines()
+    lines[0] = lines[0].replace("; no model", f"; re-judging the {len(items)} stored complete ones x "
+                                f"{c.judge_samples} judge samples over their transcripts; no model")
     return "\n".join(lines)
