@@ -49,6 +49,13 @@ REALISM_OPENER = "Hi ${name}. How are you doing?"
 # ~4 characters per token, replies of these lengths (or --ROLE-max-tokens when smaller),
 # and a few tokens of chat formatting per message.
 CHARS_PER_TOKEN = 4
+# Upper bounds (docs/running.md#upper-bounds): a target's sessions per conversation, a run's
+# --repeats, and the model calls a run or re-judge may plan without --yes (run and judge refuse
+# beyond it); over CONFIRM_CALLS an interactive command asks before spending.
+MAX_SESSIONS = 50
+MAX_REPEATS = 1000
+MAX_PLANNED_CALLS = 100_000
+CONFIRM_CALLS = 5_000
 # Sampling parameters the providers accept (OpenAI's ranges; others are narrower or equal): a value
 # outside is refused for every role, on the command line and in run files.
 SAMPLING_RANGES = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0)}

@@ -93,6 +93,30 @@ class Formula:
             out = np.where(np.isfinite(out), out, np.nan)
         return float(out) if out.ndim == 0 else out
 
+    def why_undefined(self, values: Mapping[str, float]) -> str | None:
+        """Why the formula has no finite value at ``values`` (one number per quantity): the first
+        division by zero or undefined quantity, in reading order; None when the value is finite."""
+        with np.errstate(all="ignore"):
+            if np.isfinite(_eval(self._tree.body, values)):
+                return None
+            return _first_cause(self._tree.body, values, self.text) or "the value is not a finite number"
+
+
+def _first_cause(node: ast.AST, values: Mapping[str, float], text: str) -> str | None:
+    """The first part of ``node`` (depth first) that makes it undefined, in words."""
+    children = node.args if isinstance(node, ast.Call) else ast.iter_child_nodes(node)  # not a call's name
+    for child in children:
+        if isinstance(child, ast.expr) and (cause := _first_cause(child, values, text)):
+            return cause
+    if isinstance(node, ast.Name) and not np.isfinite(values[node.id]):
+        return f"{node.id} is undefined (no rated unit counts toward it)"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and _eval(node.right, values) == 0:
+        return f"division by zero in '{ast.get_source_segment(text, node)}' " \
+               f"({ast.get_source_segment(text, node.right)} = 0)"
+    if isinstance(node, ast.expr) and not np.isfinite(_eval(node, values)):
+        return f"'{ast.get_source_segment(text, node)}' is not a finite number"
+    return None
+
 
 def _eval(node: ast.AST, values: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):

@@ -32,6 +32,8 @@ from .config import (
     DEFAULT_SEED,
     DEFAULT_TURNS,
     JUDGE_PROTOCOL,
+    MAX_PLANNED_CALLS,
+    MAX_REPEATS,
     OPENING_LINE,
     SEED_SCHEME,
 )
@@ -133,9 +135,11 @@ class RunOptions(BaseModel):
         "own; a replayed `config.json` gives its recorded one", commands="", ge=1, le=SEED_SCHEME,
         doc_default="the current (`2`)")
     repeats: int = option(
-        1, "conversations per profile, each seeded apart (repeat 0 keeps the seeds of a run without repeats)",
-        commands="r", ge=1, help="conversations per profile, each seeded apart (the first keeps the seeds of a run "
-        "without repeats); the leaderboard keeps a profile's conversations together")
+        1, "conversations per profile, each seeded apart (repeat 0 keeps the seeds of a run without repeats); at "
+        f"most {MAX_REPEATS:,} ([running.md](running.md#upper-bounds))",
+        commands="r", ge=1, le=MAX_REPEATS, help="conversations per profile, each seeded apart (the first keeps the "
+        f"seeds of a run without repeats; at most {MAX_REPEATS:,}); the leaderboard keeps a profile's conversations "
+        "together")
     # the judge
     judge_retries: int = option(DEFAULT_JUDGE_RETRIES, "attempts for an unparseable judge reply", ge=1,
                                 help="attempts for an unparseable judge reply before it is recorded as failed",
@@ -219,6 +223,11 @@ class RunOptions(BaseModel):
         metavar="ROLE=N", doc_default="per role",
         help={"r": _REPLY_TOKENS_HELP.format("patient 80, clinician 150, judge 120"),
               "jm": _REPLY_TOKENS_HELP.format("judge 120")})
+    yes: bool = option(
+        False, f"run even when the run plans more than {MAX_PLANNED_CALLS:,} model calls, and ask nothing "
+        "([running.md](running.md#upper-bounds))", commands="rj",
+        help=f"run without asking, even beyond the ceiling of {MAX_PLANNED_CALLS:,} planned model calls "
+        "(without it: refused beyond the ceiling; asked first beyond a smaller threshold when interactive)")
     quiet: bool = option(False, "no progress output", commands="rj")
     judge_only: bool = option(  # `mindeval judge RUN_DIR`: judge the stored conversations, simulate nothing
         False, "judge the stored conversations, simulate nothing (`mindeval judge RUN_DIR` sets it)", commands="",
@@ -302,7 +311,7 @@ ROLE_SETTINGS: dict[str, dict[str, Any]] = {
 # How a run is carried out, not what it is: never in config.json; a replay or a re-judge run takes
 # them from its own command line.
 RUN_SETTINGS = ("out", "db", "concurrency", "max_retries", "retry_budget_s", "new_run", "overwrite", "max_cost",
-                "dry_run", "assume_reply_tokens", "quiet", "retry_refused")
+                "dry_run", "assume_reply_tokens", "yes", "quiet", "retry_refused")
 
 
 def option_keys() -> list[str]:

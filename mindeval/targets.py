@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from .config import DEFAULT_TURNS, OPENING_LINE
+from .config import DEFAULT_TURNS, MAX_SESSIONS, OPENING_LINE
 from .errors import MindEvalError
 from .formula import Formula, FormulaError, parse_formula
 from .guidelines import Guidelines, guideline_problems, load_guidelines, validation_problems
@@ -162,7 +162,7 @@ class TargetManifest(BaseModel):
     description: Annotated[str, AfterValidator(_text)]
     profiles: str | None = None
     turns: int = Field(DEFAULT_TURNS, ge=1)
-    sessions: int = Field(1, ge=1)  # sessions per conversation; > 1 needs prompts.memory and prompts.next_session
+    sessions: int = Field(1, ge=1, le=MAX_SESSIONS)  # per conversation; > 1 needs prompts.memory, prompts.next_session
     opening_line: str = OPENING_LINE  # "": the patient model writes the first message
     roles: TargetRoles = Field(default_factory=lambda: TargetRoles())
     reply_format: Literal["output_format", "template"] = "output_format"  # template: the judge prompt writes it

@@ -70,13 +70,17 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
 
-def at_least(option: str, low: int = 1) -> Callable[[str], int]:
-    """An argparse ``type``: a whole number of at least ``low`` (``--concurrency 0`` is an error)."""
+def at_least(option: str, low: int = 1, high: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number of at least ``low`` (``--concurrency 0`` is an error)
+    and, given ``high``, at most ``high`` (a documented upper bound)."""
 
     def parse(text: str) -> int:
         value = int(text)
         if value < low:
             raise MindEvalError(f"must be at least {low}, got {value}", field=option)
+        if high is not None and value > high:
+            raise MindEvalError(f"must be at most {high:,}, got {value:,} (docs/running.md#upper-bounds)",
+                                field=option)
         return value
 
     parse.__name__ = "int"

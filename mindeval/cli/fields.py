@@ -65,8 +65,8 @@ def _argparse_kwargs(name: str, flag: str, meta: dict[str, Any]) -> dict[str, An
     if meta.get("release"):
         return {"type": release_arg(meta["release"])}
     if kind is int:
-        low = _bound(name, "ge")
-        return {"type": int if low is None else at_least(flag, low)}
+        low, high = _bound(name, "ge"), _bound(name, "le")
+        return {"type": int if low is None else at_least(flag, low, high)}
     if kind is float:
         return {"type": seconds(flag) if _bound(name, "gt") == 0 else float}
     return {}

@@ -21,7 +21,6 @@ def handle(args: argparse.Namespace) -> int:
     """Exit 0 when every conversation was judged; 1 when a judgment failed."""
     from ..engine.export import is_complete
     from ..engine.loop import run_benchmark, run_sweep
-    from ..runfile import rejudge_options, slug
     from .options import options_of
 
     sources = list(args.sources)
@@ -36,16 +35,30 @@ def handle(args: argparse.Namespace) -> int:
                                                                    file=sys.stderr)]
         if not sources:
             raise MindEvalError("no run directory among them", field="SOURCE")
-    runs = []
     cli = options_of(args)
+    if cli.dry_run:
+        return print_judge_estimate(_rejudge_runs(sources, args, many), cli.assume_reply_tokens)
+    from .confirm import confirm_spend
+
+    confirm_spend(_rejudge_runs(sources, args, many, planning=True), cli.yes)  # before the store is copied
+    runs = _rejudge_runs(sources, args, many)
+    summaries = run_sweep(runs) if many else [run_benchmark(runs[0])]
+    return 0 if all(is_complete(s) for s in summaries) else 1
+
+
+def _rejudge_runs(sources: list[str], args: argparse.Namespace, many: bool, *, planning: bool = False) -> list:
+    """The re-judge run of each source (``planning``: as a dry run, reading the source's store in place)."""
+    from ..runfile import rejudge_options, slug
+    from .options import options_of
+
+    cli = options_of(args)
+    runs = []
     for src in sources:
         name = Path(src).parent.name if Path(src).is_file() else Path(src).name
         out = cli.out / slug(name) if many else cli.out
-        runs.append(rejudge_options(src, options_of(args, out=out, quiet=cli.quiet or many)))
-    if cli.dry_run:
-        return print_judge_estimate(runs, cli.assume_reply_tokens)
-    summaries = run_sweep(runs) if many else [run_benchmark(runs[0])]
-    return 0 if all(is_complete(s) for s in summaries) else 1
+        runs.append(rejudge_options(src, options_of(args, out=out, quiet=cli.quiet or many,
+                                                    **({"dry_run": True} if planning else {}))))
+    return runs
 
 
 def is_run_source(source: str) -> bool:
@@ -55,15 +68,14 @@ def is_run_source(source: str) -> bool:
 
 
 def print_judge_estimate(runs: list, assumed: dict[str, int]) -> int:
-    """``--dry-run``: the judge calls, tokens and dollars of each re-judge run (nothing is simulated:
-    the other roles make no call); the estimator of ``mindeval run --dry-run``."""
-    from ..engine.estimate import estimate_run, format_estimate
+    """``--dry-run``: the judge calls, tokens and dollars of each re-judge run over the source run's
+    stored transcripts and session notes (nothing is simulated: the other roles make no call)."""
     from ..engine.prepare import prepare
+    from ..judge_estimate import estimate_rejudge
 
     for o in runs:
-        prep = prepare(o)
-        est = estimate_run(prep, assumed)
-        print(format_estimate({"judge": est["judge"]}, len(prep.profiles), prep.config.turns))
+        assert o.db is not None  # a re-judge's dry run reads the source's store (mindeval.runfile.rejudge_options)
+        print(estimate_rejudge(prepare(o), o.db, assumed.get("judge")))
     return 0
 
 

@@ -53,8 +53,12 @@ def handle(args: argparse.Namespace) -> int:
         for o in runs:
             prep = prepare(o)
             est = estimate_run(prep, o.assume_reply_tokens)
-            print(format_estimate(est, len(prep.profiles), prep.config.turns))
+            c = prep.config
+            print(format_estimate(est, len(prep.profiles), c.turns, c.target.sessions, c.repeats))
         return 0
+    from ..cli.confirm import confirm_spend
+
+    confirm_spend(runs, opts.yes or all(o.yes for o in runs))
     if replay is not None:
         from ..runfile import check_replay
 

@@ -50,6 +50,9 @@ def _target_lines(summary: dict[str, Any]) -> list[str]:
         parts = [f"{v} n={b['n']}" + (f" harm {b['harm']['k']}/{b['harm']['n']}" if b.get("harm") else "")
                  for v, b in values.items()]
         lines.append(f"  by {field}: " + "; ".join(parts))
+    score = summary.get("score")
+    if score and score.get("value") is None:  # an undefined declared score says why, on its line
+        lines.append(f"  {score['label']}: n/a ({score.get('why') or 'undefined'})")
     return lines
 
 

@@ -42,33 +42,24 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
     reply = {r: reply_tokens(r, s, assumed=(assumed_replies or {}).get(r)) for r, s in specs.items()}
     usage = {r: Usage() for r in specs}
     calls = dict.fromkeys(specs, 0)
-    judge_prompt = prep.judge_prompt()
+    judge = JudgeCost(model=c.judge.model, prompt=prep.judge_prompt(), reply=reply["judge"],
+                      nonce=None if c.transcript_format == "authors" else "0" * 16)  # the answer code's length
+    per = c.repeats * c.target.sessions  # conversations (sessions) per profile, each costing the same
     judge_seen = 0
     _step_estimate(prep, reply, usage, calls)
-    for profile in (p for p in prep.profiles for _ in range(c.repeats * c.target.sessions)):  # every repeat, session
+    for profile in prep.profiles:  # counted arithmetically: --repeats 1000 costs no more time than 1
         tags = prep.labels.get(profile.id)
-        system = {"patient": prompt_tokens([{"content": render_patient(prep.templates["patient"], profile, tags)}]),
-                  "clinician": prompt_tokens([{"content": render_clinician(prep.templates["clinician"], profile,
-                                                                           tags)}])}
-        history = prompt_tokens([{"content": c.opening_line}])
-        last = {"patient": 0, "clinician": 0}
-        role: Role = "clinician"
-        for _ in range(c.turns):
-            prompt = system[role] + history
-            usage[role] += cached_usage(specs[role].model, prompt, reply[role], last[role], prompt)
-            calls[role] += 1
-            last[role] = prompt
-            history += reply[role] + TOKENS_PER_MESSAGE
-            role = "patient" if role == "clinician" else "clinician"
+        for role, (u, n) in _conversation(prep, profile, reply).items():
+            usage[role] += _times(u, per)
+            calls[role] += n * per
         filler = [{"role": "user", "content": c.opening_line}] + [
             {"role": "user" if i % 2 == 0 else "assistant",
              "content": "x" * (CHARS_PER_TOKEN * reply["patient" if i % 2 == 0 else "clinician"])}
             for i in range(1, c.turns + 1)]
-        nonce = None if c.transcript_format == "authors" else "0" * 16  # the answer code's length
-        u, n, judge_seen = JudgeCost(model=c.judge.model, prompt=judge_prompt, reply=reply["judge"], nonce=nonce
-                                     ).conversation(profile, filler, tags, c.judge_samples, judge_seen)
-        usage["judge"] += u
-        calls["judge"] += n
+        for k in (1, per - 1) if per > 1 else (1,):  # the first reads what earlier ones cached; the rest alike
+            u, n, judge_seen = judge.conversation(profile, filler, tags, c.judge_samples, judge_seen)
+            usage["judge"] += _times(u, k)
+            calls["judge"] += n * k
     est: dict[str, dict[str, Any]] = {}
     for role, u in usage.items():
         model = specs[role].model
@@ -77,6 +68,32 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
                      "billed_input_tokens": None if billed is None else round(billed),
                      "cost_usd": cost_usd(model, u)}
     return est
+
+
+def _times(u: Usage, k: int) -> Usage:
+    return Usage(**{f: getattr(u, f) * k for f in Usage.model_fields})
+
+
+def _conversation(prep: Prepared, profile: Any, reply: dict[str, int]) -> dict[str, tuple[Usage, int]]:
+    """The clinician's and the patient's usage and calls over one conversation (session) of ``profile``:
+    each turn resends the system prompt and the history, and can read the previous turn's prompt."""
+    c = prep.config
+    tags = prep.labels.get(profile.id)
+    specs = {"patient": c.patient, "clinician": c.clinician}
+    system = {"patient": prompt_tokens([{"content": render_patient(prep.templates["patient"], profile, tags)}]),
+              "clinician": prompt_tokens([{"content": render_clinician(prep.templates["clinician"], profile, tags)}])}
+    out = {r: (Usage(), 0) for r in specs}
+    history = prompt_tokens([{"content": c.opening_line}])
+    last = {"patient": 0, "clinician": 0}
+    role: Role = "clinician"
+    for _ in range(c.turns):
+        prompt = system[role] + history
+        u, n = out[role]
+        out[role] = (u + cached_usage(specs[role].model, prompt, reply[role], last[role], prompt), n + 1)
+        last[role] = prompt
+        history += reply[role] + TOKENS_PER_MESSAGE
+        role = "patient" if role == "clinician" else "clinician"
+    return out
 
 
 def _step_estimate(prep: Prepared, reply: dict[str, int], usage: dict[str, Usage], calls: dict[str, int]) -> None:
@@ -94,8 +111,13 @@ def _step_estimate(prep: Prepared, reply: dict[str, int], usage: dict[str, Usage
         calls[role] += steps
 
 
-def format_estimate(est: dict[str, dict[str, Any]], n_profiles: int, turns: int) -> str:
-    lines = [f"dry run: {n_profiles} profiles x {turns} turns; no model was called",
+def format_estimate(est: dict[str, dict[str, Any]], n_profiles: int, turns: int, sessions: int = 1,
+                    repeats: int = 1) -> str:
+    """The estimate as printed; its header states the conversations counted (profiles x repeats x sessions)."""
+    conversations = n_profiles * repeats
+    count = f"{conversations:,} conversations" + (f", {conversations * sessions:,} sessions" if sessions > 1 else "")
+    lines = [f"dry run: {n_profiles} profiles x {turns} turns, {sessions} session{'s' * (sessions > 1)} per "
+             f"conversation, {repeats} repeat{'s' * (repeats > 1)} per profile ({count}); no model was called",
              f"{'role':<10} {'model':<32} {'calls':>6} {'input tok':>10} {'cache read':>10} {'billed in':>10} "
              f"{'output tok':>10} {'cost $':>9}"]
     for role, e in est.items():

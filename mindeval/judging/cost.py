@@ -31,17 +31,18 @@ class JudgeCost:
     nonce: str | None = "0" * 16
 
     def conversation(self, profile: Profile, messages: list[dict[str, str]], labels: Mapping[str, str] | None,
-                     samples: int, seen: int) -> tuple[Usage, int, int]:
+                     samples: int, seen: int, memory: str | None = None) -> tuple[Usage, int, int]:
         """Usage and calls of judging one conversation ``samples`` times; ``seen``: the tokens of
-        the run-wide prefix an earlier request cached (returned updated)."""
+        the run-wide prefix an earlier request cached (returned updated); ``memory``: the notes a
+        session of a multi-session conversation started with (the judge template's ``${memory}``)."""
         if self.prompt.guidelines.judging_unit == "reply":
-            return self._replies(profile, messages, labels, samples, seen)
+            return self._replies(profile, messages, labels, samples, seen, memory)
         usage, calls, out = Usage(), 0, seen
         g = self.prompt.guidelines
         requests = [None, *([points_fields(g)] if g.point_criteria else [])]  # a points rubric: one more call
         for k, fields in enumerate(requests):
             text = build_judge_messages(self.prompt, profile, messages, nonce=self.nonce, labels=labels,
-                                        fields=fields)[0]["content"]
+                                        fields=fields, memory=memory)[0]["content"]
             shared = cache_prefix(self.prompt, text, fields)
             end = _tokens(shared) if shared else _tokens(text)
             read = seen if k == 0 else (end if seen and shared else 0)  # each request kind caches its own prefix
@@ -54,7 +55,7 @@ class JudgeCost:
         return usage, calls, out
 
     def _replies(self, profile: Profile, messages: list[dict[str, str]], labels: Mapping[str, str] | None,
-                 samples: int, seen: int) -> tuple[Usage, int, int]:
+                 samples: int, seen: int, memory: str | None) -> tuple[Usage, int, int]:
         """Under ``unit: reply`` each reply's request reads what the previous reply's request of
         the conversation cached (the conversation up to that reply)."""
         fields = reply_fields(self.prompt.guidelines, not self.prompt.authors)
@@ -63,7 +64,7 @@ class JudgeCost:
             read = run_wide
             for turn in (i for i, m in enumerate(messages) if m["role"] == "assistant"):
                 text = build_judge_messages(self.prompt, profile, messages, nonce=self.nonce, fields=fields,
-                                            labels=labels, reply_turn=turn)[0]["content"]
+                                            labels=labels, reply_turn=turn, memory=memory)[0]["content"]
                 ends = reply_cache_prefixes(text, messages, turn)
                 end = _tokens(ends[-1]) if ends else 0
                 usage += cached_usage(self.model, _tokens(text), self.reply, read, end)

@@ -173,7 +173,7 @@ def score_cell(lb: Leaderboard, s: SystemResult) -> str:
     assert lb.score is not None
     v = lb.score.of(s.label)
     if v.value is None:
-        return "n/a"
+        return f"n/a ({v.why})" if v.why else "n/a"
     ci = "" if v.ci_low is None or v.ci_high is None else f" [{num(v.ci_low)}, {num(v.ci_high)}]"
     return f"{num(v.value)}{ci}"
 

@@ -28,6 +28,7 @@ class SystemScoreValue(BaseModel):
     value: float | None  # None: undefined (e.g. a division by zero)
     ci_low: float | None
     ci_high: float | None
+    why: str | None = None  # why the value is undefined (mindeval.formula.Formula.why_undefined)
 
 
 class ScorePair(BaseModel):
@@ -71,7 +72,7 @@ def headline_score(target: TargetInfo, runs: dict[str, RunData], *, resamples: i
         est = declared_score(target, rows, criteria[label], resamples=resamples, rng_key=label, seed=seed,
                              level=level)
         ci = est.ci95 or (None, None)
-        systems.append(SystemScoreValue(system=label, value=est.value, ci_low=ci[0], ci_high=ci[1]))
+        systems.append(SystemScoreValue(system=label, value=est.value, ci_low=ci[0], ci_high=ci[1], why=est.why))
     pairs = []
     for a, b in itertools.combinations(sorted(ratings), 2):
         t = paired_score_test(spec, formula, [*ratings[a], *criteria[a]], [*ratings[b], *criteria[b]],

@@ -14,9 +14,9 @@ from ..formula import Formula, FormulaError, parse_formula
 from ..records import TargetInfo
 from ..stats.reply_scales import (
     CriterionResult,
-    Estimate,
     Rating,
     ScaleSpec,
+    ScoreEstimate,
     quantity_names,
     scale_report,
 )
@@ -84,7 +84,7 @@ def formula_of(target: TargetInfo, spec: ScaleSpec) -> Formula:
 
 
 def declared_score(target: TargetInfo, rated: list[Rating], results: list[CriterionResult], *, resamples: int,
-                   rng_key: str, seed: int = 0, level: float = 0.95) -> Estimate:
+                   rng_key: str, seed: int = 0, level: float = 0.95) -> ScoreEstimate:
     """The target's declared score over one system's rated units, with its interval resampling profiles."""
     spec = scale_spec(target)
     return scale_report(spec, rated, results, resamples=resamples, rng=rng_for(seed, "score", rng_key),
@@ -141,4 +141,4 @@ def _score_block(rs: RunScore, seed: int, resamples: int) -> dict[str, Any]:
         est = declared_score(t, ratings(rs), criteria(rs), resamples=resamples, rng_key="summary", seed=seed)
     except MindEvalError as exc:
         return {**head, "value": None, "ci95": None, "why": exc.message}
-    return {**head, **est.model_dump(mode="json")}
+    return {**head, **est.model_dump(mode="json", exclude=set() if est.why else {"why"})}

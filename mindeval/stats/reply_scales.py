@@ -87,6 +87,12 @@ class Estimate(BaseModel):
     ci95: tuple[float, float] | None
 
 
+class ScoreEstimate(Estimate):
+    """A declared score's estimate; ``why``: the reason its value is undefined (a division by zero)."""
+
+    why: str | None = None
+
+
 class Shares(BaseModel):
     """One level's or flag's shares (``worst``: levels only)."""
 
@@ -133,9 +139,12 @@ class ScaleReport(BaseModel):
         """Every reported quantity by the name a headline formula uses (NaN: undefined)."""
         return {k: float(v[0]) for k, v in self._formula_values().items()}
 
-    def score(self, formula: Formula) -> Estimate:
-        """A headline formula's value and its interval over the report's shared resamples."""
-        return _estimate(formula.evaluate(self._formula_values()), self._level)
+    def score(self, formula: Formula) -> ScoreEstimate:
+        """A headline formula's value and its interval over the report's shared resamples (an
+        undefined value says why: :meth:`~mindeval.formula.Formula.why_undefined`)."""
+        est = _estimate(formula.evaluate(self._formula_values()), self._level)
+        why = None if est.value is not None else formula.why_undefined(self.quantities())
+        return ScoreEstimate(value=est.value, ci95=est.ci95, why=why)
 
     def _formula_values(self) -> dict[str, np.ndarray]:
         return formula_units(self._draws)

@@ -120,7 +120,9 @@ def test_rejudging_a_sweep_glob_skips_its_leaderboard_and_dry_run_calls_nothing(
     assert main(["judge", *glob, "--judge", "fake/judge:b", "--out", str(tmp_path / "rj"), "--dry-run"]) == 0
     out, err = capsys.readouterr()
     assert not CALLS and not (tmp_path / "rj").exists()
-    assert out.count("dry run: 2 profiles x 2 turns; no model was called") == 2
+    assert out.count("dry run: 2 profiles x 2 turns, 1 session per conversation, 1 repeat per profile "
+                     "(2 conversations); re-judging the 2 stored complete ones x 1 judge samples over their "
+                     "transcripts; no model was called") == 2
     assert [line.split()[:3] for line in out.splitlines() if line.startswith("judge ")] == \
         [["judge", "fake/judge:b", "2"]] * 2
     assert f"note: skipping {sweep / '_leaderboard'}: not a run directory" in err
