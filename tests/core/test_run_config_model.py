@@ -17,8 +17,12 @@ from mindeval.cli import main
 from mindeval.errors import MindEvalError
 from mindeval.records import (
     BENCHMARK_KIND,
+    KINDS,
     RATED_JUDGE_KIND,
+    BenchmarkConfig,
+    JudgeRunConfig,
     RunConfig,
+    require_kind,
 )
 from mindeval.rundir import legacy_target, read_config, read_run, upgraded_view
 
@@ -27,11 +31,10 @@ RUN = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/ju
 
 
 def _reads_back(path: Path, kind: str) -> RunConfig:
-    """The one model reads the file, checks it by kind and writes the same bytes."""
+    """The one loader reads the file as its kind's model and writes the same bytes."""
     rec = RunConfig.read(path)
-    assert rec.kind == kind
-    typed = rec.benchmark(path) if kind == BENCHMARK_KIND else rec.judge_run(path)
-    assert typed is rec
+    assert rec.kind == kind and type(rec) is KINDS[kind]
+    assert require_kind(rec, KINDS[kind], path) is rec
     copy = path.parent / "copy.json"
     rec.write(copy)
     assert copy.read_bytes() == path.read_bytes()
@@ -54,7 +57,7 @@ def test_every_run_kind_writes_a_config_the_one_model_reads(tmp_path, annotation
     rejudged = tmp_path / "rejudged"  # mindeval judge RUN_DIR: a benchmark run on the stored conversations
     assert main(["judge", str(run), "--judge", "fake/judge:other", "--out", str(rejudged), "--quiet"]) == 0
     rj = _reads_back(rejudged / "config.json", BENCHMARK_KIND)
-    assert rj.benchmark().judge.model == "fake/judge:other"
+    assert isinstance(rj, BenchmarkConfig) and rj.judge.model == "fake/judge:other"
     assert read_run(rejudged).config == rj
 
     assert main(["judge", annotations, "--judge", "fake/judge", "--quiet", "--out", str(tmp_path / "mj")]) == 0
@@ -62,10 +65,11 @@ def test_every_run_kind_writes_a_config_the_one_model_reads(tmp_path, annotation
                           "--out", str(tmp_path / "me")]) == 0
     for name in ("mj", "me"):
         rec = _reads_back(tmp_path / name / "config.json", RATED_JUDGE_KIND)
-        cfg = rec.judge_run()
+        assert isinstance(rec, JudgeRunConfig)
+        cfg = rec
         assert cfg.judge.model == "fake/judge" and cfg.prompts["judge"].ref == rec.judge_prompt()
-        assert cfg.patient is None and cfg.profile_ids is None and cfg.interaction_ids
-        assert rec.annotations_source == annotations and rec.database is None
+        assert not hasattr(cfg, "patient") and not hasattr(cfg, "profile_ids") and cfg.interaction_ids
+        assert rec.annotations_source == annotations and not hasattr(rec, "database")
     # one implementation: the same options give the same configuration (and hash) by either command
     assert metaeval_main(["judge", "--annotations", annotations, "--judge", "fake/judge",
                           "--out", str(tmp_path / "me-all")]) == 0
@@ -97,7 +101,8 @@ def test_an_old_metaeval_judge_config_still_loads(tmp_path, drop_kind):
     (tmp_path / "judgments.jsonl").write_text(json.dumps(ROW) + "\n")
     rec = read_config(tmp_path / "config.json")  # upgraded when read: MindEval's target block added
     assert rec.kind == RATED_JUDGE_KIND and rec.label == "old judge"
-    cfg = rec.judge_run()
+    assert isinstance(rec, JudgeRunConfig)
+    cfg = rec
     assert cfg.judge_protocol == "mindeval" and cfg.target == legacy_target() and cfg.interaction_ids == ["int-02"]
     # today's keys: repetitions/retries are judge_samples/judge_retries, prompt is prompts.judge
     assert (cfg.judge_samples, cfg.judge_retries, cfg.prompts["judge"].ref) == (1, 3, "judge/default@v1")
@@ -112,7 +117,7 @@ def test_a_config_of_another_kind_is_one_clear_error(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(OLD_JUDGE_CONFIG))
     with pytest.raises(MindEvalError) as exc:
-        read_config(path).benchmark(path)
+        require_kind(read_config(path), BenchmarkConfig, path)
     assert str(exc.value) == (f"{path}:kind: expected a benchmark run's configuration, "
                               "this one is kind 'metaeval-judge'")
     path.write_text(json.dumps({**OLD_JUDGE_CONFIG, "kind": "something"}))
@@ -180,7 +185,7 @@ def test_todays_runs_write_what_main_wrote(tmp_path, annotations):
         args = [annotations if a == "A" else str(tmp_path / "run") if a == "<run>" else a for a in command[1:]]
         assert (main if command[0] == "mindeval" else metaeval_main)([*args, "--out", str(tmp_path / name)]) == 0
         made, by_main = tmp_path / name / "config.json", MAIN / name / "config.json"
-        assert read_config(made).seed_scheme == (2 if name in ("run", "rejudged") else None), name
+        assert getattr(read_config(made), "seed_scheme", None) == (2 if name in ("run", "rejudged") else None), name
         made = _as_scheme_1(made)
         assert read_config(made).config_hash == read_config(by_main).config_hash, name
         assert _where_free(made) == _where_free(by_main), name
