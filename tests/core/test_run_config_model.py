@@ -7,6 +7,7 @@ and hashes."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,67 @@ def test_todays_runs_write_what_main_wrote(tmp_path, annotations):
         made = _as_scheme_1(made)
         assert read_config(made).config_hash == read_config(by_main).config_hash, name
         assert _where_free(made) == _where_free(by_main), name
+
+
+# --------------------------------- config.json as main wrote it with one model for both kinds
+
+BEFORE_KINDS = Path(__file__).resolve().parents[1] / "fixtures" / "main_97a883d"
+# How main (97a883d, one RunConfig for both kinds) made each fixture (README.md there), fake models only.
+MADE_BEFORE_KINDS = {
+    "run": ["mindeval", "run", *RUN, "--repeats", "2"],
+    "folder_target": ["mindeval", "run", "--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge",
+                      "--target", "tests/fixtures/targets/toy", "--limit", "1", "--turns", "2", "--concurrency", "1",
+                      "--quiet"],
+    "metaeval_judge": ["metaeval", "judge", "--annotations", "A", "--judge", "fake/judge", "--fewshot-k", "1",
+                       "--label", "shots", "--limit", "2"],
+}
+
+
+@pytest.mark.parametrize("name", list(MADE_BEFORE_KINDS))
+def test_a_config_json_made_before_the_kinds_reads_as_its_kind_with_its_hash_and_bytes(tmp_path, name):
+    path = BEFORE_KINDS / name / "config.json"
+    written = json.loads(path.read_text())
+    rec = read_config(path)
+    assert type(rec) is KINDS[written["kind"]] and rec.kind == written["kind"]
+    assert rec.hash() == rec.config_hash == written["config_hash"]
+    assert upgraded_view(written["config"]) == rec.hashed_view()
+    rec.write(tmp_path / "config.json")
+    assert (tmp_path / "config.json").read_bytes() == path.read_bytes()
+
+
+def test_a_run_made_before_the_kinds_resumes_and_buys_nothing(tmp_path):
+    """Main's run (``--repeats 2``) with its store: the same command today finds it by its hash."""
+    out = tmp_path / "run"
+    out.mkdir()
+    for name in ("config.json", "run.db"):
+        shutil.copy(BEFORE_KINDS / "run" / name, out / name)
+    before = json.loads((out / "config.json").read_text())
+    assert main(["run", *RUN, "--repeats", "2", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["resumed"] is True and summary["calls_made"] == 0
+    after = json.loads((out / "config.json").read_text())
+    assert (after["run_id"], after["config_hash"]) == (before["run_id"], before["config_hash"])
+    assert type(read_config(out / "config.json")) is BenchmarkConfig
+
+
+def test_a_hand_made_config_reads_as_the_base_and_a_kind_check_names_what_it_lacks(tmp_path):
+    """A file with a target alone (what ``metaeval compare`` needs) reads; a benchmark reader names
+    the first field it lacks, as the one check of a kind (``require_kind``)."""
+    path = tmp_path / "config.json"
+    run = json.loads((BEFORE_KINDS / "run" / "config.json").read_text())
+    path.write_text(json.dumps({"run_id": "r", "config": {"target": run["config"]["target"]}}))
+    rec = read_config(path)
+    assert type(rec) is RunConfig and rec.kind == BENCHMARK_KIND and rec.target.name == "mindeval"
+    with pytest.raises(MindEvalError) as exc:
+        require_kind(rec, BenchmarkConfig, path)
+    assert str(exc.value) == f"{path}:config.judge: missing required field"
+    del run["config"]["prompts"]["clinician"]
+    path.write_text(json.dumps(run))
+    with pytest.raises(MindEvalError) as exc:
+        require_kind(read_config(path), BenchmarkConfig, path)
+    assert str(exc.value) == f"{path}:config.prompts.clinician: missing required field"
+    run["config"]["turns"] = "two"  # a bad value is an error for every reader, as before
+    path.write_text(json.dumps(run))
+    with pytest.raises(MindEvalError) as exc:
+        read_config(path)
+    assert str(exc.value).startswith(f"{path}:config.turns: ")
