@@ -41,9 +41,9 @@ from mindeval.records import (
     JUDGMENTS_FILE,
     RATED_JUDGE_KIND,
     SUMMARY_FILE,
+    JudgeRunConfig,
     JudgmentRecord,
     PromptRecord,
-    RunConfig,
     RunSummary,
 )
 from mindeval.run_options import RunOptions
@@ -165,9 +165,9 @@ def _fewshot(opts: RunOptions, target: Target, mapping: Any, data: HumanSource,
 
 
 def _run_config(opts: RunOptions, setup: JudgeSetup, target: Target, data: HumanSource, shots: _Shots,
-                evaluate: list[AnnotatedInteraction], mapping: Any) -> RunConfig:
+                evaluate: list[AnnotatedInteraction], mapping: Any) -> JudgeRunConfig:
     tpl = setup.template
-    return RunConfig(
+    return JudgeRunConfig(
         judge=setup.spec, prompts={"judge": PromptRecord(ref=tpl.ref, sha256=tpl.sha256)},
         annotations_sha256=_content_hash(data) if _is_url(opts.annotations) else sha256_file(opts.annotations),
         fewshot_sha256=(None if not opts.fewshot_file else _content_hash(shots.source)
@@ -176,7 +176,7 @@ def _run_config(opts: RunOptions, setup: JudgeSetup, target: Target, data: Human
         fewshot_scores={i: ex.scores for i, ex in zip(shots.ids, shots.examples, strict=True)}, zeros=opts.zeros,
         mapping_version=mapping.version, judge_samples=opts.judge_samples, judge_retries=opts.judge_retries,
         seed=opts.seed, interaction_ids=[it.interaction_id for it in evaluate], target=target.block(),
-        kind=KIND, label=opts.label or setup.spec.model, annotations_source=_shown(opts.annotations),
+        label=opts.label or setup.spec.model, annotations_source=_shown(opts.annotations),
         fewshot_source=_shown(opts.fewshot_file), package_version=__version__,
     )
 
@@ -207,7 +207,7 @@ class _Work(BaseModel):
 
     spec: ModelSpec
     prompt: JudgePrompt
-    config: RunConfig
+    config: JudgeRunConfig
     shots: _Shots
     evaluate: list[AnnotatedInteraction]
     labels: dict

@@ -29,6 +29,7 @@ from .records import (
     RunConfig,
     RunSummary,
     TargetInfo,
+    of_kind,
     read_json_object,
     upgrade_rated_judge_config,
 )
@@ -53,7 +54,7 @@ def upgraded_view(config: dict[str, Any]) -> dict[str, Any] | None:
     today's hashed view (:meth:`RunConfig.hashed_view`); None when it does not read as one.
     What decides that an older run is the same run, resumed (:func:`mindeval.store.runs.open_run`)."""
     try:
-        return RunConfig.model_validate(upgrade_config(upgrade_rated_judge_config(config))).hashed_view()
+        return of_kind(upgrade_config(upgrade_rated_judge_config(config))).hashed_view()
     except ValidationError:
         return None
 

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import MindEvalError
-from .records import CONFIG_FILE, RunConfig, _validation_message
+from .records import CONFIG_FILE, BenchmarkConfig, RunConfig, _validation_message, require_kind
 from .run_options import LEGACY_KEYS, ROLE_FIELDS, RUN_SETTINGS, RunOptions
 from .rundir import read_config
 from .rundir_guard import check_not_source, check_store
@@ -118,8 +118,8 @@ def _current_names(data: dict[str, Any], path: Path, text: str) -> dict[str, Any
 
 def _replay(rec: RunConfig, path: Path) -> dict[str, Any]:
     """The keys that rebuild the configuration recorded in ``config.json`` (a benchmark
-    run's: :meth:`~mindeval.records.RunConfig.benchmark`)."""
-    cfg = rec.benchmark(path)
+    run's: :class:`~mindeval.records.BenchmarkConfig`)."""
+    cfg = require_kind(rec, BenchmarkConfig, path)
     models = {role: getattr(cfg, role).model_dump(mode="json", exclude_unset=True)  # each as written
               for role in ("patient", "clinician", "judge")}
     if cfg.profiles_source is None:

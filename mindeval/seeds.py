@@ -22,7 +22,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from .config import SEED_SCHEME
-from .records import RunConfig, simulation_view
+from .records import BenchmarkConfig, simulation_view
 
 if TYPE_CHECKING:
     from .store.db import Database
@@ -45,7 +45,7 @@ def recorded_scheme(scheme: int | None) -> int | None:
     return None if scheme in (None, LEGACY_SCHEME) else scheme
 
 
-def conversation_key(config: RunConfig, profile_id: str, repeat: int, session: int) -> str | None:
+def conversation_key(config: BenchmarkConfig, profile_id: str, repeat: int, session: int) -> str | None:
     """What the seeds of session ``session`` (1-based) of repeat ``repeat`` of profile ``profile_id``
     derive from under ``config``'s seed scheme; None: its interaction id (scheme 1, one session)."""
     if config.seed_scheme is None:
@@ -53,7 +53,7 @@ def conversation_key(config: RunConfig, profile_id: str, repeat: int, session: i
     return f"{config.target.name}:{profile_id}:r{repeat}:s{session}"
 
 
-def stored_scheme(db: Database, config: RunConfig) -> RunConfig:
+def stored_scheme(db: Database, config: BenchmarkConfig) -> BenchmarkConfig:
     """``config``, or ``config`` under scheme 1 when a run stored in ``db`` with scheme 1 is the one it
     resumes or whose conversations it judges (and none matches it as it is)."""
     from .store.runs import stored_runs  # light imports above: run files read the scheme
@@ -62,7 +62,7 @@ def stored_scheme(db: Database, config: RunConfig) -> RunConfig:
     if config.seed_scheme is None or not stored:
         return config
 
-    def matches(c: RunConfig) -> bool:
+    def matches(c: BenchmarkConfig) -> bool:
         full, sim = c.hash(), simulation_view(c.model_dump(mode="json"))
         return any(h == full or simulation_view(cfg) == sim for _, h, cfg in stored)
     legacy = config.model_copy(update={"seed_scheme": None})

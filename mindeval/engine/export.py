@@ -12,16 +12,16 @@ from ..judging.refusals import refusal_counts
 from ..records import (
     INTERACTIONS_FILE,
     JUDGMENTS_FILE,
+    BenchmarkConfig,
     InteractionRecord,
     JudgmentRecord,
-    RunConfig,
 )
 from ..scoring import Unit, score_run, summary_blocks
 from ..store.db import Database
 from ..store.runs import RunStore
 
 
-def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
+def export_run(db: Database, run_id: str, out: Path, config: BenchmarkConfig,
                guidelines: Guidelines | None = None, conversations: str | None = None) -> dict[str, Any]:
     """Write interactions.jsonl and judgments.jsonl; return the summary (without call counts).
 
@@ -81,7 +81,7 @@ def export_run(db: Database, run_id: str, out: Path, config: RunConfig,
     }
 
 
-def _units(config: RunConfig) -> dict[str, int]:
+def _units(config: BenchmarkConfig) -> dict[str, int]:
     """The summary's unit counts: with --repeats, the benchmark's conversations (profiles x repeats);
     with sessions > 1, its member x session pairs (one interaction per session). Absent without."""
     members = len(config.profile_ids) * config.repeats

@@ -24,9 +24,9 @@ from ..llm.gateway import ModelSpec, check_model_string
 from ..profiles.official import resolve_profiles_arg
 from ..prompts import PromptTemplate, render_clinician, render_patient
 from ..records import (
+    BenchmarkConfig,
     Profile,
     PromptRecord,
-    RunConfig,
     load_profiles,
 )
 from ..run_config import PromptRef, judge_spec_for_protocol, spec_with_defaults
@@ -49,7 +49,7 @@ def _prompt_ref(tpl: PromptTemplate) -> PromptRef:
 class Prepared(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    config: RunConfig
+    config: BenchmarkConfig
     profiles: list[Profile]
     templates: dict[str, PromptTemplate]
     fewshot: list[FewShotExample]
@@ -174,7 +174,7 @@ def prepare(opts: RunOptions) -> Prepared:
         render_clinician(templates["clinician"], p, labels.get(p.id))
     fewshot, fewshot_path, fewshot_sha = _fewshot(opts, target)
     g = target.guidelines
-    config = RunConfig(
+    config = BenchmarkConfig(
         patient=spec_with_defaults("patient", opts.patient),
         clinician=spec_with_defaults("clinician", opts.clinician),
         judge=judge.spec,

@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..records import (
+    BenchmarkConfig,
     Profile,
-    RunConfig,
     simulation_view,
 )
 from ..store import runs
@@ -26,7 +26,7 @@ class OpenedRun(BaseModel):
     resumed: bool
 
 
-def open_run(db: Database, config: RunConfig, new_run: bool) -> OpenedRun:
+def open_run(db: Database, config: BenchmarkConfig, new_run: bool) -> OpenedRun:
     """Resume the run with this configuration, or start one.
 
     A stored run that differs only in the judge (:func:`mindeval.run_config.simulation_view`)

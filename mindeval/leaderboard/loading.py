@@ -20,10 +20,12 @@ from ..records import (
     CONFIG_FILE,
     INTERACTIONS_FILE,
     JUDGMENTS_FILE,
+    BenchmarkConfig,
     InteractionRecord,
     JudgmentRecord,
     RunConfig,
     TargetInfo,
+    require_kind,
 )
 from ..rundir import read_run
 from ..scoring import InteractionScore, Unit, criteria, reply_ratings, score_run
@@ -119,7 +121,7 @@ def load_run(run_dir: str | Path, with_corrections: bool = False) -> RunData:
             raise MindEvalError("file not found", path=path)
     if run.config.run_id is None:
         raise MindEvalError("missing required field", path=cpath, field="run_id")
-    cfg = run.config.benchmark(cpath)
+    cfg = require_kind(run.config, BenchmarkConfig, cpath)
     target = run.target
     interactions, verbosity, n_failed_interactions = _read_interactions(run.interactions, cfg, ipath)
     n_failed_samples = _check_samples(run.judgments, cfg, interactions, target, jpath)

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from ..corrections import run_corrections
 from ..errors import MindEvalError
-from ..records import TargetInfo
+from ..records import BenchmarkConfig, TargetInfo, require_kind
 from ..rundir import read_run
 from .scrub import Scrubber
 
@@ -101,7 +101,7 @@ def load_published(run_dirs: list[Path]) -> list[PublishedRun]:
             raise MindEvalError(f"run {rid} given twice (also {seen[rid]})", path=run_dir)
         seen[rid] = run_dir
         scrub = Scrubber()
-        cfg = run.config.benchmark(Path(run_dir) / "config.json")
+        cfg = require_kind(run.config, BenchmarkConfig, Path(run_dir) / "config.json")
         record = scrub(run.config.config_json())  # config.json as written
         summary = scrub(run.summary.model_dump(mode="json")) if run.summary is not None else None
         lo, hi = _bounds(run.target)

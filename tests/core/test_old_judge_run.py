@@ -16,7 +16,7 @@ import pytest
 
 from metaeval.cli import main as metaeval_main
 from metaeval.sources import load_judge_run
-from mindeval.records import RATED_JUDGE_KIND, RunConfig
+from mindeval.records import RATED_JUDGE_KIND, JudgeRunConfig, RunConfig
 from mindeval.rundir import read_config
 
 OLD = Path(__file__).resolve().parents[1] / "fixtures" / "main_41c6f72" / "metaeval_judge"
@@ -41,8 +41,8 @@ def _config(out: Path) -> dict:
 def test_an_old_judge_run_is_read_as_todays_configuration(old):
     assert "repetitions" in _config(old)["config"]  # the fixture is in the old keys
     rec = read_config(old / "config.json")
-    cfg = rec.judge_run()
-    assert rec.kind == RATED_JUDGE_KIND and isinstance(cfg, RunConfig)
+    cfg = rec
+    assert rec.kind == RATED_JUDGE_KIND and isinstance(cfg, JudgeRunConfig) and isinstance(cfg, RunConfig)
     assert (cfg.judge.model, cfg.judge_samples, cfg.judge_retries) == ("fake/judge", 1, 3)
     assert cfg.prompts["judge"].ref == rec.judge_prompt() == "judge/default@v2"
     assert len(cfg.interaction_ids or []) == 2 and len(cfg.fewshot_interaction_ids or []) == 5
@@ -59,7 +59,7 @@ def test_an_old_judge_run_resumes_with_no_call(old, annotations):
     after = _config(old)  # the same run, its config.json rewritten in today's keys and hash
     assert after["run_id"] == before["run_id"] and after["config_hash"] != before["config_hash"]
     assert "repetitions" not in after["config"] and after["config"]["judge_samples"] == 1
-    assert after["config_hash"] == read_config(old / "config.json").judge_run().hash()
+    assert after["config_hash"] == read_config(old / "config.json").hash()
     assert metaeval_main(["judge", "--annotations", annotations, "--judge", "fake/judge", "--limit", "2",
                           "--out", str(old)]) == 0  # and again, from the upgraded file
     assert json.loads((old / "summary.json").read_text())["calls_made"] == 0

@@ -16,10 +16,10 @@ from mindeval.errors import MindEvalError
 from mindeval.leaderboard.loading import load_run
 from mindeval.records import (
     AXES,
+    BenchmarkConfig,
     InteractionRecord,
     JudgmentRecord,
     ModelRecord,
-    RunConfig,
     RunSummary,
 )
 from mindeval.rundir import legacy_target, read_config
@@ -35,7 +35,7 @@ def write_run(out: Path, scores: list[dict | None], *, protocol: str = "mindeval
     """A complete run directory written through the record models."""
     out.mkdir(parents=True, exist_ok=True)
     pids = [f"p{i}" for i in range(len(scores))]
-    RunConfig(
+    BenchmarkConfig(
         run_id="run-x", config_hash="h",
         patient=_spec("fake/echo"), clinician=_spec("sys/a"), judge=_spec("fake/judge"),
         prompts={r: {"ref": f"{r}/default@v1", "sha256": SHA} for r in ("patient", "clinician", "judge")},
@@ -64,7 +64,8 @@ def five(v: float, **over: float) -> dict:
 def test_read_run_round_trip_and_frame(tmp_path):
     run_dir = write_run(tmp_path / "r", [five(4), None, five(2, CAC=6)])
     run = read_run(run_dir)
-    assert run.config.run_id == "run-x" and run.config.benchmark().clinician.model == "sys/a"
+    assert run.config.run_id == "run-x" and isinstance(run.config, BenchmarkConfig)
+    assert run.config.clinician.model == "sys/a"
     assert [i.id for i in run.interactions] == ["i0", "i1", "i2"] and run.summary.n_interactions == 3
     assert [j.line for j in run.judgments] == [1, 2, 3]
     frame = run.to_frame()
@@ -146,7 +147,8 @@ def test_a_config_saved_before_keeps_its_hash_and_bytes(tmp_path):
     assert "target" not in pinned["config"] and again["config"].pop("target") == legacy_target().model_dump(mode="json")
     assert again == pinned
     # readers see the same settings through the record model
-    bench = rec.benchmark(PINNED_CONFIG)
+    assert isinstance(rec, BenchmarkConfig)
+    bench = rec
     assert bench.clinician == ModelRecord(**pinned["config"]["clinician"])
     assert (bench.clinician.model, bench.clinician.max_tokens) == ("fake/echo", 99)
     assert ModelRecord.model_validate(pinned["config"]["judge"]).model_dump() == bench.judge.model_dump()

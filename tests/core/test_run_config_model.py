@@ -7,6 +7,7 @@ and hashes."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,12 @@ from mindeval.cli import main
 from mindeval.errors import MindEvalError
 from mindeval.records import (
     BENCHMARK_KIND,
+    KINDS,
     RATED_JUDGE_KIND,
+    BenchmarkConfig,
+    JudgeRunConfig,
     RunConfig,
+    require_kind,
 )
 from mindeval.rundir import legacy_target, read_config, read_run, upgraded_view
 
@@ -27,11 +32,10 @@ RUN = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/ju
 
 
 def _reads_back(path: Path, kind: str) -> RunConfig:
-    """The one model reads the file, checks it by kind and writes the same bytes."""
+    """The one loader reads the file as its kind's model and writes the same bytes."""
     rec = RunConfig.read(path)
-    assert rec.kind == kind
-    typed = rec.benchmark(path) if kind == BENCHMARK_KIND else rec.judge_run(path)
-    assert typed is rec
+    assert rec.kind == kind and type(rec) is KINDS[kind]
+    assert require_kind(rec, KINDS[kind], path) is rec
     copy = path.parent / "copy.json"
     rec.write(copy)
     assert copy.read_bytes() == path.read_bytes()
@@ -54,7 +58,7 @@ def test_every_run_kind_writes_a_config_the_one_model_reads(tmp_path, annotation
     rejudged = tmp_path / "rejudged"  # mindeval judge RUN_DIR: a benchmark run on the stored conversations
     assert main(["judge", str(run), "--judge", "fake/judge:other", "--out", str(rejudged), "--quiet"]) == 0
     rj = _reads_back(rejudged / "config.json", BENCHMARK_KIND)
-    assert rj.benchmark().judge.model == "fake/judge:other"
+    assert isinstance(rj, BenchmarkConfig) and rj.judge.model == "fake/judge:other"
     assert read_run(rejudged).config == rj
 
     assert main(["judge", annotations, "--judge", "fake/judge", "--quiet", "--out", str(tmp_path / "mj")]) == 0
@@ -62,10 +66,11 @@ def test_every_run_kind_writes_a_config_the_one_model_reads(tmp_path, annotation
                           "--out", str(tmp_path / "me")]) == 0
     for name in ("mj", "me"):
         rec = _reads_back(tmp_path / name / "config.json", RATED_JUDGE_KIND)
-        cfg = rec.judge_run()
+        assert isinstance(rec, JudgeRunConfig)
+        cfg = rec
         assert cfg.judge.model == "fake/judge" and cfg.prompts["judge"].ref == rec.judge_prompt()
-        assert cfg.patient is None and cfg.profile_ids is None and cfg.interaction_ids
-        assert rec.annotations_source == annotations and rec.database is None
+        assert not hasattr(cfg, "patient") and not hasattr(cfg, "profile_ids") and cfg.interaction_ids
+        assert rec.annotations_source == annotations and not hasattr(rec, "database")
     # one implementation: the same options give the same configuration (and hash) by either command
     assert metaeval_main(["judge", "--annotations", annotations, "--judge", "fake/judge",
                           "--out", str(tmp_path / "me-all")]) == 0
@@ -97,7 +102,8 @@ def test_an_old_metaeval_judge_config_still_loads(tmp_path, drop_kind):
     (tmp_path / "judgments.jsonl").write_text(json.dumps(ROW) + "\n")
     rec = read_config(tmp_path / "config.json")  # upgraded when read: MindEval's target block added
     assert rec.kind == RATED_JUDGE_KIND and rec.label == "old judge"
-    cfg = rec.judge_run()
+    assert isinstance(rec, JudgeRunConfig)
+    cfg = rec
     assert cfg.judge_protocol == "mindeval" and cfg.target == legacy_target() and cfg.interaction_ids == ["int-02"]
     # today's keys: repetitions/retries are judge_samples/judge_retries, prompt is prompts.judge
     assert (cfg.judge_samples, cfg.judge_retries, cfg.prompts["judge"].ref) == (1, 3, "judge/default@v1")
@@ -112,7 +118,7 @@ def test_a_config_of_another_kind_is_one_clear_error(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(OLD_JUDGE_CONFIG))
     with pytest.raises(MindEvalError) as exc:
-        read_config(path).benchmark(path)
+        require_kind(read_config(path), BenchmarkConfig, path)
     assert str(exc.value) == (f"{path}:kind: expected a benchmark run's configuration, "
                               "this one is kind 'metaeval-judge'")
     path.write_text(json.dumps({**OLD_JUDGE_CONFIG, "kind": "something"}))
@@ -180,7 +186,71 @@ def test_todays_runs_write_what_main_wrote(tmp_path, annotations):
         args = [annotations if a == "A" else str(tmp_path / "run") if a == "<run>" else a for a in command[1:]]
         assert (main if command[0] == "mindeval" else metaeval_main)([*args, "--out", str(tmp_path / name)]) == 0
         made, by_main = tmp_path / name / "config.json", MAIN / name / "config.json"
-        assert read_config(made).seed_scheme == (2 if name in ("run", "rejudged") else None), name
+        assert getattr(read_config(made), "seed_scheme", None) == (2 if name in ("run", "rejudged") else None), name
         made = _as_scheme_1(made)
         assert read_config(made).config_hash == read_config(by_main).config_hash, name
         assert _where_free(made) == _where_free(by_main), name
+
+
+# --------------------------------- config.json as main wrote it with one model for both kinds
+
+BEFORE_KINDS = Path(__file__).resolve().parents[1] / "fixtures" / "main_97a883d"
+# How main (97a883d, one RunConfig for both kinds) made each fixture (README.md there), fake models only.
+MADE_BEFORE_KINDS = {
+    "run": ["mindeval", "run", *RUN, "--repeats", "2"],
+    "folder_target": ["mindeval", "run", "--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge",
+                      "--target", "tests/fixtures/targets/toy", "--limit", "1", "--turns", "2", "--concurrency", "1",
+                      "--quiet"],
+    "metaeval_judge": ["metaeval", "judge", "--annotations", "A", "--judge", "fake/judge", "--fewshot-k", "1",
+                       "--label", "shots", "--limit", "2"],
+}
+
+
+@pytest.mark.parametrize("name", list(MADE_BEFORE_KINDS))
+def test_a_config_json_made_before_the_kinds_reads_as_its_kind_with_its_hash_and_bytes(tmp_path, name):
+    path = BEFORE_KINDS / name / "config.json"
+    written = json.loads(path.read_text())
+    rec = read_config(path)
+    assert type(rec) is KINDS[written["kind"]] and rec.kind == written["kind"]
+    assert rec.hash() == rec.config_hash == written["config_hash"]
+    assert upgraded_view(written["config"]) == rec.hashed_view()
+    rec.write(tmp_path / "config.json")
+    assert (tmp_path / "config.json").read_bytes() == path.read_bytes()
+
+
+def test_a_run_made_before_the_kinds_resumes_and_buys_nothing(tmp_path):
+    """Main's run (``--repeats 2``) with its store: the same command today finds it by its hash."""
+    out = tmp_path / "run"
+    out.mkdir()
+    for name in ("config.json", "run.db"):
+        shutil.copy(BEFORE_KINDS / "run" / name, out / name)
+    before = json.loads((out / "config.json").read_text())
+    assert main(["run", *RUN, "--repeats", "2", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["resumed"] is True and summary["calls_made"] == 0
+    after = json.loads((out / "config.json").read_text())
+    assert (after["run_id"], after["config_hash"]) == (before["run_id"], before["config_hash"])
+    assert type(read_config(out / "config.json")) is BenchmarkConfig
+
+
+def test_a_hand_made_config_reads_as_the_base_and_a_kind_check_names_what_it_lacks(tmp_path):
+    """A file with a target alone (what ``metaeval compare`` needs) reads; a benchmark reader names
+    the first field it lacks, as the one check of a kind (``require_kind``)."""
+    path = tmp_path / "config.json"
+    run = json.loads((BEFORE_KINDS / "run" / "config.json").read_text())
+    path.write_text(json.dumps({"run_id": "r", "config": {"target": run["config"]["target"]}}))
+    rec = read_config(path)
+    assert type(rec) is RunConfig and rec.kind == BENCHMARK_KIND and rec.target.name == "mindeval"
+    with pytest.raises(MindEvalError) as exc:
+        require_kind(rec, BenchmarkConfig, path)
+    assert str(exc.value) == f"{path}:config.judge: missing required field"
+    del run["config"]["prompts"]["clinician"]
+    path.write_text(json.dumps(run))
+    with pytest.raises(MindEvalError) as exc:
+        require_kind(read_config(path), BenchmarkConfig, path)
+    assert str(exc.value) == f"{path}:config.prompts.clinician: missing required field"
+    run["config"]["turns"] = "two"  # a bad value is an error for every reader, as before
+    path.write_text(json.dumps(run))
+    with pytest.raises(MindEvalError) as exc:
+        read_config(path)
+    assert str(exc.value).startswith(f"{path}:config.turns: ")

@@ -16,7 +16,7 @@ from mindeval.llm.caching import uses_breakpoints, with_breakpoints
 from mindeval.llm.cost import billed_input_tokens, cost_usd, price_per_token
 from mindeval.llm.gateway import ModelSpec, acomplete, complete
 from mindeval.prompts import load_template
-from mindeval.records import RunConfig, Usage, load_profiles
+from mindeval.records import BenchmarkConfig, Usage, load_profiles
 from mindeval.resources import data_dir
 from mindeval.rundir import legacy_target
 from tests.support.fault_server import FaultServer, count_tokens
@@ -81,15 +81,16 @@ def test_openai_automatic_cache_is_recorded():
 
 
 def test_call_settings_are_recorded_but_not_hashed():
-    base = dict(prompts={}, guidelines_version="v", profiles_source="p", profiles_sha256="h",
+    base = dict(prompts={r: {"ref": f"{r}/default@v1", "sha256": "ab"} for r in ("patient", "clinician", "judge")},
+                guidelines_version="v", profiles_source="p", profiles_sha256="h",
                 profile_ids=["a"], package_version="0", turns=2, seed=0, target=legacy_target())
     specs = {r: ModelSpec(model="openai/x") for r in ("patient", "clinician", "judge")}
-    a = RunConfig(**specs, **base)
-    b = RunConfig(**{**specs, "judge": ModelSpec(model="openai/x", timeout_s=5, rpm=10, tpm=1000)}, **base)
+    a = BenchmarkConfig(**specs, **base)
+    b = BenchmarkConfig(**{**specs, "judge": ModelSpec(model="openai/x", timeout_s=5, rpm=10, tpm=1000)}, **base)
     assert a.hash() == b.hash()
     assert b.model_dump()["judge"]["rpm"] == 10
     assert "rpm" not in b.judge.params() and b.judge.call_settings() == {"timeout_s": 5, "rpm": 10, "tpm": 1000}
-    c = RunConfig(**{**specs, "judge": ModelSpec(model="openai/x", temperature=0.5)}, **base)
+    c = BenchmarkConfig(**{**specs, "judge": ModelSpec(model="openai/x", temperature=0.5)}, **base)
     assert c.hash() != a.hash()
 
 
