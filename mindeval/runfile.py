@@ -152,7 +152,9 @@ def _prompt_options(cfg: Any, target_ref: str) -> dict[str, str | None]:
 def check_replay(rec: RunConfig, config: Any, path: str | Path = CONFIG_FILE) -> None:
     """A replayed ``config.json`` (``rec``) must give back its own configuration (``config``: the
     rebuilt :class:`~mindeval.records.RunConfig`); otherwise the differences are the error."""
-    if not rec.config_hash or rec.config_hash == config.hash():
+    from .run_verify import hash_differs
+
+    if not hash_differs(rec, config):
         return
     from .run_config import config_diff
 

@@ -11,6 +11,7 @@ import argparse
 import importlib
 import re
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -149,8 +150,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line_warning(message: Warning | str, category: type[Warning], *_args: object, **_kw: object) -> str:
+    """A warning as the command lines print it: ``warning: MESSAGE``, one line, without Python's source line."""
+    return f"warning: {message}\n"
+
+
 def run_cli(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
-    """Parse and dispatch; user mistakes print one clear line and exit 2, never a traceback."""
+    """Parse and dispatch; user mistakes print one clear line and exit 2, never a traceback; a
+    warning (``RollupWarning``, ...) prints as one line (:func:`one_line_warning`)."""
+    warnings.formatwarning = one_line_warning
     try:
         args = parser.parse_args(argv)
         func = getattr(args, "func", None)

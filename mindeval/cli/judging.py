@@ -31,11 +31,8 @@ def handle(args: argparse.Namespace) -> int:
             raise MindEvalError("judge the authors' rated interactions on their own (one SOURCE)", field="SOURCE")
         return judge_annotations(annotated[0], args, echo=not options_of(args).quiet)
     many = len(sources) > 1
-    if many:  # a glob (runs/sweep/*) also matches the sweep's leaderboard folder and other files
-        sources = [s for s in sources if is_run_source(s) or print(f"note: skipping {s}: not a run directory",
-                                                                   file=sys.stderr)]
-        if not sources:
-            raise MindEvalError("no run directory among them", field="SOURCE")
+    if many:
+        sources = run_sources(sources, "SOURCE")
     runs = []
     cli = options_of(args)
     for src in sources:
@@ -46,6 +43,17 @@ def handle(args: argparse.Namespace) -> int:
         return print_judge_estimate(runs, cli.assume_reply_tokens)
     summaries = run_sweep(runs) if many else [run_benchmark(runs[0])]
     return 0 if all(is_complete(s) for s in summaries) else 1
+
+
+def run_sources(sources: list, field: str) -> list:
+    """Of several sources, the run directories (and files of one): a glob (``runs/sweep/*``) also
+    matches the sweep's ``_leaderboard`` folder and other files, each skipped with a note on stderr.
+    A path that does not exist is kept (its reader refuses it); none left is an error."""
+    kept = [s for s in sources if is_run_source(str(s)) or not Path(s).exists()
+            or print(f"note: skipping {s}: not a run directory", file=sys.stderr)]
+    if not kept:
+        raise MindEvalError("no run directory among them", field=field)
+    return kept
 
 
 def is_run_source(source: str) -> bool:
