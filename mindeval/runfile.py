@@ -43,7 +43,10 @@ def is_sweep(keys: dict[str, Any]) -> bool:
 def sweep_runs(keys: dict[str, Any], path: str | Path = "<config>", text: str = "") -> list[RunOptions]:
     """One :class:`RunOptions` per clinician x judge of a run file's keys (one run directory each)."""
     cs, js = _listed(keys.get("clinician", "local/smollm2")), _listed(keys.get("judge", "local/smollm2"))
-    out = Path(keys.get("out") or ".")
+    where_to = keys.get("out") or "."
+    if not isinstance(where_to, str | Path):
+        raise MindEvalError("expected a folder path", path=path, line=key_line(text, "out"), field="out")
+    out = Path(where_to)
     runs = []
     for c in cs:
         for j in js:

@@ -14,6 +14,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from .. import __version__
 from ..errors import MindEvalError
@@ -68,6 +69,12 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("formatter_class", DefaultsFormatter)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def error(self, message: str) -> NoReturn:
+        """A bad argument (``--turns abc``, an unknown choice or option) is one line and exit 2, as every
+        other bad input (:func:`run_cli`), not argparse's usage block: the line names where help is."""
+        one = message.replace("\n", "\\n")
+        raise MindEvalError(f"{self.prog}: {one} (see `{self.prog} --help`)")
 
 
 def at_least(option: str, low: int = 1) -> Callable[[str], int]:
