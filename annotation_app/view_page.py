@@ -19,7 +19,7 @@ from mindeval.errors import MindEvalError
 from mindeval.records import JudgmentRecord
 from mindeval.store.corrections import WHO_SOURCE_SHOWN
 from mindeval.viewer import Conversation, filter_conversations, load_conversations
-from mindeval.viewer.data import AVERAGE, SEVERITY
+from mindeval.viewer.data import AVERAGE
 
 RUNS_ENV = "MINDEVAL_VIEW_RUNS"
 SPEAKER = {"user": ("Patient", ":material/person:", "green"),
@@ -159,7 +159,7 @@ with st.sidebar:
     show = st.radio("Show", ["All", "Failed only", "Scored only"], key="show")
     dimension = st.selectbox("Dimension", [AVERAGE, *axes], key="dimension")
     low, high = st.slider("Score between", 0.0, 6.0, (0.0, 6.0), step=0.25, key="score")
-    labels = st.multiselect("Label", list(SEVERITY.values()), key="labels")
+    labels = st.multiselect("Label", sorted({c.label for c in conversations}), key="labels")  # the targets' own words
     names = sorted({c.run for c in conversations})
     chosen_runs = st.multiselect("Run", names, key="runs") if len(names) > 1 else []
 

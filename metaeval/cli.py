@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 
 from mindeval import __version__
 from mindeval.cli import Parser, at_least, out_dir, run_cli
@@ -285,12 +284,7 @@ def _add_realism(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=cmd_realism)
 
 
-def _format_warning(message: Warning | str, category: type[Warning], *_args: object, **_kw: object) -> str:
-    return f"warning: {message}\n"
-
-
 def main(argv: list[str] | None = None) -> int:
-    warnings.formatwarning = _format_warning  # one readable line per warning, no source echo
     return run_cli(build_parser(), argv)
 
 

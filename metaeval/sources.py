@@ -117,13 +117,15 @@ def _axis_scores_to_raters(axis_long: pd.DataFrame, source: str, kind: Literal["
     return out
 
 
-def _check_unique(frame: pd.DataFrame, source: str, label: str) -> None:
+def _check_unique(frame: pd.DataFrame, source: str, label: str, kind: str = "rater") -> None:
+    """Each (profile, system) once per run; ``kind``: who scored (``rater``, a human; ``judge``)."""
     dup = frame.duplicated(subset=["profile_id", "system", "run", "axis"])
     if dup.any():
         row = frame[dup].iloc[0]
+        more = " (a run with --repeats: compare one conversation per profile)" if kind == "judge" else ""
         raise MindEvalError(
-            f"rater {label} scores profile {row['profile_id']} with system {row['system']} "
-            "more than once; each (profile, system) must appear once per run",
+            f"{kind} {label} scores profile {row['profile_id']} with system {row['system']} "
+            f"more than once; each (profile, system) must appear once per run{more}",
             path=source, field="profile_id",
         )
 
@@ -300,7 +302,7 @@ def load_judge_run(path: str | Path, label: str | None = None) -> list[RaterScor
         name = label or (config.label if config else None) or judge_model
         if label and len(rows) > 1:
             name = f"{label}:{judge_model}"
-        _check_unique(long, str(jpath), name)
+        _check_unique(long, str(jpath), name, "judge")
         meta = {
             "judge_model": judge_model, "n_failed": n_failed,
             **({"n_not_relevant": n_not_relevant} if n_not_relevant else {}),

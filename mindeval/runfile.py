@@ -43,7 +43,10 @@ def is_sweep(keys: dict[str, Any]) -> bool:
 def sweep_runs(keys: dict[str, Any], path: str | Path = "<config>", text: str = "") -> list[RunOptions]:
     """One :class:`RunOptions` per clinician x judge of a run file's keys (one run directory each)."""
     cs, js = _listed(keys.get("clinician", "local/smollm2")), _listed(keys.get("judge", "local/smollm2"))
-    out = Path(keys.get("out") or ".")
+    where_to = keys.get("out") or "."
+    if not isinstance(where_to, str | Path):
+        raise MindEvalError("expected a folder path", path=path, line=key_line(text, "out"), field="out")
+    out = Path(where_to)
     runs = []
     for c in cs:
         for j in js:
@@ -152,7 +155,9 @@ def _prompt_options(cfg: Any, target_ref: str) -> dict[str, str | None]:
 def check_replay(rec: RunConfig, config: Any, path: str | Path = CONFIG_FILE) -> None:
     """A replayed ``config.json`` (``rec``) must give back its own configuration (``config``: the
     rebuilt :class:`~mindeval.records.RunConfig`); otherwise the differences are the error."""
-    if not rec.config_hash or rec.config_hash == config.hash():
+    from .run_verify import hash_differs
+
+    if not hash_differs(rec, config):
         return
     from .run_config import config_diff
 

@@ -12,8 +12,10 @@ import importlib
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from .. import __version__
 from ..errors import MindEvalError
@@ -68,6 +70,12 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("formatter_class", DefaultsFormatter)
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def error(self, message: str) -> NoReturn:
+        """A bad argument (``--turns abc``, an unknown choice or option) is one line and exit 2, as every
+        other bad input (:func:`run_cli`), not argparse's usage block: the line names where help is."""
+        one = message.replace("\n", "\\n")
+        raise MindEvalError(f"{self.prog}: {one} (see `{self.prog} --help`)")
 
 
 def at_least(option: str, low: int = 1, high: int | None = None) -> Callable[[str], int]:
@@ -154,8 +162,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line_warning(message: Warning | str, category: type[Warning], *_args: object, **_kw: object) -> str:
+    """A warning as the command lines print it: ``warning: MESSAGE``, one line, without Python's source line."""
+    return f"warning: {message}\n"
+
+
 def run_cli(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
-    """Parse and dispatch; user mistakes print one clear line and exit 2, never a traceback."""
+    """Parse and dispatch; user mistakes print one clear line and exit 2, never a traceback; a
+    warning (``RollupWarning``, ...) prints as one line (:func:`one_line_warning`)."""
+    warnings.formatwarning = one_line_warning
     try:
         args = parser.parse_args(argv)
         func = getattr(args, "func", None)

@@ -30,11 +30,8 @@ def handle(args: argparse.Namespace) -> int:
             raise MindEvalError("judge the authors' rated interactions on their own (one SOURCE)", field="SOURCE")
         return judge_annotations(annotated[0], args, echo=not options_of(args).quiet)
     many = len(sources) > 1
-    if many:  # a glob (runs/sweep/*) also matches the sweep's leaderboard folder and other files
-        sources = [s for s in sources if is_run_source(s) or print(f"note: skipping {s}: not a run directory",
-                                                                   file=sys.stderr)]
-        if not sources:
-            raise MindEvalError("no run directory among them", field="SOURCE")
+    if many:
+        sources = run_sources(sources, "SOURCE")
     cli = options_of(args)
     if cli.dry_run:
         return print_judge_estimate(_rejudge_runs(sources, args, many), cli.assume_reply_tokens)
@@ -59,6 +56,17 @@ def _rejudge_runs(sources: list[str], args: argparse.Namespace, many: bool, *, p
         runs.append(rejudge_options(src, options_of(args, out=out, quiet=cli.quiet or many,
                                                     **({"dry_run": True} if planning else {}))))
     return runs
+
+
+def run_sources(sources: list, field: str) -> list:
+    """Of several sources, the run directories (and files of one): a glob (``runs/sweep/*``) also
+    matches the sweep's ``_leaderboard`` folder and other files, each skipped with a note on stderr.
+    A path that does not exist is kept (its reader refuses it); none left is an error."""
+    kept = [s for s in sources if is_run_source(str(s)) or not Path(s).exists()
+            or print(f"note: skipping {s}: not a run directory", file=sys.stderr)]
+    if not kept:
+        raise MindEvalError("no run directory among them", field=field)
+    return kept
 
 
 def is_run_source(source: str) -> bool:

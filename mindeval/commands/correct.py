@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..errors import MindEvalError
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -27,15 +29,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reply", type=int, default=None, metavar="N", help="correct the N-th clinician reply (from 1)")
     p.add_argument("--question", default=None, metavar="Q", help="correct the answer to question Q of --axis")
     p.add_argument("--sample", type=int, default=None, metavar="N", help="one judge sample (default: every sample)")
-    p.add_argument("--who", default=None, metavar="NAME", help="the reviewer's name, recorded as self-declared (default: the OS user)")
+    p.add_argument("--who", type=_reviewer_name, default=None, metavar="NAME",
+                   help="the reviewer's name, recorded as self-declared (default: the OS user; an empty name is refused)")
     p.add_argument("--db", default=None, metavar="URL", help="SQLAlchemy URL of the run store (default: RUN_DIR/run.db)")
     p.add_argument("--list", action="store_true", help="print the run's corrections (who, when, from, to, why) and exit")
     p.set_defaults(func=handle)
 
 
+def _reviewer_name(text: str) -> str:
+    """``--who``: a name; an empty or blank one is refused (leave ``--who`` out to record the OS user)."""
+    if not text.strip():
+        raise MindEvalError("an empty name; give the reviewer's name, or leave --who out to record the OS user",
+                            field="--who")
+    return text
+
+
 def handle(args: argparse.Namespace) -> int:
     from ..corrections import CorrectionRequest, correct, describe, run_corrections
-    from ..errors import MindEvalError
 
     if args.list:
         for c in run_corrections(args.run, args.db):

@@ -75,6 +75,10 @@ def handle(args: argparse.Namespace) -> int:
         if args.out is None:
             raise MindEvalError("--plots writes figures into --out DIR; give --out", field="--plots")
         require("plots", "mindeval leaderboard --plots")
+    if len(args.runs) > 1:  # runs/sweep/* also names the sweep's own _leaderboard folder: skipped
+        from ..cli.judging import run_sources
+
+        args.runs = run_sources(args.runs, "RUN_DIR")
     settings = StatsSettings(resamples=args.resamples, test=args.test, seed=args.seed, alpha=args.alpha,
                              sided=args.sided)
     lb = build_leaderboard(args.runs, settings, allow_mixed=args.allow_mixed,
@@ -82,7 +86,9 @@ def handle(args: argparse.Namespace) -> int:
                            with_corrections=args.with_corrections)
     if args.humans is not None:
         from ..leaderboard import with_human_scale
+        from ..leaderboard.human_scale import check_one_per_profile
 
+        check_one_per_profile(lb.run_data)
         lb = with_human_scale(lb, read_humans(args.humans, args.study, args.runs[0]))
     if not args.no_report:
         print(to_markdown(lb), end="")

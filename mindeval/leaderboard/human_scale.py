@@ -13,6 +13,7 @@ humans and the judge alike, and the standard error is clustered by member (:mod:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -85,6 +86,21 @@ def _check_models(table: Table, runs: dict[str, RunData], humans: HumanScores) -
         seen[model] = s.label
 
 
+def check_one_per_profile(runs: dict[str, RunData]) -> None:
+    """Human ratings are paired with the judge's scores by profile (and session): a system with
+    several conversations of one profile (``--repeats``, or runs pooled over patient models) is
+    refused with one line, before any rating is read."""
+    for label, run in runs.items():
+        counts = Counter(unit_key(sc.profile_id, sc.interaction_id) for sc in run.scores)
+        unit, n = max(counts.items(), key=lambda kv: kv[1], default=("", 1))
+        if n > 1:
+            how = f"--repeats {run.repeats}" if run.repeats > 1 else f"{len(run.pooled)} pooled runs"
+            raise MindEvalError(
+                f"system {label} has {n} conversations of profile {unit} ({how}); human ratings are paired with "
+                "the judge's scores by profile, so --humans ranks one conversation per profile (rank this system "
+                "without --humans; docs/leaderboard.md, Human scale)", path=run.path, field="--humans")
+
+
 def unmatched(runs: dict[str, RunData], humans: HumanScores) -> list[str]:
     """Clinician models the humans rated that no ranked system is (their ratings are not used)."""
     models = {r.clinician_model for r in runs.values()}
@@ -139,6 +155,7 @@ def human_scale(table: Table, runs: dict[str, RunData], humans: HumanScores,
     """The human-scale estimates of every ranked system (``runs``: its loaded run, by label) and
     criterion the humans rated, and every pair's difference (in rank order, ``a`` above ``b``)."""
     _check_models(table, runs, humans)
+    check_one_per_profile(runs)
     out: list[HumanScaleScore] = []
     parts: dict[tuple[str, str], Parts] = {}
     for s in table.systems:
@@ -154,7 +171,7 @@ def human_scale(table: Table, runs: dict[str, RunData], humans: HumanScores,
         if len(rated) < MIN_RATED:
             raise MindEvalError(
                 f"system {s.label} ({run.clinician_model}) has {len(rated)} rated conversation(s); a human-scale "
-                f"interval needs at least {MIN_RATED}", path=humans.source, field="--humans")
+                f"interval needs at least {MIN_RATED} rated conversations per system", path=humans.source, field="--humans")
         for c in table.criteria:
             got = _parts(rated, judged, c)
             if got is None:

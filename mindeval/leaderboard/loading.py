@@ -27,6 +27,7 @@ from ..records import (
     TargetInfo,
     require_kind,
 )
+from ..run_verify import verify_run_config
 from ..rundir import read_run
 from ..scoring import InteractionScore, Unit, criteria, reply_ratings, score_run
 from ..stats.proportion import CategoricalReport, HarmShare
@@ -122,6 +123,7 @@ def load_run(run_dir: str | Path, with_corrections: bool = False) -> RunData:
     if run.config.run_id is None:
         raise MindEvalError("missing required field", path=cpath, field="run_id")
     cfg = require_kind(run.config, BenchmarkConfig, cpath)
+    verify_run_config(run_dir, run.config)  # an edited config.json is refused, never ranked
     target = run.target
     interactions, verbosity, n_failed_interactions = _read_interactions(run.interactions, cfg, ipath)
     n_failed_samples = _check_samples(run.judgments, cfg, interactions, target, jpath)

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from ..corrections import run_corrections
 from ..errors import MindEvalError
 from ..records import BenchmarkConfig, TargetInfo, require_kind
+from ..run_verify import verify_run_config
 from ..rundir import read_run
 from .scrub import Scrubber
 
@@ -102,6 +103,7 @@ def load_published(run_dirs: list[Path]) -> list[PublishedRun]:
         seen[rid] = run_dir
         scrub = Scrubber()
         cfg = require_kind(run.config, BenchmarkConfig, Path(run_dir) / "config.json")
+        verify_run_config(run_dir, run.config)  # an edited config.json is refused, never published
         record = scrub(run.config.config_json())  # config.json as written
         summary = scrub(run.summary.model_dump(mode="json")) if run.summary is not None else None
         lo, hi = _bounds(run.target)
@@ -112,7 +114,7 @@ def load_published(run_dirs: list[Path]) -> list[PublishedRun]:
             target=run.target.name, target_version=run.target.version,
             scale_min=lo, scale_max=hi, scale_kind=run.target.scale.kind,
             turns=cfg.turns, seed=cfg.seed, n_benchmark=len(cfg.profile_ids),
-            package_version=(summary or {}).get("package_version") or "unknown",
+            package_version=cfg.package_version or (summary or {}).get("package_version") or "unknown",
             config=record, summary=summary,
             interactions=[{"run_id": rid, **scrub(r.model_dump(mode="json"))} for r in run.interactions],
             judgments=[{"run_id": rid, **scrub(j.model_dump(mode="json"))} for j in run.judgments],

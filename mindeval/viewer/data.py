@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from ..corrections import describe, run_corrections
 from ..records import InteractionRecord, JudgmentRecord, Message, Run, SessionInfo
 from ..rundir import read_run
 from ..scoring import AVERAGE, as_floats, relevant_scores
@@ -45,6 +46,10 @@ class Conversation(BaseModel):
     judgments: list[JudgmentRecord] = Field(default_factory=list)
     usage: list[RoleUsage] = Field(default_factory=list)
     session: SessionInfo | None = None  # multi-session targets: which session, the notes it started with
+    # the target's own profile labels of this profile (``concern: everyday``); none: the paper's severity split
+    profile_labels: dict[str, str] = Field(default_factory=dict)
+    # reviewers' corrections of this conversation's judge values, one line each (mindeval.corrections.describe)
+    corrections: list[str] = Field(default_factory=list)
 
     @property
     def session_label(self) -> str:
@@ -58,6 +63,10 @@ class Conversation(BaseModel):
 
     @property
     def label(self) -> str:
+        """The profile's label in its target's own words (``concern: everyday``); a target without
+        profile labels (MindEval): the paper's severity split, ``severe`` or ``non-severe``."""
+        if self.profile_labels:
+            return ", ".join(f"{k}: {v}" for k, v in self.profile_labels.items())
         return SEVERITY[self.severe]
 
     @property
@@ -133,9 +142,10 @@ def _usage(run: Run) -> dict[str, dict[str, RoleUsage]]:
 
 
 def _conversation(run: Run, i: InteractionRecord, judgments: list[JudgmentRecord],
-                  usage: dict[str, RoleUsage]) -> Conversation:
+                  usage: dict[str, RoleUsage], corrections: list[str]) -> Conversation:
     name = str(i.member_attributes.get("name", "")) if i.member_attributes else ""
     return Conversation(
+        profile_labels=run.target.profile_labels.get(i.profile_id, {}), corrections=corrections,
         run=Path(run.path).name, run_path=run.path, interaction_id=i.id, profile_id=i.profile_id,
         profile_name=name, clinician=i.model, patient_model=i.patient_model,
         judge_model=judgments[0].judge_model if judgments else None, status=i.status, error=i.error,
@@ -153,7 +163,11 @@ def load_conversations(run_dirs: list[str | Path]) -> list[Conversation]:
         for j in run.judgments:
             by_id.setdefault(j.interaction_id, []).append(j)
         usage = _usage(run)
-        out += [_conversation(run, i, by_id.get(i.id, []), usage.get(i.id, {})) for i in run.interactions]
+        fixes: dict[str, list[str]] = {}
+        for c in run_corrections(d):
+            fixes.setdefault(c.interaction_id, []).append(describe(c))
+        out += [_conversation(run, i, by_id.get(i.id, []), usage.get(i.id, {}), fixes.get(i.id, []))
+                for i in run.interactions]
     return out
 
 

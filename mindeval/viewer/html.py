@@ -40,7 +40,8 @@ def _anchor(c: Conversation) -> str:
 def _row(c: Conversation) -> str:
     who = _e(c.profile_name or c.profile_id) + (f" · {_e(c.session_label)}" if c.session else "")
     cells = [f'<a href="#{_anchor(c)}">{who}</a>', _e(c.label),
-             '<span class="failed">failed</span>' if c.failed else "ok",
+             ('<span class="failed">failed</span>' if c.failed else "ok")
+             + (f' · <a href="#{_anchor(c)}-corrections">corrected ({len(c.corrections)})</a>' if c.corrections else ""),
              *(_num(c.score(a)) for a in (*c.axes, AVERAGE)), str(c.tokens), _num(c.cost_usd, "${:.4f}")]
     return "<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>"
 
@@ -94,6 +95,11 @@ def _section(c: Conversation) -> str:
         parts.append(f"<h3>Judge sample {j.sample} ({_e(j.parse_status)}, {rounds}{j.attempts} attempt(s))</h3>"
                      + _refused(j.refused)
                      + f"<p>{scores}</p><pre class=\"reply\">{_e(j.raw_text)}</pre>")
+    if c.corrections:  # the judge's values stay above, untouched; what reviewers changed, latest last
+        parts.append(f'<h3 id="{_anchor(c)}-corrections">Corrections by reviewers ({len(c.corrections)})</h3>'
+                     "<p class=\"who\">the judge's values above are kept; `mindeval leaderboard --with-corrections` "
+                     "ranks with the latest correction of each value</p><ul>"
+                     + "".join(f"<li>{_e(line)}</li>" for line in c.corrections) + "</ul>")
     parts.append("</section>")
     return "\n".join(parts)
 

@@ -35,12 +35,13 @@ def write_run(out: Path, scores: list[dict | None], *, protocol: str = "mindeval
     """A complete run directory written through the record models."""
     out.mkdir(parents=True, exist_ok=True)
     pids = [f"p{i}" for i in range(len(scores))]
-    BenchmarkConfig(
-        run_id="run-x", config_hash="h",
+    config = BenchmarkConfig(
+        run_id="run-x",
         patient=_spec("fake/echo"), clinician=_spec("sys/a"), judge=_spec("fake/judge"),
         prompts={r: {"ref": f"{r}/default@v1", "sha256": SHA} for r in ("patient", "clinician", "judge")},
         profile_ids=pids, turns=2, guidelines_version="1", seed=0, target=legacy_target(),
-    ).write(out / "config.json")
+    )
+    config.model_copy(update={"config_hash": config.hash()}).write(out / "config.json")  # as a run records it
     msgs = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi, how are you?"},
             {"role": "user", "content": "Tired."}]
     InteractionRecord.write(out / "interactions.jsonl", [

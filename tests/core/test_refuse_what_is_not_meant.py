@@ -133,6 +133,26 @@ def test_rejudging_a_sweep_glob_skips_its_leaderboard_and_dry_run_calls_nothing(
     assert json.loads((tmp_path / "rj" / "fake_echo_a" / "summary.json").read_text())["n_judged"] == 2
 
 
+def test_the_leaderboard_of_a_sweep_glob_skips_its_leaderboard_folder(tmp_path, capsys):
+    """`mindeval leaderboard runs/sweep/*` (docs/leaderboard.md) as the judge glob: the sweep's own
+    `_leaderboard` folder is skipped with a note; a path that does not exist is still refused."""
+    cfg = tmp_path / "sweep.yaml"
+    sweep = tmp_path / "sweep"
+    cfg.write_text(yaml.safe_dump({"patient": "fake/echo", "clinicians": ["fake/echo:a", "fake/echo:b"],
+                                   "judge": "fake/judge", "profiles": "demo", "limit": 2, "turns": 2,
+                                   "out": str(sweep)}))
+    assert main(["run", "--config", str(cfg), "--quiet"]) == 0
+    glob = sorted(str(p) for p in sweep.iterdir())
+    assert str(sweep / "_leaderboard") in glob
+    capsys.readouterr()
+    assert main(["leaderboard", *glob, "--allow-incomplete", "--out", str(tmp_path / "lb")]) == 0
+    out, err = capsys.readouterr()
+    assert f"note: skipping {sweep / '_leaderboard'}: not a run directory" in err
+    assert "fake/echo:a" in out and "fake/echo:b" in out
+    assert main(["leaderboard", *glob, str(sweep / "typo"), "--no-report"]) == 2
+    assert f"error: {sweep / 'typo'}: run directory not found" in capsys.readouterr().err
+
+
 def test_unknown_fake_model_is_refused_before_the_run(tmp_path):
     """A misspelt scripted model is one line and exit 2, not a run directory of failed conversations."""
     out = tmp_path / "r"

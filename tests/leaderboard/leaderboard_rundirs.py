@@ -7,10 +7,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mindeval.rundir import read_config
+
 AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 SHA = "ab" * 32
 
 Sample = Sequence[int] | None  # five scores, or None for a failed judge sample
+
+
+def stamp(run_dir: Path) -> None:
+    """Record the hash of ``run_dir``'s ``config.json`` as a run does (the leaderboard verifies it):
+    a configuration written by a test is a run made so, not an edited file."""
+    record = json.loads((run_dir / "config.json").read_text())
+    record["config_hash"] = read_config(run_dir / "config.json").hash()
+    (run_dir / "config.json").write_text(json.dumps(record))
 
 
 def write_run(
@@ -29,6 +39,7 @@ def write_run(
     failed_interactions: Sequence[str] = (),
     run_id: str | None = None,
     target: dict[str, Any] | None = None,
+    repeats: int = 1,
 ) -> Path:
     """Write config.json, interactions.jsonl and judgments.jsonl for one clinician.
 
@@ -67,11 +78,14 @@ def write_run(
     }
     if target is not None:
         config["target"] = target
+    if repeats > 1:  # conversations per profile (each scored alike)
+        config["repeats"] = repeats
     (out / "config.json").write_text(json.dumps({"run_id": run_id, "config_hash": "x", "config": config}))
+    stamp(out)
     inter_rows, judg_rows = [], []
     n_clin = turns // 2
-    for pid in ids:
-        iid = f"{run_id}-{pid}"
+    for pid, rep in ((p, r) for p in ids for r in range(repeats)):
+        iid = f"{run_id}-{pid}" + (f"-r{rep}" if rep else "")
         messages: list[dict[str, str]] = [{"role": "user", "content": "Hello."}]
         for _ in range(n_clin):
             messages += [{"role": "assistant", "content": clinician_text}, {"role": "user", "content": "Okay."}]

@@ -105,7 +105,20 @@ def test_refuses_too_few_rated_conversations(tmp_path, capsys):
     runs, ratings, _ = _board(tmp_path, rated)
     assert main(["leaderboard", *map(str, runs), "--humans", str(ratings), "--no-report"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "has 9 rated conversation(s)" in err[0] and "at least 10" in err[0], err
+    assert len(err) == 1 and "has 9 rated conversation(s)" in err[0] and "at least 10 rated conversations per system" in err[0], err
+
+
+def test_refuses_runs_with_repeats_in_one_line_that_calls_the_judge_no_rater(tmp_path, capsys):
+    """Human ratings pair with the judge by profile: a --repeats run is refused before its ratings are read."""
+    rated = {"vendor/a": [f"p{i:02d}" for i in range(12)], "vendor/b": [f"p{i:02d}" for i in range(12)]}
+    runs, ratings, judge = _board(tmp_path, rated)
+    twice = write_run(tmp_path / "b2", "vendor/b", judge["vendor/b"], profile_ids=sorted(judge["vendor/b"]), repeats=2)
+    assert main(["leaderboard", str(runs[0]), str(twice), "--no-report"]) == 0  # ranked without --humans
+    capsys.readouterr()
+    assert main(["leaderboard", str(runs[0]), str(twice), "--humans", str(ratings), "--no-report"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--repeats 2" in err[0] and "one conversation per profile" in err[0], err
+    assert "rater" not in err[0] and "Traceback" not in err[0]
 
 
 def test_refuses_rated_conversations_outside_the_system(tmp_path, capsys):

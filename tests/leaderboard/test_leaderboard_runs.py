@@ -6,7 +6,7 @@ import csv
 import json
 
 import pytest
-from leaderboard_rundirs import uniform, write_run
+from leaderboard_rundirs import stamp, uniform, write_run
 
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
@@ -276,6 +276,7 @@ def test_judge_protocols_are_not_mixed_unless_allowed(make_run, capsys):
     cfg = json.loads((b / "config.json").read_text())
     cfg["config"]["judge_protocol"] = "paper"
     (b / "config.json").write_text(json.dumps(cfg))
+    stamp(b)  # a run made so (not an edited file)
     with pytest.raises(MindEvalError, match=r"judge protocol \(mindeval vs paper\)"):
         build_leaderboard([a, b])
     assert main(["leaderboard", str(a), str(b), "--no-report"]) != 0

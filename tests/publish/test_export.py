@@ -5,11 +5,14 @@ leaves in either."""
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from mindeval.cli import main
+from mindeval.records import RunConfig
 
 SECRET = "sk-test-0123456789abcdefSECRET"
 ENV_SECRET = "envsecret-777-do-not-publish"
@@ -109,7 +112,12 @@ def _plant_secrets(run: Path) -> None:
     (run / "judgments.jsonl").write_text(judgments)
     config = json.loads((run / "config.json").read_text())
     config["config"]["clinician"]["api_base"] = f"http://user:{ENV_SECRET}@127.0.0.1:9/v1"
+    # as a run with that server records it: config.json, its hash and the run store agree (exports verify them)
+    config["config_hash"] = RunConfig.from_json(config).hash()
     (run / "config.json").write_text(json.dumps(config))
+    with closing(sqlite3.connect(run / "run.db")) as conn, conn:
+        conn.execute("UPDATE runs SET config_json = ?, config_hash = ? WHERE id = ?",
+                     (json.dumps(config["config"]), config["config_hash"], config["run_id"]))
 
 
 @pytest.mark.parametrize("fmt", ["hf", "eee"])
