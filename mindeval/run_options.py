@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .config import (
     DEFAULT_CONCURRENCY,
@@ -37,7 +37,7 @@ from .config import (
     OPENING_LINE,
     SEED_SCHEME,
 )
-from .llm.gateway import ModelSpec
+from .llm.gateway import ModelSpec, server_url
 from .llm.retry import RetryPolicy
 from .records import DEFAULT_TARGET, PROTOCOLS, TRANSCRIPT_FORMATS
 
@@ -249,6 +249,18 @@ class RunOptions(BaseModel):
             if isinstance(data.get(role), str):
                 data[role] = {"model": data[role]}
         return data
+
+    @field_validator("api_base")
+    @classmethod
+    def _server_url(cls, value: str | None) -> str | None:
+        return server_url(value)
+
+    @field_validator("label")
+    @classmethod
+    def _named(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("an empty label names nobody: leave it out to use the model string")
+        return value
 
     @model_validator(mode="after")
     def _run_settings_on_every_role(self) -> RunOptions:

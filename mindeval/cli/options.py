@@ -38,14 +38,22 @@ def add_target_option(p: argparse.ArgumentParser) -> None:
 def options_of(args: argparse.Namespace, **over):
     """The :class:`~mindeval.run_options.RunOptions` of a command line: each field from its option
     when given (:func:`~mindeval.cli.fields.given`), else the field's default. ``over`` overrides."""
+    from pydantic import ValidationError
+
     from ..config import DEFAULT_TIMEOUT_S
+    from ..errors import MindEvalError
+    from ..records.io import _validation_message
     from ..run_options import ROLE_FIELDS, RunOptions
 
     cli = given(args)
     for role in ROLE_FIELDS:  # a role the command offers records its timeout, given or not (as main did)
         if getattr(args, f"_offers_{role}", False):
             cli[role] = {"timeout_s": DEFAULT_TIMEOUT_S[role], **cli.get(role, {})}
-    return RunOptions.model_validate({"out": ".", **cli, **over})
+    try:
+        return RunOptions.model_validate({"out": ".", **cli, **over})
+    except ValidationError as exc:  # a value only the model can judge (a server URL, an empty label)
+        field, msg = _validation_message(exc)
+        raise MindEvalError(msg, field="--" + field.replace(".", "-").replace("_", "-")) from None
 
 
 def role_spec(args: argparse.Namespace, role: str):

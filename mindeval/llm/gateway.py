@@ -30,7 +30,7 @@ from collections.abc import Coroutine
 from functools import lru_cache
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import extras
 from ..config import CALL_SETTINGS, DEFAULT_CALL_TIMEOUT_S, DEFAULT_TIMEOUT_S, EMBEDDED_MODEL
@@ -59,6 +59,22 @@ T = TypeVar("T")
 _setup_lock = threading.Lock()
 
 
+def server_url(value: str | None) -> str | None:
+    """An OpenAI-compatible server URL as given (``http(s)://host[:port][/path]``); anything else is refused."""
+    if value is None:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in value):
+        raise ValueError(f"{value!r} is not a server URL (http://host:port/v1 or https://...)")
+    return value
+
+
 class ModelSpec(ModelRecord):
     """A role's model settings (:class:`~mindeval.records.ModelRecord`) plus how to call it."""
 
@@ -68,6 +84,11 @@ class ModelSpec(ModelRecord):
     # The call's retry policy (None: the defaults, the CLI's): travels with the spec, never
     # written to config.json or hashed (a run may resume with other retries).
     retry: RetryPolicy | None = Field(None, exclude=True)
+
+    @field_validator("api_base")
+    @classmethod
+    def _server_url(cls, value: str | None) -> str | None:
+        return server_url(value)
 
     @model_validator(mode="after")
     def _sampling_in_range(self) -> ModelSpec:
