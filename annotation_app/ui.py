@@ -192,6 +192,17 @@ def _drop_shown() -> None:
     del st.session_state.setdefault("_flash", [])[: st.session_state.pop("_flash_shown", 0)]
 
 
+def run_lock() -> threading.RLock:
+    """The lock the script runs of this tab's session share. Two runs of one tab can overlap (a
+    run told to stop goes on to its next Streamlit call while the next run starts, e.g. after a
+    reconnect): a page that reads a version, writes at it and records the new one holds it."""
+    with _RUN_LOCKS:
+        return st.session_state.setdefault("_run_lock", threading.RLock())
+
+
+_RUN_LOCKS = threading.Lock()
+
+
 def saved_now() -> None:
     st.session_state["saved_at"] = datetime.now().strftime("%H:%M:%S")
 

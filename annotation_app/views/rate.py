@@ -58,6 +58,9 @@ aid = st.session_state["assignment_id"]
 known: dict[int, int] = st.session_state.setdefault("rate_known", {})  # assignment → version this page shows
 generation: dict[int, int] = st.session_state.setdefault("rate_gen", {})  # bumped to reload widgets from the db
 refused: dict[int, int] = st.session_state.setdefault("rate_refused", {})  # stale writes refused, per assignment
+# held while a run reads `known`, writes at it and records the new version: two runs of this tab
+# never write at once (the second would be refused as another tab's, and its input dropped)
+lock = ui.run_lock()
 
 
 def _shown(target: int) -> dict[str, object]:
@@ -100,6 +103,11 @@ def _reconcile() -> None:
     assignment, field), including those of a transcript the annotator just left. Each
     write names the version this page shows (``rate_known``).
     """
+    with lock:
+        _reconcile_locked()
+
+
+def _reconcile_locked() -> None:
     widgets: dict[str, tuple[int, str]] = st.session_state.get("rate_widgets", {})
     for target in sorted({a for a, _ in widgets.values()}):
         try:
@@ -133,6 +141,11 @@ def _go(target: int) -> None:
 def _submit(target: int) -> None:
     """The Submit button's callback: store what the page shows, then submit at the version
     this page shows. Every outcome leaves a message (see the module docstring)."""
+    with lock:
+        _submit_locked(target)
+
+
+def _submit_locked(target: int) -> None:
     before = refused.get(target, 0)
     _reconcile()
     if refused.get(target, 0) != before:
@@ -233,33 +246,34 @@ def _active_time(item_id: int, has_rating: bool) -> None:
             pass
 
 
-_reconcile()
-item = ws.item(v, aid)
-scale = item.scale
-locked = item.state == "submitted"
-gen = generation.get(aid, 0)
-key = f"a{aid}_r{item.revision}{f'g{gen}' if gen else ''}_{'locked' if locked else 'open'}"
-ui.remember_in_url(study_id, aid)
-_active_time(aid, item.state != "todo")
-g = ws.guidelines(study_id)
-registry: dict[str, tuple[int, str]] = {}
-fresh = True
-for field in uf.fields(item, g, key):  # sub-axes, or the questions / this reply's fields at the judge's unit
-    registry[f"{key}_{field}"] = (aid, field)
-    # first showing only: a later set would undo a pending click
-    if uf.init_widget(item, f"{key}_{field}", field, st.session_state):
-        fresh = False
-for field in TEXTS:
-    registry[f"{key}_{field}"] = (aid, field)
-    if f"{key}_{field}" not in st.session_state:
-        st.session_state[f"{key}_{field}"] = getattr(item, field)
-    elif item.unit == "reply":  # another reply of a form already on screen: not a first showing
-        fresh = False
-shown_now = {field: st.session_state.get(w) for w, (_, field) in registry.items()}
-in_sync = all((seen or "") == getattr(item, f) if f in TEXTS
-              else seen == uf.stored_choice(item, f) for f, seen in shown_now.items())
-if fresh or in_sync or aid not in known:  # the page shows exactly this version (or was just loaded from it)
-    known[aid] = item.version
+with lock:  # this run's reconcile, the version read and `known` (see `lock`)
+    _reconcile()
+    item = ws.item(v, aid)
+    scale = item.scale
+    locked = item.state == "submitted"
+    gen = generation.get(aid, 0)
+    key = f"a{aid}_r{item.revision}{f'g{gen}' if gen else ''}_{'locked' if locked else 'open'}"
+    ui.remember_in_url(study_id, aid)
+    _active_time(aid, item.state != "todo")
+    g = ws.guidelines(study_id)
+    registry: dict[str, tuple[int, str]] = {}
+    fresh = True
+    for field in uf.fields(item, g, key):  # sub-axes, or the questions / this reply's fields at the judge's unit
+        registry[f"{key}_{field}"] = (aid, field)
+        # first showing only: a later set would undo a pending click
+        if uf.init_widget(item, f"{key}_{field}", field, st.session_state):
+            fresh = False
+    for field in TEXTS:
+        registry[f"{key}_{field}"] = (aid, field)
+        if f"{key}_{field}" not in st.session_state:
+            st.session_state[f"{key}_{field}"] = getattr(item, field)
+        elif item.unit == "reply":  # another reply of a form already on screen: not a first showing
+            fresh = False
+    shown_now = {field: st.session_state.get(w) for w, (_, field) in registry.items()}
+    in_sync = all((seen or "") == getattr(item, f) if f in TEXTS
+                  else seen == uf.stored_choice(item, f) for f, seen in shown_now.items())
+    if fresh or in_sync or aid not in known:  # the page shows exactly this version (or was just loaded from it)
+        known[aid] = item.version
 st.session_state["rate_widgets"] = {} if locked else registry
 
 pos = order.index(aid)

@@ -18,12 +18,19 @@ def app_script() -> Path:
 
 
 def streamlit_command(host: str, port: int, script: Path | None = None) -> list[str]:
-    """The ``streamlit run`` command line of the app, or of another page ``script`` (the run viewer)."""
+    """The ``streamlit run`` command line of the app, or of another page ``script`` (the run viewer).
+
+    ``runner.fastReruns`` is off: with it on (Streamlit's default) a click during a script run
+    starts the next run at once, in a new thread, while the old run goes on to its next Streamlit
+    call. Two runs of one tab then write at the same time, and the rating page refused its own
+    autosave as written by another tab (its version had moved under it). Off, the next run starts
+    where the old one stops (at its next Streamlit call): one run of a tab at a time."""
     cmd = [
         sys.executable, "-m", "streamlit", "run", str(script or app_script()),
         "--server.headless", "true", "--server.address", host, "--server.port", str(port),
         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
         "--server.runOnSave", "false", "--client.toolbarMode", "minimal",
+        "--runner.fastReruns", "false",
     ]
     for key, val in THEME.items():
         cmd += [f"--theme.{key}", val]
