@@ -233,8 +233,13 @@ class Target:
         """``role``'s template (``ref``: another one, e.g. ``--clinician-prompt``), checked with
         the labels this target lets ``role`` see as its only extra fields."""
         labels = self.manifest.labels
-        return load_template(ref or self.prompt_ref(role), kind=role,
-                             labels=labels.scope(role) if labels is not None else LabelScope())
+        try:
+            return load_template(ref or self.prompt_ref(role), kind=role,
+                                 labels=labels.scope(role) if labels is not None else LabelScope())
+        except MindEvalError as exc:
+            if ref is not None or "no prompt template" not in exc.message:
+                raise
+            raise _missing(self, f"prompts.{role}", self.root / getattr(self.manifest.prompts, role)) from None
 
     def template_labels(self, templates: list[PromptTemplate], profiles: list[Profile]) -> dict[str, dict[str, str]]:
         """``{profile id: {label: value}}`` of the labels the templates name (none: ``{}``);
@@ -570,12 +575,21 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
     problems += _guidelines_problems(target)
     problems += _score_problems(target)
     problems += _template_problems(target)
-    problems += _session_problems(target)
+    if not any(p.field == "sessions" for p in problems):  # a bad count is its own problem, not the prompts'
+        problems += _session_problems(target)
     problems += _profiles_problems(target)
     ppath = target.profiles_path
     if manifest.labels is not None and not _labels_bad(problems) and not any(p.path == str(ppath) for p in problems):
         problems += target.label_problems()
     return problems
+
+
+def run_problems(target: Target, own_profiles: bool = True) -> list[MindEvalError]:
+    """What a run refuses of a loaded target beyond its manifest: the cross-field checks of
+    ``validate`` (authors_release, score names, sessions), the labels file and (``own_profiles``:
+    the run uses them) the target's profiles file."""
+    return [*_authors_release_problems(target), *_score_problems(target), *_session_problems(target),
+            *(_profiles_problems(target) if own_profiles else []), *target.label_problems()]
 
 
 def _missing(target: Target, field: str, what: Path | str) -> MindEvalError:
@@ -631,11 +645,7 @@ def _template_problems(target: Target) -> list[MindEvalError]:
             if role == "judge":
                 problems += _judge_fields(target, tpl)
         except MindEvalError as exc:
-            if "no prompt template" in exc.message:
-                named = target.root / getattr(target.manifest.prompts, role)
-                problems.append(_missing(target, f"prompts.{role}", named))
-            else:
-                problems.append(exc)
+            problems.append(exc)
     return problems
 
 
@@ -686,6 +696,6 @@ def _profiles_problems(target: Target) -> list[MindEvalError]:
                 problems.append(exc)
     except MindEvalError as exc:
         problems.append(exc)
-    if rows == 0:
+    if rows == 0 and not problems:
         problems.append(MindEvalError("no profiles in file", path=ppath))
     return problems

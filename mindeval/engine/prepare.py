@@ -33,7 +33,7 @@ from ..run_config import PromptRef, judge_spec_for_protocol, spec_with_defaults
 from ..run_options import RunOptions
 from ..seeds import recorded_scheme
 from ..target_folder import target_source
-from ..targets import Target, load_target
+from ..targets import Target, load_target, run_problems
 from ..workers import check_concurrency
 
 
@@ -149,6 +149,8 @@ def prepare(opts: RunOptions) -> Prepared:
     guidelines, turns and opening line; explicit options (``--profiles``, ``--turns``,
     ``--ROLE-prompt``) override it."""
     target = load_target(opts.target)
+    if problems := run_problems(target, own_profiles=opts.profiles is None):
+        raise problems[0]
     turns = opts.turns if opts.turns is not None else target.manifest.turns
     _check_options(opts, turns)
     path = _profiles_path(opts, target)
