@@ -217,6 +217,9 @@ class _Work(BaseModel):
 def _annotations(opts: RunOptions) -> str:
     if not opts.annotations:
         raise MindEvalError("give the rated interactions to judge (--annotations)", field="annotations")
+    if opts.study and not any(_is_url(s) for s in (opts.annotations, opts.fewshot_file) if s):
+        raise MindEvalError("a study is read from an annotation database, and --annotations is a file: give its "
+                            "database URL or leave out --study", field="--study")
     return opts.annotations
 
 

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from .errors import MindEvalError
 from .records import CONFIG_FILE, BenchmarkConfig, RunConfig, _validation_message, require_kind
-from .run_options import LEGACY_KEYS, ROLE_FIELDS, RUN_SETTINGS, RunOptions
+from .run_options import LEGACY_KEYS, ROLE_FIELDS, RUN_SETTINGS, RunOptions, cli_meta
 from .rundir import read_config
 from .rundir_guard import check_not_source, check_store
 from .seeds import LEGACY_SCHEME
@@ -108,6 +108,11 @@ def _current_names(data: dict[str, Any], path: Path, text: str) -> dict[str, Any
             raise MindEvalError("unknown option (the keys are the options' names: docs/configuration.md)",
                                 path=path, line=key_line(text, str(key)), field=str(key))
         name = "quiet" if key == "progress" else LEGACY_KEYS.get(key, key)
+        field = RunOptions.model_fields.get(name)
+        if field is not None and cli_meta(name)["commands"] == "m" and value != field.get_default():
+            # metaeval judge's own (annotations, study, ...) set to something `mindeval run` would ignore
+            raise MindEvalError("an option of `metaeval judge` only, which `mindeval run` does not read: remove it",
+                                path=path, line=key_line(text, str(key)), field=str(key))
         if name in keys:
             raise MindEvalError(f"key given twice (as {name!r} and its earlier name)", path=path,
                                 line=key_line(text, str(key)), field=str(key))

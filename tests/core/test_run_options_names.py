@@ -83,6 +83,7 @@ def _value(action: argparse.Action, tmp: Path) -> list[str]:
     special = {"--out": str(tmp / "other"), "--db": "sqlite:///x.db", "--assume-reply-tokens": "judge=5",
                "--patient": "fake/echo", "--clinician": "fake/echo", "--judge": "fake/judge:x",
                "--annotations": "b.jsonl", "--fewshot-file": "f.jsonl"}
+    special |= {name: "http://127.0.0.1:9/v1"} if name.endswith("api-base") else {}
     for text in ([special[name]] if name in special else ["2", "3", "0.5", "a-text"]):
         try:
             parsed = action.type(text) if action.type else text
