@@ -57,7 +57,16 @@ def options_of(args: argparse.Namespace, **over):
 
 
 def role_spec(args: argparse.Namespace, role: str):
-    """Role ``role``'s :class:`~mindeval.llm.gateway.ModelSpec` from its options."""
-    from ..llm.gateway import ModelSpec
+    """Role ``role``'s :class:`~mindeval.llm.gateway.ModelSpec` from its options (a bad value: one line
+    naming ``--ROLE-FIELD``)."""
+    from pydantic import ValidationError
 
-    return ModelSpec.model_validate(given(args).get(role, {}))
+    from ..errors import MindEvalError
+    from ..llm.gateway import ModelSpec
+    from ..records.io import _validation_message
+
+    try:
+        return ModelSpec.model_validate(given(args).get(role, {}))
+    except ValidationError as exc:
+        field, msg = _validation_message(exc)
+        raise MindEvalError(msg, field=f"--{role}-{field.replace('_', '-')}") from None

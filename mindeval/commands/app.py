@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..cli import out_file
+from ..cli import at_least, out_file
 from ..cli.options import add_target_option
 from .app_launch import app_env, streamlit_command
 
@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "`mindeval app admin ...`.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--port", type=at_least("--port", 1, 65535), default=8501)
     p.add_argument("--db", default=None, metavar="URL",
                    help="SQLAlchemy URL (default: $MINDEVAL_APP_DB or sqlite ./mindeval-app.db)")
     p.add_argument("--seed-demo", action="store_true",
@@ -61,9 +61,9 @@ def _register_setup_commands(cmds: argparse._SubParsersAction) -> None:
     add_target_option(c)  # the form rated (and the clinician prompt of role-play)
     c.add_argument("--clinician-model", default=None, metavar="MODEL",
                    help="role-play: litellm model string (default local/smollm2)")
-    c.add_argument("--clinician-max-tokens", type=int, default=None, metavar="N")
+    c.add_argument("--clinician-max-tokens", type=at_least("--clinician-max-tokens"), default=None, metavar="N")
     c.add_argument("--clinician-temperature", type=float, default=None, metavar="T")
-    c.add_argument("--minutes", type=int, default=None, help="role-play session length (default 25)")
+    c.add_argument("--minutes", type=at_least("--minutes"), default=None, help="role-play session length (default 25)")
     c.set_defaults(func=_create_study)
 
     a = cmds.add_parser("add-annotator", help="add a person; prints their access code once")

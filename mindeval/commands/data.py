@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+from ..cli import out_dir
+from ..cli.fields import seconds
 from ..profiles.download import COMMIT, RELEASE, REPOSITORY
 
 _V1 = (f"MindEval implements {RELEASE}: the files of {REPOSITORY} at commit {COMMIT[:7]}, never a branch "
@@ -26,17 +28,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "an interrupted or corrupted transfer leaves nothing behind.")
     d.add_argument("files", nargs="*", metavar="FILE",
                    help="only these files (profiles.jsonl, human_annotations.jsonl, human_user_turns.jsonl)")
-    d.add_argument("--cache-dir", type=Path, default=None, metavar="DIR", help="cache root")
+    d.add_argument("--cache-dir", type=out_dir("--cache-dir"), default=None, metavar="DIR", help="cache root")
     d.add_argument("--base-url", default=None, metavar="URL",
                    help="where FILE is fetched as URL/FILE (default: GitHub raw at the pinned commit)")
     d.add_argument("--sha256", action="append", default=[], metavar="FILE=HEX",
                    help="expected checksum for FILE instead of the upstream one (repeatable)")
-    d.add_argument("--timeout", type=float, default=60.0, metavar="S", help="network timeout in seconds")
+    d.add_argument("--timeout", type=seconds("--timeout"), default=60.0, metavar="S", help="network timeout in seconds")
     d.add_argument("--quiet", action="store_true", help="no progress output")
     d.set_defaults(func=_download)
 
     s = dsub.add_parser("status", help="show the cache directory and which files are present and verified")
-    s.add_argument("--cache-dir", type=Path, default=None, metavar="DIR", help="cache root")
+    s.add_argument("--cache-dir", type=out_dir("--cache-dir"), default=None, metavar="DIR", help="cache root")
     s.set_defaults(func=_status)
 
 

@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t = psub.add_parser("stats", help="severity mix, identity and other distributions vs the paper")
     t.add_argument("source", metavar="FILE", help="profiles.jsonl, 'official' or 'demo'")
     t.add_argument("--against", default=None, metavar="FILE", help="a second set shown beside (e.g. official)")
-    t.add_argument("--top", type=int, default=5, help="values shown per attribute")
+    t.add_argument("--top", type=at_least("--top"), default=5, help="values shown per attribute")
     t.add_argument("--pool", type=Path, default=None, metavar="DIR", help="pool used to map finance tiers")
     t.add_argument("--json", action="store_true", help="print JSON instead of the table")
     t.set_defaults(func=_stats)
@@ -59,10 +59,10 @@ def _add_generate(psub: argparse._SubParsersAction) -> None:
     g.add_argument("-o", "--out", type=out_file(), required=True, metavar="FILE", help="output profiles.jsonl")
     g.add_argument("--model", default=DEFAULT_MODEL, help="litellm model string")
     g.add_argument("--temperature", type=float, default=None, metavar="T")
-    g.add_argument("--max-tokens", type=int, default=None, metavar="N")
+    g.add_argument("--max-tokens", type=at_least("--max-tokens"), default=None, metavar="N")
     g.add_argument("--reasoning-effort", default=None, metavar="LEVEL")
     g.add_argument("--api-base", default=None, metavar="URL", help="OpenAI-compatible server URL")
-    g.add_argument("--retries", type=int, default=3, metavar="K",
+    g.add_argument("--retries", type=at_least("--retries", 0), default=3, metavar="K",
                    help="attempts per profile before it is recorded as failed")
     g.add_argument("--prompt", default="backstory/default", metavar="REF",
                    help="backstory template: kind/name or a file")
@@ -96,14 +96,22 @@ def _sample(args: argparse.Namespace) -> int:
 def _generate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from pydantic import ValidationError
+
+    from ..errors import MindEvalError
     from ..llm.gateway import ModelSpec
     from ..profiles.backstory import BackstoryOptions, BackstoryOutcome, generate_file
     from ..profiles.official import resolve_profiles_arg
+    from ..records.io import _validation_message
     from ..store.calls import calls_line
 
     source = resolve_profiles_arg(args.source)
-    spec = ModelSpec(model=args.model, temperature=args.temperature, max_tokens=args.max_tokens,
-                     reasoning_effort=args.reasoning_effort, api_base=args.api_base)
+    try:
+        spec = ModelSpec(model=args.model, temperature=args.temperature, max_tokens=args.max_tokens,
+                         reasoning_effort=args.reasoning_effort, api_base=args.api_base)
+    except ValidationError as exc:  # a bad --reasoning-effort or --api-base: one line naming it
+        field, msg = _validation_message(exc)
+        raise MindEvalError(msg, field="--" + field.replace("_", "-")) from None
     done = [0]
 
     def progress(o: BackstoryOutcome) -> None:
