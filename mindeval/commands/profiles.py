@@ -94,9 +94,8 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from pydantic import ValidationError
+    from tqdm import tqdm
 
     from ..errors import MindEvalError
     from ..llm.gateway import ModelSpec
