@@ -11,7 +11,7 @@ import sys
 
 from mindeval import __version__
 from mindeval.cli import Parser, at_least, out_dir, run_cli
-from mindeval.cli.fields import add_fields
+from mindeval.cli.fields import add_fields, positive_number
 from mindeval.cli.options import (
     add_api_base_option,
     add_overwrite_option,
@@ -212,7 +212,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the bootstrap (recorded in the JSON)")
     c.add_argument("--alpha", type=_level, default=0.05, metavar="LEVEL",
                    help="significance level of the judge-vs-judge tests and their clusters")
-    c.add_argument("--margin", type=float, default=METAEVAL_MARGIN, metavar="DELTA",
+    c.add_argument("--margin", type=positive_number("--margin"), default=METAEVAL_MARGIN, metavar="DELTA",
                    help="non-inferiority margin of the verdict: a judge is 'as good as humans' when its leave-one-out "
                    "agreement is at most DELTA (τ; DELTA/2 for MIPSA) below the humans' with confidence")
     c.add_argument("--epsilon", type=_level, default=METAEVAL_EPSILON, metavar="EPS",
@@ -235,7 +235,8 @@ def _add_power(sub: argparse._SubParsersAction) -> None:
     w.add_argument("--judges", nargs="+", metavar="[LABEL=]DIR", required=True,
                    help="the pilot's judge runs (at least two)")
     w.add_argument("--pair", nargs=2, metavar="LABEL", help="the two judges to compare (default: the first two)")
-    w.add_argument("--delta", type=float, default=0.1, help="the true difference in agreement to detect")
+    w.add_argument("--delta", type=positive_number("--delta"), default=0.1,
+                   help="the true difference in agreement to detect")
     w.add_argument("--power", type=_level, default=0.8, help="the power wanted")
     w.add_argument("--alpha", type=_level, default=0.05, metavar="LEVEL", help="significance level (two-sided)")
     w.add_argument("--metric", choices=["tau", "mipsa"], default="tau", help="agreement metric")

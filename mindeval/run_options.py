@@ -103,7 +103,7 @@ class RunOptions(BaseModel):
     clinician: ModelSpec = _role("clinician", "r")
     judge: ModelSpec = _role("judge", "rjm", required="jm")
     api_base: str | None = option(  # the server of every role without its own api_base (not in-process models)
-        None, "OpenAI-compatible server URL of every role without its own `ROLE.api_base`", metavar="URL",
+        None, "OpenAI-compatible server URL of every role without its own `ROLE.api_base`", metavar="URL", url=True,
         help="OpenAI-compatible server of every role (e.g. http://127.0.0.1:8000/v1); a role's own --ROLE-api-base "
         "wins; no API key is needed for it (one set in the environment is sent)")
     # what is run
@@ -295,7 +295,7 @@ class RunOptions(BaseModel):
 ROLE_SETTINGS: dict[str, dict[str, Any]] = {
     "temperature": {"suffix": "-temperature", "metavar": "T", "type": "sampling", "plain": True,
                     "description": "sampling temperature, 0 to 2", "doc_default": "provider's"},
-    "max_tokens": {"suffix": "-max-tokens", "metavar": "N", "type": "int", "plain": True, "help": None,
+    "max_tokens": {"suffix": "-max-tokens", "metavar": "N", "type": "at_least", "plain": True, "help": None,
                    "doc_default": "provider's",
                    "description": "reply length cap (the embedded model's defaults: patient 96, clinician 128, judge "
                    "64; a reply-level target's embedded judge 32 + 16 per reply key, i.e. 176 for `reply_safety`'s "
@@ -303,7 +303,7 @@ ROLE_SETTINGS: dict[str, dict[str, Any]] = {
     "reasoning_effort": {"suffix": "-reasoning-effort", "metavar": "LEVEL", "plain": True, "doc_default": "—",
                          "help": "low | medium | high (providers that support it)",
                          "description": "`low`, `medium`, `high`"},
-    "api_base": {"suffix": "-api-base", "metavar": "URL", "doc_default": "`api_base`",
+    "api_base": {"suffix": "-api-base", "metavar": "URL", "type": "url", "doc_default": "`api_base`",
                  "help": "OpenAI-compatible server URL (e.g. http://127.0.0.1:8000/v1)",
                  "description": "this role's OpenAI-compatible server URL"},
     "extra": {"suffix": None, "doc_default": "`{}`", "doc_commands": "file, API",

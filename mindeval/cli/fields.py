@@ -64,6 +64,8 @@ def _argparse_kwargs(name: str, flag: str, meta: dict[str, Any]) -> dict[str, An
         return {"type": out_dir(flag)}
     if meta.get("release"):
         return {"type": release_arg(meta["release"])}
+    if meta.get("url"):
+        return {"type": server_url_arg(flag)}
     if kind is int:
         low, high = _bound(name, "ge"), _bound(name, "le")
         return {"type": int if low is None else at_least(flag, low, high)}
@@ -125,7 +127,7 @@ def add_role(parser: argparse.ArgumentParser, role: str, command: str = "r", *, 
             continue
         flag = f"--{role}{s['suffix']}"
         kind = {"sampling": sampling_arg(flag, setting), "seconds": seconds(flag), "int": int,
-                "at_least": at_least(flag)}.get(s.get("type", ""))
+                "at_least": at_least(flag), "url": server_url_arg(flag)}.get(s.get("type", ""))
         timeout = DEFAULT_TIMEOUT_S.get(role, 0.0)
         shown = timeout if setting == "timeout_s" else None
         help_text = s.get("help", s["description"])
@@ -186,6 +188,58 @@ def role_tokens(text: str) -> tuple[str, int]:
         raise MindEvalError(f"expected ROLE=N with ROLE patient, clinician or judge and N >= 1, got {text!r}",
                             field="--assume-reply-tokens")
     return role, int(n)
+
+
+def server_url_arg(option: str):
+    """An argparse ``type``: an OpenAI-compatible server URL (:func:`mindeval.llm.gateway.server_url`)."""
+    from ..llm.gateway import server_url
+
+    def parse(text: str) -> str:
+        try:
+            return server_url(text)
+        except ValueError as exc:
+            raise MindEvalError(str(exc), field=option) from None
+
+    parse.__name__ = "URL"
+    return parse
+
+
+def positive_number(option: str):
+    """An argparse ``type``: a finite number above 0 (``nan``, ``inf``, 0 and below are errors)."""
+    import math
+
+    def parse(text: str) -> float:
+        value = float(text)
+        if not (math.isfinite(value) and value > 0):
+            raise MindEvalError(f"must be a finite number above 0, got {text}", field=option)
+        return value
+
+    parse.__name__ = "float"
+    return parse
+
+
+def nonempty_text(option: str):
+    """An argparse ``type``: text with something in it."""
+
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise MindEvalError("must not be empty", field=option)
+        return text
+
+    parse.__name__ = "text"
+    return parse
+
+
+def name_list(option: str):
+    """An argparse ``type``: comma-separated names, at least one (the text as given)."""
+
+    def parse(text: str) -> str:
+        if not any(n.strip() for n in text.split(",")):
+            raise MindEvalError(f"names no one: give comma-separated names, got {text!r}", field=option)
+        return text
+
+    parse.__name__ = "names"
+    return parse
 
 
 def seconds(option: str):

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from ..cli import at_least, out_file
+from ..cli.fields import name_list
 from ..cli.options import add_target_option
 from .app_launch import app_env, streamlit_command
 
@@ -55,7 +56,7 @@ def _register_setup_commands(cmds: argparse._SubParsersAction) -> None:
     c = cmds.add_parser("create-study", help="create a rating or role-play study")
     c.add_argument("name")
     c.add_argument("--kind", choices=("rating", "roleplay"), default="rating")
-    c.add_argument("--k", type=int, default=1, help="annotators per item")
+    c.add_argument("--k", type=at_least("--k"), default=1, help="annotators per item")
     c.add_argument("--seed", type=int, default=0, help="seed of the assignment and of each annotator's order")
     c.add_argument("--description", default="")
     add_target_option(c)  # the form rated (and the clinician prompt of role-play)
@@ -79,12 +80,12 @@ def _register_setup_commands(cmds: argparse._SubParsersAction) -> None:
 
     s = cmds.add_parser("assign", help="give every item k ratings from a group of annotators, balanced and seeded")
     s.add_argument("study")
-    s.add_argument("--k", type=int, default=None,
+    s.add_argument("--k", type=at_least("--k"), default=None,
                    help="ratings per item from this group (default: the study's k); ratings by anybody "
                         "outside the group, e.g. imported raters, do not count")
-    s.add_argument("--annotators", default=None,
+    s.add_argument("--annotators", type=name_list("--annotators"), default=None,
                    help="comma-separated names: the group (default: every active annotator who can sign in)")
-    s.add_argument("--per-system", type=int, default=None, metavar="N",
+    s.add_argument("--per-system", type=at_least("--per-system"), default=None, metavar="N",
                    help="assign only N conversations per clinician model, drawn at random with the study's seed "
                         "(the random sample `mindeval leaderboard --humans` needs; reruns top up)")
     s.set_defaults(func=_assign)

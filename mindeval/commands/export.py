@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..cli import out_dir
+from ..cli.fields import nonempty_text
 from ..errors import MindEvalError
 
 
@@ -22,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", required=True, choices=("hf", "eee"), help="hf: Hugging Face datasets; eee: Every Eval Ever")
     p.add_argument("--out", type=out_dir(), required=True, metavar="DIR", help="the folder to write")
     p.add_argument("--overwrite", action="store_true", help="replace files an earlier export left in --out")
-    p.add_argument("--organization", default="unknown", metavar="NAME",
+    p.add_argument("--organization", type=nonempty_text("--organization"), default="unknown", metavar="NAME",
                    help="eee: who ran the evaluation (source_organization_name)")
     p.add_argument("--relationship", choices=("first-party", "third-party", "collaborative", "other"),
                    default="third-party", help="eee: the evaluator's relationship to the clinician model's developer")
