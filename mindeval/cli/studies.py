@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..errors import MindEvalError
 from ..study_data import StudyRatings, StudyTurns
 
 
@@ -17,7 +18,10 @@ def read_studies(sources: Iterable[str | None], study: str | None) -> dict[str, 
     """The ratings of ``study`` in each database URL among ``sources`` (files are left to metaeval);
     without a study nothing is read, and metaeval says that a database source needs ``--study``."""
     urls = [s for s in dict.fromkeys(sources) if s is not None and is_database(s)]
-    if not study or not urls:
+    if study and not urls:
+        raise MindEvalError(f"--study {study!r} names a study of an annotation database, and no source given is "
+                            "a database URL (files hold no studies)", field="--study")
+    if not study:
         return {}
     from annotation_app.store import read_ratings
 
@@ -26,7 +30,10 @@ def read_studies(sources: Iterable[str | None], study: str | None) -> dict[str, 
 
 def read_turns(source: str, study: str | None) -> StudyTurns | None:
     """The human patient turns of role-play ``study`` when ``source`` is a database URL."""
-    if not study or not is_database(source):
+    if study and not is_database(source):
+        raise MindEvalError(f"--study {study!r} names a role-play study of an annotation database, and the "
+                            "turns source is a file, not a database URL", field="--study")
+    if not study:
         return None
     from annotation_app.store import read_user_turns
 

@@ -67,6 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     from ..leaderboard import StatsSettings, build_leaderboard, to_markdown, write_outputs
 
+    if args.study is not None and args.humans is None:
+        raise MindEvalError("--study names the annotation study of --humans DATABASE_URL; no --humans given",
+                            field="--study")
     if args.plan_width is not None and (args.humans is None or not args.plan_width > 0):
         raise MindEvalError("--plan-width needs --humans and a positive width", field="--plan-width")
     if args.plots:
