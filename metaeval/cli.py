@@ -11,7 +11,7 @@ import sys
 
 from mindeval import __version__
 from mindeval.cli import Parser, at_least, out_dir, run_cli
-from mindeval.cli.fields import add_fields, positive_number
+from mindeval.cli.fields import add_fields, existing_file, positive_number
 from mindeval.cli.options import (
     add_api_base_option,
     add_overwrite_option,
@@ -194,7 +194,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--judges", nargs="+", metavar="[LABEL=]DIR",
                    help="judge runs: `mindeval run` or `metaeval judge` output directories")
     c.add_argument("--study", help="annotation study (name or id) when --humans is a database URL")
-    c.add_argument("--mapping", help="criterion → sub-axis mapping file (default: guidelines/authors_criteria.yaml)")
+    c.add_argument("--mapping", type=existing_file("--mapping"), metavar="MAPPING", help="criterion → sub-axis mapping file (default: guidelines/authors_criteria.yaml)")
     add_zeros_option(c)
     c.add_argument("--tau", choices=["b", "c"], default="b", help="Kendall τ variant")
     c.add_argument("--mipsa-ties", choices=["sign", "exclude", "taub"], default=None,
@@ -245,7 +245,7 @@ def _add_power(sub: argparse._SubParsersAction) -> None:
                    help="bootstrap resamples of the pilot")
     w.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the bootstrap")
     w.add_argument("--study", help="annotation study when --humans is a database URL")
-    w.add_argument("--mapping", help="criterion → sub-axis mapping file")
+    w.add_argument("--mapping", type=existing_file("--mapping"), metavar="MAPPING", help="criterion → sub-axis mapping file")
     add_zeros_option(w)
     w.add_argument("--tau", choices=["b", "c"], default="b", help="Kendall τ variant")
     w.add_argument("--mipsa-ties", choices=["sign", "exclude", "taub"], default=None, help="MIPSA tie rule")

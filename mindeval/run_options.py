@@ -37,7 +37,7 @@ from .config import (
     OPENING_LINE,
     SEED_SCHEME,
 )
-from .llm.gateway import ModelSpec, server_url
+from .llm.gateway import REASONING_EFFORTS, ModelSpec, server_url
 from .llm.retry import RetryPolicy
 from .records import DEFAULT_TARGET, PROTOCOLS, TRANSCRIPT_FORMATS
 
@@ -301,8 +301,9 @@ ROLE_SETTINGS: dict[str, dict[str, Any]] = {
                    "64; a reply-level target's embedded judge 32 + 16 per reply key, i.e. 176 for `reply_safety`'s "
                    "level and eight flags)"},
     "reasoning_effort": {"suffix": "-reasoning-effort", "metavar": "LEVEL", "plain": True, "doc_default": "—",
-                         "help": "low | medium | high (providers that support it)",
-                         "description": "`low`, `medium`, `high`"},
+                         "choices": REASONING_EFFORTS,
+                         "help": "none | minimal | low | medium | high (providers that support it)",
+                         "description": "`none`, `minimal`, `low`, `medium`, `high`"},
     "api_base": {"suffix": "-api-base", "metavar": "URL", "type": "url", "doc_default": "`api_base`",
                  "help": "OpenAI-compatible server URL (e.g. http://127.0.0.1:8000/v1)",
                  "description": "this role's OpenAI-compatible server URL"},

@@ -132,12 +132,12 @@ def add_role(parser: argparse.ArgumentParser, role: str, command: str = "r", *, 
         shown = timeout if setting == "timeout_s" else None
         help_text = s.get("help", s["description"])
         action = g.add_argument(flag, dest=f"{role}.{setting}", type=kind, metavar=s["metavar"],
-                                help=help_text.format(timeout=timeout) if help_text else None,
+                                choices=s.get("choices"), help=help_text.format(timeout=timeout) if help_text else None,
                                 default=argparse.SUPPRESS if suppress or shown is None else shown)
         _shown(action, shown)
         if plain and s.get("plain"):
             g.add_argument(s["suffix"].replace("-", "--", 1), dest=f"{role}.{setting}", type=kind,
-                           default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+                           choices=s.get("choices"), default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def add_fields(parser: argparse.ArgumentParser, command: str) -> None:
@@ -227,6 +227,18 @@ def nonempty_text(option: str):
         return text
 
     parse.__name__ = "text"
+    return parse
+
+
+def existing_file(option: str):
+    """An argparse ``type``: a file that exists (read later; a typo must not be ignored)."""
+
+    def parse(text: str) -> str:
+        if not Path(text).is_file():
+            raise MindEvalError(f"file not found: {text}", field=option)
+        return text
+
+    parse.__name__ = "file"
     return parse
 
 

@@ -59,6 +59,10 @@ T = TypeVar("T")
 _setup_lock = threading.Lock()
 
 
+# The levels a ``reasoning_effort`` takes (litellm passes them to the providers that support one).
+REASONING_EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high")
+
+
 def server_url(value: str | None) -> str | None:
     """An OpenAI-compatible server URL as given (``http(s)://host[:port][/path]``); anything else is refused."""
     if value is None:
@@ -89,6 +93,13 @@ class ModelSpec(ModelRecord):
     @classmethod
     def _server_url(cls, value: str | None) -> str | None:
         return server_url(value)
+
+    @field_validator("reasoning_effort")
+    @classmethod
+    def _effort(cls, value: str | None) -> str | None:
+        if value is not None and value not in REASONING_EFFORTS:
+            raise ValueError(f"{value!r} is not a reasoning effort ({', '.join(REASONING_EFFORTS)})")
+        return value
 
     @model_validator(mode="after")
     def _sampling_in_range(self) -> ModelSpec:
