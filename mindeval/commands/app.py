@@ -85,7 +85,7 @@ def _register_setup_commands(cmds: argparse._SubParsersAction) -> None:
                         "outside the group, e.g. imported raters, do not count")
     s.add_argument("--annotators", type=name_list("--annotators"), default=None,
                    help="comma-separated names: the group (default: every active annotator who can sign in)")
-    s.add_argument("--per-system", type=at_least("--per-system"), default=None, metavar="N",
+    s.add_argument("--per-system", type=int, default=None, metavar="N",
                    help="assign only N conversations per clinician model, drawn at random with the study's seed "
                         "(the random sample `mindeval leaderboard --humans` needs; reruns top up)")
     s.set_defaults(func=_assign)
