@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import types
 import typing
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -204,64 +205,44 @@ def server_url_arg(option: str):
     return parse
 
 
+def checked(option: str, name: str, ok: Callable[[Any], bool], problem: str, convert: Callable[[str], Any] = str):
+    """An argparse ``type`` named ``name``: ``convert(text)``, refused in one line naming ``option``
+    (``problem``, with ``{text}``) unless ``ok`` holds for the value."""
+
+    def parse(text: str) -> Any:
+        value = convert(text)
+        if not ok(value):
+            raise MindEvalError(problem.format(text=text), field=option)
+        return value
+
+    parse.__name__ = name
+    return parse
+
+
 def positive_number(option: str):
     """An argparse ``type``: a finite number above 0 (``nan``, ``inf``, 0 and below are errors)."""
     import math
 
-    def parse(text: str) -> float:
-        value = float(text)
-        if not (math.isfinite(value) and value > 0):
-            raise MindEvalError(f"must be a finite number above 0, got {text}", field=option)
-        return value
-
-    parse.__name__ = "float"
-    return parse
+    return checked(option, "float", lambda v: math.isfinite(v) and v > 0,
+                   "must be a finite number above 0, got {text}", float)
 
 
 def nonempty_text(option: str):
     """An argparse ``type``: text with something in it."""
-
-    def parse(text: str) -> str:
-        if not text.strip():
-            raise MindEvalError("must not be empty", field=option)
-        return text
-
-    parse.__name__ = "text"
-    return parse
+    return checked(option, "text", lambda v: bool(v.strip()), "must not be empty")
 
 
 def existing_file(option: str):
     """An argparse ``type``: a file that exists (read later; a typo must not be ignored)."""
-
-    def parse(text: str) -> str:
-        if not Path(text).is_file():
-            raise MindEvalError(f"file not found: {text}", field=option)
-        return text
-
-    parse.__name__ = "file"
-    return parse
+    return checked(option, "file", lambda v: Path(v).is_file(), "file not found: {text}")
 
 
 def name_list(option: str):
     """An argparse ``type``: comma-separated names, at least one (the text as given)."""
-
-    def parse(text: str) -> str:
-        if not any(n.strip() for n in text.split(",")):
-            raise MindEvalError(f"names no one: give comma-separated names, got {text!r}", field=option)
-        return text
-
-    parse.__name__ = "names"
-    return parse
+    return checked(option, "names", lambda v: any(n.strip() for n in v.split(",")),
+                   "names no one: give comma-separated names, got {text!r}")
 
 
 def seconds(option: str):
     """An argparse ``type``: a positive number of seconds."""
-
-    def parse(text: str) -> float:
-        value = float(text)
-        if not value > 0:
-            raise MindEvalError(f"must be more than 0 seconds, got {text}", field=option)
-        return value
-
-    parse.__name__ = "float"
-    return parse
+    return checked(option, "float", lambda v: v > 0, "must be more than 0 seconds, got {text}", float)
