@@ -36,14 +36,19 @@ def _ones(pairs: PairIndex) -> types.SimpleNamespace:
     return types.SimpleNamespace(items=np.ones((1, pairs.n_items)), profiles=np.ones((1, pairs.n_profiles)))
 
 
-@pytest.mark.parametrize("key", list(STATISTICS))
-def test_each_statistic_on_a_draw_of_ones_is_its_point_value(key):
-    st = STATISTICS[key]
-    pairs = PairIndex(PROFILES)
-    opts = MetricOptions(tau_variant="c", mipsa_ties="exclude")
+def _sample(st: Statistic):
+    """Two raters' scores on the test interactions (categories for a categorical statistic), their
+    pair index and options."""
     x, y = H[0], J[1]
     if st.scale == "categorical":
         x, y = np.round(x) % 3, np.round(y) % 3
+    return x, y, PairIndex(PROFILES), MetricOptions(tau_variant="c", mipsa_ties="exclude")
+
+
+@pytest.mark.parametrize("key", list(STATISTICS))
+def test_each_statistic_on_a_draw_of_ones_is_its_point_value(key):
+    st = STATISTICS[key]
+    x, y, pairs, opts = _sample(st)
     assert st.on_draw(x, y, pairs, _ones(pairs), opts)[0] == pytest.approx(st.point(x, y, pairs, opts))
 
 
@@ -69,11 +74,7 @@ def test_each_statistic_on_a_real_draw_is_its_point_value_on_the_expanded_sample
     """A resampled twin must read its draw: on three random draws it equals the point function on
     the sample each draw stands for (a twin that ignored its draw passes a draw of ones only)."""
     st = STATISTICS[key]
-    pairs = PairIndex(PROFILES)
-    opts = MetricOptions(tau_variant="c", mipsa_ties="exclude")
-    x, y = H[0], J[1]
-    if st.scale == "categorical":
-        x, y = np.round(x) % 3, np.round(y) % 3
+    x, y, pairs, opts = _sample(st)
     n = pairs.n_items if st.resample == "items" else pairs.n_profiles
     draws = np.random.default_rng(3).multinomial(n, np.full(n, 1 / n), size=3).astype(float)
     boot = types.SimpleNamespace(items=draws, profiles=draws)
