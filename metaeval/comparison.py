@@ -226,6 +226,7 @@ def run_compare(opts: CompareOptions, studies: Mapping[str, StudyRatings] | None
         humans = [r for hs in human_sources for r in hs.raters] + units.conversation_raters(judges)
         if len(humans) + len(judges) < 2:
             raise MindEvalError("need at least two raters in total (humans and judges) to compare")
+        _known_exclusions(opts.exclude, [*humans, *judges])
         exclude = _exclusions(opts, judges)
         panel = Panel(humans, judges, exclude=sorted(exclude))
         if not panel.keys:
@@ -285,6 +286,15 @@ class _UnitInputs:
         return unit_compare.build_unit_report(self.tg[0], self.tg[1], self.humans, self.judges, exclude,
                                               resamples=opts.resamples, seed=opts.seed, level=opts.ci,
                                               epsilon=opts.epsilon, alpha_level=opts.alpha_level)
+
+
+def _known_exclusions(ids: Sequence[str], raters: Sequence[RaterScores]) -> None:
+    """Refuse an ``--exclude`` id that no source rated (a typo would otherwise leave everything in)."""
+    known = {str(i) for r in raters for i in r.frame["interaction_id"].unique()}
+    unknown = [i for i in ids if str(i) not in known]
+    if unknown:
+        raise MindEvalError(f"no source rated interaction {unknown[0]!r} ({len(unknown)} unknown id(s); "
+                            f"{len(known)} interactions are rated)", field="--exclude")
 
 
 def _exclusions(opts: CompareOptions, judges: list[RaterScores]) -> set[str]:

@@ -32,7 +32,7 @@ from mindeval.study_data import StudyRatings
 from .comparison import CompareOptions, load_humans, load_judges, resolve_dimensions
 from .confidence import Draws
 from .matrices import MetricOptions, Panel, Scores
-from .rollup import AVERAGE
+from .rollup import AVERAGE, Dimensions
 from .statistics import STATISTICS
 
 SIZES = (55, 100, 200, 400, 800)
@@ -69,11 +69,16 @@ def run_power(opts: CompareOptions, *, delta: float = 0.1, power: float = 0.8, a
         warnings.simplefilter("ignore")
         js = load_judges(opts.judges)
         dims = resolve_dimensions(opts.target, js)
-        humans = [r for hs in load_humans(opts.humans, opts, dims, studies) for r in hs.raters]
+        sources = load_humans(opts.humans, opts, dims, studies)
+        humans = [r for hs in sources for r in hs.raters]
+        dims = next((hs.dims for hs in sources if hs.dims is not None and hs.dims.titles), dims) or Dimensions()
     if len(js) < 2:
         raise MindEvalError("metaeval power needs two judges in the pilot (--judges A=DIR B=DIR)", field="--judges")
     if not humans:
         raise MindEvalError("metaeval power needs the pilot's human ratings (--humans)", field="--humans")
+    if axis not in dims.all_axes:
+        raise MindEvalError(f"no axis {axis!r} in target {dims.target} (axes: {', '.join(dims.all_axes)})",
+                            field="--axis")
     labels = [j.label for j in js]
     a, b = judges or (labels[0], labels[1])
     for name in (a, b):

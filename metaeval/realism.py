@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import random
+import string
 import time
 from collections.abc import Callable
 from functools import lru_cache
@@ -124,9 +125,20 @@ def sample_turns(turns: list[HumanTurn], limit: int | None, seed: int) -> list[H
 # ------------------------------------------------------------------ LLM patient turns
 
 
+OPENER_FIELDS = ("name",)
+
+
+def check_opener(opener: str) -> None:
+    """Refuse an opener whose ``$`` placeholders are malformed or not among :data:`OPENER_FIELDS`."""
+    template = string.Template(opener)
+    unknown = [f for f in template.get_identifiers() if f not in OPENER_FIELDS]
+    if not template.is_valid() or unknown:
+        what = f"unknown placeholder ${{{unknown[0]}}}" if unknown else "a '$' that is not a placeholder (write $$)"
+        raise MindEvalError(f"{what} in the opener; it may name only ${{name}}", field="--opener")
+
+
 def patient_messages(system_prompt: str, name: str, opener: str) -> list[dict[str, str]]:
     """The patient's view of the fixed context: its prompt, its "Hello.", the clinician's greeting."""
-    import string
 
     greeting = string.Template(opener).safe_substitute(name=name)
     return [
@@ -230,7 +242,9 @@ def _embedding_model(embedder: str) -> Any:
     try:
         return SentenceTransformer(embedder, device="cpu")
     except Exception as exc:
-        raise MindEvalError(f"cannot load sentence-transformers model {embedder!r}: {exc}", field="--embedder") from None
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise MindEvalError(f"cannot load sentence-transformers model {embedder!r}: {first}",
+                            field="--embedder") from None
 
 
 def tsne_2d(vectors: np.ndarray, seed: int) -> np.ndarray:
@@ -287,6 +301,8 @@ def run_realism(opts: RealismOptions, *, echo: Callable[[str], None] | None = pr
     """The realism study in ``opts.out``, holding the directory (one process; outputs whose store
     is missing or of another run are refused unless ``overwrite``: :mod:`mindeval.rundir_guard`);
     ``study_turns``: the role-play study's turns when ``opts.human_turns`` is a database."""
+    check_opener(opts.opener)
+    _embedding_model(opts.embedder)  # a name that does not load is refused before any patient call
     out = Path(opts.out)
     with run_dir_lock(out):
         check_store(out, opts.db_url, overwrite=opts.overwrite, outputs=OUTPUTS, record=OUTPUTS[0])

@@ -500,7 +500,21 @@
     const f = FIELDS.find((x) => t.closest(`[class*="_${x}"]`));
     if (f) remember("texts", f, t.value);
   }, true);
+  // Streamlit's frontend can break its element tree when a fragment's output arrives for a place a
+  // newer page run has removed ("Cannot set a node at a delta path"); the page then stops updating.
+  // Reload it (at most once per RECOVER_MS): the changes kept here are sent again after the reload.
+  const RECOVER_KEY = "mindeval-rate-recovered";  // sessionStorage: when this tab last reloaded itself
+  const RECOVER_MS = 10000;
+  let recovering = false;
+  window.addEventListener("error", (e) => {
+    if (!/Cannot set a node at a delta path|Bad delta path index|cannot be called on an ElementNode/.test(String(e.message || ""))) return;
+    if (now() - Number(sessionStorage.getItem(RECOVER_KEY) || 0) < RECOVER_MS) return;
+    sessionStorage.setItem(RECOVER_KEY, String(now()));
+    recovering = true;  // no "Leave site?" for this reload: nothing kept here is lost by it
+    location.reload();
+  });
   window.addEventListener("beforeunload", (e) => {
+    if (recovering) return;
     const m = marker();
     const o = m && m.getAttribute("data-mindeval-owner");
     if ((o && waiting(load(o))) || (m && m.getAttribute("data-mindeval-state") === "saving")) {

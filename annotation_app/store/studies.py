@@ -57,6 +57,9 @@ def _checked(spec: StudySpec) -> StudySpec:
     name = spec.name.strip()
     if not name:
         raise MindEvalError("a study needs a name", field="name")
+    for field in ("name", "description"):
+        if "\x00" in (getattr(spec, field) or ""):  # PostgreSQL refuses it; SQLite would store it
+            raise MindEvalError(f"the study's {field} holds a NUL character (\\x00)", field=field)
     if spec.kind not in ("rating", "roleplay"):
         raise MindEvalError(f"kind must be 'rating' or 'roleplay', not '{spec.kind}'", field="kind")
     if spec.k < 1:

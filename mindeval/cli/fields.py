@@ -246,3 +246,35 @@ def name_list(option: str):
 def seconds(option: str):
     """An argparse ``type``: a positive number of seconds."""
     return checked(option, "float", lambda v: v > 0, "must be more than 0 seconds, got {text}", float)
+
+
+def listen_host(option: str):
+    """An argparse ``type``: an address to listen on (an IP address or a host name)."""
+    import ipaddress
+    import re
+
+    label = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+
+    def ok(text: str) -> bool:
+        try:
+            ipaddress.ip_address(text.strip("[]"))
+            return True
+        except ValueError:
+            return len(text) <= 253 and re.fullmatch(rf"{label}(?:\.{label})*", text) is not None
+
+    return checked(option, "host", ok, "is not an IP address or host name: {text!r}")
+
+
+def model_string(option: str):
+    """An argparse ``type``: a model string whose provider is known (``PROVIDER/MODEL``)."""
+    from ..llm.gateway import check_model_string
+
+    def ok(text: str) -> bool:
+        try:
+            check_model_string(text)
+        except MindEvalError as exc:
+            raise MindEvalError(exc.message, field=option) from None
+        return True
+
+    return checked(option, "model", ok, "{text}")
+

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ..cli import at_least, out_file
-from ..cli.fields import name_list
+from ..cli.fields import listen_host, model_string, name_list
 from ..cli.options import add_target_option
 from .app_launch import app_env, streamlit_command
 
@@ -27,13 +27,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Launch the annotation app (Streamlit) on this machine, or manage studies with "
         "`mindeval app admin ...`.",
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    p.add_argument("--host", type=listen_host("--host"), default="127.0.0.1", help="address to listen on")
     p.add_argument("--port", type=at_least("--port", 1, 65535), default=8501)
     p.add_argument("--db", default=None, metavar="URL",
                    help="SQLAlchemy URL (default: $MINDEVAL_APP_DB or sqlite ./mindeval-app.db)")
     p.add_argument("--seed-demo", action="store_true",
                    help="if the database is empty, create a demo admin, annotator and two studies")
-    p.add_argument("--demo-clinician", default=None, metavar="MODEL",
+    p.add_argument("--demo-clinician", type=model_string("--demo-clinician"), default=None, metavar="MODEL",
                    help="clinician model of the demo role-play study (default: the embedded local/smollm2)")
     p.add_argument("--trusted-proxy-header", default=None, metavar="HEADER",
                    help="behind a reverse proxy: the header it sets to the client's address, e.g. "

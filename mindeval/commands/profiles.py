@@ -170,6 +170,8 @@ def _validate(args: argparse.Namespace) -> int:
         path = given.profiles_path
     else:
         path = resolve_profiles_arg(args.source) if args.source in ("official", "demo") else Path(args.source)
+        if not path.is_file():
+            raise MindEvalError(f"file not found: {path}", field="FILE")
     target = given or file_target(path) or load_target()  # else the built-in mindeval: no labels
     valid, problems = validate_file(path, backstory=args.backstory, target=target)
     checked = (f"; labels of target {target.name} checked ({target.labels_path})"

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..cli import at_least, out_file
+from ..cli.fields import listen_host
 from ..errors import MindEvalError
 
 RUNS_ENV = "MINDEVAL_VIEW_RUNS"
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run directories (mindeval run --out)")
     p.add_argument("--html", type=out_file("--html"), default=None, metavar="FILE",
                    help="write RUN_DIR as one self-contained HTML file and exit")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    p.add_argument("--host", type=listen_host("--host"), default="127.0.0.1", help="address to listen on")
     p.add_argument("--port", type=at_least("--port", 1, 65535), default=8502, metavar="N", help="port to listen on")
     p.set_defaults(func=_view)
 

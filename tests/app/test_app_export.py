@@ -155,6 +155,8 @@ def test_roleplay_turns_reach_metaeval_realism_as_data_read_by_the_command_line(
     assert read is not None and read.source.endswith(f"#study={name}")
     turns = load_human_turns(tmp_db_url, name, read)
     assert [t.content for t in turns] == ["I can't switch off at night."] and turns[0].profile.name
-    assert read_turns("human_user_turns.jsonl", name) is None  # a file is metaeval's to read
+    assert read_turns("human_user_turns.jsonl", None) is None  # a file is metaeval's to read
+    with pytest.raises(MindEvalError, match="the turns source is a file"):  # a file holds no studies
+        read_turns("human_user_turns.jsonl", name)
     with pytest.raises(MindEvalError, match="annotation database was not read"):
         load_human_turns(tmp_db_url, name)

@@ -514,3 +514,44 @@ def test_a_marker_without_texts_raises_no_error(app, page):
     v = viewer(ws, "demo", DEMO_CODE)
     whole_rating(ws, v, int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment")), {},
                  justification="x")
+
+
+BROKEN_TREE_JS = ("() => window.dispatchEvent(new ErrorEvent('error', "
+                  "{message: 'Uncaught Error: Cannot set a node at a delta path'}))")
+
+
+def test_a_page_whose_streamlit_tree_broke_reloads_itself_and_sends_what_it_kept(app, tmp_path):
+    """Streamlit's frontend can throw "Cannot set a node at a delta path" when a fragment's output
+    arrives for a place a newer run removed, and then stops updating (seen once in CI). The page
+    reloads itself without a leave prompt, sends the changes it kept, and does not reload in a loop."""
+    base, ws = app
+    gen = open_browser(tmp_path, 1280, 720)
+    tab = next(gen)
+    try:
+        errors = page_errors(tab)
+        prompts: list[str] = []
+        tab.on("dialog", lambda d: (prompts.append(d.type), d.dismiss()))  # a dismissed prompt stops the reload
+        blocked = block_sends(tab)
+        open_rating(tab, base)
+        subs = [s.id for s in ws.subaxes()]
+        v = viewer(ws, "demo", DEMO_CODE)
+        aid = int(tab.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+        blocked["on"] = True
+        for i, score in ((0, "3"), (5, "5")):
+            click_score(tab, i, score)
+        kept_in_browser(tab, 2)
+        with tab.expect_navigation():
+            tab.evaluate(BROKEN_TREE_JS)
+        blocked["on"] = False
+        pane_ready(tab, 9)
+        tab.wait_for_function(NOTHING_WAITING_JS, timeout=WAIT_MS)
+        whole_rating(ws, v, aid, {subs[0]: 3, subs[5]: 5})
+        assert prompts == []
+        assert tab.evaluate("() => sessionStorage.getItem('mindeval-rate-recovered')")  # when it reloaded
+        when = tab.evaluate("() => { const t = String(Date.now()); "
+                            "sessionStorage.setItem('mindeval-rate-recovered', t); return t; }")
+        tab.evaluate(BROKEN_TREE_JS)  # again within 10 s of a reload: no second one (no loop)
+        assert tab.evaluate("() => sessionStorage.getItem('mindeval-rate-recovered')") == when
+        assert errors == []
+    finally:
+        gen.close()

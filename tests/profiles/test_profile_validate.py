@@ -89,5 +89,6 @@ def test_empty_and_missing_files(tmp_path, capsys):
     empty.write_text("\n")
     assert main(["profiles", "validate", str(empty)]) == 1
     assert "no profiles in file" in capsys.readouterr().out
-    assert main(["profiles", "validate", str(tmp_path / "missing.jsonl")]) == 1
-    assert "file not found" in capsys.readouterr().out
+    assert main(["profiles", "validate", str(tmp_path / "missing.jsonl")]) == 2  # a bad argument: one line
+    err = capsys.readouterr().err
+    assert "file not found" in err and len(err.strip().splitlines()) == 1
