@@ -1,6 +1,6 @@
 """``mindeval`` command line: a thin layer over the Python API.
 
-Each subcommand lives in ``mindeval/commands/<name>.py`` and exposes
+Each subcommand lives in ``mindeval/cli/commands/<name>.py`` and exposes
 ``register(subparsers)``; the module's handler does the heavy imports lazily so
 ``mindeval --help`` stays fast.
 """
@@ -22,16 +22,16 @@ from ..errors import MindEvalError
 
 # (subcommand module, import path). A module that is missing is simply not offered.
 COMMANDS: tuple[str, ...] = (
-    "mindeval.commands.run",
-    "mindeval.commands.judge",
-    "mindeval.commands.profiles",
-    "mindeval.commands.data",
-    "mindeval.commands.leaderboard",
-    "mindeval.commands.export",
-    "mindeval.commands.app",
-    "mindeval.commands.targets",
-    "mindeval.commands.view",
-    "mindeval.commands.correct",
+    "mindeval.cli.commands.run",
+    "mindeval.cli.commands.judge",
+    "mindeval.cli.commands.profiles",
+    "mindeval.cli.commands.data",
+    "mindeval.cli.commands.leaderboard",
+    "mindeval.cli.commands.export",
+    "mindeval.cli.commands.app",
+    "mindeval.cli.commands.targets",
+    "mindeval.cli.commands.view",
+    "mindeval.cli.commands.correct",
 )
 
 

@@ -190,7 +190,7 @@ def test_gold_accuracy_and_leave_one_out_agreement_equal_a_hand_computation(tmp_
 
 
 def test_metaeval_compare_leaves_out_raters_below_the_gold_threshold_and_says_so(tmp_db_url, tmp_path, capsys):
-    from metaeval.cli import main as meta
+    from mindeval.cli.meta import main as meta
 
     ws = Workspace(tmp_db_url)
     _study(ws, tmp_path, ["ann", "ben", "cat"], k=3, gold_rate=0.4)

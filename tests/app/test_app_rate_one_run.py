@@ -27,7 +27,7 @@ from browserkit import sign_in as browser_sign_in
 from streamlit.web import cli
 
 from annotation_app.services import Workspace
-from mindeval.commands.app_launch import streamlit_command
+from mindeval.cli.commands.app_launch import streamlit_command
 
 
 def test_the_app_starts_the_next_run_of_a_tab_only_when_the_last_one_stopped():

@@ -23,10 +23,10 @@ from typing import NamedTuple
 
 import pytest
 
-from metaeval.cli import build_parser as metaeval_parser
-from metaeval.cli import main as metaeval_main
 from mindeval.cli import build_parser as mindeval_parser
 from mindeval.cli import main as mindeval_main
+from mindeval.cli.meta import build_parser as metaeval_parser
+from mindeval.cli.meta import main as metaeval_main
 from mindeval.run_options import RunOptions
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 import pytest
 import yaml
 
-from metaeval.cli import main as metaeval_main
 from mindeval.cli import main
+from mindeval.cli.meta import main as metaeval_main
 from mindeval.run_options import RunOptions
 from tests.support.fault_server import FaultServer
 

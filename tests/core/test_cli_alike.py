@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from metaeval.cli import build_parser as metaeval_parser
-from metaeval.cli import main as metaeval_main
 from mindeval.cli import build_parser as mindeval_parser
 from mindeval.cli import main as mindeval_main
+from mindeval.cli.meta import build_parser as metaeval_parser
+from mindeval.cli.meta import main as metaeval_main
 
 SHARED = ("--judge-retries", "--judge-samples", "--fewshot-file", "--fewshot-k", "--judge-prompt",
           "--judge-temperature", "--judge-max-tokens", "--concurrency", "--seed", "--out")

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from metaeval.cli import build_parser as metaeval_parser
 from mindeval.cli import build_parser
+from mindeval.cli.meta import build_parser as metaeval_parser
 
 # Options whose default or meaning differs between commands on purpose, with the reason.
 DIFFERENT = {

@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from metaeval.cli import main as metaeval_main
 from mindeval.cli import main
+from mindeval.cli.meta import main as metaeval_main
 
 FAKE = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge"]
 

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("mindeval", "metaeval", "annotation_app")
 # The command lines sit on top: they may import anything.
-CLI = ("mindeval.cli", "mindeval.commands", "mindeval.__main__", "metaeval.cli")
+CLI = ("mindeval.cli", "mindeval.cli.commands", "mindeval.__main__", "mindeval.cli.meta")
 # The judge loop and what it reads replies with (the stores may read the authors' format and rubric items).
 JUDGE_LOOP = tuple(f"mindeval.judging.{m}" for m in ("judge", "call", "items", "job", "answer", "render", "protocols"))
 
@@ -71,7 +71,7 @@ def test_the_graph_was_read():
     ("importers", "forbidden", "exempt", "allowed"),
     [
         # the library never reaches up into the app, the meta-evaluation or the command lines
-        (("mindeval",), ("annotation_app", "metaeval", "mindeval.cli", "mindeval.commands"), CLI, ()),
+        (("mindeval",), ("annotation_app", "metaeval", "mindeval.cli", "mindeval.cli.commands"), CLI, ()),
         # the meta-evaluation never imports the app, not even its data package: the command lines
         # read a study and hand metaeval the ratings as data (mindeval.study_data)
         (("metaeval",), ("annotation_app",), (), ()),
@@ -83,8 +83,8 @@ def test_the_graph_was_read():
         # the app computes agreement with the pure statistics (mindeval.stats), not through metaeval
         (("annotation_app",), ("metaeval",), (), ()),
         # the two command lines share mindeval.cli (options, judging handlers), never each other's commands
-        (("metaeval.cli",), ("mindeval.commands",), (), ()),
-        (("mindeval.commands",), ("metaeval.cli",), (), ()),
+        (("mindeval.cli.meta",), ("mindeval.cli.commands",), (), ()),
+        (("mindeval.cli.commands",), ("mindeval.cli.meta",), (), ()),
         # profiles (sampling, download, backstories) sit below the benchmark engine
         (("mindeval.profiles",), ("mindeval.engine",), (), ()),
         # the stores sit below the engine and the judge
@@ -196,7 +196,7 @@ def test_no_upward_imports_between_layers():
 
 def test_the_layer_check_finds_an_upward_import():
     graph = {"metaeval.sources": {"annotation_app.store", "mindeval.records"}, "mindeval.records": set(),
-             "annotation_app.store": {"mindeval.records"}, "metaeval.cli": {"annotation_app.store"},
+             "annotation_app.store": {"mindeval.records"}, "mindeval.cli.meta": {"annotation_app.store"},
              "mindeval.engine": {"mindeval.cli.options"}}
     assert _upward(graph) == ["metaeval.sources -> annotation_app.store", "mindeval.engine -> mindeval.cli.options"]
 
@@ -336,7 +336,7 @@ def _without_extras(*argv: str, cwd: Path, metaeval: bool = False):
 
     code = _BLOCKED.format(blocked=EXTRA_PACKAGES)
     if metaeval:
-        code = code.replace("from mindeval.cli import main", "from metaeval.cli import main")
+        code = code.replace("from mindeval.cli import main", "from mindeval.cli.meta import main")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MINDEVAL_CACHE_DIR": str(cwd / "cache")}
     return subprocess.run([sys.executable, "-c", code, *argv], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=300)

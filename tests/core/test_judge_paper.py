@@ -172,7 +172,7 @@ def test_one_fewshot_draw_for_both_clis(shared_data):
 
 
 def test_metaeval_judge_with_paper_protocol(shared_data, tmp_path):
-    from metaeval.cli import main as metaeval_main
+    from mindeval.cli.meta import main as metaeval_main
 
     out = tmp_path / "mj"
     judge = script("paper-meta", [REPLY] * 3)

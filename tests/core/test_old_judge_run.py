@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from metaeval.cli import main as metaeval_main
 from metaeval.sources import load_judge_run
+from mindeval.cli.meta import main as metaeval_main
 from mindeval.records import RATED_JUDGE_KIND, JudgeRunConfig, RunConfig
 from mindeval.rundir import read_config
 

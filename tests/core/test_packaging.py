@@ -24,13 +24,13 @@ def test_wheel_contents(wheel):
     for f in ("mindeval/_bundled/guidelines/guidelines.yaml", "mindeval/_bundled/prompts/judge/default.txt",
               "mindeval/_bundled/prompts/clinician/default.txt", "mindeval/_bundled/data/demo_profiles.jsonl",
               "mindeval/_bundled/targets/mindeval/target.yaml",
-              "metaeval/cli.py", "annotation_app/app.py", "annotation_app/store/migrations/env.py",
+              "mindeval/cli/meta.py", "annotation_app/app.py", "annotation_app/store/migrations/env.py",
               "annotation_app/store/migrations/versions/0001_initial.py",
               "mindeval/store/migrations.py"):
         assert f in names, f
     entry = [n for n in names if n.endswith("entry_points.txt")][0]
     text = zipfile.ZipFile(wheel).read(entry).decode()
-    assert "mindeval = mindeval.cli:main" in text and "metaeval = metaeval.cli:main" in text
+    assert "mindeval = mindeval.cli:main" in text and "metaeval = mindeval.cli.meta:main" in text
 
 
 def test_installed_layout_finds_bundled_files(wheel, tmp_path):

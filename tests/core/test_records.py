@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from metaeval.cli import main as metaeval_main
 from metaeval.sources import load_judge_run
 from mindeval import read_run
 from mindeval.cli import main as mindeval_main
+from mindeval.cli.meta import main as metaeval_main
 from mindeval.errors import MindEvalError
 from mindeval.leaderboard.loading import load_run
 from mindeval.records import (

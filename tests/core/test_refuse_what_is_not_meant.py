@@ -45,7 +45,7 @@ def test_sampling_options_out_of_range_are_refused(tmp_path, capsys, option, val
 
 
 def test_metaeval_judge_temperature_out_of_range_is_refused(tmp_path, capsys):
-    from metaeval.cli import main as meta
+    from mindeval.cli.meta import main as meta
 
     assert meta(["judge", "--annotations", "x.jsonl", "--judge", "fake/judge", "--temperature", "3",
                  "--out", str(tmp_path / "J")]) == 2

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from metaeval.cli import main as metaeval_main
 from metaeval.sources import load_judge_run
 from mindeval.cli import main
+from mindeval.cli.meta import main as metaeval_main
 from mindeval.errors import MindEvalError
 from mindeval.records import (
     BENCHMARK_KIND,

@@ -31,7 +31,7 @@ def test_the_docs_table_is_generated_from_the_fields():
 def test_no_hand_written_option_for_a_field():
     """The commands' sources add no option of a RunOptions field by hand (mindeval.cli.fields does)."""
     flags = {f'"--{n.replace("_", "-")}"' for n in RunOptions.model_fields} | {f'"--{r}"' for r in ROLE_FIELDS}
-    for path in [ROOT / "mindeval/commands/run.py", ROOT / "mindeval/commands/judge.py", ROOT / "mindeval/cli/options.py"]:
+    for path in [ROOT / "mindeval/cli/commands/run.py", ROOT / "mindeval/cli/commands/judge.py", ROOT / "mindeval/cli/options.py"]:
         text = path.read_text()
         assert not [f for f in flags if f"add_argument({f}" in text], path
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from metaeval.cli import build_parser as metaeval_parser
 from mindeval.cli import build_parser as mindeval_parser
 from mindeval.cli import main
+from mindeval.cli.meta import build_parser as metaeval_parser
 from mindeval.cli.options import options_of
 from mindeval.errors import MindEvalError
 from mindeval.records import CONFIG_FILE, RunConfig

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from metaeval.cli import main as metaeval_main
 from mindeval import __version__
 from mindeval.cli import main
+from mindeval.cli.meta import main as metaeval_main
 
 ECHO = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge", "--quiet"]
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "targets" / "toy"

@@ -191,7 +191,7 @@ def test_on_the_authors_release_equals_the_reference_and_separates_the_judges(au
 def test_compare_takes_epsilon_and_writes_the_test_everywhere(shared_data, tmp_path, capsys):
     from metaeval_builders import write_judgments
 
-    from metaeval.cli import main
+    from mindeval.cli.meta import main
 
     ann = shared_data / "human_annotations.jsonl"
     with warnings.catch_warnings():

@@ -77,7 +77,7 @@ def test_postgres_annotation_db(tiny_authors, pg_url):
 
 
 def test_compare_reads_the_database_from_the_cli(tiny_authors, tmp_db_url, tmp_path, capsys):
-    from metaeval.cli import main
+    from mindeval.cli.meta import main
 
     import_study(tmp_db_url, tiny_authors)
     out = tmp_path / "cmp"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from metaeval.cli import main
 from metaeval.comparison import CompareOptions, run_compare
+from mindeval.cli.meta import main
 from mindeval.errors import MindEvalError
 from mindeval.targets import load_target
 from tests.support.rundirs import fake_target_runs

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from metaeval.cli import main
+from mindeval.cli.meta import main
 from mindeval.rundir import read_run
 from tests.support.items import RISK_CHECKLIST, scripted_run
 

@@ -11,11 +11,11 @@ import sys
 import pytest
 from metaeval_builders import write_judgments
 
-from metaeval.cli import main
 from metaeval.matrices import AVG_LABEL as AVG
 from metaeval.report import fmt_values
 from metaeval.sources import load_authors_annotations
 from metaeval.statistics import MetricOptions, layouts_for
+from mindeval.cli.meta import main
 from mindeval.judging.authors import AUTHORS_FEWSHOT_IDS
 
 ROWS_AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
@@ -106,12 +106,12 @@ def test_cli_errors_exit_2_without_traceback(tiny_authors, tmp_path):
     row = json.loads(lines[1])
     row["criterion_3.responses"] = [1, "x", 2]
     bad.write_text(lines[0] + "\n" + json.dumps(row) + "\n")
-    proc = subprocess.run([sys.executable, "-m", "metaeval.cli", "compare", "--humans", str(bad),
+    proc = subprocess.run([sys.executable, "-m", "mindeval.cli.meta", "compare", "--humans", str(bad),
                            "--out", str(tmp_path / "o")], capture_output=True, text=True)
     assert proc.returncode == 2
     assert f"error: {bad}:2:criterion_3.responses:" in proc.stderr
     assert "Traceback" not in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "metaeval.cli", "compare", "--judges", str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-m", "mindeval.cli.meta", "compare", "--judges", str(tmp_path)],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "no judgments.jsonl" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -216,7 +216,7 @@ def test_table5_from_mindeval_run_directories(tmp_path, capsys):
 
 
 def test_paper_compatible_conflicting_zeros_is_refused(shared_data, capsys):
-    from metaeval.cli import main as meta_main
+    from mindeval.cli.meta import main as meta_main
 
     rc = meta_main(["compare", "--humans", str(shared_data / "human_annotations.jsonl"),
                     "--paper-compatible", "--zeros", "missing", "--no-plots"])

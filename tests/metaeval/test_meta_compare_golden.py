@@ -14,8 +14,8 @@ from pathlib import Path
 
 from metaeval_builders import write_judgments
 
-from metaeval.cli import main
 from metaeval.sources import load_authors_annotations
+from mindeval.cli.meta import main
 from tests.support.golden import assert_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "mindeval_compare"

@@ -248,7 +248,7 @@ def _judges_over(path, out, rng):
 
 
 def test_compare_on_the_authors_data_prints_intervals_judge_table_and_verdicts(shared_data, tmp_path, capsys):
-    from metaeval.cli import main
+    from mindeval.cli.meta import main
 
     humans = str(shared_data / "human_annotations.jsonl")
     judges = _judges_over(shared_data / "human_annotations.jsonl", tmp_path / "runs", np.random.default_rng(0))
@@ -289,7 +289,7 @@ def test_compare_on_the_authors_data_prints_intervals_judge_table_and_verdicts(s
 
 
 def test_power_from_a_pilot(shared_data, tmp_path, capsys):
-    from metaeval.cli import main
+    from mindeval.cli.meta import main
 
     humans = str(shared_data / "human_annotations.jsonl")
     judges = _judges_over(shared_data / "human_annotations.jsonl", tmp_path / "runs", np.random.default_rng(1))
@@ -309,7 +309,7 @@ def test_power_figure_is_the_same_for_any_seed_and_carries_its_spread_over_pilot
     sampling error was not shown."""
     import json
 
-    from metaeval.cli import main
+    from mindeval.cli.meta import main
 
     humans = str(shared_data / "human_annotations.jsonl")
     judges = _judges_over(shared_data / "human_annotations.jsonl", tmp_path / "runs", np.random.default_rng(1))

@@ -134,8 +134,8 @@ def test_judge_run_with_another_target(tiny_authors, tmp_path):
 def test_mindeval_judge_on_rated_interactions_is_metaeval_judge(tiny_authors, tmp_path):
     """`mindeval judge FILE` and `metaeval judge --annotations FILE` are one judge run: the same
     configuration (hash) and judgments, so each resumes the other's directory without a call."""
-    from metaeval.cli import main as metaeval_main
     from mindeval.cli import main as mindeval_main
+    from mindeval.cli.meta import main as metaeval_main
 
     out = tmp_path / "jr"
     assert mindeval_main(["judge", str(tiny_authors), "--judge", "fake/judge", "--out", str(out), "--quiet"]) == 0
@@ -154,8 +154,8 @@ def test_mindeval_judge_on_rated_interactions_is_metaeval_judge(tiny_authors, tm
 
 def test_metaeval_judge_on_a_run_directory_rejudges_it(tmp_path):
     """`metaeval judge --annotations RUN_DIR` is `mindeval judge RUN_DIR`: judge calls only."""
-    from metaeval.cli import main as metaeval_main
     from mindeval.cli import main as mindeval_main
+    from mindeval.cli.meta import main as metaeval_main
 
     src = tmp_path / "src"
     assert mindeval_main(["run", "--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge",

@@ -7,8 +7,8 @@ import json
 
 from metaeval_builders import FIELDS, attributes, authors_row
 
-from metaeval.cli import main as metaeval_main
 from metaeval.sources import load_authors_annotations, load_study
+from mindeval.cli.meta import main as metaeval_main
 from mindeval.study_data import StudyRatings, SubmittedRating
 from tests.support.fault_server import FaultServer
 

@@ -16,8 +16,8 @@ import pytest
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from metaeval.api import compare
-from metaeval.cli import main as meta_main
 from mindeval.cli import main
+from mindeval.cli.meta import main as meta_main
 from mindeval.guidelines import load_guidelines
 from mindeval.judging.items import dimension_values
 from mindeval.rundir import read_run

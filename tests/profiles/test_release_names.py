@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from metaeval.cli import build_parser as metaeval_parser
-from metaeval.cli import main as metaeval_main
 from mindeval.cli import main
+from mindeval.cli.meta import build_parser as metaeval_parser
+from mindeval.cli.meta import main as metaeval_main
 from mindeval.profiles import download as dl
 
 FILES = ("profiles.jsonl", "human_annotations.jsonl", "human_user_turns.jsonl")

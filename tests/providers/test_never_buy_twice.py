@@ -120,7 +120,7 @@ def test_a_second_process_on_the_same_out_is_told_which_one_runs(server, tmp_pat
 
 
 def test_metaeval_judge_dry_run_and_max_cost(server, tmp_path, capsys, shared_data):
-    from metaeval.cli import main as meta
+    from mindeval.cli.meta import main as meta
 
     base = ["judge", "--annotations", str(shared_data / "human_annotations.jsonl"), "--judge", "openai/gpt-4.1",
             "--judge-api-base", server.url, "--limit", "2", "--fewshot-k", "0", "--out", str(tmp_path / "J")]

@@ -220,7 +220,7 @@ def test_a_judge_prompt_that_does_not_fit_is_a_failed_judgment_not_a_stop(server
 
 
 def test_metaeval_judge_prints_the_providers_message_and_stops(server, tmp_path, capsys, shared_data):
-    from metaeval.cli import main as meta
+    from mindeval.cli.meta import main as meta
 
     server.script(["401"] * 10, model="judge-model")
     out = tmp_path / "J"
@@ -259,7 +259,7 @@ def test_an_over_long_clinician_turn_is_judged_cut_with_a_marker_and_stored_whol
 
 
 def test_metaeval_judge_checks_the_key_before_the_first_call(server, tmp_path, capsys, monkeypatch, shared_data):
-    from metaeval.cli import main as meta
+    from mindeval.cli.meta import main as meta
 
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     rc = meta(["judge", "--annotations", str(shared_data / "human_annotations.jsonl"), "--limit", "2",

@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cli import out_dir
-from ..cli.fields import nonempty_text
-from ..errors import MindEvalError
+from ...errors import MindEvalError
+from .. import out_dir
+from ..fields import nonempty_text
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,16 +41,16 @@ def _check_out(out: Path, runs: list[Path], overwrite: bool) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..publish import load_published
+    from ...publish import load_published
 
     _check_out(args.out, args.runs, args.overwrite)
     runs = load_published(args.runs)
     if args.format == "hf":
-        from ..publish.hf import write_hf
+        from ...publish.hf import write_hf
 
         paths = write_hf(runs, args.out)
     else:
-        from ..publish.eee import write_eee
+        from ...publish.eee import write_eee
 
         paths = write_eee(runs, args.out, organization=args.organization,
                            relationship=args.relationship.replace("-", "_"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import MindEvalError
+from ...errors import MindEvalError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +45,7 @@ def _reviewer_name(text: str) -> str:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..corrections import CorrectionRequest, correct, describe, run_corrections
+    from ...corrections import CorrectionRequest, correct, describe, run_corrections
 
     if args.list:
         for c in run_corrections(args.run, args.db):

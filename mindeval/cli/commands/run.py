@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cli.fields import add_fields, given, merged
-from ..cli.options import options_of
-from ..errors import MindEvalError
+from ...errors import MindEvalError
+from ..fields import add_fields, given, merged
+from ..options import options_of
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,16 +31,16 @@ def handle(args: argparse.Namespace) -> int:
     from .precheck import check_run_inputs
 
     check_run_inputs(args)  # before the heavy imports below
-    from ..engine.estimate import estimate_run, format_estimate
-    from ..engine.export import is_complete
-    from ..engine.loop import run_benchmark, run_sweep
-    from ..engine.prepare import prepare
+    from ...engine.estimate import estimate_run, format_estimate
+    from ...engine.export import is_complete
+    from ...engine.loop import run_benchmark, run_sweep
+    from ...engine.prepare import prepare
 
     opts = options_of(args)
     runs = [opts]
     replay = None
     if args.config:
-        from ..runfile import is_sweep, read_run_file, sweep_runs
+        from ...runfile import is_sweep, read_run_file, sweep_runs
 
         keys, replay = read_run_file(args.config)
         keys = merged(keys, given(args))  # an option given here wins over the file, at any value
@@ -56,11 +56,11 @@ def handle(args: argparse.Namespace) -> int:
             c = prep.config
             print(format_estimate(est, len(prep.profiles), c.turns, c.target.sessions, c.repeats))
         return 0
-    from ..cli.confirm import confirm_spend
+    from ..confirm import confirm_spend
 
     confirm_spend(runs, opts.yes or all(o.yes for o in runs))
     if replay is not None:
-        from ..runfile import check_replay
+        from ...runfile import check_replay
 
         check_replay(replay, prepare(runs[0]).config, args.config)
     if len(runs) == 1:
@@ -76,8 +76,8 @@ SWEEP_LEADERBOARD = "_leaderboard"  # the sweep's leaderboard folder, beside its
 def _sweep_leaderboards(runs: list, out: Path) -> None:
     """The sweep's leaderboard over its run directories, in their parent's :data:`SWEEP_LEADERBOARD`
     folder (so ``out/*`` names run directories only; one sub-folder per judge when judges were swept)."""
-    from ..leaderboard import StatsSettings, build_leaderboard, to_markdown, write_outputs
-    from ..runfile import slug
+    from ...leaderboard import StatsSettings, build_leaderboard, to_markdown, write_outputs
+    from ...runfile import slug
 
     by_judge: dict[str, list[Path]] = {}
     for o in runs:

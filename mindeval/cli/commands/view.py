@@ -12,9 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-from ..cli import at_least, out_file
-from ..cli.fields import listen_host
-from ..errors import MindEvalError
+from ...errors import MindEvalError
+from .. import at_least, out_file
+from ..fields import listen_host
 
 RUNS_ENV = "MINDEVAL_VIEW_RUNS"
 
@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _check_runs(runs: list[str]) -> list[str]:
-    from ..rundir import read_run
+    from ...rundir import read_run
 
     out = []
     for r in runs:
@@ -47,7 +47,7 @@ def _view(args: argparse.Namespace) -> int:
     if args.html is not None:
         if len(args.runs) != 1:
             raise MindEvalError(f"--html exports one run; got {len(args.runs)}", field="--html")
-        from ..viewer.html import write_html
+        from ...viewer.html import write_html
 
         _check_runs(args.runs)
         try:
@@ -56,7 +56,7 @@ def _view(args: argparse.Namespace) -> int:
             raise MindEvalError(f"cannot write {args.html}: {exc.strerror or exc}", field="--html") from None
         print(f"wrote {path}")
         return 0
-    from ..extras import require
+    from ...extras import require
 
     require("app", "mindeval view")
     runs = _check_runs(args.runs)

@@ -7,11 +7,11 @@ import sys
 import warnings
 from pathlib import Path
 
-from ..cli import out_dir
-from ..config import DEFAULT_RESAMPLES
-from ..errors import MindEvalError
-from ..profiles.official import release_arg
-from ..study_data import HumanScores
+from ...config import DEFAULT_RESAMPLES
+from ...errors import MindEvalError
+from ...profiles.official import release_arg
+from ...study_data import HumanScores
+from .. import out_dir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..leaderboard import StatsSettings, build_leaderboard, to_markdown, write_outputs
+    from ...leaderboard import StatsSettings, build_leaderboard, to_markdown, write_outputs
 
     if args.study is not None and args.humans is None:
         raise MindEvalError("--study names the annotation study of --humans DATABASE_URL; no --humans given",
@@ -73,13 +73,13 @@ def handle(args: argparse.Namespace) -> int:
     if args.plan_width is not None and (args.humans is None or not args.plan_width > 0):
         raise MindEvalError("--plan-width needs --humans and a positive width", field="--plan-width")
     if args.plots:
-        from ..extras import require
+        from ...extras import require
 
         if args.out is None:
             raise MindEvalError("--plots writes figures into --out DIR; give --out", field="--plots")
         require("plots", "mindeval leaderboard --plots")
     if len(args.runs) > 1:  # runs/sweep/* also names the sweep's own _leaderboard folder: skipped
-        from ..cli.judging import run_sources
+        from ..judging import run_sources
 
         args.runs = run_sources(args.runs, "RUN_DIR")
     settings = StatsSettings(resamples=args.resamples, test=args.test, seed=args.seed, alpha=args.alpha,
@@ -88,15 +88,15 @@ def handle(args: argparse.Namespace) -> int:
                            allow_incomplete=args.allow_incomplete, compare_to=args.compare_to, by=args.by,
                            with_corrections=args.with_corrections)
     if args.humans is not None:
-        from ..leaderboard import with_human_scale
-        from ..leaderboard.human_scale import check_one_per_profile
+        from ...leaderboard import with_human_scale
+        from ...leaderboard.human_scale import check_one_per_profile
 
         check_one_per_profile(lb.run_data)
         lb = with_human_scale(lb, read_humans(args.humans, args.study, args.runs[0]))
     if not args.no_report:
         print(to_markdown(lb), end="")
     if args.plan_width is not None:
-        from ..leaderboard.human_scale import plan_markdown
+        from ...leaderboard.human_scale import plan_markdown
 
         print("\n".join(plan_markdown(lb.human_scale, args.plan_width)))
     for w in lb.warnings:
@@ -105,7 +105,7 @@ def handle(args: argparse.Namespace) -> int:
         for path in write_outputs(lb, args.out):
             print(f"wrote {path}", file=sys.stderr)
         if args.plots:
-            from ..leaderboard.plots import write_plots
+            from ...leaderboard.plots import write_plots
 
             for path in write_plots(lb, args.out):
                 print(f"wrote {path}", file=sys.stderr)
@@ -118,7 +118,7 @@ def read_humans(sources: list[str], study: str | None, run_dir: Path) -> HumanSc
     from metaeval.comparison import CompareOptions, load_humans, resolve_dimensions
     from metaeval.sources import human_scores, load_judge_run
 
-    from ..cli.studies import read_studies
+    from ..studies import read_studies
 
     dims = resolve_dimensions(None, load_judge_run(run_dir)[:1])
     with warnings.catch_warnings(record=True) as caught:  # the readers' notes, one line each as metaeval prints them

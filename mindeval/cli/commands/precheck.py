@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import MindEvalError
-from ..profiles.official import resolve_profiles_arg
-from ..unique_keys import load_json, load_yaml
+from ...errors import MindEvalError
+from ...profiles.official import resolve_profiles_arg
+from ...unique_keys import load_json, load_yaml
 
 
 def check_run_inputs(args: argparse.Namespace) -> None:

@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from ..targets import list_targets
+    from ...targets import list_targets
 
     for t in list_targets():
         g = t.guidelines
@@ -37,7 +37,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from ..targets import load_target, validate_target
+    from ...targets import load_target, validate_target
 
     problems = validate_target(args.path)
     for p in problems:

@@ -6,9 +6,9 @@ import argparse
 import sys
 import time
 
-from ..cli import out_dir
-from ..cli.fields import seconds
-from ..profiles.download import COMMIT, RELEASE, REPOSITORY
+from ...profiles.download import COMMIT, RELEASE, REPOSITORY
+from .. import out_dir
+from ..fields import seconds
 
 _V1 = (f"MindEval implements {RELEASE}: the files of {REPOSITORY} at commit {COMMIT[:7]}, never a branch "
        "(the authors' main branch now serves MindEval 2).")
@@ -65,7 +65,7 @@ class _Bar:
 
 
 def _download(args: argparse.Namespace) -> int:
-    from ..profiles.download import download_release, official_dir, parse_sha_overrides
+    from ...profiles.download import download_release, official_dir, parse_sha_overrides
 
     overrides = parse_sha_overrides(args.sha256)
     log = None if args.quiet else (lambda msg: print(msg, file=sys.stderr))
@@ -82,8 +82,8 @@ def _download(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from ..files import sha256_file
-    from ..profiles.download import FILES, UPSTREAM_SHA256, official_dir, read_manifest
+    from ...files import sha256_file
+    from ...profiles.download import FILES, UPSTREAM_SHA256, official_dir, read_manifest
 
     target = official_dir(args.cache_dir)
     print(f"cache: {target}")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli.fields import add_fields
-from ..cli.judging import handle
+from ..fields import add_fields
+from ..judging import handle
 
 
 def register(sub: argparse._SubParsersAction) -> None:

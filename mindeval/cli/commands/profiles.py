@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..cli import at_least, out_file
-from ..config import DEFAULT_CONCURRENCY, DEFAULT_MODEL
+from ...config import DEFAULT_CONCURRENCY, DEFAULT_MODEL
+from .. import at_least, out_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -85,7 +85,7 @@ def _help(p: argparse.ArgumentParser) -> int:
 
 
 def _sample(args: argparse.Namespace) -> int:
-    from ..profiles.sampler import sidecar, write_sample
+    from ...profiles.sampler import sidecar, write_sample
 
     meta = write_sample(args.out, args.n, args.seed, pool_dir=args.pool)
     print(f"wrote {args.n} profiles to {args.out} (seed {args.seed}, sha256 {meta['profiles_sha256'][:12]}); "
@@ -97,12 +97,12 @@ def _generate(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
     from tqdm import tqdm
 
-    from ..errors import MindEvalError
-    from ..llm.gateway import ModelSpec
-    from ..profiles.backstory import BackstoryOptions, BackstoryOutcome, generate_file
-    from ..profiles.official import resolve_profiles_arg
-    from ..records.io import _validation_message
-    from ..store.calls import calls_line
+    from ...errors import MindEvalError
+    from ...llm.gateway import ModelSpec
+    from ...profiles.backstory import BackstoryOptions, BackstoryOutcome, generate_file
+    from ...profiles.official import resolve_profiles_arg
+    from ...records.io import _validation_message
+    from ...store.calls import calls_line
 
     source = resolve_profiles_arg(args.source)
     try:
@@ -140,10 +140,10 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from ..profiles.official import resolve_profiles_arg
-    from ..profiles.pool import load_pool
-    from ..profiles.stats import compute_stats, render_stats
-    from ..records import load_profiles
+    from ...profiles.official import resolve_profiles_arg
+    from ...profiles.pool import load_pool
+    from ...profiles.stats import compute_stats, render_stats
+    from ...records import load_profiles
 
     path = resolve_profiles_arg(args.source)
     against_path = resolve_profiles_arg(args.against) if args.against else None
@@ -157,10 +157,10 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from ..errors import MindEvalError
-    from ..profiles.official import resolve_profiles_arg
-    from ..profiles.validate import file_target, validate_file
-    from ..targets import load_target
+    from ...errors import MindEvalError
+    from ...profiles.official import resolve_profiles_arg
+    from ...profiles.validate import file_target, validate_file
+    from ...targets import load_target
 
     given = load_target(args.target) if args.target else None
     if args.source is None:

@@ -53,9 +53,9 @@ def _level(text: str) -> float:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from .comparison import CompareOptions, run_compare
-    from .report import confidence_lines, main_layout, markdown_matrix, write_outputs
-    from .unit_report import unit_lines
+    from metaeval.comparison import CompareOptions, run_compare
+    from metaeval.report import confidence_lines, main_layout, markdown_matrix, write_outputs
+    from metaeval.unit_report import unit_lines
 
     paper = args.paper_compatible
     if paper and args.zeros == "missing":
@@ -115,8 +115,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_power(args: argparse.Namespace) -> int:
-    from .comparison import CompareOptions
-    from .power import power_lines, run_power
+    from metaeval.comparison import CompareOptions
+    from metaeval.power import power_lines, run_power
 
     opts = CompareOptions(humans=args.humans, judges=args.judges, study=args.study, mapping=args.mapping,
                           zeros=args.zeros or "missing", tau_variant=args.tau, mipsa_ties=args.mipsa_ties or "sign",
@@ -157,7 +157,7 @@ def cmd_realism(args: argparse.Namespace) -> int:
     from mindeval.extras import require
 
     require("realism", "metaeval realism")
-    from .realism import RealismOptions, run_realism
+    from metaeval.realism import RealismOptions, run_realism
 
     spec = role_spec(args, "patient")
     if spec.api_base is None and args.api_base:

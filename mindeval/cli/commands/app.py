@@ -14,9 +14,9 @@ import os
 import sys
 from pathlib import Path
 
-from ..cli import at_least, out_file
-from ..cli.fields import listen_host, model_string, name_list
-from ..cli.options import add_target_option
+from .. import at_least, out_file
+from ..fields import listen_host, model_string, name_list
+from ..options import add_target_option
 from .app_launch import app_env, streamlit_command
 
 ADMIN_CODE_ENV = "MINDEVAL_ADMIN_CODE"
@@ -149,7 +149,7 @@ def _workspace(args: argparse.Namespace):
 
 
 def _code_from(var: str | None) -> str | None:
-    from ..errors import MindEvalError
+    from ...errors import MindEvalError
 
     if var is None:
         return None
@@ -166,7 +166,7 @@ def _print_code(name: str, code: str) -> None:
 def _launch(args: argparse.Namespace) -> int:
     if getattr(args, "app_command", None) in ("admin", "serve"):  # pragma: no cover - argparse routes admin
         return 2
-    from ..extras import require
+    from ...extras import require
 
     require("app", "mindeval app")
     from annotation_app.services import default_db_url
@@ -196,7 +196,7 @@ def _launch(args: argparse.Namespace) -> int:
         print("The database is empty: add people with `mindeval app admin add-annotator`, "
               "or start with --seed-demo.")
     ws.close()
-    from ..store import redact_url
+    from ...store import redact_url
 
     print(f"Annotation app on http://{args.host}:{args.port}  (database {redact_url(url)}; Ctrl+C stops it)",
           flush=True)
@@ -285,8 +285,8 @@ def _import(args: argparse.Namespace) -> int:
 
     mapped = parse_annotator_map(args.map_annotator)
     if str(args.path) == "official":
-        from ..errors import MindEvalError
-        from ..profiles.official import official_file
+        from ...errors import MindEvalError
+        from ...profiles.official import official_file
 
         release = {"authors": "human_annotations.jsonl", "profiles": "profiles.jsonl"}
         if args.kind not in release:
@@ -322,7 +322,7 @@ def _export(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from annotation_app.services import SYSTEM
 
-    from ..errors import MindEvalError
+    from ...errors import MindEvalError
 
     ws = _workspace(args)
     if (args.what == "items") != (args.study is not None):

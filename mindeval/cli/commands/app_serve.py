@@ -14,7 +14,7 @@ import os
 import secrets
 from pathlib import Path
 
-from ..cli import out_file
+from .. import out_file
 
 COOKIE_SECRET_ENV = "STREAMLIT_SERVER_COOKIE_SECRET"
 MAX_PROCESSES = 64
@@ -42,7 +42,7 @@ def register_serve(asub: argparse._SubParsersAction) -> None:
 
 
 def _check(args: argparse.Namespace) -> None:
-    from ..errors import MindEvalError
+    from ...errors import MindEvalError
 
     if not 1 <= args.processes <= MAX_PROCESSES:
         raise MindEvalError(f"--processes must be between 1 and {MAX_PROCESSES}", field="processes")
@@ -66,14 +66,14 @@ def _write_site(args: argparse.Namespace, ports: list[int]) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from ..extras import require
+    from ...extras import require
 
     require("app", "mindeval app serve")
     from annotation_app.services import Workspace, default_db_url
     from annotation_app.store.signins import check_header_name
     from annotation_app.supervisor import AppProcesses
 
-    from ..store import redact_url
+    from ...store import redact_url
     from .app_launch import app_env, streamlit_command
 
     _check(args)
