@@ -21,10 +21,10 @@ from annotation_app.store.models import StudyResults
 from annotation_app.store.raters import axis_scores
 from annotation_app.store.ratings import na_value
 from annotation_app.store.studies import get_study, progress
-from mindeval.guidelines import Guidelines
 from mindeval.stats import agreement, harm_share, resampled
 from mindeval.stats.seeding import rng_for
 from mindeval.store import Database
+from mindeval.targets.guidelines import Guidelines
 
 
 def _mean(xs: Sequence[float | Fraction]) -> float | None:

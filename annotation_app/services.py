@@ -64,9 +64,9 @@ from annotation_app.store.ratings import na_value
 from annotation_app.store.signins import SignInThrottled
 from mindeval.corrections import CorrectionRequest
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
 from mindeval.store import Database
 from mindeval.targets import DEFAULT_TARGET, Target, builtin_names, load_target
+from mindeval.targets.guidelines import Guidelines
 
 from . import results, roleplay
 

@@ -18,8 +18,8 @@ from annotation_app import ui
 from annotation_app.services import Workspace
 from annotation_app.store.models import ItemView, ReplyDraft, Viewer
 from annotation_app.store.units import question_form, reply_turns
-from mindeval.guidelines import Guidelines
 from mindeval.judging.reply_format import answer_label
+from mindeval.targets.guidelines import Guidelines
 
 NA = "N/A"
 FLAG_KEYS = "abcdefghilmopqrstuvwxyz"  # letters of the issue flags, in order (j/k move, n is N/A)

@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
 from mindeval.records import AXES
+from mindeval.targets.guidelines import Guidelines
 
 if TYPE_CHECKING:
     from mindeval.records import TargetInfo
@@ -92,7 +92,7 @@ class Dimensions:
         """The human form: sub-axis id -> axis (MindEval's from its guidelines when not given)."""
         if self.subaxis_axis is not None:
             return self.subaxis_axis
-        from mindeval.guidelines import load_guidelines
+        from mindeval.targets.guidelines import load_guidelines
 
         return {s.id: s.axis for s in load_guidelines().human_subaxes}
 

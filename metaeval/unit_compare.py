@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
 from mindeval.sessions import session_of
 from mindeval.study_data import StudyRatings
+from mindeval.targets.guidelines import Guidelines
 
 from .rollup import judge_axis_frame
 from .sources import SCORE_COLUMNS, RaterScores, load_judge_run, unit_key

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from mindeval.guidelines import Guidelines
 from mindeval.judging.rubric import gated, walk
+from mindeval.targets.guidelines import Guidelines
 
 from .units import UnitRating
 

@@ -17,10 +17,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
 from mindeval.judging.rubric import gated, walk
 from mindeval.records import ReplyRating, read_jsonl
 from mindeval.study_data import StudyRatings
+from mindeval.targets.guidelines import Guidelines
 
 from .sources import _judge_rows
 

@@ -6,10 +6,14 @@ in :mod:`mindeval.llm.retry`; the provider table in :mod:`mindeval.llm.providers
 
 from __future__ import annotations
 
+import re
+
 EMBEDDED_MODEL = "local/smollm2"  # the embedded offline model (the `local` provider)
 DEFAULT_MODEL = EMBEDDED_MODEL
 DEFAULT_TURNS = 20  # patient + clinician turns after the opening "Hello." (paper fn. 13)
 OPENING_LINE = "Hello."
+# Names and ids in the YAML files (target names, labels, guideline ids, question ids): snake_case.
+SNAKE_CASE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 # Multi-session targets (``sessions: N``): what the first session's templates receive as
 # ${memory} (clinician) and ${situation} (patient), before any notes or next-session step exist.
 FIRST_MEMORY = "No notes yet: this is your first session with this member."

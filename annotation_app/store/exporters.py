@@ -22,13 +22,13 @@ from typing import Any
 from sqlalchemy import select
 
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
 from mindeval.judging.authors import JUSTIFICATION, RESP, SAFETY, STATUS, USERS, load_mapping
 from mindeval.records import ATTRIBUTE_FIELDS
 from mindeval.store.db import Database
 from mindeval.store.runs import load_turns
 from mindeval.store.tables import InteractionRow
 from mindeval.targets import Target, as_target
+from mindeval.targets.guidelines import Guidelines
 
 from .ratings import flagged, scale_view
 from .studies import get_study

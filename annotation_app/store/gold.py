@@ -21,8 +21,8 @@ from typing import Any
 from sqlalchemy import select
 
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
 from mindeval.store.db import Database
+from mindeval.targets.guidelines import Guidelines
 
 from .models import GoldItemView, GoldSettings, QualificationView, StudyItemEntry
 from .tables import (

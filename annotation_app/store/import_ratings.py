@@ -19,9 +19,9 @@ from pydantic import ValidationError
 from sqlalchemy import func, select
 
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
 from mindeval.records import ReplyRating, read_jsonl
 from mindeval.store.db import Database
+from mindeval.targets.guidelines import Guidelines
 
 from . import units
 from .models import ImportReport, ReplyDraft

@@ -35,7 +35,6 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
 from mindeval.judging.authors import (
     JUSTIFICATION,
     RESP,
@@ -62,6 +61,7 @@ from mindeval.records import (
 from mindeval.rundir import run_target
 from mindeval.store.db import Database
 from mindeval.targets import DEFAULT_TARGET, Target, as_target, target_identity
+from mindeval.targets.guidelines import Guidelines
 
 from .import_ratings import import_ratings, is_ratings_row
 from .models import ImportReport

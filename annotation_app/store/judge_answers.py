@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import select
 
-from mindeval.guidelines import Guidelines
 from mindeval.judging.rubric import walk
 from mindeval.store.db import Database
+from mindeval.targets.guidelines import Guidelines
 
 from .studies import get_study
 from .tables import ItemRow, StudyItemRow

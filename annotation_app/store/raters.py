@@ -28,13 +28,13 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
 from mindeval.stats import resampled
 from mindeval.stats.bootstrap import percentile_interval, resample_counts
 from mindeval.stats.loo import loo_kendall_tau
 from mindeval.stats.proportion import Share, share
 from mindeval.stats.seeding import rng_for
 from mindeval.store.db import Database
+from mindeval.targets.guidelines import Guidelines
 
 from . import gold
 from .exporters import submitted_ratings

@@ -18,9 +18,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
 from mindeval.store.db import Database
 from mindeval.targets import load_target
+from mindeval.targets.guidelines import Guidelines
 
 from . import gold, units
 from .common import (

@@ -15,8 +15,8 @@ from pydantic import BaseModel
 from sqlalchemy import func, select
 
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines
 from mindeval.store.db import Database
+from mindeval.targets.guidelines import Guidelines
 
 from .common import RatingIncomplete
 from .exporters import submitted_ratings

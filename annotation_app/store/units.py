@@ -25,11 +25,12 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import Guidelines, JudgeAxis
 from mindeval.judging.items import MISSING, answer_levels
 from mindeval.judging.replies import worst_value
 from mindeval.judging.rubric import Question, gated, next_question, walk
 from mindeval.records import ReplyRating
+from mindeval.targets.axes import JudgeAxis
+from mindeval.targets.guidelines import Guidelines
 
 from .common import set_or_clear
 from .models import ReplyDraft

@@ -33,7 +33,7 @@ import streamlit as st
 from annotation_app import ui
 from annotation_app import unit_form as uf
 from annotation_app.services import Conflict, MindEvalError, RatingIncomplete, Stale
-from mindeval.guidelines import render_rubric, render_scale
+from mindeval.targets.rubric_text import render_rubric, render_scale
 
 NA = "N/A"
 TEXTS = {"justification": "Justification", "safety_note": "Safety concerns"}

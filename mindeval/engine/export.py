@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..guidelines import Guidelines
 from ..judging.protocols import protocol_label
 from ..judging.refusals import refusal_counts
 from ..records import (
@@ -19,6 +18,7 @@ from ..records import (
 from ..scoring import Unit, score_run, summary_blocks
 from ..store.db import Database
 from ..store.runs import RunStore
+from ..targets.guidelines import Guidelines
 
 
 def export_run(db: Database, run_id: str, out: Path, config: BenchmarkConfig,

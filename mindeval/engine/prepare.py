@@ -17,7 +17,6 @@ from ..config import (
 )
 from ..errors import MindEvalError
 from ..files import sha256_file
-from ..guidelines import Guidelines
 from ..judging.fewshot import FewShotExample
 from ..judging.render import JudgePrompt
 from ..llm.gateway import ModelSpec, check_model_string
@@ -34,6 +33,7 @@ from ..run_options import RunOptions
 from ..seeds import recorded_scheme
 from ..target_folder import target_source
 from ..targets import Target, load_target, run_problems
+from ..targets.guidelines import Guidelines
 from ..workers import check_concurrency
 
 

@@ -11,6 +11,6 @@
 * :mod:`.fewshot`, :mod:`.authors` — few-shot examples and the authors' annotation format;
   :mod:`.rubric` — item-level questions and how their answers give a level.
 
-Nothing is imported here, so a module low in the stack (``mindeval.guidelines`` reads
+Nothing is imported here, so a module low in the stack (``mindeval.targets.axes`` reads
 :mod:`.rubric`) can use one part without loading the rest.
 """

@@ -40,9 +40,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ..guidelines import Guidelines, OrdinalScale, load_guidelines
 from ..llm.gateway import ModelSpec
 from ..resources import prompts_dir
+from ..targets.guidelines import Guidelines, load_guidelines
+from ..targets.scales import OrdinalScale
 
 
 class JudgeParseError(ValueError):

@@ -26,9 +26,9 @@ import yaml
 from pydantic import BaseModel
 
 from ..errors import MindEvalError
-from ..guidelines import Guidelines, load_guidelines
 from ..records import AXES, Profile, read_jsonl, validate_row
 from ..resources import guidelines_dir
+from ..targets.guidelines import Guidelines, load_guidelines
 
 MAPPING_FILE = "authors_criteria.yaml"
 RESP = ".responses"

@@ -14,12 +14,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import ModelCallError
-from ..guidelines import Guidelines
 from ..llm.caching import CachePrefix
 from ..llm.gateway import cut_note
 from ..llm.retry import is_context_overflow, stops_run
 from ..records import Judgment
 from ..store.runs import AttemptKey
+from ..targets.guidelines import Guidelines
 from .answer import (
     JudgeParseError,
     new_nonce,

@@ -19,8 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..guidelines import CategoricalScale, Guidelines, JudgeAxis, Level, render_axis, render_scale
 from ..records import Judgment
+from ..targets.axes import JudgeAxis
+from ..targets.guidelines import Guidelines
+from ..targets.rubric_text import render_axis, render_scale
+from ..targets.scales import CategoricalScale, Level
 from .call import Reply, ask_judge
 from .job import JudgeJob, Transcript
 from .reply_format import answer_label, render_slots_format, reply_slots

@@ -11,9 +11,10 @@ failed (never a default), asked again on re-run as its next round.
 
 from __future__ import annotations
 
-from ..guidelines import Guidelines, render_scale
 from ..records import Judgment
 from ..stats.reply_scales import CriterionResult
+from ..targets.guidelines import Guidelines
+from ..targets.rubric_text import render_scale
 from .call import Reply, ask_judge
 from .items import _decode, reply_guidelines
 from .job import JudgeJob, Transcript

@@ -13,8 +13,9 @@ Protocols (``Judgment.protocol``):
 
 from __future__ import annotations
 
-from ..guidelines import Guidelines, OrdinalScale
 from ..records import AXES, PROTOCOLS, TRANSCRIPT_FORMATS
+from ..targets.guidelines import Guidelines
+from ..targets.scales import OrdinalScale
 from .answer import ANSWER_KEY
 
 

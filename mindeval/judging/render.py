@@ -14,9 +14,10 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..guidelines import Guidelines, render_rubric, render_scale
 from ..prompts import PromptTemplate, label_values
 from ..records import Profile
+from ..targets.guidelines import Guidelines
+from ..targets.rubric_text import render_rubric, render_scale
 from .answer import answer_instruction, reply_answer_code, reply_answer_rules
 from .fewshot import FewShotExample
 from .reply_format import render_output_format

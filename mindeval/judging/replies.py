@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping
 from typing import NamedTuple
 
-from ..guidelines import Guidelines, render_axis, render_scale
 from ..records import Judgment, ReplyRating
+from ..targets.guidelines import Guidelines
+from ..targets.rubric_text import render_axis, render_scale
 from .answer import reply_answer_rules
 from .call import Reply, ask_judge
 from .items import _decode, reply_guidelines

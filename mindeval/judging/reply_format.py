@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..guidelines import Guidelines, OrdinalScale
+from ..targets.guidelines import Guidelines
+from ..targets.scales import OrdinalScale
 from .rubric import ANSWER_LABELS, NOT_RELEVANT
 
 

@@ -27,17 +27,17 @@ guidelines' (recorded in the run's ``config.json`` target block).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..config import SNAKE_CASE
+
 NOT_RELEVANT = "not_relevant"
 END = "end"
 DEFAULT_ANSWERS: tuple[str, ...] = ("yes", "no")
 QUESTION_MODES: tuple[str, ...] = ("together", "one_by_one")
-_SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 ANSWER_LABELS = {"yes": "Yes", "no": "No", NOT_RELEVANT: "Not relevant"}
 
 
@@ -72,7 +72,7 @@ class Question(BaseModel):
     @field_validator("id")
     @classmethod
     def _id(cls, v: str) -> str:
-        if not _SNAKE.match(v):
+        if not SNAKE_CASE.match(v):
             raise ValueError(f"question id '{v}' must be snake_case (a-z, 0-9, underscores)")
         return v
 
@@ -87,7 +87,7 @@ class Question(BaseModel):
     @classmethod
     def _answers(cls, v: list[str]) -> list[str]:
         for a in v:
-            if not _SNAKE.match(str(a)):
+            if not SNAKE_CASE.match(str(a)):
                 raise ValueError(f"answer '{a}' must be snake_case (yes, no, not_relevant, ...)")
         if len(set(v)) != len(v):
             raise ValueError(f"duplicate answers in {v}")

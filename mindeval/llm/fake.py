@@ -3,7 +3,7 @@
 * ``fake/echo`` — a deterministic reply derived from the request (stable across runs).
 * ``fake/judge`` — a valid judge reply derived from the transcript hash: one value per
   dimension of the reply shape the prompt asks for (``"CODE": <lo-hi>`` or
-  ``"CODE": "<id|id|...>"``, as :func:`mindeval.guidelines.render_output_format` writes it;
+  ``"CODE": "<id|id|...>"``, as :func:`mindeval.judging.reply_format.render_output_format` writes it;
   MindEval's five 1-6 axes when the prompt shows no such shape).
   A judge request's answer code (``Answer code: …``) is carried as ``"answer_code"``.
 * ``fake/script:NAME`` — replies popped from a script registered with :func:`script`;

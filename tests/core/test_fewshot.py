@@ -3,11 +3,11 @@
 import json
 
 from mindeval.cli import main
-from mindeval.guidelines import load_guidelines
 from mindeval.judging.fewshot import load_fewshot
 from mindeval.judging.render import JudgePrompt, build_judge_messages
 from mindeval.prompts import load_template
 from mindeval.records import load_profiles
+from mindeval.targets.guidelines import load_guidelines
 
 
 def test_seeded_choice_and_means(shared_data):

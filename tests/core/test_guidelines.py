@@ -10,14 +10,10 @@ import pytest
 import yaml
 
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import (
-    Guidelines,
-    load_guidelines,
-    render_rubric,
-    render_scale,
-)
 from mindeval.records import AXES
 from mindeval.resources import guidelines_dir, prompts_dir
+from mindeval.targets.guidelines import Guidelines, load_guidelines
+from mindeval.targets.rubric_text import render_rubric, render_scale
 
 # Counted by hand from the paper (Fig. 11-12 / Appendix B): bullets per band 1-2, 3-4, 5-6.
 PAPER_BULLETS = {

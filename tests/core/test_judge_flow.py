@@ -4,7 +4,6 @@ import asyncio
 
 import pytest
 
-from mindeval.guidelines import load_guidelines
 from mindeval.judging.answer import ANSWER_CODE_RE
 from mindeval.judging.job import JudgeJob, Transcript
 from mindeval.judging.judge import judge_transcript as _judge
@@ -16,6 +15,7 @@ from mindeval.records import load_profiles
 from mindeval.rundir import legacy_target
 from mindeval.store import CallLog, Database
 from mindeval.store.runs import ensure_run
+from mindeval.targets.guidelines import load_guidelines
 
 MSGS = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi, how are you?"}]
 GOOD = '{"answer_code": "<NONCE>", "CAC": 3, "EPC": 5, "AR": 2, "TRA": 4, "ASCQ": 1}'  # <NONCE>: the round's code

@@ -12,7 +12,6 @@ import re
 
 import pytest
 
-from mindeval.guidelines import load_guidelines
 from mindeval.judging.answer import ANSWER_CODE_RE, answer_instruction, new_nonce
 from mindeval.judging.render import (
     JudgePrompt,
@@ -25,6 +24,7 @@ from mindeval.judging.render import (
 from mindeval.judging.textguard import guard_turn, visible_text
 from mindeval.prompts import load_template
 from mindeval.records import load_profiles
+from mindeval.targets.guidelines import load_guidelines
 
 BASE = [
     {"role": "user", "content": "Hello."},

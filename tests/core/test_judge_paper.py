@@ -11,7 +11,6 @@ import pytest
 from sqlalchemy import select
 
 from mindeval.cli import main
-from mindeval.guidelines import load_guidelines
 from mindeval.judging.authors import AUTHORS_FEWSHOT_IDS as PAPER_FEWSHOT_IDS
 from mindeval.judging.fewshot import load_fewshot, paper_fewshot
 from mindeval.judging.job import JudgeJob, Transcript
@@ -26,6 +25,7 @@ from mindeval.rundir import legacy_target
 from mindeval.store import CallLog, Database
 from mindeval.store.runs import ensure_run
 from mindeval.store.tables import CallRow
+from mindeval.targets.guidelines import load_guidelines
 
 # The example outputs printed in the authors' judge prompt (SWORDHealth/mind-eval,
 # mindeval/judge_prompts.py), in its order: CAC, EPC, AR, TRA, ASCQ.

@@ -35,7 +35,7 @@ def test_wheel_contents(wheel):
 
 def test_installed_layout_finds_bundled_files(wheel, tmp_path):
     zipfile.ZipFile(wheel).extractall(tmp_path / "site")
-    code = ("from mindeval.prompts import load_template; from mindeval.guidelines import load_guidelines;"
+    code = ("from mindeval.prompts import load_template; from mindeval.targets.guidelines import load_guidelines;"
             "from mindeval.resources import prompts_dir; print(prompts_dir());"
             "print(load_template('judge/default').ref, load_guidelines().version);"
             "from mindeval.targets import load_target, validate_target; t = load_target();"

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from mindeval.cli import main
-from mindeval.guidelines import load_guidelines
 from mindeval.leaderboard import StatsSettings, build_leaderboard
 from mindeval.llm import fake
 from mindeval.targets import load_target, validate_target
+from mindeval.targets.guidelines import load_guidelines
 
 ROOT = Path(__file__).resolve().parents[2] / "targets"
 TARGET = ROOT / "reply_safety"

@@ -24,7 +24,7 @@ from sqlalchemy import text as sql
 
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import load_guidelines
+from mindeval.targets.guidelines import load_guidelines
 from mindeval.viewer.html import render_run
 from tests.support.fault_server import _CODE_RE, FaultServer
 

@@ -13,7 +13,6 @@ import yaml
 from mindeval import read_run
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
-from mindeval.guidelines import guideline_problems, load_guidelines
 from mindeval.judging.answer import JudgeParseError, parse_scores, score_schema
 from mindeval.judging.reply_format import render_output_format
 from mindeval.llm import fake
@@ -21,6 +20,7 @@ from mindeval.records import AXES, JudgmentRecord, TargetInfo, check_scores, loa
 from mindeval.resources import targets_dir
 from mindeval.rundir import legacy_target
 from mindeval.targets import list_targets, load_target, validate_target
+from mindeval.targets.guidelines import guideline_problems, load_guidelines
 from tests.support.rundirs import set_score
 
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "targets" / "toy"
@@ -270,7 +270,7 @@ def test_third_target_copied_from_crisis_runs_without_code_changes(tmp_path, cap
 
 
 def test_an_ordinal_scale_other_than_1_to_6(tmp_path):
-    from mindeval.guidelines import default_path
+    from mindeval.targets.guidelines import default_path
 
     raw = yaml.safe_load(default_path().read_text())
     raw["scale"].update(min=0, max=4, levels={i: f"level {i}" for i in range(5)})

@@ -13,7 +13,6 @@ import itertools
 
 import pytest
 
-from mindeval.guidelines import load_guidelines
 from mindeval.judging.render import JudgePrompt, build_judge_messages
 from mindeval.judging.textguard import (
     NO_REPLY,
@@ -25,6 +24,7 @@ from mindeval.judging.textguard import (
 from mindeval.prompts import load_template
 from mindeval.records import Turn, load_profiles
 from mindeval.simulate import role_view
+from mindeval.targets.guidelines import load_guidelines
 
 # Literal control sequences per family (what a template or a tokenizer would read as structure).
 FAMILIES: dict[str, list[str]] = {

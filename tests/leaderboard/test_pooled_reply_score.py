@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from mindeval.cli import main
-from mindeval.guidelines import load_guidelines
 from mindeval.llm import fake
+from mindeval.targets.guidelines import load_guidelines
 
 TARGET = Path(__file__).resolve().parents[2] / "targets" / "reply_safety"
 FLAGS = [f.id for f in load_guidelines(TARGET / "guidelines.yaml").flags]

@@ -22,8 +22,8 @@ def import_study(url: str, path, name: str = "ratings") -> None:
     from annotation_app.store.migrations import upgrade
     from annotation_app.store.models import StudySpec
     from annotation_app.store.studies import create_study
-    from mindeval.guidelines import load_guidelines
     from mindeval.store import Database
+    from mindeval.targets.guidelines import load_guidelines
 
     db = Database(url)
     try:

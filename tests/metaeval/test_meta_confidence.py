@@ -331,7 +331,7 @@ def test_app_results_page_summary_carries_metaevals_intervals():
     from types import SimpleNamespace
 
     from annotation_app.results import agreement_summary
-    from mindeval.guidelines import load_guidelines
+    from mindeval.targets.guidelines import load_guidelines
 
     g = load_guidelines()
     rng = np.random.default_rng(5)

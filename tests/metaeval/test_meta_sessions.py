@@ -12,11 +12,11 @@ from metaeval.api import compare
 from metaeval.rollup import Dimensions
 from metaeval.sources import load_judge_run, load_ratings_file, load_study, unit_key
 from mindeval.cli import main
-from mindeval.guidelines import load_guidelines
 from mindeval.rundir import read_run
 from mindeval.sessions import session_of
 from mindeval.study_data import StudyRatings, SubmittedRating
 from mindeval.targets import load_target
+from mindeval.targets.guidelines import load_guidelines
 
 RS = load_guidelines(Path(__file__).resolve().parents[2] / "targets" / "reply_safety" / "guidelines.yaml")
 LEVELS = ["no_concern", "minor", "major", "critical"]

@@ -25,9 +25,9 @@ from metaeval.sources import load_authors_annotations
 from metaeval.unit_agreement import field_figures
 from metaeval.unit_fields import UnitField
 from metaeval.unit_report import unit_lines
-from mindeval.guidelines import load_guidelines
 from mindeval.stats import unit_agreement as ua
 from mindeval.stats.agreement import cohen_kappa
+from mindeval.targets.guidelines import load_guidelines
 
 # ---------------------------------------------------------------- leave-one-out Kendall τ-b
 

@@ -18,10 +18,10 @@ from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 from metaeval.api import compare
 from mindeval.cli import main
 from mindeval.cli.meta import main as meta_main
-from mindeval.guidelines import load_guidelines
 from mindeval.judging.items import dimension_values
 from mindeval.rundir import read_run
 from mindeval.stats.alt_test import alt_test
+from mindeval.targets.guidelines import load_guidelines
 from tests.support.rundirs import one_session_reply_safety
 
 ROOT = Path(__file__).resolve().parents[2] / "targets"

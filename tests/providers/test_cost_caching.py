@@ -10,7 +10,6 @@ from urllib.request import Request, urlopen
 
 import pytest
 
-from mindeval.guidelines import load_guidelines
 from mindeval.judging.render import JudgePrompt, build_judge_messages, cache_prefix
 from mindeval.llm.caching import uses_breakpoints, with_breakpoints
 from mindeval.llm.cost import billed_input_tokens, cost_usd, price_per_token
@@ -19,6 +18,7 @@ from mindeval.prompts import load_template
 from mindeval.records import BenchmarkConfig, Usage, load_profiles
 from mindeval.resources import data_dir
 from mindeval.rundir import legacy_target
+from mindeval.targets.guidelines import load_guidelines
 from tests.support.fault_server import FaultServer, count_tokens
 
 CLAUDE = "anthropic/claude-haiku-4-5"

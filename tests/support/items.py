@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 from mindeval.cli import main
-from mindeval.guidelines import load_guidelines
 from mindeval.llm import fake
+from mindeval.targets.guidelines import load_guidelines
 
 RISK_CHECKLIST = Path(__file__).resolve().parents[2] / "targets" / "risk_checklist"
 
