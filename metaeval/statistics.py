@@ -121,6 +121,12 @@ STATISTICS: dict[str, Statistic] = {s.key: s for s in (
     _icc("single", "icc2_1", "ICC(2,1)"),
     _icc("average", "icc2_k", "ICC(2,k)"),
     Statistic(
+        key="spearman", label=lambda o: "Spearman ρ", short=lambda o: "ρ", variant=lambda o: "spearman rho",
+        scale="ordinal", point=lambda x, y, p, o: agreement.spearman(x, y),
+        resampled=lambda x, y, p, c, o: resampled.spearman(x, y, c),
+        resample="items", heatmap=Heatmap("RdBu", -1.0, 1.0, "Spearman ρ"),
+    ),
+    Statistic(
         key="kappa", label=lambda o: "Cohen's κ", short=lambda o: "Cohen's κ", variant=lambda o: "cohen kappa",
         scale="categorical", point=lambda x, y, p, o: agreement.cohen_kappa(x, y),
         resampled=lambda x, y, p, c, o: resampled.cohen_kappa(x, y, c),
@@ -218,6 +224,8 @@ LAYOUTS: dict[str, Layout] = {lay.key: lay for lay in (
     Layout("icc", "icc2_1", "icc2_k", "Intraclass correlation (ICC)",
            caption=lambda o: "ICC, two-way random effects, absolute agreement: single rater ICC(2,1) below the "
            "diagonal, mean of the pair ICC(2,k) above"),
+    Layout("spearman", "spearman", "spearman", "Spearman ρ",
+           caption=lambda o: "Spearman ρ in both triangles"),
 )}
 
 

@@ -246,6 +246,15 @@ def _refusals_csv(lb: Leaderboard) -> list[Field]:
     return [Field(f"refused_{x}", value(x)) for x in ("k", "n", "rate", "ci_low", "ci_high", "p_value", "flagged")]
 
 
+def failed(lb: Leaderboard, s: SystemResult) -> int:
+    """The system's failed conversations (status ``failed``: the conversation itself broke)."""
+    return lb.run_data[s.label].n_failed_interactions
+
+
+def any_failed(lb: Leaderboard) -> bool:
+    return any(r.n_failed_interactions for r in lb.run_data.values())
+
+
 # ------------------------------------------------------------------------- the columns
 
 COLUMNS: list[Column] = [
@@ -286,6 +295,8 @@ COLUMNS: list[Column] = [
                s.label)) else None)),
     Column("coverage", csv=_coverage_csv),
     Column("levels", applies=lambda lb: bool(lb.levels), csv=_levels_csv),
+    Column("failed", applies=any_failed, markdown=one("Failed", lambda lb, s: str(failed(lb, s))),
+           latex=one("Failed", lambda lb, s: str(failed(lb, s))), csv=one("n_failed", failed), json=failed),
 ]
 
 

@@ -1,5 +1,5 @@
-"""Agreement metrics: Kendall τ, MIPSA, Krippendorff α, ICC(2,1) / ICC(2,k), pairwise accuracy
-(ordinal scales), Cohen's κ and Fleiss' κ (categorical scales).
+"""Agreement metrics: Kendall τ, Spearman ρ, MIPSA, Krippendorff α, ICC(2,1) / ICC(2,k), pairwise
+accuracy (ordinal scales), Cohen's κ and Fleiss' κ (categorical scales).
 
 Every function takes score vectors aligned on the same interactions; ``NaN`` marks a
 missing rating and the pair of vectors is reduced to the interactions both raters
@@ -75,6 +75,18 @@ def kendall_tau(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
     if np.all(a == a[0]) or np.all(b == b[0]):
         return _warn("Kendall τ is undefined for a constant rater")
     return float(kendalltau(a, b, variant=variant).statistic)
+
+
+def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
+    """Spearman ρ (the correlation of the two raters' mid-ranks) over the interactions both scored."""
+    from scipy.stats import spearmanr
+
+    a, b = _paired(x, y)
+    if len(a) < 2:
+        return _warn(f"Spearman ρ needs at least 2 commonly rated interactions, got {len(a)}")
+    if np.all(a == a[0]) or np.all(b == b[0]):
+        return _warn("Spearman ρ is undefined for a constant rater")
+    return float(spearmanr(a, b).statistic)
 
 
 # ------------------------------------------------------------------------------ MIPSA

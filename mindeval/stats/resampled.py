@@ -8,6 +8,7 @@ module only evaluates it on many weighted copies at once:
 
 * Kendall τ-b / τ-c as quadratic forms of the counts over the pair-sign matrices (a drawn
   twice interaction is a tie with itself in both raters, as in the expanded sample);
+* Spearman ρ as the count-weighted correlation of each resample's count-weighted mid-ranks;
 * Krippendorff's α (nominal, ordinal, interval) from count-weighted coincidence matrices;
   the ordinal distance is recomputed from each resample's value frequencies;
 * Cohen's and Fleiss' κ from count-weighted category shares;
@@ -98,6 +99,27 @@ def kendall_tau(x: np.ndarray, y: np.ndarray, counts: np.ndarray, variant: TauVa
     classes = np.minimum(_distinct(a, c), _distinct(b, c)).astype(float)
     den = n**2 * (classes - 1) / np.where(classes > 0, classes, 1.0)
     return _ratio(num, den)
+
+
+def _midranks(v: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each value's mid-rank in every resample (resamples × len(v)): the ranks its drawn copies
+    hold in the expanded sample, averaged (ties share their mean rank)."""
+    values, code = np.unique(v, return_inverse=True)
+    per_value = counts @ (code[:, None] == np.arange(len(values))[None, :]).astype(float)
+    mid = np.cumsum(per_value, axis=1) - per_value / 2.0 + 0.5
+    return mid[:, code]
+
+
+def spearman(x: np.ndarray, y: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Spearman ρ of ``x`` and ``y`` on every resample (NaN where a rater is constant)."""
+    keep = _keep(x, y)
+    a, b, c = x[keep], y[keep], counts[:, keep]
+    ra, rb = _midranks(a, c), _midranks(b, c)
+    n = c.sum(axis=1, keepdims=True)
+    da = ra - _ratio((c * ra).sum(axis=1, keepdims=True), n)
+    db = rb - _ratio((c * rb).sum(axis=1, keepdims=True), n)
+    cov, va, vb = ((c * u * v).sum(axis=1) for u, v in ((da, db), (da, da), (db, db)))
+    return _ratio(cov, np.sqrt(va * vb))
 
 
 def _distinct(v: np.ndarray, counts: np.ndarray) -> np.ndarray:

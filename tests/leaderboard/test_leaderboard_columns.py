@@ -1,7 +1,7 @@
 """A leaderboard column is one spec (mindeval.leaderboard.columns) rendered by every format.
 
-The worked example of docs/architecture.md ("adding a leaderboard column"): failed conversations
-per system, computed from the loaded run, in Markdown, LaTeX, CSV and JSON from one entry.
+The worked example of docs/architecture.md ("adding a leaderboard column") is the real "failed" entry:
+failed conversations per system, computed from the loaded run, in Markdown, LaTeX, CSV and JSON.
 """
 
 from __future__ import annotations
@@ -12,24 +12,15 @@ import json
 from leaderboard_rundirs import uniform, write_run
 
 from mindeval.leaderboard import StatsSettings, build_leaderboard, columns, write_outputs
-from mindeval.leaderboard.columns import Column, one
 
 
-def failed(lb, s) -> int:
-    return lb.run_data[s.label].n_failed_interactions
-
-
-FAILED = Column("failed", markdown=one("Failed", lambda lb, s: str(failed(lb, s))),
-                latex=one("Failed", lambda lb, s: str(failed(lb, s))),
-                csv=one("n_failed", failed), json=failed)
-
-
-def test_a_new_column_is_one_entry_in_every_format(tmp_path, monkeypatch):
+def test_the_failed_column_is_one_entry_in_every_format(tmp_path):
+    """``COLUMNS``' "failed" entry: shown when a run has a failed conversation, in every format."""
     ids = [f"p{i:02d}" for i in range(10)]
     a = write_run(tmp_path / "a", "vendor/a", uniform(4, 10), profile_ids=ids)
     b = write_run(tmp_path / "b", "vendor/b", {p: [3, 3, 3, 3, 3] for p in ids if p != "p04"}, profile_ids=ids,
                   failed_interactions=["p04"])
-    monkeypatch.setattr(columns, "COLUMNS", [*columns.COLUMNS, FAILED])
+    assert [c.key for c in columns.COLUMNS].count("failed") == 1
     lb = build_leaderboard([a, b], StatsSettings(seed=1), allow_incomplete=True)
     out = tmp_path / "board"
     write_outputs(lb, out)
@@ -43,10 +34,11 @@ def test_a_new_column_is_one_entry_in_every_format(tmp_path, monkeypatch):
     assert json.loads((out / "leaderboard.json").read_text())["columns"] == {"failed": {"vendor/a": 0, "vendor/b": 1}}
 
 
-def test_without_extra_columns_the_json_has_no_columns_key(tmp_path):
+def test_without_a_failed_conversation_there_is_no_failed_column_nor_columns_key(tmp_path):
     ids = [f"p{i:02d}" for i in range(10)]
     lb = build_leaderboard([write_run(tmp_path / "a", "vendor/a", uniform(4, 10), profile_ids=ids)],
                            StatsSettings(seed=1))
     write_outputs(lb, tmp_path / "board")
     assert "columns" not in json.loads((tmp_path / "board" / "leaderboard.json").read_text())
+    assert "Failed" not in (tmp_path / "board" / "leaderboard.md").read_text()
     assert lb.run_data["vendor/a"].n_interactions == 10

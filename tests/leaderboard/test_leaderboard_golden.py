@@ -6,13 +6,14 @@ all other text is byte-identical (tests/metaeval/test_golden_any_machine.py vari
 
 The golden files under ``golden/`` were written by the leaderboard before it learnt
 about targets; a MindEval run must still produce exactly these bytes. Regenerate only
-for an intended change: ``MINDEVAL_UPDATE_GOLDEN=1 pytest tests/leaderboard/test_leaderboard_golden.py``.
+for an intended change: ``python -m tests.support.golden`` (every golden file).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from leaderboard_rundirs import write_run
 
 from mindeval.leaderboard import StatsSettings, build_leaderboard, write_outputs
@@ -40,6 +41,7 @@ def _runs(root: Path) -> list[Path]:
     ]
 
 
+@pytest.mark.golden
 def test_mindeval_leaderboard_outputs_are_byte_identical(tmp_path):
     runs = _runs(tmp_path / "runs")
     out = tmp_path / "board"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from metaeval.comparison import CompareOptions, run_compare
+from metaeval.statistics import MetricOptions, statistics_for
 from mindeval.cli.meta import main
 from mindeval.errors import MindEvalError
 from mindeval.targets import load_target
@@ -114,7 +115,7 @@ def test_per_dimension_kappas_and_alpha_match_hand_computation(tmp_path, capsys)
     # α = 1 - D_o/D_e = 1 - (4/16)/(170/240) = 1 - 0.25/0.708333 = 0.647059.
     assert det["summary"]["H1|H2"]["alpha_nominal"] == [pytest.approx(1 - 0.25 / (170 / 240))]
     # the average of the two dimensions stays on the ordinal metrics
-    assert set(avg["summary"]["J|H2"]) == {"tau", "mipsa", "alpha_ordinal", "alpha_interval", "icc2_1", "icc2_k"}
+    assert set(avg["summary"]["J|H2"]) == {s.key for s in statistics_for(False, MetricOptions())}
 
     # Verdict, DETECT: the judge's κ with H1, H2, H3 is 33/41, 19/43 (5 of 8 agree, p_e = 21/64) and 3/5
     # (6 of 8, p_e = 24/64): median 3/5; human-human κ: 27/43, 17/21 (H1/H3), 3/7 (H2/H3): inside.

@@ -5,13 +5,14 @@ pinned one by one unit in its last digit (a rounding boundary tipped by another 
 all other text is byte-identical (tests/metaeval/test_golden_any_machine.py varies BLAS settings).
 
 The golden files were written by `metaeval compare` before it learnt about targets.
-Regenerate only for an intended change: ``MINDEVAL_UPDATE_GOLDEN=1 pytest <this file>``.
+Regenerate only for an intended change: ``python -m tests.support.golden`` (every golden file).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from metaeval_builders import write_judgments
 
 from metaeval.sources import load_authors_annotations
@@ -22,6 +23,7 @@ GOLDEN = Path(__file__).parent / "golden" / "mindeval_compare"
 AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 
 
+@pytest.mark.golden
 def test_mindeval_compare_outputs_are_byte_identical(tiny_authors, tmp_path, capsys):
     src = load_authors_annotations(tiny_authors)
     p1 = src.raters[0].frame

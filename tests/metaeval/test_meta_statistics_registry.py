@@ -20,12 +20,11 @@ from metaeval.statistics import (
     GROUP_STATISTICS,
     LAYOUTS,
     STATISTICS,
-    Heatmap,
-    Layout,
     MetricOptions,
     Statistic,
 )
 from mindeval import extras
+from mindeval.stats import agreement
 from mindeval.stats.agreement import PairIndex
 
 PROFILES = [k[0] for k in KEYS]
@@ -122,39 +121,27 @@ def test_layouts_name_registered_statistics_of_one_scale():
         assert STATISTICS[lay.lower].scale == STATISTICS[lay.upper].scale
 
 
-# The worked example of docs/architecture.md ("adding a metaeval statistic"): Spearman's ρ.
-def spearman(x, y, pairs, opts):
+# The worked example of docs/architecture.md ("adding a metaeval statistic"): Spearman's ρ, a real entry
+# (its resampled function is checked against its point function by the two parametrised tests above).
+def test_spearman_is_scipys_on_the_interactions_both_raters_scored():
     from scipy.stats import spearmanr
 
+    x = np.array([1, 2, 2, 3, np.nan, 5, 6, 4, 4, 1], dtype=float)
+    y = np.array([2, 1, 3, 3, 6, np.nan, 5, 4, 6, 2], dtype=float)
     keep = ~(np.isnan(x) | np.isnan(y))
-    return float(spearmanr(x[keep], y[keep]).statistic)
+    assert agreement.spearman(x, y) == pytest.approx(spearmanr(x[keep], y[keep]).statistic, abs=1e-12)
+    with pytest.warns(agreement.AgreementWarning, match="constant rater"):
+        assert np.isnan(agreement.spearman(x, np.full_like(x, 3.0)))
 
 
-def spearman_draws(x, y, pairs, counts, opts):
-    from scipy.stats import spearmanr
-
-    keep = ~(np.isnan(x) | np.isnan(y))
-    return np.array([spearmanr(np.repeat(x[keep], c[keep].astype(int)),
-                               np.repeat(y[keep], c[keep].astype(int))).statistic for c in counts])
-
-
-SPEARMAN = Statistic(
-    key="spearman", label=lambda o: "Spearman ρ", short=lambda o: "ρ", variant=lambda o: "spearman rho",
-    scale="ordinal", point=spearman, resampled=spearman_draws, resample="items",
-    heatmap=Heatmap("RdBu", -1.0, 1.0, "Spearman ρ"),
-)
-
-
-def test_a_new_statistic_is_one_entry_and_reaches_every_output(tmp_path, monkeypatch):
-    monkeypatch.setitem(STATISTICS, "spearman", SPEARMAN)
-    monkeypatch.setitem(LAYOUTS, "spearman", Layout("spearman", "spearman", "spearman", "Spearman ρ"))
+def test_a_new_statistic_is_one_entry_and_reaches_every_output(tmp_path):
     humans = [rater(f"P{i + 1}", "human", [list(h)]) for i, h in enumerate(H)]
     panel = Panel(humans, [rater("judge", "judge", [list(j) for j in J])])
     opts = MetricOptions(resamples=50, alpha=False)
     with pytest.warns(UserWarning):  # 18 interactions: below the documented minimum
         matrices = build_all(panel, opts, axes=[AVERAGE], dims=Dimensions())
     cell = matrices[AVERAGE].cell("P1", "P2")
-    assert cell.point("spearman") == pytest.approx(spearman(H[0], H[1], None, opts))
+    assert cell.point("spearman") == pytest.approx(agreement.spearman(H[0], H[1]))
     assert len(cell.ci["spearman"]) == 2 and cell.ci["spearman"][0] <= cell.point("spearman")
     plots = extras.installed("plots")
     paths = write_outputs(tmp_path, matrices, verdicts(matrices[AVERAGE]), {}, plots=plots)
@@ -163,7 +150,7 @@ def test_a_new_statistic_is_one_entry_and_reaches_every_output(tmp_path, monkeyp
     data = json.loads(paths["json"].read_text())
     assert "spearman" in data["matrices"][AVERAGE]["cells"][0]["values"]
     md = paths["markdown"].read_text()
-    assert "## Spearman ρ\n" in md and "Spearman ρ below the diagonal, Spearman ρ above" in md
+    assert "## Spearman ρ\n" in md and "Spearman ρ in both triangles" in md
     assert [v.metrics.keys() for v in verdicts(matrices[AVERAGE])] == [{"tau", "mipsa"}]  # not a verdict statistic
     if plots:
         assert (tmp_path / "heatmap_average_spearman.png").is_file()

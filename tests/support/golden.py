@@ -1,6 +1,8 @@
 """Golden files: compare produced text outputs with the files pinned in a folder.
 
-``MINDEVAL_UPDATE_GOLDEN=1`` rewrites the pinned files (only for an intended change).
+``MINDEVAL_UPDATE_GOLDEN=1`` rewrites the pinned files (only for an intended change). Every test that
+calls :func:`assert_golden` carries the ``golden`` mark, so one command regenerates them all:
+``python -m tests.support.golden`` (``MINDEVAL_UPDATE_GOLDEN=1 python -m pytest -m golden tests``).
 
 Outputs write floats to a stated precision (``mindeval.stats.precision``), so they are the same
 on any x86-64 machine except where a value sits on a rounding boundary and the CPU's last bit
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 _DECIMAL = re.compile(r"-?\d+\.(\d+)(?:[eE][-+]?\d+)?")
@@ -46,6 +50,9 @@ def assert_golden(got: dict[str, str], folder: Path, *, loose_last_digit: bool =
     number's last digit with ``loose_last_digit``), and no file is missing or extra."""
     if os.environ.get("MINDEVAL_UPDATE_GOLDEN"):
         folder.mkdir(parents=True, exist_ok=True)
+        for stale in folder.iterdir():
+            if stale.name not in got:
+                stale.unlink()
         for name, text in got.items():
             (folder / name).write_text(text, encoding="utf-8")
     want = {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.iterdir())}
@@ -53,3 +60,15 @@ def assert_golden(got: dict[str, str], folder: Path, *, loose_last_digit: bool =
     for name in want:
         diff = differences(got[name], want[name], loose_last_digit)
         assert not diff, f"{name}: {diff[:5]}"
+
+
+def regenerate() -> int:
+    """Rewrite every golden folder: the ``golden``-marked tests with ``MINDEVAL_UPDATE_GOLDEN=1``."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "MINDEVAL_UPDATE_GOLDEN": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "-m", "golden", "tests"]
+    return subprocess.run(cmd, cwd=root, env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(regenerate())
