@@ -73,9 +73,11 @@ class Dimensions:
     @classmethod
     def of_target(cls, target: Target) -> Dimensions:
         """A loaded target's dimensions: a target in the form of the authors' release (the built-in
-        ``mindeval``) has the default ones (their criterion mapping), exactly as before."""
+        ``mindeval``) has the default ones, with the human form of its own guidelines file (a sub-axis
+        added there rolls up into its axis)."""
         if target.manifest.authors_release:
-            return cls(target=target.name, legacy_files=target.manifest.legacy_files)
+            return cls(target=target.name, legacy_files=target.manifest.legacy_files,
+                       subaxis_axis={s.id: s.axis for s in target.guidelines.human_subaxes})
         return cls.from_guidelines(target.name, target.guidelines)
 
     @classmethod
