@@ -316,7 +316,7 @@ def test_every_cli_option_has_a_bad_input_case():
     """A new option without a bad value in the catalogue fails here: add one."""
     options = walked()
     missing = sorted(set(options) - set(CATALOGUE))
-    assert not missing, f"add a bad-input case to tests/core/test_bad_cli_inputs.py CATALOGUE for {missing}"
+    assert not missing, f"add a bad-input case to tests/cli/test_bad_cli_inputs.py CATALOGUE for {missing}"
     assert not set(CATALOGUE) - set(options), "a catalogue entry names no option"
 
 

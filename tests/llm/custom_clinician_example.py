@@ -1,4 +1,4 @@
-"""A tiny custom clinician used by the tests (``tests.core.custom_clinician_example:Echo``)."""
+"""A tiny custom clinician used by the tests (``custom_clinician_example:Echo``)."""
 
 
 class Echo:

@@ -90,7 +90,7 @@ def test_every_target_field_has_a_bad_value():
     fields = _fields(TargetManifest)
     assert "score.formula" in fields and "labels.visible_to" in fields  # the walk reaches nested models
     missing = sorted(fields - set(CATALOGUE))
-    assert not missing, f"add a bad value to tests/core/test_bad_target_inputs.py CATALOGUE for {missing}"
+    assert not missing, f"add a bad value to tests/targets/test_bad_target_inputs.py CATALOGUE for {missing}"
     assert not set(CATALOGUE) - fields - NOT_FIELDS, "a catalogue entry names no target field"
 
 

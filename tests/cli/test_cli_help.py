@@ -118,7 +118,7 @@ def test_fewshot_k_and_resamples_have_one_default_and_one_meaning():
 
 def test_every_output_path_option_is_checked_before_any_work():
     """Every --out / --html is parsed by out_dir or out_file, whose problems are one line
-    (tests/core/test_cli_voice.py): a new command cannot bring back a traceback."""
+    (tests/cli/test_cli_voice.py): a new command cannot bring back a traceback."""
     outputs = [(name, a) for name, parser in PARSERS for a in _visible(parser)
                if {"--out", "--html"} & set(a.option_strings)]
     assert len(outputs) >= 11

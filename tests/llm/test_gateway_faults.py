@@ -97,7 +97,7 @@ def test_permanent_errors_fail_fast_with_one_clear_line(server, status, text):
 
 def test_missing_key_fails_before_any_request(server, monkeypatch):
     """Without a server of the user's (``api_base``) the provider's key is required; a server
-    the user names gets the request without one (tests/providers/test_api_base.py)."""
+    the user names gets the request without one (tests/llm/test_api_base.py)."""
     monkeypatch.delenv("OPENAI_API_KEY")
     with pytest.raises(ModelCallError, match=r"^clinician openai/test-model: missing API key: set OPENAI_API_KEY$"):
         complete(ModelSpec(model="openai/test-model"), MSGS, role="clinician", policy=FAST)
