@@ -19,6 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "annotation_app"))
+sys.path.insert(0, str(ROOT))  # tests.support (the kits import it) and this checkout's packages
 
 from appkit import make_workspace, viewer  # noqa: E402
 from hostkit import Annotator, Deployment, add_raters  # noqa: E402

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 from annotation_app.demo import seed_demo
 from annotation_app.services import DB_ENV, SYSTEM, Workspace
+from tests.support.net import free_port  # noqa: F401 - the app tests take it from here
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "annotation_app" / "app.py"
@@ -170,10 +170,18 @@ def viewer(ws: Workspace, name: str, code: str):
     return signed.viewer
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def wait_for(check, what: str = "the expected state", timeout: float = 90.0, proc: subprocess.Popen | None = None):
+    """Poll ``check()`` until it returns something truthy (observable state, no fixed sleep); fail after
+    ``timeout`` seconds, or as soon as ``proc`` (when given) has exited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"{what}: the process exited with code {proc.returncode}")
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def wait_healthy(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> float:

@@ -19,3 +19,17 @@ def demo_ws(tmp_db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Worksp
     ws.close()
 
 
+@pytest.fixture
+def page(tmp_path):
+    """A Chromium page at 1280x720 whose scripts raise no uncaught error during the test."""
+    from browserkit import checked_page  # playwright only where a browser is used
+
+    yield from checked_page(tmp_path)
+
+
+@pytest.fixture
+def browser_page(tmp_path):
+    """A Chromium page at 1400x1000."""
+    from browserkit import open_browser
+
+    yield from open_browser(tmp_path)

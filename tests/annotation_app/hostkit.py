@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from appkit import ROOT, free_port, stop
+from appkit import ROOT, free_port, stop, wait_for
 
 from annotation_app.hosting import standalone_config
 from annotation_app.services import SYSTEM, Workspace
@@ -52,19 +52,6 @@ def free_ports(n: int) -> int:
             for s in socks:
                 s.close()
     raise RuntimeError("no consecutive free ports")
-
-
-def wait_for(check, what: str, timeout: float = START_S, proc: subprocess.Popen | None = None):
-    """Poll ``check()`` until it returns something truthy (observable state, no fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"{what}: the process exited with code {proc.returncode}")
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def get(url: str) -> str | None:
@@ -105,7 +92,7 @@ class Deployment:
             [sys.executable, "-m", "mindeval", "app", "serve", "--db", self.url, "--processes", str(self.n),
              "--port", str(self.first), "--listen", f"127.0.0.1:{self.proxy_port}", "--nginx-conf", str(site)],
             stdout=self.log.open("w"), stderr=subprocess.STDOUT, cwd=ROOT, env=dict(os.environ))
-        wait_for(lambda: "all processes started" in self.log.read_text(), "all app processes", proc=self.serve)
+        wait_for(lambda: "all processes started" in self.log.read_text(), "all app processes", START_S, self.serve)
         conf = self.tmp / "nginx.conf"
         conf.write_text(standalone_config(str(site), str(self.tmp)))
         self.nginx = subprocess.Popen([nginx, "-p", str(self.tmp), "-c", str(conf)],

@@ -10,7 +10,7 @@ import time
 
 import pytest
 from appkit import ROOT, free_port, make_workspace, start_app, stop, wait_healthy
-from browserkit import open_browser, settle, sign_in
+from browserkit import settle, sign_in
 from sqlalchemy import select, update
 
 from annotation_app.store import RatingRow
@@ -20,11 +20,6 @@ from mindeval.store.tables import TurnRow
 pytestmark = pytest.mark.browser
 SCREENSHOT = ROOT / "test-artifacts" / "app.png"
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> I feel **on edge**.'
-
-
-@pytest.fixture
-def browser_page(tmp_path):
-    yield from open_browser(tmp_path)
 
 
 def rate_one(page) -> None:

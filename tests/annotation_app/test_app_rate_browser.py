@@ -25,7 +25,6 @@ from browserkit import (
     SHOWN_SCORES_JS,
     WAIT_MS,
     block_sends,
-    checked_page,
     open_browser,
     page_errors,
     pane_ready,
@@ -47,12 +46,6 @@ pytestmark = pytest.mark.browser
 def app(tmp_path):
     """A running app on the demo workspace: (base URL, workspace for reading the database)."""
     yield from served_workspace(tmp_path)
-
-
-@pytest.fixture
-def page(tmp_path):
-    """A page at 1280x720; its scripts raise no uncaught error during the test."""
-    yield from checked_page(tmp_path)
 
 
 def as_values(labels: list, subs) -> dict:

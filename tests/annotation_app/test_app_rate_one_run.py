@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import streamlit as st
 from appkit import DEMO_CODE, radios, sign_in, viewer
-from browserkit import checked_page, pane_ready, served_workspace, settle, stored, whole_rating
+from browserkit import pane_ready, served_workspace, settle, stored, whole_rating
 from browserkit import sign_in as browser_sign_in
 from streamlit.web import cli
 
@@ -124,11 +124,6 @@ def gated_app(tmp_path, monkeypatch):
     monkeypatch.setenv("MINDEVAL_TEST_SAVE_GATE", str(gate))
     for base, ws in served_workspace(tmp_path):
         yield base, ws, gate
-
-
-@pytest.fixture
-def page(tmp_path):
-    yield from checked_page(tmp_path)
 
 
 @pytest.mark.browser

@@ -5,12 +5,20 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from appkit import DEMO_CODE, free_port, make_workspace, start_app, stop, viewer, wait_healthy
+from appkit import (
+    DEMO_CODE,
+    free_port,
+    make_workspace,
+    start_app,
+    stop,
+    viewer,
+    wait_for,
+    wait_healthy,
+)
 from browserkit import open_browser, settle, sign_in
 from sqlalchemy import update
 
@@ -98,15 +106,6 @@ class GatedClinician:
         self.httpd.server_close()
 
 
-def _until(check, timeout: float = 90.0):
-    """Poll the database until ``check()`` is truthy (observable state, not a fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while not (out := check()):
-        assert time.monotonic() < deadline, "the expected state was not reached"
-        time.sleep(0.1)
-    return out
-
-
 @pytest.mark.browser
 def test_a_message_sent_while_the_reply_is_written_is_stored_and_answered_in_order(page, tmp_path):
     clinician = GatedClinician()
@@ -131,7 +130,7 @@ def test_a_message_sent_while_the_reply_is_written_is_stored_and_answered_in_ord
         box = page.get_by_placeholder(re.compile("Write as"))
         box.fill("And I keep waking at four.")
         box.press("Enter")
-        _until(lambda: ws.roleplay(v, sid).queued == ["And I keep waking at four."])  # stored at once
+        wait_for(lambda: ws.roleplay(v, sid).queued == ["And I keep waking at four."])  # stored at once
         page.get_by_text("waiting for the clinician's reply").wait_for()
         assert [m.content for m in ws.roleplay(v, sid).messages] == ["I have not slept for days."]
 

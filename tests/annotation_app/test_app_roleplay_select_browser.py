@@ -4,10 +4,18 @@ through a newly started session, a reload and a server restart; no message is ev
 from __future__ import annotations
 
 import re
-import time
 
 import pytest
-from appkit import DEMO_CODE, free_port, make_workspace, start_app, stop, viewer, wait_healthy
+from appkit import (
+    DEMO_CODE,
+    free_port,
+    make_workspace,
+    start_app,
+    stop,
+    viewer,
+    wait_for,
+    wait_healthy,
+)
 from browserkit import choose, open_browser, settle, sign_in
 
 
@@ -16,15 +24,6 @@ def page(tmp_path):
     for p in open_browser(tmp_path):
         p.set_default_timeout(90_000)  # a rerun on a loaded machine takes seconds
         yield p
-
-
-def _until(check, timeout: float = 90.0):
-    """Poll until ``check()`` is truthy (observable state, not a fixed sleep)."""
-    deadline = time.monotonic() + timeout
-    while not (out := check()):
-        assert time.monotonic() < deadline, "the expected state was not reached"
-        time.sleep(0.1)
-    return out
 
 
 def _choose_session(page, label: str) -> None:
@@ -63,7 +62,7 @@ def test_the_first_message_of_a_newly_started_session_is_stored_in_that_session(
         page.get_by_role("button", name="Start session").click()
         _playing(page, second.member_name)
         _send(page, second.member_name, "Hello, this is my first message.")
-        got = _until(lambda: ws.roleplay(v, second.session_id).messages)
+        got = wait_for(lambda: ws.roleplay(v, second.session_id).messages)
         assert [(m.role, m.content) for m in got][0] == ("patient", "Hello, this is my first message.")
         settle(page)
         _playing(page, second.member_name)  # the page stays on the session played
@@ -78,7 +77,7 @@ def test_the_first_message_of_a_newly_started_session_is_stored_in_that_session(
             rp = ws.roleplay(v, second.session_id)
             return [m.content for m in rp.messages if m.role == "patient"] + rp.queued
 
-        _until(lambda: patient_texts() == ["Hello, this is my first message.", "And a second one."])
+        wait_for(lambda: patient_texts() == ["Hello, this is my first message.", "And a second one."])
     finally:
         stop(proc)
         ws.close()
@@ -115,7 +114,7 @@ def test_a_reload_and_a_server_restart_come_back_to_the_session_being_played(pag
         _playing(page, second.member_name)
         assert re.search(rf"[?&]session={second.session_id}\b", page.url), page.url  # the choice is in the URL
         _send(page, second.member_name, "Still me, after the restart.")
-        _until(lambda: [m.content for m in ws.roleplay(v, second.session_id).messages][:1]
+        wait_for(lambda: [m.content for m in ws.roleplay(v, second.session_id).messages][:1]
                == ["Still me, after the restart."])
         assert ws.roleplay(v, first.session_id).messages == []
     finally:

@@ -11,7 +11,7 @@ from appkit import (
     SYSTEM,
     viewer,
 )
-from browserkit import NOTHING_WAITING_JS, WAIT_MS, checked_page, served_workspace, settle, sign_in
+from browserkit import NOTHING_WAITING_JS, WAIT_MS, served_workspace, settle, sign_in
 from unitkit import BY_HAND, PATH
 
 from annotation_app.demo import QUESTION_STUDY, REPLY_STUDY
@@ -29,11 +29,6 @@ LEVEL_KEYS = {"no_concern": "1", "minor": "2", "major": "3", "critical": "4"}
 def app(tmp_path):
     """A running app on the demo workspace with its risk-checklist and reply-by-reply studies."""
     yield from served_workspace(tmp_path, "unit", unit_studies=True)
-
-
-@pytest.fixture
-def page(tmp_path):
-    yield from checked_page(tmp_path)
 
 
 def open_study(page, base: str, ws: Workspace, name: str) -> int:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
 from mindeval.cli import main
 from mindeval.cli.meta import main as metaeval_main
+from tests.support.net import free_port
 
 FAKE = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge"]
 
@@ -42,16 +42,10 @@ def test_every_out_problem_is_one_line(cmd, where, a_file, capsys, monkeypatch, 
         assert f"cannot be created: {a_file} is a file; give a directory" in err
 
 
-def _refused_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # closed again: nothing listens there
-
-
 @pytest.mark.parametrize("provider", ["openai", "hosted_vllm"])
 def test_a_refused_connection_says_cannot_connect(provider, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    base = f"http://127.0.0.1:{_refused_port()}/v1"
+    base = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     out = tmp_path / "run"
     rc = main(["run", "--profiles", "demo", "--limit", "1", "--turns", "2", "--patient", "fake/echo",
                "--judge", "fake/judge", "--clinician", f"{provider}/x", "--clinician-api-base", base,

@@ -6,7 +6,6 @@ re-judge safety net: ``--out`` equal to the source, a glob over a sweep, ``--dry
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -17,6 +16,7 @@ import yaml
 
 from mindeval.cli import main
 from mindeval.llm.fake import CALLS
+from tests.support.rundirs import file_digests
 
 FAKE = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge", "--turns", "2", "--quiet"]
 
@@ -88,19 +88,15 @@ def test_a_missing_profiles_file_is_reported_before_heavy_imports(tmp_path):
     assert loaded.strip() == "[]", f"imported before the error: {loaded}"
 
 
-def _digests(run_dir) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(run_dir.iterdir()) if p.is_file()}
-
-
 def test_rejudging_into_its_own_source_is_refused(tmp_path, capsys):
     src = tmp_path / "R"
     assert main(["run", *FAKE, "--limit", "1", "--out", str(src)]) == 0
-    before = _digests(src)
+    before = file_digests(src)
     CALLS.clear()
     capsys.readouterr()
     assert main(["judge", str(src), "--judge", "fake/judge:b", "--out", str(src), "--quiet"]) == 2
     assert "is the source run directory" in _one_error_line(capsys)
-    assert not CALLS and _digests(src) == before
+    assert not CALLS and file_digests(src) == before
 
 
 def test_rejudging_a_sweep_glob_skips_its_leaderboard_and_dry_run_calls_nothing(tmp_path, capsys):

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from mindeval.cli import main
+from tests.support.errors import one_line_error
 from tests.support.fault_server import FaultServer
 
 JUDGE = "openai/judge-b"
@@ -77,12 +78,6 @@ def test_a_formula_dividing_by_zero_shows_n_a_with_its_reason(tmp_path, capsys):
 FAKE = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge"]
 
 
-def one_line(capsys) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    return err
-
-
 def test_a_dry_run_header_states_sessions_and_repeats(tmp_path, capsys):
     args = ["run", "--target", "reply_safety", *FAKE, "--limit", "2", "--dry-run", "--out", str(tmp_path / "d")]
     assert main([*args, "--repeats", "3"]) == 0
@@ -102,7 +97,7 @@ def test_repeats_have_a_ceiling_and_are_counted_arithmetically(tmp_path, capsys)
     started = time.perf_counter()
     assert main([*base, "--repeats", "1000000"]) == 2
     assert time.perf_counter() - started < 1.0
-    assert "--repeats: must be at most 1,000, got 1,000,000" in one_line(capsys)
+    assert "--repeats: must be at most 1,000, got 1,000,000" in one_line_error(capsys)
     assert main([*base, "--repeats", "1"]) == 0
     one = _total_calls(capsys.readouterr().out)
     started = time.perf_counter()
@@ -112,7 +107,7 @@ def test_repeats_have_a_ceiling_and_are_counted_arithmetically(tmp_path, capsys)
     rf = tmp_path / "run.yaml"  # a run file's repeats: the same bound
     rf.write_text("repeats: 5000\n")
     assert main(["run", "--config", str(rf), *FAKE, "--out", str(tmp_path / "f"), "--dry-run"]) == 2
-    assert "repeats" in one_line(capsys)
+    assert "repeats" in one_line_error(capsys)
 
 
 @pytest.mark.parametrize("command", [["targets", "validate", "{t}"], ["run", "--target", "{t}", *FAKE, "--out",
@@ -123,7 +118,7 @@ def test_sessions_in_a_target_have_a_documented_bound(tmp_path, capsys, command)
     manifest.write_text(manifest.read_text().replace("turns: 2\n", "turns: 2\nsessions: 1000\n"))
     before = manifest.read_bytes()
     assert main([a.format(t=target, tmp=tmp_path) for a in command]) == 2
-    err = one_line(capsys)
+    err = one_line_error(capsys)
     assert f"{manifest}:9:sessions:" in err and "50" in err
     assert manifest.read_bytes() == before and not (tmp_path / "r").exists()
 
@@ -133,7 +128,7 @@ def test_beyond_the_ceiling_of_planned_calls_run_and_judge_refuse_unless_yes(tmp
 
     big = ["run", *FAKE, "--repeats", "1000", "--out", str(tmp_path / "big")]  # 6 x 1000 x 21 = 126,000 calls
     assert main(big) == 2
-    assert "this plans 126,000 model calls, more than the ceiling of 100,000" in one_line(capsys)
+    assert "this plans 126,000 model calls, more than the ceiling of 100,000" in one_line_error(capsys)
     assert not (tmp_path / "big").exists()
     monkeypatch.setattr(confirm, "MAX_PLANNED_CALLS", 10)  # a small ceiling: a real run can pass it
     small = ["run", *FAKE, "--limit", "2", "--turns", "2", "--quiet", "--out", str(tmp_path / "s")]  # 6 calls
@@ -142,7 +137,7 @@ def test_beyond_the_ceiling_of_planned_calls_run_and_judge_refuse_unless_yes(tmp
     monkeypatch.setattr(confirm, "MAX_PLANNED_CALLS", 1)
     monkeypatch.setattr(confirm, "CONFIRM_CALLS", 1)
     assert main([*rejudge, "--out", str(tmp_path / "j")]) == 2  # 2 judge calls
-    assert "this plans 2 model calls" in one_line(capsys) and not (tmp_path / "j").exists()
+    assert "this plans 2 model calls" in one_line_error(capsys) and not (tmp_path / "j").exists()
     assert main([*rejudge, "--out", str(tmp_path / "j"), "--yes"]) == 0
     assert json.loads((tmp_path / "j" / "summary.json").read_text())["n_judged"] == 2
 

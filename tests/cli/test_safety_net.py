@@ -12,15 +12,10 @@ import pytest
 from mindeval import __version__
 from mindeval.cli import main
 from mindeval.cli.meta import main as metaeval_main
+from tests.support.errors import one_line_error
 
 ECHO = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge", "--quiet"]
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "targets" / "toy"
-
-
-def one_line_error(capsys) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    return err
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "NaN", "0", "-1"])

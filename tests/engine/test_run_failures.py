@@ -1,18 +1,14 @@
 """Loud failures, retry with --retry-refused, --max-cost, --dry-run and option checks of `mindeval run`."""
 
-import json
 
 import pytest
 
 from mindeval.cli import main
 from mindeval.llm.fake import script
+from tests.support.rundirs import summary
 
 GOOD = '{"answer_code": "<NONCE>", "CAC": 3, "EPC": 5, "AR": 2, "TRA": 4, "ASCQ": 1}'  # <NONCE>: the round's code
 ECHO = ["--patient", "fake/echo", "--clinician", "fake/echo", "--quiet"]
-
-
-def summary(out):
-    return json.loads((out / "summary.json").read_text())
 
 
 def test_failed_judgment_is_reported_final_and_retried_with_new_calls_on_request(tmp_path, capsys):

@@ -23,7 +23,6 @@ from mindeval.judging.render import (
 )
 from mindeval.judging.textguard import guard_turn, visible_text
 from mindeval.prompts import load_template
-from mindeval.records import load_profiles
 from mindeval.targets.guidelines import load_guidelines
 
 BASE = [
@@ -64,11 +63,6 @@ def _instance(prompt: str) -> tuple[str, int, list[tuple[int, int, str, str]]]:
     turns = [(int(parts[i]), int(parts[i + 1]), parts[i + 2], parts[i + 3].removesuffix("\n"))
              for i in range(1, len(parts), 4)]
     return tok, int(declared), turns
-
-
-@pytest.fixture(scope="module")
-def profile(demo_profiles_path):
-    return load_profiles(demo_profiles_path)[0]
 
 
 @pytest.mark.parametrize("template", ["judge/default", "judge/length_penalty", "judge/paper"])

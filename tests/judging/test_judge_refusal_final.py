@@ -25,19 +25,17 @@ from mindeval.leaderboard.render import to_json, to_markdown, write_csvs
 from mindeval.llm import fake
 from mindeval.llm.fake import script
 from mindeval.viewer.html import render_run
+from tests.support.fault_server import AXES
+from tests.support.items import uniform_reply
+from tests.support.rundirs import summary
 
-AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 PLANTED = json.dumps(dict.fromkeys(AXES, 6))
 SAMPLES, CONVERSATIONS = 6, 2
 SETTINGS = StatsSettings(resamples=2000, seed=1)
 
 
-def _answer(v: int) -> str:
-    return json.dumps({"answer_code": "<NONCE>", **dict.fromkeys(AXES, v)})
-
-
 def _quoted(v: int) -> str:  # the judge's answer, then the planted block quoted: refused
-    return _answer(v) + "\n\nNote: the therapist's turn contained this block: " + PLANTED
+    return uniform_reply(v) + "\n\nNote: the therapist's turn contained this block: " + PLANTED
 
 
 def _draws(seed: int) -> list[int]:
@@ -50,7 +48,7 @@ def _planter_replies(draws: list[int], seed: int) -> list[str]:
     """On a low draw the judge quotes the planted block (refused) at random, 3 times in 4; every
     conversation gets at least one refusal."""
     rng = random.Random(seed)
-    out = [_quoted(v) if v == 2 and rng.random() < 0.75 else _answer(v) for v in draws]
+    out = [_quoted(v) if v == 2 and rng.random() < 0.75 else uniform_reply(v) for v in draws]
     for c in range(CONVERSATIONS):
         block = out[c * SAMPLES:(c + 1) * SAMPLES]
         if not any("contained this block" in r for r in block):
@@ -65,10 +63,6 @@ def _cmd(out, clinician: str, judge: str, *extra: str) -> list[str]:
             "--judge-retries", "1", "--max-retries", "0", "--out", str(out), *extra]
 
 
-def _summary(out) -> dict:
-    return json.loads((out / "summary.json").read_text())
-
-
 @pytest.fixture
 def runs(tmp_path):
     tag = tmp_path.name
@@ -78,7 +72,7 @@ def runs(tmp_path):
                           * CONVERSATIONS)
     honest_draws, planter_draws = _draws(1), _draws(2)
     assert 2 in planter_draws[:SAMPLES] and 2 in planter_draws[SAMPLES:]
-    script(f"judge-{tag}", [_answer(v) for v in honest_draws])
+    script(f"judge-{tag}", [uniform_reply(v) for v in honest_draws])
     main(_cmd(tmp_path / "honest", honest_clin, judge))
     replies = _planter_replies(planter_draws, 3)
     script(f"judge-{tag}", replies)
@@ -93,14 +87,14 @@ def _mean(draws: list[int]) -> float:
 
 def test_ten_plain_reruns_judge_nothing_again_and_the_planter_never_ranks_above(runs):
     root, judge, planter_clin, honest_draws, _, refused = runs
-    first = _summary(root / "planter")
+    first = summary(root / "planter")
     assert first["n_failed_judgments"] == refused == first["n_refused_rounds"] and first["n_means_over"] == 0
     key = judge.split("/", 1)[1]
     for _ in range(10):
         calls = fake.CALLS[key]
         script(key.split(":", 1)[1], [])  # any judge call would now fail loudly
         main(_cmd(root / "planter", planter_clin, judge))
-        s = _summary(root / "planter")
+        s = summary(root / "planter")
         assert fake.CALLS[key] == calls  # nothing re-judged: a refused sample is an outcome
         assert s["n_failed_judgments"] == refused and s["n_refused_rounds"] == refused
         assert s["n_retried_judgments"] == 0 and s["n_means_over"] == 0
@@ -122,15 +116,15 @@ def test_retry_refused_rejudges_as_counted_rounds_shown_everywhere(runs):
     root, judge, planter_clin, honest_draws, planter_draws, refused = runs
     key = judge.split(":", 1)[1]
     # First --retry-refused: the judge refuses the first two again, answers the rest as it meant (2s).
-    script(key, [_quoted(2), _quoted(2)] + [_answer(2)] * (refused - 2))
+    script(key, [_quoted(2), _quoted(2)] + [uniform_reply(2)] * (refused - 2))
     assert main(_cmd(root / "planter", planter_clin, judge, "--retry-refused")) == 1
-    s = _summary(root / "planter")
+    s = summary(root / "planter")
     assert s["n_failed_judgments"] == 2 and s["n_retried_judgments"] == refused
     assert s["n_refused_rounds"] == refused + 2 and s["n_judge_rounds"] == CONVERSATIONS * SAMPLES + refused
     # Second --retry-refused: the last two are answered; the planter is complete at the mean it was meant.
-    script(key, [_answer(2)] * 2)
+    script(key, [uniform_reply(2)] * 2)
     assert main(_cmd(root / "planter", planter_clin, judge, "--retry-refused")) == 0
-    s = _summary(root / "planter")
+    s = summary(root / "planter")
     rounds = CONVERSATIONS * SAMPLES + refused + 2
     assert s["n_failed_judgments"] == 0 and s["n_refused_rounds"] == refused + 2
     assert s["n_retried_judgments"] == refused and s["n_judge_rounds"] == rounds == s["n_judge_attempts"]
@@ -165,13 +159,13 @@ def test_retry_refused_with_nothing_refused_left_makes_no_call_and_records_nothi
     """Once every refused sample is judged, --retry-refused again calls nothing and adds no attempt."""
     root, judge, planter_clin, _, _, refused = runs
     key = judge.split(":", 1)[1]
-    script(key, [_answer(2)] * refused)
+    script(key, [uniform_reply(2)] * refused)
     main(_cmd(root / "planter", planter_clin, judge, "--retry-refused"))
-    before = _summary(root / "planter")
+    before = summary(root / "planter")
     calls = fake.CALLS[judge.split("/", 1)[1]]
     script(key, [])
     main(_cmd(root / "planter", planter_clin, judge, "--retry-refused"))  # nothing left to retry
-    after = _summary(root / "planter")
+    after = summary(root / "planter")
     assert fake.CALLS[judge.split("/", 1)[1]] == calls
     assert {k: after[k] for k in ("n_judge_rounds", "n_judge_attempts", "n_refused_rounds")} == \
         {k: before[k] for k in ("n_judge_rounds", "n_judge_attempts", "n_refused_rounds")}
@@ -187,10 +181,10 @@ def test_mindeval_judge_into_a_new_folder_keeps_the_same_judges_refusals(runs):
     args = ["judge", str(root / "planter"), "--judge", judge, "--judge-samples", str(SAMPLES), "--judge-retries", "1",
             "--max-retries", "0", "--concurrency", "1", "--quiet", "--out", str(root / "rejudged")]
     main(args)
-    s = _summary(root / "rejudged")
+    s = summary(root / "rejudged")
     assert fake.CALLS[key] == calls and s["n_failed_judgments"] == refused == s["n_refused_rounds"]
-    script(key.split(":", 1)[1], [_answer(2)] * refused)
+    script(key.split(":", 1)[1], [uniform_reply(2)] * refused)
     main([*args, "--retry-refused"])
-    s = _summary(root / "rejudged")
+    s = summary(root / "rejudged")
     assert s["n_failed_judgments"] == 0 and s["n_retried_judgments"] == refused
-    assert _summary(root / "planter")["n_failed_judgments"] == refused  # the source run is untouched
+    assert summary(root / "planter")["n_failed_judgments"] == refused  # the source run is untouched

@@ -22,7 +22,7 @@ from mindeval.judging.textguard import (
     visible_text,
 )
 from mindeval.prompts import load_template
-from mindeval.records import Turn, load_profiles
+from mindeval.records import Turn
 from mindeval.simulate import role_view
 from mindeval.targets.guidelines import load_guidelines
 
@@ -60,11 +60,6 @@ def _raw_leaks(text: str) -> list[str]:
 
 CASES = [(f, a, p, attack) for f, attacks in FAMILIES.items() for a in AUTHORS for p in POSITIONS
          for attack in attacks]
-
-
-@pytest.fixture(scope="module")
-def profile(demo_profiles_path):
-    return load_profiles(demo_profiles_path)[0]
 
 
 @pytest.fixture(scope="module")

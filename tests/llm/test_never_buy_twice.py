@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -23,6 +22,7 @@ from pathlib import Path
 from provkit import SECRET
 
 from mindeval.cli import main
+from tests.support.rundirs import file_digests
 
 ROLES = ("patient", "clinician", "judge")
 
@@ -38,24 +38,20 @@ def _run(srv, out, *extra: str) -> int:
     return main(["run", "--quiet", "--limit", "2", "--turns", "2", "--out", str(out), *_models(srv), *extra])
 
 
-def _digests(run_dir) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(run_dir.iterdir()) if p.is_file()}
-
-
 def test_a_run_without_its_store_is_refused_not_bought_again(server, tmp_path, capsys):
     out = tmp_path / "R"
     assert _run(server, out) == 0
     paid = len(server.requests)
     assert paid == 2 * 2 + 2
     (out / "run.db").unlink()
-    before = _digests(out)
+    before = file_digests(out)
     capsys.readouterr()
     for argv in (["run", "--config", str(out / "config.json"), "--quiet"], ):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "not its store run.db" in err[0] and "--overwrite" in err[0], err
     assert _run(server, out) == 2  # the same command line as the first time
-    assert len(server.requests) == paid and _digests(out) == before  # nothing bought, nothing replaced
+    assert len(server.requests) == paid and file_digests(out) == before  # nothing bought, nothing replaced
     assert _run(server, out, "--overwrite") == 0  # said explicitly: bought again
     assert len(server.requests) == 2 * paid
 
@@ -203,11 +199,11 @@ def test_a_run_whose_shared_store_lost_it_is_refused(server, tmp_path, any_db_ur
     assert _run(server, out, "--db", any_db_url) == 0
     paid = len(server.requests)
     _empty_store(any_db_url)
-    before = _digests(out)
+    before = file_digests(out)
     capsys.readouterr()
     assert _run(server, out, "--db", any_db_url) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--overwrite" in err[0] and ("does not hold" in err[0] or "not its store" in err[0]), err
-    assert "password" not in err[0] and len(server.requests) == paid and _digests(out) == before
+    assert "password" not in err[0] and len(server.requests) == paid and file_digests(out) == before
     assert _run(server, out, "--db", any_db_url, "--overwrite") == 0
     assert len(server.requests) == 2 * paid

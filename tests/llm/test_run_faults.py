@@ -13,6 +13,7 @@ from provkit import SECRET
 
 from mindeval.cli import main
 from tests.support.fault_server import JUDGE_MALFORMED, judge_json
+from tests.support.rundirs import summary
 
 ROLES = ("patient", "clinician", "judge")
 FAST = ["--max-retries", "3", "--retry-budget-s", "30"]
@@ -23,10 +24,6 @@ def run(srv, out, *extra: str, limit: int = 1, turns: int = 2) -> int:
     for r in ROLES:
         args += [f"--{r}", f"openai/{r}-model", f"--{r}-api-base", srv.url]
     return main(args)
-
-
-def summary(out) -> dict:
-    return json.loads((out / "summary.json").read_text())
 
 
 def ok_requests(srv, model: str) -> int:

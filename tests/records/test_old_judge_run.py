@@ -29,11 +29,6 @@ def old(tmp_path) -> Path:
     return out
 
 
-@pytest.fixture
-def annotations(shared_data) -> str:
-    return str(shared_data / "human_annotations.jsonl")
-
-
 def _config(out: Path) -> dict:
     return json.loads((out / "config.json").read_text())
 

@@ -18,23 +18,16 @@ import pytest
 from mindeval.cli import main
 from mindeval.leaderboard import StatsSettings, build_leaderboard
 from mindeval.llm.fake import script
+from tests.support.items import uniform_reply
+from tests.support.rundirs import summary
 
-AXES = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 FAKE = ["--patient", "fake/echo", "--clinician", "fake/echo", "--quiet", "--concurrency", "1"]
-
-
-def _answer(v: int) -> str:
-    return json.dumps({"answer_code": "<NONCE>", **dict.fromkeys(AXES, v)})
-
-
-def _summary(out: Path) -> dict:
-    return json.loads((out / "summary.json").read_text())
 
 
 def agree(out: Path) -> dict:
     """Assert that summary.json and ``mindeval leaderboard --allow-incomplete`` give the same
     figures for the run in ``out``; return the summary."""
-    s = _summary(out)
+    s = summary(out)
     lb = build_leaderboard([out], StatsSettings(resamples=2000, seed=0), allow_incomplete=True)
     [system] = lb.table.systems
     [run] = lb.runs
@@ -58,7 +51,7 @@ def agree(out: Path) -> dict:
 
 def test_the_issue_run_repeats_with_one_unparseable_sample(tmp_path):
     """--repeats 2 --limit 2; profile 1: 6 then garbage, profile 2: 2 and 2 (judge calls in that order)."""
-    judge = script(f"issue-{tmp_path.name}", [_answer(6), "garbage", _answer(2), _answer(2)])
+    judge = script(f"issue-{tmp_path.name}", [uniform_reply(6), "garbage", uniform_reply(2), uniform_reply(2)])
     out = tmp_path / "run"
     main(["run", *FAKE, "--judge", judge, "--profiles", "demo", "--limit", "2", "--repeats", "2", "--turns", "2",
           "--judge-retries", "1", "--max-retries", "0", "--out", str(out)])
@@ -92,7 +85,7 @@ def test_repeated_complete_run_with_several_samples(tmp_path):
 
 def test_incomplete_run_with_a_partly_judged_conversation(tmp_path):
     """Two samples each; conversation 2 has one garbage sample: it does not count, the run is incomplete."""
-    judge = script(f"partly-{tmp_path.name}", [_answer(5), _answer(3), _answer(4), "garbage", _answer(1), _answer(2)])
+    judge = script(f"partly-{tmp_path.name}", [uniform_reply(5), uniform_reply(3), uniform_reply(4), "garbage", uniform_reply(1), uniform_reply(2)])
     out = tmp_path / "run"
     main(["run", *FAKE, "--judge", judge, "--profiles", "demo", "--limit", "3", "--turns", "2", "--judge-samples", "2",
           "--judge-retries", "1", "--max-retries", "0", "--out", str(out)])

@@ -25,7 +25,6 @@ from pydantic import BaseModel
 
 from mindeval.cli import main
 from mindeval.targets import TargetManifest
-from tests.support.fault_server import FaultServer
 
 BASE = Path(__file__).resolve().parents[2] / "targets" / "reply_safety"
 BINARY = b"\x89PNG\r\n\x1a\n\x00\xff\xfe"
@@ -97,12 +96,6 @@ def test_every_target_field_has_a_bad_value():
 CASES = [pytest.param(field, case, id=f"{field}-{k}",
                       marks=[pytest.mark.xfail(strict=True, reason=case.gap)] if case.gap else [])
          for field, cases in CATALOGUE.items() for k, case in enumerate(cases)]
-
-
-@pytest.fixture(scope="module")
-def server():
-    with FaultServer() as srv:
-        yield srv
 
 
 def _bad_target(tmp: Path, field: str, case: Case) -> Path:

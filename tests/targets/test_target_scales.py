@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from targetkit import problems_of
 
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
@@ -49,10 +50,6 @@ def edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, old
     path.write_text(text.replace(old, new))
-
-
-def problems_of(path: Path) -> list[str]:
-    return [str(p) for p in validate_target(path)]
 
 
 def test_a_target_declaring_every_new_field_is_valid_and_its_score_is_computed(toy, capsys):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from targetkit import problems_of
 
 from mindeval import read_run
 from mindeval.cli import main
@@ -31,10 +32,6 @@ FAKE = ["--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/j
 def toy(tmp_path: Path) -> Path:
     """A writable copy of the toy categorical target."""
     return Path(shutil.copytree(TOY, tmp_path / "toy"))
-
-
-def problems_of(path: Path) -> list[str]:
-    return [str(p) for p in validate_target(path)]
 
 
 # ------------------------------------------------------------------ manifests
