@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "app"))
+sys.path.insert(0, str(ROOT / "tests" / "annotation_app"))
+sys.path.insert(0, str(ROOT))  # tests.support (the kits import it) and this checkout's packages
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from appkit import (  # noqa: E402

@@ -1,5 +1,5 @@
 """Hosting figures (``bench_app.py --hosting``): 1, 2 and 4 app processes behind nginx on PostgreSQL
-with 10, 20 and 40 simulated annotators speaking Streamlit's protocol (tests/app/stclient.py).
+with 10, 20 and 40 simulated annotators speaking Streamlit's protocol (tests/annotation_app/stclient.py).
 
 Each annotator signs in through the page (form, hand-off, cookie) and gives ``--keys`` scores,
 one script run each, on transcripts of her own; reported per cell: sign-in and key → stored
@@ -18,7 +18,8 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "app"))
+sys.path.insert(0, str(ROOT / "tests" / "annotation_app"))
+sys.path.insert(0, str(ROOT))  # tests.support (the kits import it) and this checkout's packages
 
 from appkit import make_workspace, viewer  # noqa: E402
 from hostkit import Annotator, Deployment, add_raters  # noqa: E402

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fault_server import FaultServer
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("MINDEVAL_SHARED_DATA", ROOT.parent / "shared" / "data" / "mindeval-official"))
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -27,6 +29,20 @@ def shared_data() -> Path:
     if not (SHARED_DATA / "human_annotations.jsonl").is_file():
         pytest.skip(f"the authors' data release is not at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture
+def annotations(shared_data: Path) -> str:
+    """The authors' ``human_annotations.jsonl`` (its path as a string, as the command lines take it)."""
+    return str(shared_data / "human_annotations.jsonl")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FaultServer]:
+    """A loopback model server (``tests/support/fault_server.py``) shared by a module's tests; the
+    ``tests/llm`` conftest gives each of its tests a fresh one instead."""
+    with FaultServer() as srv:
+        yield srv
 
 
 @pytest.fixture(scope="session")

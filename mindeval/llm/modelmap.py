@@ -3,7 +3,7 @@
 The file ships with the installed litellm (``model_prices_and_context_window_backup.json``,
 the map litellm itself uses offline); importing litellm only to read it would cost
 seconds of start-up for runs whose requests never go through litellm. A model is found as
-``PROVIDER/NAME`` or as ``NAME`` listed for that provider; ``tests/providers/
+``PROVIDER/NAME`` or as ``NAME`` listed for that provider; ``tests/llm/
 test_modelmap.py`` checks the answers against litellm's own for every entry of the
 providers MindEval calls itself.
 """

@@ -21,7 +21,6 @@ import yaml
 from mindeval.cli import main
 from mindeval.cli.meta import main as metaeval_main
 from mindeval.run_options import RunOptions
-from tests.support.fault_server import FaultServer
 
 
 class Case(NamedTuple):
@@ -91,12 +90,6 @@ def test_every_run_option_has_a_bad_input_case():
 CASES = [pytest.param(field, case, id=f"{field}-{k}",
                       marks=[pytest.mark.xfail(strict=True, reason=case.gap)] if case.gap else [])
          for field, cases in CATALOGUE.items() for k, case in enumerate(cases)]
-
-
-@pytest.fixture(scope="module")
-def server():
-    with FaultServer() as srv:
-        yield srv
 
 
 def _argv(case: Case, tmp: Path, url: str, shared: Path) -> tuple[Any, list[str]]:

@@ -32,7 +32,7 @@ PLACEHOLDER = "a placeholder (MODEL, PATH, ...) the reader fills in"
 # (regex matched at the start of the command, reason it is not run here)
 SKIPS: list[tuple[str, str]] = [
     (r"scripts/start$", "the offline demo: a 5-12 minute embedded-model run, then serves the app "
-                        "(tests/core/test_embedded_e2e.py runs the demo benchmark)"),
+                        "(tests/llm/test_embedded_e2e.py runs the demo benchmark)"),
     (r"scripts/test\b", "the test suite itself"),
     (r"scripts/setup\b", "creates .venv and installs packages (network)"),
     (r"\.venv/bin/", "needs the .venv that scripts/setup creates"),
@@ -58,19 +58,19 @@ SKIPS: list[tuple[str, str]] = [
     (r"metaeval realism .*--patient local/smollm2 --limit 100", "100 embedded-model calls and the realism "
                                                                "extra (tests/metaeval/test_meta_realism.py)"),
     (r"mindeval run --target crisis --out runs/crisis", "an embedded-model run of 14 profiles x 20 turns "
-                                                        "(tests/core/test_crisis_embedded_e2e.py)"),
+                                                        "(tests/targets/test_crisis_embedded_e2e.py)"),
     (r"mindeval app admin \S+ \"Crisis pilot\"", "uses runs/crisis, the slow embedded run above"),
     (r"metaeval compare --humans sqlite:///mindeval-app\.db --study \"Crisis pilot\"",
      "uses runs/crisis, the slow embedded run above"),
     (r"mindeval app --db postgresql", "serves the app on a PostgreSQL server"),
     (r"mindeval app serve --db postgresql", "serves N app processes for nginx on a PostgreSQL server "
-                                            "(tests/app/test_app_hosting.py runs it behind a real nginx)"),
+                                            "(tests/annotation_app/test_app_hosting.py runs it behind a real nginx)"),
     (r"mindeval judge .*--judge openai/", NETWORK),
     (r"mindeval run --patient hosted_vllm/my-model .*--api-base http://127\.0\.0\.1:8000/v1",
-     "needs the reader's server on port 8000 (tests/providers/test_api_base.py runs it, keyless, against "
+     "needs the reader's server on port 8000 (tests/llm/test_api_base.py runs it, keyless, against "
      "the loopback fault server)"),
     (r"mindeval leaderboard runs/sweep/", "reads the runs of the hosted-model sweep before it "
-                                          "(tests/core/test_sweep_rejudge.py runs it with fake models)"),
+                                          "(tests/cli/test_sweep_rejudge.py runs it with fake models)"),
 ]
 # Commands run here as written but with keyless fake models in place of the hosted ones they name:
 # (regex matched at the start of the command, what to replace, by what).

@@ -43,11 +43,6 @@ def _reads_back(path: Path, kind: str) -> RunConfig:
     return rec
 
 
-@pytest.fixture
-def annotations(shared_data) -> str:
-    return str(shared_data / "human_annotations.jsonl")
-
-
 def test_every_run_kind_writes_a_config_the_one_model_reads(tmp_path, annotations):
     run = tmp_path / "run"
     assert main(["run", *RUN, "--out", str(run)]) == 0

@@ -15,7 +15,7 @@ from mindeval.cli import main
 from mindeval.config import FIRST_MEMORY, FIRST_SITUATION
 from mindeval.llm import fake
 from mindeval.targets import validate_target
-from tests.support.fault_server import FaultServer
+from tests.support.fault_server import FaultServer, request_text
 
 TARGET = Path(__file__).resolve().parents[2] / "targets" / "reply_safety"
 MEMORY_ASK = "You have just finished check-in"  # prompts/memory.txt
@@ -69,10 +69,6 @@ def _args(srv: FaultServer, out: Path, clinician: str = "clinician-model", limit
     return args
 
 
-def _text(request: dict) -> str:
-    return "\n".join(m["content"] for m in request["body"]["messages"])
-
-
 def test_notes_and_situation_reach_the_next_session_and_its_judge(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-sessions")
     out = tmp_path / "run"
@@ -85,16 +81,16 @@ def test_notes_and_situation_reach_the_next_session_and_its_judge(tmp_path, monk
         assert second["id"] == first["id"] + "-s2" and second["session"]["member"] == first["id"]
         assert first["session"]["memory"] == FIRST_MEMORY and first["session"]["situation"] == FIRST_SITUATION
         notes, situation = second["session"]["memory"], second["session"]["situation"]
-        memory_calls = [r for r in reqs if MEMORY_ASK in _text(r)]
-        next_calls = [r for r in reqs if NEXT_ASK in _text(r)]
+        memory_calls = [r for r in reqs if MEMORY_ASK in request_text(r)]
+        next_calls = [r for r in reqs if NEXT_ASK in request_text(r)]
         assert len(memory_calls) == len(next_calls) == 2
         assert {r["model"] for r in memory_calls} == {"clinician-model"}
         assert {r["model"] for r in next_calls} == {"patient-model"}
         # the clinician's notes call saw session 1 and nothing of session 2
         s1_replies = [m["content"] for m in first["messages"] if m["role"] == "assistant"]
         s2_replies = [m["content"] for m in second["messages"] if m["role"] == "assistant"]
-        mine = next(r for r in memory_calls if s1_replies[0] in _text(r))
-        assert not any(x in _text(mine) for x in s2_replies)
+        mine = next(r for r in memory_calls if s1_replies[0] in request_text(r))
+        assert not any(x in request_text(mine) for x in s2_replies)
         def systems(model: str, text: str) -> list[str]:
             return [r["body"]["messages"][0]["content"] for r in reqs if r["model"] == model
                     and r["body"]["messages"][0]["role"] == "system" and text in r["body"]["messages"][0]["content"]]
@@ -103,10 +99,10 @@ def test_notes_and_situation_reach_the_next_session_and_its_judge(tmp_path, monk
         assert not systems("clinician-model", situation)  # the patient's situation never reaches the clinician
         assert len(systems("clinician-model", FIRST_MEMORY)) == 4  # session 1 of both members
         judged = [r for r in reqs if r["model"] == "judge-model"]
-        s2_judge = [r for r in judged if s2_replies[0] in _text(r)]
-        assert s2_judge and all(notes in _text(r) and not any(x in _text(r) for x in s1_replies) for r in s2_judge)
-        s1_judge = [r for r in judged if s1_replies[0] in _text(r)]
-        assert s1_judge and all(FIRST_MEMORY in _text(r) for r in s1_judge)
+        s2_judge = [r for r in judged if s2_replies[0] in request_text(r)]
+        assert s2_judge and all(notes in request_text(r) and not any(x in request_text(r) for x in s1_replies) for r in s2_judge)
+        s1_judge = [r for r in judged if s1_replies[0] in request_text(r)]
+        assert s1_judge and all(FIRST_MEMORY in request_text(r) for r in s1_judge)
         summary = json.loads((out / "summary.json").read_text())
         assert summary["sessions"] == 2 and summary["n_members"] == 2 and summary["n_conversations"] == 4
         assert summary["n_means_over"] == 4 and summary["replies"]["per"] == "member x session"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mindeval.cli import main
+from tests.support.errors import one_line_error
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +41,6 @@ def _edit(run: Path, change) -> bytes:
     return (run / "run.db").read_bytes()
 
 
-def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    return err
-
-
 EDITS = {
     "turns": (lambda d: d["config"].update(turns=12), "config.json:config.turns: edited after the run"),
     "judge": (lambda d: d["config"]["judge"].update(model="fake/other"), "config.json:config.judge.model: edited"),
@@ -62,7 +57,7 @@ def test_an_edited_config_is_refused_in_one_line_naming_file_and_field(made, tmp
     argv = [command, str(a), str(b)] + (["--no-report"] if command == "leaderboard" else
                                          ["--format", "hf", "--out", str(tmp_path / "hf")])
     assert main(argv) == 2
-    err = _one_line(capsys)
+    err = one_line_error(capsys)
     assert f"{b}/{expected}" in err
     assert (b / "run.db").read_bytes() == store  # verifying changes nothing
     assert not (tmp_path / "hf").exists() or not any((tmp_path / "hf").iterdir())
@@ -73,14 +68,14 @@ def test_the_same_edit_without_the_store_is_caught_by_the_hash(made, tmp_path, c
     _edit(b, lambda d: (EDITS["turns"][0](d), d.update(database=f"sqlite:///{tmp_path}/moved.db")))
     (b / "run.db").unlink()  # a store moved away: the file's own hash still tells
     assert main(["leaderboard", str(a), str(b), "--no-report"]) == 2
-    assert f"{b}/config.json:config_hash: edited after the run" in _one_line(capsys)
+    assert f"{b}/config.json:config_hash: edited after the run" in one_line_error(capsys)
 
 
 def test_a_store_without_the_run_is_refused(made, tmp_path, capsys):
     a, b = _copy(made, tmp_path)
     (b / "run.db").write_bytes((a / "run.db").read_bytes())
     assert main(["leaderboard", str(a), str(b), "--no-report"]) == 2
-    assert f"{b}/config.json:run_id: edited after the run" in _one_line(capsys)
+    assert f"{b}/config.json:run_id: edited after the run" in one_line_error(capsys)
 
 
 def test_a_foreign_package_version_is_kept_and_shown_as_recorded(made, tmp_path, capsys):

@@ -63,3 +63,11 @@ def human_file(tmp_path: Path, n: int = 8) -> Path:
     p = tmp_path / "turns.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return p
+
+
+def weighted_cohen(a: list[int], b: list[int], k: int = 4) -> float:
+    """Quadratic-weighted Cohen's κ of two raters' levels ``0..k-1``, from its definition."""
+    n = len(a)
+    obs = sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) / n
+    exp = sum((i - j) ** 2 * (a.count(i) / n) * (b.count(j) / n) for i in range(k) for j in range(k))
+    return 1 - obs / exp

@@ -10,7 +10,7 @@ from metaeval_builders import FIELDS, attributes, authors_row
 from metaeval.sources import load_authors_annotations, load_study
 from mindeval.cli.meta import main as metaeval_main
 from mindeval.study_data import StudyRatings, SubmittedRating
-from tests.support.fault_server import FaultServer
+from tests.support.fault_server import FaultServer, request_text
 
 SESSIONS = {  # interaction id -> (member name, what the clinician says, the notes it started with)
     "run-x-000-ana": ("Ana", "Welcome, Ana. Where shall we start?", "first session: nothing noted yet"),
@@ -35,10 +35,6 @@ def _annotations(tmp_path):
     return path
 
 
-def _text(request: dict) -> str:
-    return "\n".join(m["content"] for m in request["body"]["messages"])
-
-
 def test_each_session_is_judged_with_its_notes(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-judge-sessions")
     path = _annotations(tmp_path)
@@ -51,10 +47,10 @@ def test_each_session_is_judged_with_its_notes(tmp_path, monkeypatch):
         reqs = list(srv.requests)
     assert code == 0
     for iid, (_, says, notes) in SESSIONS.items():
-        mine = [r for r in reqs if says in _text(r)]
+        mine = [r for r in reqs if says in request_text(r)]
         assert mine, f"no judge request for {iid}"
         others = {n for i, (_, _, n) in SESSIONS.items() if n != notes}
-        assert all(notes in _text(r) and not any(o in _text(r) for o in others) for r in mine), iid
+        assert all(notes in request_text(r) and not any(o in request_text(r) for o in others) for r in mine), iid
 
 
 def test_a_studys_sessions_keep_their_notes():

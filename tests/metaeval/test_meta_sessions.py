@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from metaeval_builders import weighted_cohen
 
 from metaeval.api import compare
 from metaeval.rollup import Dimensions
@@ -29,14 +30,6 @@ def cohen(a: list, b: list) -> float:
     po = sum(x == y for x, y in zip(a, b, strict=True)) / n
     pe = sum((a.count(c) / n) * (b.count(c) / n) for c in set(a) | set(b))
     return (po - pe) / (1 - pe)
-
-
-def weighted_cohen(a: list[int], b: list[int], k: int = 4) -> float:
-    """Quadratic-weighted Cohen's κ from its definition."""
-    n = len(a)
-    obs = sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) / n
-    exp = sum((i - j) ** 2 * (a.count(i) / n) * (b.count(j) / n) for i in range(k) for j in range(k))
-    return 1 - obs / exp
 
 
 def figure(rep, metric: str, rater: str, reference: str):

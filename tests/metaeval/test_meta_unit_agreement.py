@@ -13,6 +13,7 @@ from pathlib import Path
 import krippendorff
 import numpy as np
 import pytest
+from metaeval_builders import weighted_cohen
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
 from metaeval.api import compare
@@ -121,13 +122,6 @@ def cohen(a: list, b: list) -> float:
     po = sum(x == y for x, y in pairs) / n
     pe = sum((sum(x == c for x, _ in pairs) / n) * (sum(y == c for _, y in pairs) / n) for c in cats)
     return (po - pe) / (1 - pe)
-
-
-def weighted_cohen(a: list[int], b: list[int], k: int) -> float:
-    n = len(a)
-    obs = sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) / n
-    exp = sum((i - j) ** 2 * (a.count(i) / n) * (b.count(j) / n) for i in range(k) for j in range(k))
-    return 1 - obs / exp
 
 
 def nominal_alpha(units: list[list]) -> float:

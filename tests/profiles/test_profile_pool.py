@@ -13,11 +13,6 @@ from mindeval.profiles.sampler import sample_profiles
 from mindeval.records import ATTRIBUTE_FIELDS
 
 
-@pytest.fixture(scope="module")
-def pool():
-    return load_pool()
-
-
 def test_every_profile_attribute_is_in_the_pool(pool):
     assert list(pool.attributes) == list(ATTRIBUTE_FIELDS)
     assert pool.age_range == (21, 69)

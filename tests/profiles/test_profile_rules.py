@@ -8,16 +8,11 @@ from statistics import mean
 import pytest
 
 from mindeval.profiles import rules
-from mindeval.profiles.pool import PoolValue, load_pool
+from mindeval.profiles.pool import PoolValue
 from mindeval.profiles.sampler import sample_profiles
 
 N = 1000
 SEED = 20251121
-
-
-@pytest.fixture(scope="module")
-def pool():
-    return load_pool()
 
 
 @pytest.fixture(scope="module")

@@ -93,6 +93,11 @@ def answer_code(body: dict[str, Any]) -> str | None:
     return hits[-1] if hits else None
 
 
+def request_text(request: dict[str, Any]) -> str:
+    """The text of a recorded chat request's messages (one of :attr:`FaultServer.requests`), joined by newlines."""
+    return "\n".join(m["content"] for m in request["body"]["messages"])
+
+
 def count_tokens(text: str) -> int:
     """The server's token count: one per four characters (what a tokenizer roughly gives)."""
     return max(1, math.ceil(len(text) / 4))

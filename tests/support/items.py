@@ -1,4 +1,4 @@
-"""Scripted judge answers for the item-level example target ``targets/risk_checklist``."""
+"""Scripted judge answers: MindEval's five axes, and the item-level example target ``targets/risk_checklist``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from mindeval.cli import main
 from mindeval.llm import fake
 from mindeval.targets.guidelines import load_guidelines
+from tests.support.fault_server import AXES
 
 RISK_CHECKLIST = Path(__file__).resolve().parents[2] / "targets" / "risk_checklist"
 
@@ -48,6 +49,11 @@ def answers(kind: str) -> dict[str, str]:
 def reply(answers_: dict[str, str]) -> str:
     """A judge reply carrying the request's answer code (``<NONCE>``, filled in by ``fake/script``)."""
     return json.dumps({"answer_code": "<NONCE>", **answers_})
+
+
+def uniform_reply(value: int) -> str:
+    """A MindEval judge reply giving every one of its five axes ``value`` (answer code filled in by ``fake/script``)."""
+    return reply(dict.fromkeys(AXES, value))
 
 
 def scripted_run(out: Path, name: str, kinds: list[str], clinician: str = "fake/echo",

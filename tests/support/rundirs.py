@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -18,6 +19,16 @@ def fake_target_runs(tmp_path: Path, target: Path, clinicians: tuple[str, ...] =
                      "--judge", "fake/judge", "--out", str(out), "--quiet"]) == 0
         runs.append(out)
     return runs
+
+
+def summary(run_dir: Path) -> dict:
+    """A run directory's ``summary.json``."""
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def file_digests(run_dir: Path) -> dict[str, str]:
+    """SHA-256 of each file directly in ``run_dir``, by name (to show a command wrote nothing)."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(run_dir.iterdir()) if p.is_file()}
 
 
 def set_score(path: Path, index: int, axis: str, value: object) -> None:

@@ -1,0 +1,212 @@
+"""Helpers of the hosting tests and benchmark: ``mindeval app serve`` with N processes behind a
+real nginx (Debian's, started per test without root: a temp prefix and a free port)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from appkit import ROOT, free_port, stop, wait_for
+
+from annotation_app.hosting import standalone_config
+from annotation_app.services import SYSTEM, Workspace
+
+NGINX = os.environ.get("MINDEVAL_NGINX", "/usr/sbin/nginx")
+START_S = 600.0  # N Streamlit processes starting one after the other beside CPU hogs
+
+
+def nginx_binary() -> str:
+    """nginx, or skip (fail in CI) when it is missing (scripts/services.sh installs nginx-light)."""
+    found = NGINX if Path(NGINX).is_file() else shutil.which("nginx")
+    if not found:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("nginx is missing in CI: scripts/services.sh should have installed nginx-light")
+        pytest.skip("no nginx (scripts/services.sh installs nginx-light)")
+    return found
+
+
+def free_ports(n: int) -> int:
+    """The first of ``n`` consecutive free loopback ports."""
+    for _ in range(200):
+        base = free_port()
+        if base + n > 65535:
+            continue
+        try:
+            socks = []
+            for p in range(base, base + n):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no consecutive free ports")
+
+
+def get(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.read().decode()
+    except OSError:
+        return None
+
+
+def established(port: int) -> int:
+    """Open TCP connections to 127.0.0.1:``port`` (from /proc/net/tcp): whom nginx sends browsers to."""
+    want = f"0100007F:{port:04X}"
+    n = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        parts = line.split()
+        n += parts[1] == want and parts[3] == "01"
+    return n
+
+
+class Deployment:
+    """``mindeval app serve --processes N`` and nginx in front of it, all in ``tmp``."""
+
+    def __init__(self, url: str, n: int, tmp: Path) -> None:
+        self.url, self.n, self.tmp = url, n, tmp
+        self.log = tmp / "serve.log"
+        self.first = free_ports(n)
+        self.ports = list(range(self.first, self.first + n))
+        self.proxy_port = free_port()
+        self.base = f"http://127.0.0.1:{self.proxy_port}"
+        self.serve: subprocess.Popen | None = None
+        self.nginx: subprocess.Popen | None = None
+
+    def start(self) -> Deployment:
+        nginx = nginx_binary()
+        site = self.tmp / "site.conf"
+        self.serve = subprocess.Popen(
+            [sys.executable, "-m", "mindeval", "app", "serve", "--db", self.url, "--processes", str(self.n),
+             "--port", str(self.first), "--listen", f"127.0.0.1:{self.proxy_port}", "--nginx-conf", str(site)],
+            stdout=self.log.open("w"), stderr=subprocess.STDOUT, cwd=ROOT, env=dict(os.environ))
+        wait_for(lambda: "all processes started" in self.log.read_text(), "all app processes", START_S, self.serve)
+        conf = self.tmp / "nginx.conf"
+        conf.write_text(standalone_config(str(site), str(self.tmp)))
+        self.nginx = subprocess.Popen([nginx, "-p", str(self.tmp), "-c", str(conf)],
+                                      stdout=subprocess.DEVNULL, stderr=(self.tmp / "nginx.out").open("w"))
+        wait_for(lambda: get(f"{self.base}/_stcore/health") == "ok", "nginx in front of the app", 60, self.nginx)
+        return self
+
+    def lines(self) -> list[str]:
+        return [ln for ln in self.log.read_text().splitlines() if ln.startswith("[serve]")]
+
+    def pid(self, port: int) -> int | None:
+        """The newest pid the supervisor started on ``port``."""
+        pids = [int(ln.rsplit("(pid ", 1)[1].rstrip(")")) for ln in self.lines()
+                if f"127.0.0.1:{port} started" in ln]
+        return pids[-1] if pids else None
+
+    def kill_busiest(self) -> tuple[int, int]:
+        """SIGKILL the app process with the most open connections; its port and connections."""
+        port = max(self.ports, key=established)
+        n = established(port)
+        os.kill(self.pid(port), signal.SIGKILL)
+        return port, n
+
+    def count(self, text: str) -> int:
+        return sum(text in ln for ln in self.lines())
+
+    def rolling_restart(self) -> None:
+        """SIGHUP the supervisor (returns at once; :meth:`count` of 'rolling restart done' tells when)."""
+        self.serve.send_signal(signal.SIGHUP)
+
+    def stop(self) -> None:
+        for proc in (self.nginx, self.serve):
+            if proc is not None and proc.poll() is None:
+                stop(proc, timeout=90)
+
+
+def add_raters(ws: Workspace, study: str, names: list[str]) -> dict[str, str]:
+    """People ``names`` (code = ``CODE-<name>``) who each get every item of ``study``."""
+    codes = {}
+    for name in names:
+        codes[name] = f"CODE-{name.upper()}-1234"
+        ws.add_annotator(SYSTEM, name, code=codes[name])
+    ws.assign(SYSTEM, study, annotators=names, k=len(names))
+    return codes
+
+
+def score(who: int, aid: int, j: int) -> int:
+    """The score annotator ``who`` gives sub-axis ``j`` of assignment ``aid`` (1..5, each differs)."""
+    return 1 + (who + aid + j) % 5
+
+
+class Annotator:
+    """A protocol annotator (:class:`stclient.StClient`) rating its items through the proxy; it keeps
+    the changes the server has not confirmed and sends them again after a reconnect (the page's
+    own buffer does the same), and counts what happened."""
+
+    def __init__(self, base: str, who: int, name: str, code: str, study: int) -> None:
+        from stclient import StClient
+
+        self.c = StClient(base)
+        self.who, self.name, self.code, self.study = who, name, code, study
+        self.signin_s: float | None = None
+        self.key_s: list[float] = []
+        self.reconnects = 0
+        self.signed_out = 0
+        self.expected: dict[int, dict[int, int]] = {}
+
+    def sign_in(self) -> None:
+        t = time.perf_counter()
+        self.c.connect()
+        self.c.sign_in(self.name, self.code)
+        self.signin_s = time.perf_counter() - t
+
+    def _page(self, aid: int, states: list) -> list[str]:
+        """Run the rating page of ``aid`` with ``states`` until it answers; its radio ids."""
+        from stclient import Disconnected
+
+        for _ in range(50):
+            try:
+                self.c.run(page="rate", query=f"study={self.study}&item={aid}", widgets=states)
+                ids = self.c.radio_ids()
+                if ids and not all(f"-a{aid}_" in i for i in ids):
+                    raise AssertionError(f"{self.name}: the page shows another item than {aid}: {ids[0]}")
+                if not ids:
+                    self.signed_out += "signin_name" in self.c.widgets
+                    raise AssertionError(f"{self.name}: no rating pane for item {aid}: {self.c.text()[:200]}")
+                return ids
+            except Disconnected:
+                self.reconnects += 1
+                wait_for(self._reconnect, f"{self.name} reconnecting", 120)
+        raise AssertionError(f"{self.name}: item {aid} never answered")
+
+    def _fresh(self) -> None:
+        wait_for(self._reconnect, f"{self.name} connecting", 120)
+
+    def _reconnect(self) -> bool:
+        try:
+            self.c.connect()
+            return True
+        except OSError:
+            return False
+
+    def rate(self, aid: int, keys: int, between=None) -> None:
+        """Give ``keys`` scores on ``aid``, one script run each (a key press), all kept until stored."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+        self._fresh()  # a new tab on the item's link: the page reads the item from the URL at its first run
+        ids = self._page(aid, [])
+        want: dict[int, int] = {}
+        for j in range(keys):
+            want[j] = score(self.who, aid, j)
+            t = time.perf_counter()
+            ids = self._page(aid, [WidgetState(id=ids[i], string_value=str(v)) for i, v in want.items()])
+            self.key_s.append(time.perf_counter() - t)
+            if between:
+                between()
+        self.expected[aid] = want

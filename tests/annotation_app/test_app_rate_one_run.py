@@ -1,0 +1,155 @@
+"""One script run of a tab writes at a time: the rating page never refuses its own autosave.
+
+CI lost clicks in test_app_rate_browser.py::test_rapid_clicks_are_all_saved: with one tab, a save
+was refused as stale. Streamlit's ``runner.fastReruns`` (on by default) started the next run of the
+tab in a new thread while the old run was still inside its database write; the new run wrote at
+the version the page knew before that write landed, was refused as if another tab had written,
+and the page dropped the annotator's changes. The app turns fast reruns off, and the page's
+version bookkeeping holds the tab's run lock, so even runs that do overlap (a run stopped by a
+reconnect) write one after the other. The browser test makes the CI race deterministic (a save
+held on its way to the database until the next click's run has read the version); before the fix
+it failed as CI did (refused 1, the second click dropped), with only the lock it passes too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from appkit import DEMO_CODE, radios, sign_in, viewer
+from browserkit import pane_ready, served_workspace, settle, stored, whole_rating
+from browserkit import sign_in as browser_sign_in
+from streamlit.web import cli
+
+from annotation_app.services import Workspace
+from mindeval.cli.commands.app_launch import streamlit_command
+
+
+def test_the_app_starts_the_next_run_of_a_tab_only_when_the_last_one_stopped():
+    cmd = streamlit_command("127.0.0.1", 8501)
+    params = cli.main_run.make_context("run", cmd[cmd.index("run") + 1:]).params  # as Streamlit reads them
+    assert params["runner_fastReruns"] is False
+
+
+def test_an_autosave_holds_the_tabs_run_lock_from_the_version_read_to_the_new_one(demo_ws, monkeypatch):
+    """While a save is in the database, another run of the same tab cannot take the lock that
+    reading `known`, writing at it and recording the new version hold; the save names the
+    version the page shows and the page then knows the new one."""
+    at = sign_in("demo", DEMO_CODE)
+    at.button(key="open_1").click().run()
+    free_during_save: list[bool] = []
+    real = Workspace.save_value
+
+    def save_value(self, *args, **kwargs):
+        lock = st.session_state["_run_lock"]
+        other = threading.Thread(target=lambda: free_during_save.append(_try_take(lock)))
+        other.start()
+        other.join()
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Workspace, "save_value", save_value)
+    aid = at.session_state["assignment_id"]
+    before = demo_ws.item(viewer(demo_ws, "demo", DEMO_CODE), aid).version
+    first, second = list(radios(at).values())[:2]
+    first.set_value(3).run()
+    second.set_value(5).run()
+    assert not at.exception, at.exception
+    assert free_during_save == [False, False]
+    item = demo_ws.item(viewer(demo_ws, "demo", DEMO_CODE), aid)
+    assert item.version == before + 2 and at.session_state["rate_known"][aid] == item.version
+    assert at.session_state["rate_refused"].get(aid, 0) == 0
+
+
+def _try_take(lock) -> bool:
+    if lock.acquire(blocking=False):
+        lock.release()
+        return True
+    return False
+
+
+# Loaded by the app's processes (first on their PYTHONPATH): holds the first score save of the
+# tab on its way to the database, as a slow disk or a busy machine does, until the next click
+# reaches the server. With fast reruns, a new run has started by then; the held save waits until
+# that run has read the version and gone to write, then lands first, so the new run's write names
+# an older version than stored (what CI hit). Without, the held save goes on (no run beside it).
+GATE = """
+import os, pathlib, time
+_gate = pathlib.Path(os.environ["MINDEVAL_TEST_SAVE_GATE"])
+try:
+    from annotation_app.store import ratings
+    from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+except ImportError:
+    ratings = None
+
+def _until(ok, seconds=20.0):
+    end = time.monotonic() + seconds
+    while not ok() and time.monotonic() < end:
+        time.sleep(0.01)
+
+def _save_value(*args, **kwargs):
+    n = len(list(_gate.glob("save-*"))) + 1
+    (_gate / f"save-{n}").touch()
+    if (_gate / "hold").exists():
+        if n == 1:
+            requests = get_script_run_ctx().script_requests
+            _until(lambda: requests._state != ScriptRequestType.CONTINUE)  # the next click arrived
+            if requests._state == ScriptRequestType.STOP:  # fast reruns: the next run runs beside this one
+                _until(lambda: (_gate / "save-2").exists())
+        else:
+            _until(lambda: (_gate / "done-1").exists())
+    try:
+        return _real(*args, **kwargs)
+    finally:
+        (_gate / f"done-{n}").touch()
+
+if ratings is not None:
+    _real = ratings.save_value
+    ratings.save_value = _save_value
+"""
+
+
+@pytest.fixture
+def gated_app(tmp_path, monkeypatch):
+    site, gate = tmp_path / "site", tmp_path / "gate"
+    site.mkdir()
+    gate.mkdir()
+    (site / "sitecustomize.py").write_text(GATE)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv("MINDEVAL_TEST_SAVE_GATE", str(gate))
+    for base, ws in served_workspace(tmp_path):
+        yield base, ws, gate
+
+
+@pytest.mark.browser
+def test_a_click_while_the_last_save_is_on_its_way_is_stored_not_refused(gated_app, page):
+    """One tab: the second click reaches the server while the first click's save is still on
+    its way to the database. Both scores are stored and nothing is refused as stale (before: the
+    run of the second click wrote beside the first's, was refused, and the page dropped it)."""
+    base, ws, gate = gated_app
+    browser_sign_in(page, base)
+    page.get_by_role("button", name="Continue rating").click()
+    pane_ready(page, 9)
+    settle(page)
+    aid = int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+    groups = page.locator('.st-key-rating-pane [data-testid="stRadio"]')
+    (gate / "hold").touch()
+    groups.nth(0).locator("label").filter(has_text=re.compile(r"^3$")).click()
+    _wait_for(gate / "save-1")  # the first save is on its way
+    groups.nth(1).locator("label").filter(has_text=re.compile(r"^5$")).click()
+    stored(page, ["3", "5"] + [None] * 7, timeout=60_000)
+    assert page.get_attribute("[data-mindeval-saved]", "data-mindeval-refused") == "0"
+    subs = ws.subaxes()
+    whole_rating(ws, viewer(ws, "demo", DEMO_CODE), aid, {subs[0].id: 3, subs[1].id: 5})
+
+
+def _wait_for(path: Path, seconds: float = 60.0) -> None:
+    end = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < end, f"{path.name} did not appear"
+        time.sleep(0.02)
