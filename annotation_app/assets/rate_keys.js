@@ -123,6 +123,14 @@
     const hits = [...document.querySelectorAll("[data-mindeval-saved]")].filter((m) => subOfGroup(m, g));
     return hits.length ? hits[hits.length - 1] : null;
   }
+  function ratingOf(g) {  // markerOf(g), when every marker on the page is for the same rating: a score
+    // clicked while a stale copy of this rating's form sits beside the new one is kept (a reload right
+    // after it lost it); a copy of another transcript's form takes no click
+    const m = markerOf(g);
+    const o = m && m.getAttribute("data-mindeval-owner");
+    const all = [...document.querySelectorAll("[data-mindeval-saved]")];
+    return o && all.every((x) => x.getAttribute("data-mindeval-owner") === o) ? m : null;
+  }
   function storedScores(m) {  // field id → stored label ("" when unset): every field the form may show
     const subs = subsOf(m);
     const saved = attr(m, "data-mindeval-saved", []);
@@ -474,14 +482,14 @@
   document.addEventListener("click", (e) => {
     const g = e.isTrusted && e.target.closest && e.target.closest(`${PANE} [data-testid="stRadio"]`);
     if (!g) return;
-    const m = marker();
+    const m = ratingOf(g);
     const sub = m && subOfGroup(m, g);
-    if (!sub) return;  // a stale copy of the form: Streamlit drops its clicks, and so do we
+    if (!sub) return;  // another transcript's stale form: Streamlit drops its clicks, and so do we
     const label = e.target.closest('[role="radiogroup"] label');
     const input = label && label.querySelector("input");
     focus = subsOf(m).indexOf(sub);
     if (label && input && !input.disabled) {
-      remember("scores", sub, label.innerText.trim());
+      remember("scores", sub, label.innerText.trim(), m);
       if (modeOf(m) === "question") { focus += 1; pendingFocus.done = false; }  // the keys go on from the next question
     }
     mark();

@@ -270,21 +270,30 @@ def load_guidelines(path: str | Path | None = None) -> Guidelines:
 
 
 @lru_cache(maxsize=16)
-def _load_cached(path_str: str, mtime_ns: int, size: int) -> Guidelines:
+def _parsed(path_str: str, mtime_ns: int, size: int) -> tuple[Guidelines | None, tuple[MindEvalError, ...]]:
+    """One parse per file version: a run's checks and its loads read the file once."""
     g, problems = _parse(Path(path_str))
+    return g, tuple(problems)
+
+
+def _load_cached(path_str: str, mtime_ns: int, size: int) -> Guidelines:
+    g, problems = _parsed(path_str, mtime_ns, size)
     if g is None:
-        first = problems[0]
-        if len(problems) > 1:
-            n = len(problems) - 1
-            first = MindEvalError(f"{first.message} (and {n} more problem{'s' if n > 1 else ''})",
-                                  path=first.path, line=first.line, field=first.field)
-        raise first
+        first, n = problems[0], len(problems) - 1  # a fresh error: the cached one is never raised
+        more = f" (and {n} more problem{'s' if n > 1 else ''})" if n else ""
+        raise MindEvalError(f"{first.message}{more}", path=first.path, line=first.line, field=first.field)
     return g
 
 
 def guideline_problems(path: str | Path) -> list[MindEvalError]:
     """Every problem of a guidelines file (empty when it is valid)."""
-    return _parse(Path(path))[1]
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError:
+        return _parse(p)[1]
+    return [MindEvalError(e.message, path=e.path, line=e.line, field=e.field)  # fresh: callers raise them
+            for e in _parsed(str(p), st.st_mtime_ns, st.st_size)[1]]
 
 
 def _parse(path: Path) -> tuple[Guidelines | None, list[MindEvalError]]:
