@@ -17,32 +17,56 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
-
-import numpy as np
 
 MAX_LENGTH = 1000
 MAX_NODES = 200
 MAX_EXPONENT = 10
 
+
+
+def _np() -> Any:
+    """numpy, imported when a formula is evaluated: checking one (a target's manifest) needs none."""
+    import numpy
+
+    return numpy
+
+
+def _ufunc(name: str) -> Callable[..., Any]:
+    return lambda *a: getattr(_np(), name)(*a)
+
+
 _BINARY: dict[type[ast.operator], tuple[str, Callable[[Any, Any], Any] | None]] = {
-    ast.Add: ("+", np.add), ast.Sub: ("-", np.subtract), ast.Mult: ("*", np.multiply),
-    ast.Div: ("/", np.divide), ast.Pow: ("**", np.power),
+    ast.Add: ("+", _ufunc("add")), ast.Sub: ("-", _ufunc("subtract")), ast.Mult: ("*", _ufunc("multiply")),
+    ast.Div: ("/", _ufunc("divide")), ast.Pow: ("**", _ufunc("power")),
     ast.FloorDiv: ("//", None), ast.Mod: ("%", None), ast.MatMult: ("@", None), ast.LShift: ("<<", None),
     ast.RShift: (">>", None), ast.BitOr: ("|", None), ast.BitAnd: ("&", None), ast.BitXor: ("^", None),
 }
 _UNARY: dict[type[ast.unaryop], tuple[str, Callable[[Any], Any] | None]] = {
-    ast.USub: ("-", np.negative), ast.UAdd: ("+", np.positive), ast.Not: ("not", None), ast.Invert: ("~", None),
+    ast.USub: ("-", _ufunc("negative")), ast.UAdd: ("+", _ufunc("positive")), ast.Not: ("not", None), ast.Invert: ("~", None),
 }
 # name -> (smallest, largest number of arguments, implementation)
 FUNCTIONS: dict[str, tuple[int, int | None, Callable[..., Any]]] = {
-    "min": (2, None, lambda *a: functools.reduce(np.minimum, a)),
-    "max": (2, None, lambda *a: functools.reduce(np.maximum, a)),
-    "abs": (1, 1, np.abs),
-    "clip": (3, 3, lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi)),
+    "min": (2, None, lambda *a: functools.reduce(_np().minimum, a)),
+    "max": (2, None, lambda *a: functools.reduce(_np().maximum, a)),
+    "abs": (1, 1, _ufunc("abs")),
+    "clip": (3, 3, lambda x, lo, hi: _np().minimum(_np().maximum(x, lo), hi)),
+    "round": (2, 2, lambda x, digits: _round(x, digits)),
 }
-_ALLOWED = "numbers, reported quantities, + - * / **, parentheses, min, max, abs, clip"
+MAX_DIGITS = 6  # round(x, digits): digits is a whole number from 0 to this
+
+
+def _round(x: Any, digits: Any) -> Any:
+    """Python's ``round(x, digits)`` on each value: the exact binary value rounded, a tie to the even
+    digit (VERA-MH rounds its percentages and score this way); NaN and infinities stay as they are."""
+    np = _np()
+    d = int(np.asarray(digits).flat[0])
+    values = np.asarray(x, dtype=float)
+    out = np.vectorize(lambda v: round(float(v), d) if math.isfinite(v) else v, otypes=[float])(values)
+    return out if out.ndim else np.float64(out)
+_ALLOWED = "numbers, reported quantities, + - * / **, parentheses, min, max, abs, clip, round"
 
 
 class FormulaError(ValueError):
@@ -88,6 +112,7 @@ class Formula:
         missing = sorted(self.names - values.keys())
         if missing:
             raise KeyError(f"formula needs quantity {missing[0]}")
+        np = _np()
         with np.errstate(all="ignore"):
             out = np.asarray(_eval(self._tree.body, values), dtype=np.float64)
             out = np.where(np.isfinite(out), out, np.nan)
@@ -96,6 +121,7 @@ class Formula:
     def why_undefined(self, values: Mapping[str, float]) -> str | None:
         """Why the formula has no finite value at ``values`` (one number per quantity): the first
         division by zero or undefined quantity, in reading order; None when the value is finite."""
+        np = _np()
         with np.errstate(all="ignore"):
             if np.isfinite(_eval(self._tree.body, values)):
                 return None
@@ -108,6 +134,7 @@ def _first_cause(node: ast.AST, values: Mapping[str, float], text: str) -> str |
     for child in children:
         if isinstance(child, ast.expr) and (cause := _first_cause(child, values, text)):
             return cause
+    np = _np()
     if isinstance(node, ast.Name) and not np.isfinite(values[node.id]):
         return f"{node.id} is undefined (no rated unit counts toward it)"
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and _eval(node.right, values) == 0:
@@ -120,9 +147,9 @@ def _first_cause(node: ast.AST, values: Mapping[str, float], text: str) -> str |
 
 def _eval(node: ast.AST, values: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
-        return np.float64(node.value)
+        return _np().float64(node.value)
     if isinstance(node, ast.Name):
-        return np.asarray(values[node.id], dtype=np.float64)
+        return _np().asarray(values[node.id], dtype=float)
     if isinstance(node, ast.UnaryOp):
         return _UNARY[type(node.op)][1](_eval(node.operand, values))  # type: ignore[misc]
     if isinstance(node, ast.BinOp):
@@ -189,7 +216,7 @@ def _check_number(node: ast.Constant, text: str) -> None:
     if type(node.value) not in (int, float):
         raise _refuse(node, text, "only numbers may be written as constants")
     try:
-        ok = bool(np.isfinite(float(node.value))) and abs(node.value) <= 1e12
+        ok = math.isfinite(float(node.value)) and abs(node.value) <= 1e12
     except OverflowError:
         ok = False
     if not ok:
@@ -223,3 +250,7 @@ def _check_call(node: ast.Call, text: str) -> None:
     if len(node.args) < low or (high is not None and len(node.args) > high):
         want = f"{low}" if low == high else f"at least {low}"
         raise _refuse(node, text, f"{func.id} takes {want} argument{'s' if low > 1 else ''}")
+    if func.id == "round":
+        digits = node.args[1]
+        if not (isinstance(digits, ast.Constant) and type(digits.value) is int and 0 <= digits.value <= MAX_DIGITS):
+            raise _refuse(digits, text, f"round's digits must be a whole number from 0 to {MAX_DIGITS}")

@@ -16,7 +16,8 @@ from typing import Any
 
 from .config import DEFAULT_RESAMPLES
 from .records import Judgment, TargetInfo
-from .stats.reply_scales import Rating, ScaleSpec, scale_report
+from .stats.reply_scales import scale_report
+from .stats.scale_spec import Rating, ScaleSpec
 from .stats.seeding import rng_for
 
 

@@ -11,24 +11,25 @@ from ..config import CONFIRM_CALLS, MAX_PLANNED_CALLS
 from ..errors import MindEvalError
 
 
-def planned_calls(runs: list) -> int:
+def planned_calls(runs: list, prepared: list | None = None) -> int:
     """The model calls ``runs`` plan (the ``--dry-run`` estimate's, counted arithmetically; a
-    re-judge run's judge calls only), whatever an earlier invocation already made."""
+    re-judge run's judge calls only), whatever an earlier invocation already made; ``prepared``:
+    each run's ``prepare`` when the caller has it."""
     from ..engine.estimate import estimate_run
     from ..engine.prepare import prepare
 
     total = 0
-    for o in runs:
-        est = estimate_run(prepare(o))
+    for i, o in enumerate(runs):
+        est = estimate_run(prepared[i] if prepared else prepare(o))
         total += est["judge"]["calls"] if o.judge_only else sum(e["calls"] for e in est.values())
     return total
 
 
-def confirm_spend(runs: list, yes: bool, stdin: TextIO | None = None) -> None:
+def confirm_spend(runs: list, yes: bool, stdin: TextIO | None = None, prepared: list | None = None) -> None:
     """Refuse (exit 2) or ask before ``runs`` spend; ``yes`` (``--yes``): neither."""
     if yes:
         return
-    planned = planned_calls(runs)
+    planned = planned_calls(runs, prepared)
     if planned <= CONFIRM_CALLS:
         return
     stdin = stdin or sys.stdin

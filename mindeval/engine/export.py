@@ -15,7 +15,6 @@ from ..records import (
     InteractionRecord,
     JudgmentRecord,
 )
-from ..scoring import Unit, score_run, summary_blocks
 from ..store.db import Database
 from ..store.runs import RunStore
 from ..targets.guidelines import Guidelines
@@ -43,6 +42,8 @@ def export_run(db: Database, run_id: str, out: Path, config: BenchmarkConfig,
         )
         for j in judgments if j.interaction_id in by_id
     ])
+    from ..scoring import Unit, score_run, summary_blocks  # numpy: loaded when the run is scored
+
     scored = score_run([Unit.of(i) for i in interactions], judgments, samples=config.judge_samples,
                        sessions=target.sessions, target=target)
     means = scored.means()

@@ -299,44 +299,48 @@ async def _run_all(opts: RunOptions, prep: Prepared, db: Database, opened: Opene
     return [run.log] if run.sim_log is run.log else [run.sim_log, run.log]
 
 
-def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
+def run_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print,
+                  prepared: Prepared | None = None) -> dict[str, Any]:
     """Run (or resume) a benchmark and write the run directory; return the summary.
 
     ``summary["failures"]`` lists what failed (re-running retries exactly those);
     ``summary["stopped"]`` is set when ``--max-cost`` or a permanent error of any role (400, 401,
     403, 404: bad key, no access, unknown model, malformed request) stopped the run: no new
     interaction starts after one. Every role's API key is checked before the first call.
+    ``prepared``: ``prepare(opts)`` when the caller already has it (it is not done twice).
     """
-    return run_async(lambda: arun_benchmark(opts, echo=echo), opts.concurrency)
+    return run_async(lambda: arun_benchmark(opts, echo=echo, prepared=prepared), opts.concurrency)
 
 
-def run_sweep(runs_: list[RunOptions], *, echo: Callable[[str], None] | None = print) -> list[dict[str, Any]]:
+def run_sweep(runs_: list[RunOptions], *, echo: Callable[[str], None] | None = print,
+              prepared: list[Prepared] | None = None) -> list[dict[str, Any]]:
     """Several runs (e.g. one per clinician), each its own run directory, on one event loop: they
     share the process's rate limits and adaptive concurrency per role and model. Every run is
     prepared (validated) before any model is called; each resumes as a single run does."""
-    for o in runs_:
-        prepare(o)
+    preps = prepared or [prepare(o) for o in runs_]
     outs = [Path(o.out).resolve() for o in runs_]
     if len(set(outs)) < len(outs):
         raise MindEvalError("two runs of the sweep write the same directory", field="--out")
 
     async def main() -> list[dict[str, Any]]:
-        return list(await asyncio.gather(*(arun_benchmark(o, echo=echo) for o in runs_)))
+        return list(await asyncio.gather(*(arun_benchmark(o, echo=echo, prepared=p) for o, p in zip(runs_, preps))))
 
     return run_async(main, sum(o.concurrency for o in runs_))
 
 
-async def arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
+async def arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print,
+                         prepared: Prepared | None = None) -> dict[str, Any]:
     """:func:`run_benchmark` on the running event loop, holding the run directory
     (:mod:`mindeval.rundir_guard`: one process per directory, outputs never re-bought silently)."""
     with run_dir_lock(opts.out):
         check_store(opts.out, opts.db, overwrite=opts.overwrite)
-        return await _arun_benchmark(opts, echo=echo)
+        return await _arun_benchmark(opts, echo=echo, prepared=prepared)
 
 
-async def _arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print) -> dict[str, Any]:
+async def _arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | None = print,
+                          prepared: Prepared | None = None) -> dict[str, Any]:
     started = time.perf_counter()
-    prep = prepare(opts)
+    prep = prepared or prepare(opts)
     for role in ("patient", "clinician", "judge"):  # every role's key before the first call
         check_api_key(getattr(prep.config, role), role)
     out = Path(opts.out)

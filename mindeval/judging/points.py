@@ -12,7 +12,7 @@ failed (never a default), asked again on re-run as its next round.
 from __future__ import annotations
 
 from ..records import Judgment
-from ..stats.reply_scales import CriterionResult
+from ..stats.scale_spec import CriterionResult
 from ..targets.guidelines import Guidelines
 from ..targets.rubric_text import render_scale
 from .call import Reply, ask_judge

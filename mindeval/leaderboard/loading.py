@@ -31,7 +31,7 @@ from ..run_verify import verify_run_config
 from ..rundir import read_run
 from ..scoring import InteractionScore, Unit, criteria, reply_ratings, score_run
 from ..stats.proportion import CategoricalReport, HarmShare
-from ..stats.reply_scales import CriterionResult, Rating
+from ..stats.scale_spec import CriterionResult, Rating
 from ..targets import target_identity
 from .verbosity import VerbosityCounts
 

@@ -19,7 +19,8 @@ from pydantic import BaseModel
 from ..records import TargetInfo
 from ..scoring import RunScore, declared_score, formula_of, ratings, scale_spec
 from ..stats import rng_for
-from ..stats.reply_scales import Rating, paired_score_test
+from ..stats.reply_scales import paired_score_test
+from ..stats.scale_spec import Rating
 from .loading import RunData
 
 

@@ -12,14 +12,8 @@ from ..config import DEFAULT_RESAMPLES
 from ..errors import MindEvalError
 from ..formula import Formula, FormulaError, parse_formula
 from ..records import TargetInfo
-from ..stats.reply_scales import (
-    CriterionResult,
-    Rating,
-    ScaleSpec,
-    ScoreEstimate,
-    quantity_names,
-    scale_report,
-)
+from ..stats.reply_scales import ScoreEstimate, scale_report
+from ..stats.scale_spec import CriterionResult, Rating, ScaleSpec, quantity_names
 from ..stats.seeding import rng_for
 from .scorer import RunScore
 

@@ -6,35 +6,28 @@ reply-level scales (reply_scales).
 Nothing here knows about language models: inputs are numpy arrays and system names.
 """
 
-from .bootstrap import bootstrap_mean_ci, percentile_interval, resample_counts
-from .clusters import greedy_clusters
-from .proportion import HarmShare, harm_share, wilson_interval
-from .ranking import PairwiseAccuracy, SelfPreference, pairwise_accuracy, self_preference
-from .seeding import rng_for
-from .significance import (
-    TESTS,
-    PairedTest,
-    paired_bootstrap_pvalue,
-    paired_permutation_pvalue,
-    paired_pvalue,
-)
+from __future__ import annotations
 
-__all__ = [
-    "TESTS",
-    "HarmShare",
-    "PairedTest",
-    "PairwiseAccuracy",
-    "SelfPreference",
-    "bootstrap_mean_ci",
-    "greedy_clusters",
-    "harm_share",
-    "paired_bootstrap_pvalue",
-    "paired_permutation_pvalue",
-    "paired_pvalue",
-    "pairwise_accuracy",
-    "percentile_interval",
-    "resample_counts",
-    "rng_for",
-    "self_preference",
-    "wilson_interval",
-]
+import importlib
+from typing import Any
+
+# name -> its module: loaded on first use (a target's scale loads this package; numpy waits for a statistic)
+_HOMES = {
+    "bootstrap_mean_ci": "bootstrap", "percentile_interval": "bootstrap", "resample_counts": "bootstrap",
+    "greedy_clusters": "clusters",
+    "HarmShare": "proportion", "harm_share": "proportion", "wilson_interval": "proportion",
+    "PairwiseAccuracy": "ranking", "SelfPreference": "ranking", "pairwise_accuracy": "ranking",
+    "self_preference": "ranking",
+    "rng_for": "seeding",
+    "TESTS": "significance", "PairedTest": "significance", "paired_bootstrap_pvalue": "significance",
+    "paired_permutation_pvalue": "significance", "paired_pvalue": "significance",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)
+    globals()[name] = value
+    return value

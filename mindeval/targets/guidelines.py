@@ -30,7 +30,7 @@ from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_
 
 from ..errors import MindEvalError
 from ..resources import guidelines_dir
-from ..stats.reply_scales import ScaleSpec, quantity_names
+from ..stats.scale_spec import ScaleSpec, quantity_names
 from .axes import HumanSubAxis, IssueFlag, JudgeAxis, PointCriterion, check_axes, check_subaxes
 from .scales import CategoricalScale, Level, OrdinalScale, Scale
 from .schema import Frozen, Text, unique_ids

@@ -11,14 +11,8 @@ import pytest
 
 from mindeval.formula import parse_formula
 from mindeval.stats.bootstrap import cluster_counts
-from mindeval.stats.reply_scales import (
-    CriterionResult,
-    Rating,
-    ScaleSpec,
-    nearest_rank,
-    quantity_names,
-    scale_report,
-)
+from mindeval.stats.reply_scales import nearest_rank, scale_report
+from mindeval.stats.scale_spec import CriterionResult, Rating, ScaleSpec, quantity_names
 
 SEVERITY = ScaleSpec(levels=["no_concern", "minor", "major", "critical"],
                      weights={"no_concern": 0, "minor": 1, "major": 5, "critical": 10},

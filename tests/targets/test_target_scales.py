@@ -13,7 +13,8 @@ from targetkit import problems_of
 
 from mindeval.cli import main
 from mindeval.errors import MindEvalError
-from mindeval.stats.reply_scales import Rating, scale_report
+from mindeval.stats.reply_scales import scale_report
+from mindeval.stats.scale_spec import Rating
 from mindeval.targets import load_target, validate_target
 
 TOY = Path(__file__).resolve().parents[1] / "fixtures" / "targets" / "toy"

@@ -58,14 +58,15 @@ def handle(args: argparse.Namespace) -> int:
         return 0
     from ..confirm import confirm_spend
 
-    confirm_spend(runs, opts.yes or all(o.yes for o in runs))
+    preps = [prepare(o) for o in runs]  # once: every check before the first call, and the runs, use it
+    confirm_spend(runs, opts.yes or all(o.yes for o in runs), prepared=preps)
     if replay is not None:
         from ...runfile import check_replay
 
-        check_replay(replay, prepare(runs[0]).config, args.config)
+        check_replay(replay, preps[0].config, args.config)
     if len(runs) == 1:
-        return 0 if is_complete(run_benchmark(runs[0])) else 1
-    summaries = run_sweep(runs)
+        return 0 if is_complete(run_benchmark(runs[0], prepared=preps[0])) else 1
+    summaries = run_sweep(runs, prepared=preps)
     _sweep_leaderboards(runs, Path(opts.out) if "out" in given(args) else Path(runs[0].out).parent)
     return 0 if all(is_complete(s) for s in summaries) else 1
 
