@@ -34,24 +34,24 @@ def _np() -> Any:
     return numpy
 
 
-def _ufunc(name: str) -> Callable[..., Any]:
-    return lambda *a: getattr(_np(), name)(*a)
-
-
 _BINARY: dict[type[ast.operator], tuple[str, Callable[[Any, Any], Any] | None]] = {
-    ast.Add: ("+", _ufunc("add")), ast.Sub: ("-", _ufunc("subtract")), ast.Mult: ("*", _ufunc("multiply")),
-    ast.Div: ("/", _ufunc("divide")), ast.Pow: ("**", _ufunc("power")),
+    ast.Add: ("+", lambda a, b: _np().add(a, b)),
+    ast.Sub: ("-", lambda a, b: _np().subtract(a, b)),
+    ast.Mult: ("*", lambda a, b: _np().multiply(a, b)),
+    ast.Div: ("/", lambda a, b: _np().divide(a, b)),
+    ast.Pow: ("**", lambda a, b: _np().power(a, b)),
     ast.FloorDiv: ("//", None), ast.Mod: ("%", None), ast.MatMult: ("@", None), ast.LShift: ("<<", None),
     ast.RShift: (">>", None), ast.BitOr: ("|", None), ast.BitAnd: ("&", None), ast.BitXor: ("^", None),
 }
 _UNARY: dict[type[ast.unaryop], tuple[str, Callable[[Any], Any] | None]] = {
-    ast.USub: ("-", _ufunc("negative")), ast.UAdd: ("+", _ufunc("positive")), ast.Not: ("not", None), ast.Invert: ("~", None),
+    ast.USub: ("-", lambda a: _np().negative(a)), ast.UAdd: ("+", lambda a: _np().positive(a)),
+    ast.Not: ("not", None), ast.Invert: ("~", None),
 }
 # name -> (smallest, largest number of arguments, implementation)
 FUNCTIONS: dict[str, tuple[int, int | None, Callable[..., Any]]] = {
     "min": (2, None, lambda *a: functools.reduce(_np().minimum, a)),
     "max": (2, None, lambda *a: functools.reduce(_np().maximum, a)),
-    "abs": (1, 1, _ufunc("abs")),
+    "abs": (1, 1, lambda a: _np().abs(a)),
     "clip": (3, 3, lambda x, lo, hi: _np().minimum(_np().maximum(x, lo), hi)),
     "round": (2, 2, lambda x, digits: _round(x, digits)),
 }
