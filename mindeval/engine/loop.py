@@ -186,7 +186,7 @@ class _Run:
                     [info.situation or ""] if info else []))),
                 clinician=Speaker(spec=c.clinician, prompt=render_clinician(t["clinician"], profile, labels, *(
                     [info.memory or ""] if info else []))),
-                turns=c.turns, opening_line=c.opening_line, on_turn=on_turn,
+                turns=c.turns, opening_line=c.opening_line, on_turn=on_turn, end_marker=c.target.patient_can_end,
                 seed=(c.seed, ctx.seed_key) if ctx is not None and ctx.seed_key else c.seed,
             )
         except ModelCallError as exc:
