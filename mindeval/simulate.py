@@ -67,6 +67,7 @@ class Speaker(BaseModel):
 
     spec: ModelSpec
     prompt: str
+    end_marker: str | None = None  # the patient's: a turn holding it ends the interaction (patient_can_end)
 
 
 async def run_interaction(
@@ -79,15 +80,13 @@ async def run_interaction(
     opening_line: str = OPENING_LINE,
     seed: int | tuple[int, str] = 0,
     on_turn: Callable[[list[Turn]], None] | None = None,
-    end_marker: str | None = None,
 ) -> list[Turn]:
     """Play (or resume) one interaction until ``turns`` turns follow the opening line
     (an empty ``opening_line``: the patient model writes the first message, turn 0). Raises :class:`~mindeval.errors.ModelCallError` when a model fails; the turns committed so far
     stay in the store. ``on_turn``: called with the turns so far each time a turn made here is stored
     (the new one last). ``seed``: each turn's derives from it and the interaction id, or with
     ``(seed, key)`` from ``key`` (:func:`mindeval.seeds.conversation_key`: the same for every
-    clinician), recorded with each call as ``seed_key``. ``end_marker``: a patient model turn holding
-    it ends the interaction there (:func:`patient_ended`; its true length is the turns stored).
+    clinician), recorded with each call as ``seed_key``. A patient turn with its ``end_marker`` ends it.
     """
     seed, seed_key = seed if isinstance(seed, tuple) else (seed, interaction_id)
     history = load_turns(log.db, interaction_id)
@@ -97,7 +96,7 @@ async def run_interaction(
         history = [opener]
     speakers = {"clinician": clinician, "patient": patient}
     system_sha = {r: hashlib.sha256(s.prompt.encode()).hexdigest() for r, s in speakers.items()}
-    while len(history) - 1 < turns and not patient_ended(history, end_marker):
+    while len(history) - 1 < turns and not patient_ended(history, patient.end_marker):
         role = next_role(history)
         spec, prompt = speakers[role].spec, speakers[role].prompt
         idx = len(history)

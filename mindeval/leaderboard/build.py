@@ -17,7 +17,7 @@ from ..stats.proportion import CategoricalReport
 from ..stats.significance import small_sample_warning
 from ..study_data import HumanScores
 from .breakdowns import Condition, LabelPanel, compute_breakdowns, label_panels
-from .by_session import SESSION, SessionRow, labels_only, session_rows, wants_sessions
+from .by_session import SESSION, SessionRow, labels_only, session_rows
 from .compare import Comparison, compare_setups
 from .human_scale import HumanScaleDiff, HumanScaleScore, human_scale, unmatched
 from .loading import RunData, criteria_of, load_run
@@ -179,15 +179,14 @@ def build_leaderboard(
     check_same_target(runs)
     runs, members = pool_runs(runs)
     target = runs[0].target
-    _check_by(target, labels_only(target, by))
+    _check_by(target, by)
     warnings = check_compatible(runs, allow_mixed)
     keys, labels, label_warnings = assign_labels(runs)
     warnings += label_warnings
     incomplete = _coverage(runs, labels, allow_incomplete, warnings)
     scored, excluded = _scored(runs, labels, warnings)
     table = _table(scored, keys, labels, settings, criteria_of(target), warnings)
-    breakdowns, bd_warnings = compute_breakdowns([(labels[r.path], r) for r in scored], labels_only(target, by),
-                                                 settings)
+    breakdowns, bd_warnings = compute_breakdowns([(labels[r.path], r) for r in scored], labels_only(target, by), settings)
     verbosity = _verbosity(runs, labels, table, warnings)
     warnings += bd_warnings
     comparisons = _comparisons(runs, scored, keys, labels, compare_to, warnings) if compare_to else []
@@ -209,20 +208,19 @@ def build_leaderboard(
                                                      for i, s in enumerate(order, start=1)]})
     levels = [SystemLevels(system=s.label, report=by_label[s.label].levels) for s in table.systems
               if by_label[s.label].levels is not None]
-    ranked = {s.label: by_label[s.label] for s in table.systems}
-    by_session = session_rows(target, ranked, settings) if wants_sessions(target, by) else []
     infos = [_info(m, labels[r.path]) for r in runs for m in members.get(r.path, [r])]
     return Leaderboard(
         target=target, safety=safety, table=table, runs=infos, verbosity=verbosity,
         pooled=[describe(labels[path], group) for path, group in members.items()], score=score,
         breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings, incomplete=incomplete,
         levels=levels, rank_by=rank_by, label_panels=label_panels([(labels[r.path], r) for r in scored], settings),
-        run_data=by_label, with_corrections=with_corrections, by_session=by_session,
+        run_data=by_label, with_corrections=with_corrections, by_session=session_rows(target, by, table, by_label, settings),
     )
 
 
 def _check_by(target: TargetInfo, by: Sequence[str]) -> None:
-    for name in by:
+    """Every ``--by`` value names a profile label of the target (or ``session``: a multi-session target)."""
+    for name in labels_only(target, by):
         if name not in target.labels:
             known = ", ".join(target.labels) or "none"
             also = "; --by session needs a target with sessions > 1" if name == SESSION else ""

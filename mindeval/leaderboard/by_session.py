@@ -20,7 +20,7 @@ from ..scoring.by_session import session_reports
 from ..stats.reply_scales import Estimate, ScaleReport, ScoreEstimate
 from .loading import RunData
 from .score import run_ratings
-from .table import StatsSettings
+from .table import StatsSettings, Table
 
 SESSION = "session"  # the --by value
 
@@ -55,12 +55,16 @@ def _row(system: str, session: int, report: ScaleReport, score: ScoreEstimate | 
                       mean_weight=report.mean_weight, p99_weight=report.p99_weight, incident=incident, score=score)
 
 
-def session_rows(target: TargetInfo, runs: dict[str, RunData], settings: StatsSettings) -> list[SessionRow]:
-    """Per system (``runs`` by label, in the given order) and session number, its figures."""
+def session_rows(target: TargetInfo, by: Sequence[str], table: Table, runs: dict[str, RunData],
+                 settings: StatsSettings) -> list[SessionRow]:
+    """Per system (in ``table``'s rank order; ``runs`` by label) and session number, its figures;
+    none unless ``by`` asks for them (:func:`wants_sessions`)."""
+    if not wants_sessions(target, by):
+        return []
     spec = scale_spec(target)
     formula = formula_of(target, spec) if target.score is not None else None
     out = []
-    for label, run in runs.items():
+    for label, run in ((s.label, runs[s.label]) for s in table.systems):
         reports = session_reports(spec, run_ratings(run), run.criteria, resamples=settings.resamples,
                                   seed=settings.seed, rng_key=label, level=settings.level)
         out += [_row(label, k, r, r.score(formula) if formula is not None else None) for k, r in reports.items()]
