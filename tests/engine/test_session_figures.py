@@ -64,6 +64,10 @@ def test_the_summary_reports_each_session_number_as_computed_by_hand(run_dir):
     # the whole run is the same ratings ungrouped: four conversations, mean (0.5 + 0.5 + 2.5 + 3.0) / 4
     assert summary["replies"]["mean_weight"]["value"] == 1.625 and summary["replies"]["conversations"] == 4
     assert summary["score"]["value"] == 50.0
+    from mindeval.engine.console import format_summary
+
+    assert ("  by session: 1 n=2 mean weight 0.50 (0.50-0.50) score 0.00 (0.00-0.00); 2 n=2 mean weight 2.75 "
+            "(2.50-3.00) score 100.00 (100.00-100.00)") in format_summary(summary).splitlines()
 
 
 def test_the_leaderboard_by_session_table_shows_the_same_figures(run_dir, tmp_path, capsys):
