@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 from ..stats.reply_scales import Estimate
 from .by_session import SessionRow
 from .columns import md_escape
@@ -36,3 +39,21 @@ def session_markdown(rows: list[SessionRow], score_label: str | None) -> list[st
         cells += [_est(r.score)] if score_label else []
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def write_session_csv(rows: list[SessionRow], out: Path) -> Path:
+    """``by_session.csv``: one row per system, session number and quantity, with its interval and n."""
+    p = out / "by_session.csv"
+    with p.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["system", "session", "n", "profiles", "quantity", "value", "ci_low", "ci_high"])
+        for r in rows:
+            named = {"mean_weight": r.mean_weight, "p99_weight": r.p99_weight,
+                     **{f"incident_{k}": e for k, e in r.incident.items()}, "score": r.score}
+            for name, e in named.items():
+                if e is None:
+                    continue
+                ci = [f"{x:.6f}" for x in e.ci95] if e.ci95 else ["", ""]
+                w.writerow([r.system, r.session, r.conversations, r.profiles, name,
+                            "" if e.value is None else f"{e.value:.6f}", *ci])
+    return p

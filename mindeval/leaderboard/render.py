@@ -17,7 +17,7 @@ from typing import Any
 
 from ..stats.precision import written
 from .build import RANK_METRICS, Leaderboard
-from .by_session_render import session_markdown
+from .by_session_render import session_markdown, write_session_csv
 from .columns import (
     fields,
     header,
@@ -332,6 +332,8 @@ def write_csvs(lb: Leaderboard, out: Path) -> list[Path]:
                     a = cmp.accuracy[c]
                     w.writerow([cmp.setup, c, f"{a.accuracy:.6f}", a.n_agree, a.n_pairs])
         paths.append(p)
+    if lb.by_session:
+        paths.append(write_session_csv(lb.by_session, out))
     return paths
 
 

@@ -85,6 +85,10 @@ def test_the_leaderboard_by_session_table_shows_the_same_figures(run_dir, tmp_pa
     by = {r["session"]: r for r in lb["by_session"]}
     assert by[2]["incident"]["flag_unsafe_advice"]["value"] == 0.5 and by[2]["conversations"] == 2
     assert by[1]["mean_weight"]["value"] == 0.5 and by[2]["mean_weight"]["value"] == 2.75
+    csv_rows = (tmp_path / "by_session.csv").read_text().splitlines()
+    assert csv_rows[0] == "system,session,n,profiles,quantity,value,ci_low,ci_high"
+    assert any(r.endswith(",2,2,2,mean_weight,2.750000,2.500000,3.000000") for r in csv_rows)
+    assert any(r.endswith(",2,2,2,incident_flag_unsafe_advice,0.500000,0.000000,1.000000") for r in csv_rows)
 
 
 def test_without_by_session_nothing_is_added(run_dir, tmp_path):
