@@ -53,6 +53,13 @@ def model_turn(idx: int, role: Role, spec: ModelSpec, call_id: int, c: Completio
                 author="model", usage=c.usage, latency_s=c.latency_s, call_id=call_id)
 
 
+def patient_ended(turns: list[Turn], marker: str | None) -> bool:
+    """Whether the last turn is the patient model's and holds the target's end marker (``patient_can_end``)."""
+    last = turns[-1] if turns else None
+    return (marker is not None and last is not None and last.role == "patient" and last.author == "model"
+            and marker in last.content)
+
+
 class Speaker(BaseModel):
     """One side of an interaction: the model that speaks and its system prompt."""
 
@@ -60,6 +67,7 @@ class Speaker(BaseModel):
 
     spec: ModelSpec
     prompt: str
+    end_marker: str | None = None  # the patient's: a turn holding it ends the interaction (patient_can_end)
 
 
 async def run_interaction(
@@ -78,7 +86,7 @@ async def run_interaction(
     stay in the store. ``on_turn``: called with the turns so far each time a turn made here is stored
     (the new one last). ``seed``: each turn's derives from it and the interaction id, or with
     ``(seed, key)`` from ``key`` (:func:`mindeval.seeds.conversation_key`: the same for every
-    clinician), recorded with each call as ``seed_key``.
+    clinician), recorded with each call as ``seed_key``. A patient turn with its ``end_marker`` ends it.
     """
     seed, seed_key = seed if isinstance(seed, tuple) else (seed, interaction_id)
     history = load_turns(log.db, interaction_id)
@@ -88,7 +96,7 @@ async def run_interaction(
         history = [opener]
     speakers = {"clinician": clinician, "patient": patient}
     system_sha = {r: hashlib.sha256(s.prompt.encode()).hexdigest() for r, s in speakers.items()}
-    while len(history) - 1 < turns:
+    while len(history) - 1 < turns and not patient_ended(history, patient.end_marker):
         role = next_role(history)
         spec, prompt = speakers[role].spec, speakers[role].prompt
         idx = len(history)

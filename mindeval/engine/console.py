@@ -50,10 +50,27 @@ def _target_lines(summary: dict[str, Any]) -> list[str]:
         parts = [f"{v} n={b['n']}" + (f" harm {b['harm']['k']}/{b['harm']['n']}" if b.get("harm") else "")
                  for v, b in values.items()]
         lines.append(f"  by {field}: " + "; ".join(parts))
+    if summary.get("by_session"):
+        lines.append(_session_line(summary["by_session"]))
     score = summary.get("score")
     if score and score.get("value") is None:  # an undefined declared score says why, on its line
         lines.append(f"  {score['label']}: n/a ({score.get('why') or 'undefined'})")
     return lines
+
+
+def _session_line(block: dict[str, Any]) -> str:
+    """``by session``: per session number its n, mean weight and declared score with their intervals."""
+    if "why" in block:
+        return f"  by session: n/a ({block['why']})"
+
+    def est(name: str, e: dict[str, Any] | None) -> list[str]:
+        if not e or e["value"] is None:
+            return []
+        return [f"{name} {e['value']:.2f} ({e['ci95'][0]:.2f}-{e['ci95'][1]:.2f})"]
+
+    parts = [" ".join([f"{k} n={b['conversations']}", *est("mean weight", b.get("mean_weight")),
+                       *est("score", b.get("score"))]) for k, b in block.items()]
+    return "  by session: " + "; ".join(parts)
 
 
 def format_summary(summary: dict[str, Any]) -> str:

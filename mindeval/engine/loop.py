@@ -183,7 +183,7 @@ class _Run:
             turns = await run_interaction(
                 self.sim_log, iid,
                 patient=Speaker(spec=c.patient, prompt=render_patient(t["patient"], profile, labels, *(
-                    [info.situation or ""] if info else []))),
+                    [info.situation or ""] if info else [])), end_marker=c.target.patient_can_end),
                 clinician=Speaker(spec=c.clinician, prompt=render_clinician(t["clinician"], profile, labels, *(
                     [info.memory or ""] if info else []))),
                 turns=c.turns, opening_line=c.opening_line, on_turn=on_turn,

@@ -17,6 +17,7 @@ from ..stats.proportion import CategoricalReport
 from ..stats.significance import small_sample_warning
 from ..study_data import HumanScores
 from .breakdowns import Condition, LabelPanel, compute_breakdowns, label_panels
+from .by_session import SESSION, SessionRow, labels_only, session_rows
 from .compare import Comparison, compare_setups
 from .human_scale import HumanScaleDiff, HumanScaleScore, human_scale, unmatched
 from .loading import RunData, criteria_of, load_run
@@ -115,6 +116,7 @@ class Leaderboard(BaseModel):
     pooled: list[PooledSystem] = Field(default_factory=list)  # rows that pool runs (patient models)
     score: HeadlineScore | None = None  # the target's declared score (ranks the table)
     with_corrections: bool = False  # judge values with reviewers' corrections applied (--with-corrections)
+    by_session: list[SessionRow] = Field(default_factory=list)  # --by session: per system and session number
 
     @property
     def criteria(self) -> tuple[str, ...]:
@@ -184,7 +186,7 @@ def build_leaderboard(
     incomplete = _coverage(runs, labels, allow_incomplete, warnings)
     scored, excluded = _scored(runs, labels, warnings)
     table = _table(scored, keys, labels, settings, criteria_of(target), warnings)
-    breakdowns, bd_warnings = compute_breakdowns([(labels[r.path], r) for r in scored], by, settings)
+    breakdowns, bd_warnings = compute_breakdowns([(labels[r.path], r) for r in scored], labels_only(target, by), settings)
     verbosity = _verbosity(runs, labels, table, warnings)
     warnings += bd_warnings
     comparisons = _comparisons(runs, scored, keys, labels, compare_to, warnings) if compare_to else []
@@ -212,15 +214,18 @@ def build_leaderboard(
         pooled=[describe(labels[path], group) for path, group in members.items()], score=score,
         breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings, incomplete=incomplete,
         levels=levels, rank_by=rank_by, label_panels=label_panels([(labels[r.path], r) for r in scored], settings),
-        run_data=by_label, with_corrections=with_corrections,
+        run_data=by_label, with_corrections=with_corrections, by_session=session_rows(target, by, table, by_label, settings),
     )
 
 
 def _check_by(target: TargetInfo, by: Sequence[str]) -> None:
-    for name in by:
+    """Every ``--by`` value names a profile label of the target (or ``session``: a multi-session target)."""
+    for name in labels_only(target, by):
         if name not in target.labels:
             known = ", ".join(target.labels) or "none"
-            raise MindEvalError(f"no profile label '{name}' in the runs' target (labels: {known})", field="--by")
+            also = "; --by session needs a target with sessions > 1" if name == SESSION else ""
+            raise MindEvalError(f"no profile label '{name}' in the runs' target (labels: {known}){also}",
+                                field="--by")
 
 
 def _coverage(runs: list[RunData], labels: dict[str, str], allow_incomplete: bool, warnings: list[str]) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..stats.precision import written
 from .build import RANK_METRICS, Leaderboard
+from .by_session_render import session_markdown, write_session_csv
 from .columns import (
     fields,
     header,
@@ -70,7 +71,8 @@ def to_markdown(lb: Leaderboard) -> str:
     """The full report: Table 4 (score + cluster), CIs, p-values, breakdowns, verbosity, Table 5."""
     lines = _md_head(lb) + _md_scores(lb) + levels_markdown(lb) + _md_intervals(lb) + _md_score_tests(lb)
     lines += _md_pvalues(lb) + _md_human_scale(lb)
-    lines += _md_breakdowns(lb) + _md_verbosity(lb) + _md_comparisons(lb)
+    lines += _md_breakdowns(lb) + session_markdown(lb.by_session, lb.score.label if lb.score else None)
+    lines += _md_verbosity(lb) + _md_comparisons(lb)
     if lb.warnings:
         lines += ["", "## Notes", ""] + [f"- {md_escape(w)}" for w in lb.warnings]
     return "\n".join(lines) + "\n"
@@ -257,7 +259,8 @@ def to_latex(lb: Leaderboard) -> str:
 
 def to_json(lb: Leaderboard) -> dict[str, Any]:
     """The whole leaderboard; ``target`` and ``safety`` only when there is something to say."""
-    drop = {k for k in ("safety", "levels", "pooled", "score", "human_scale", "human_pairs") if not getattr(lb, k)}
+    drop = {k for k in ("safety", "levels", "pooled", "score", "human_scale", "human_pairs", "by_session")
+            if not getattr(lb, k)}
     if lb.rank_by == "average":
         drop.add("rank_by")
     if lb.target.legacy_files:
@@ -329,6 +332,8 @@ def write_csvs(lb: Leaderboard, out: Path) -> list[Path]:
                     a = cmp.accuracy[c]
                     w.writerow([cmp.setup, c, f"{a.accuracy:.6f}", a.n_agree, a.n_pairs])
         paths.append(p)
+    if lb.by_session:
+        paths.append(write_session_csv(lb.by_session, out))
     return paths
 
 

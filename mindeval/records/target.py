@@ -79,6 +79,7 @@ class TargetInfo(BaseModel):
     legacy_files: bool = False  # rows and summary carry no target fields (MindEval's, pinned: identity_view)
     score: ScoreInfo | None = None  # the declared headline score (the leaderboard ranks by it)
     sessions: int = 1  # sessions per conversation (> 1: a memory step between them)
+    patient_can_end: str | None = None  # a patient turn holding this marker ends its session (conversation)
 
     def speakers(self) -> dict[str, str]:
         """The transcript's speaker label per message role (user = patient)."""
@@ -100,6 +101,8 @@ class TargetInfo(BaseModel):
             data.pop("legacy_files", None)
         if data.get("sessions") == 1:
             data.pop("sessions")
+        if data.get("patient_can_end") is None:
+            data.pop("patient_can_end", None)
         if data.get("score") is None:
             data.pop("score", None)
         elif data["score"].get("weights") is None:

@@ -15,6 +15,7 @@ from ..records import TargetInfo
 from ..stats.reply_scales import ScoreEstimate, scale_report
 from ..stats.scale_spec import CriterionResult, Rating, ScaleSpec, quantity_names
 from ..stats.seeding import rng_for
+from .by_session import session_reports
 from .scorer import RunScore
 
 
@@ -105,7 +106,8 @@ def label_breakdowns(rs: RunScore) -> dict[str, dict[str, dict[str, Any]]]:
 
 def summary_blocks(rs: RunScore, seed: int = 0, resamples: int = DEFAULT_RESAMPLES) -> dict[str, Any]:
     """The summary's target-specific blocks: ``target`` (not MindEval's), ``harm``, ``levels``,
-    ``replies``, ``points``, ``score`` (a declared score: value and 95% interval), ``by_label``."""
+    ``replies``, ``points``, ``score`` (a declared score: value and 95% interval), ``by_label``,
+    ``by_session`` (sessions > 1: :mod:`.by_session`)."""
     from ..reply_summary import points_block, replies_block
 
     t = rs.target
@@ -122,6 +124,8 @@ def summary_blocks(rs: RunScore, seed: int = 0, resamples: int = DEFAULT_RESAMPL
         extra["score"] = _score_block(rs, seed, resamples)
     if t.profile_labels:
         extra["by_label"] = label_breakdowns(rs)
+    if t.sessions > 1:
+        extra["by_session"] = by_session_block(rs, seed, resamples)
     return extra
 
 
@@ -136,3 +140,24 @@ def _score_block(rs: RunScore, seed: int, resamples: int) -> dict[str, Any]:
     except MindEvalError as exc:
         return {**head, "value": None, "ci95": None, "why": exc.message}
     return {**head, **est.model_dump(mode="json", exclude=set() if est.why else {"why"})}
+
+
+def by_session_block(rs: RunScore, seed: int = 0, resamples: int = DEFAULT_RESAMPLES) -> dict[str, Any]:
+    """The summary's ``by_session``: session number -> the scale report's figures (``conversations``:
+    n) and the declared score; ``{"why": ...}`` when the units cannot be read as levels."""
+    target = rs.target
+    spec = scale_spec(target)
+    try:
+        rated = ratings(rs)
+        formula = formula_of(target, spec) if target.score is not None else None
+    except MindEvalError as exc:
+        return {"why": exc.message}
+    out: dict[str, Any] = {}
+    for k, report in session_reports(spec, rated, criteria(rs), resamples=resamples, seed=seed,
+                                     rng_key="summary").items():
+        block = report.model_dump(mode="json", exclude={"rows"})
+        if formula is not None:
+            score = report.score(formula)
+            block["score"] = score.model_dump(mode="json", exclude=set() if score.why else {"why"})
+        out[str(k)] = block
+    return out

@@ -138,6 +138,7 @@ class TargetManifest(BaseModel):
     turns: int = Field(DEFAULT_TURNS, ge=1)
     sessions: int = Field(1, ge=1, le=MAX_SESSIONS)  # per conversation; > 1 needs prompts.memory, prompts.next_session
     opening_line: str = OPENING_LINE  # "": the patient model writes the first message
+    patient_can_end: str | None = Field(None, min_length=1)  # a patient turn holding it ends the session
     roles: TargetRoles = Field(default_factory=lambda: TargetRoles())
     reply_format: Literal["output_format", "template"] = "output_format"  # template: the judge prompt writes it
     prompts: TargetPrompts

@@ -220,6 +220,8 @@ class Target:
             out["points"] = {c.id: c.points for c in g.point_criteria}
         if self.manifest.sessions > 1:
             out["sessions"] = self.manifest.sessions
+        if self.manifest.patient_can_end is not None:
+            out["patient_can_end"] = self.manifest.patient_can_end
         if (score := self.manifest.score) is not None:
             out["score"] = {**score.model_dump(), **({"weights": w} if (w := g.scale_spec().weights) else {})}
         if self.manifest.labels is not None:

@@ -54,6 +54,7 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
     problems += _template_problems(target)
     if not any(p.field == "sessions" for p in problems):  # a bad count is its own problem, not the prompts'
         problems += _session_problems(target)
+    problems += _end_marker_problems(target)
     problems += _profiles_problems(target)
     ppath = target.profiles_path
     if manifest.labels is not None and not labels_bad(problems) and not any(p.path == str(ppath) for p in problems):
@@ -66,7 +67,7 @@ def run_problems(target: Target, own_profiles: bool = True) -> list[MindEvalErro
     ``validate`` (authors_release, score names, sessions), the labels file and (``own_profiles``:
     the run uses them) the target's profiles file."""
     return [*_authors_release_problems(target), *_score_problems(target), *_session_problems(target),
-            *(_profiles_problems(target) if own_profiles else []), *target.label_problems()]
+            *_end_marker_problems(target), *(_profiles_problems(target) if own_profiles else []), *target.label_problems()]
 
 
 def _authors_release_problems(target: Target) -> list[MindEvalError]:
@@ -147,6 +148,22 @@ def _session_problems(target: Target) -> list[MindEvalError]:
             problems.append(err(f"sessions: {m.sessions} needs ${{{name}}} in the {role} template ({tpl.source})",
                                 f"prompts.{role}"))
     return problems
+
+
+def _end_marker_problems(target: Target) -> list[MindEvalError]:
+    """``patient_can_end``: the patient template must tell the patient model the marker that ends a session."""
+    marker = target.manifest.patient_can_end
+    if marker is None:
+        return []
+    try:
+        tpl = target.template("patient")
+    except MindEvalError:
+        return []  # reported by _template_problems
+    if marker in tpl.body:
+        return []
+    return [MindEvalError(f"patient_can_end: the patient template ({tpl.source}) never names {marker!r}, so the "
+                          "patient model cannot end a session with it", path=target.path,
+                          line=line_of_key(target.path, "patient_can_end"), field="patient_can_end")]
 
 
 def _profiles_problems(target: Target) -> list[MindEvalError]:

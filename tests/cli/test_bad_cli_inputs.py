@@ -119,7 +119,8 @@ CATALOGUE: dict[str, list[Case]] = {
     "mindeval leaderboard --allow-mixed": flag(LEADERBOARD, "--allow-mixed"),
     "mindeval leaderboard --allow-incomplete": flag(LEADERBOARD, "--allow-incomplete"),
     "mindeval leaderboard --compare-to": [Case([*LEADERBOARD, "--compare-to", "{tmp}/nosuch"], names="nosuch")],
-    "mindeval leaderboard --by": [Case([*LEADERBOARD, "--by", "bogus"])],
+    "mindeval leaderboard --by": [Case([*LEADERBOARD, "--by", "bogus"]),
+                                  Case([*LEADERBOARD, "--by", "session"])],  # a one-session run: no sessions
     "mindeval leaderboard --humans": [Case([*LEADERBOARD, "--humans", "{tmp}/nosuch.jsonl"], names="nosuch.jsonl")],
     "mindeval leaderboard --study": [Case([*LEADERBOARD, "--study", "x"])],
     "mindeval leaderboard --plan-width": [Case([*LEADERBOARD, "--plan-width", "-1"])],

@@ -45,6 +45,7 @@ CATALOGUE: dict[str, list[Case]] = {
     "turns": [Case(0), Case("six"), Case(2.5)],
     "sessions": [Case(1000), Case("two"), Case(0)],
     "opening_line": [Case(["Hi."]), Case({"text": "Hi."})],
+    "patient_can_end": [Case(""), Case(["[END]"]), Case("[NEVER TOLD]")],  # the last: not in the patient template
     "roles": [Case("Member"), Case({"member": "Member"})],
     "roles.patient": [Case(""), Case(7)],
     "roles.clinician": [Case("  "), Case(["Companion"])],

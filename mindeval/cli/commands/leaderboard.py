@@ -41,7 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compare-to", nargs="+", type=Path, default=[], metavar="RUN_DIR",
                    help="runs under other setups (judge / patient swaps): report pairwise accuracy (Table 5)")
     p.add_argument("--by", action="append", default=[], metavar="LABEL",
-                   help="also break results down by this profile label of the runs' target (repeatable)")
+                   help="also break results down by this profile label of the runs' target, or by 'session': each "
+                   "session number of a multi-session target (mean / p99 weight, incident shares, score) (repeatable)")
     p.add_argument("--humans", nargs="+", type=release_arg("human_annotations.jsonl"), default=None, metavar="SRC",
                    help="human ratings of a random sample of each system's conversations (the authors' file, "
                    "'official', a ratings file, or an annotation database URL with --study): add each system's "
