@@ -80,7 +80,10 @@ def test_paired_test_reads_the_dimension():
     b = [r.model_copy(update={"level": "best_practice"}) for r in a]
     t = paired_score_test(SPEC, parse_formula("pct_best_practice[DETECT]", KNOWN), a, b, resamples=200,
                           rng=np.random.default_rng(1))
-    assert t.n_shared == 4 and t.diff == pytest.approx(75.0 - 100.0)
+    assert t.n_shared == 4 and t.diff == pytest.approx(75.0 - 100.0)  # score(a) - score(b)
+    plain = paired_score_test(SPEC, parse_formula("pct_best_practice", KNOWN), a, b, resamples=200,
+                              rng=np.random.default_rng(1))
+    assert plain.diff == pytest.approx(400 / 7 - 100.0)  # a: 4 best of 7 cells; b: all best
 
 
 @pytest.mark.parametrize(("text", "token", "why"), [
