@@ -200,8 +200,7 @@ def build_leaderboard(
     rank_by = target.rank_by
     if rank_by != "average":
         table = rerank(table, rank_by, by_label)
-    score = headline_score(target, by_label, resamples=settings.resamples, seed=settings.seed, alpha=settings.alpha,
-                           sided=settings.sided, level=settings.level)
+    score, others = _declared_scores(target, by_label, settings)
     if score is not None:
         rank_by = "score"
         order = sorted(table.systems, key=lambda s: (score_order(score, s.label), s.rank))
@@ -213,11 +212,19 @@ def build_leaderboard(
     return Leaderboard(
         target=target, safety=safety, table=table, runs=infos, verbosity=verbosity,
         pooled=[describe(labels[path], group) for path, group in members.items()], score=score,
-        scores=other_scores(target, by_label, resamples=settings.resamples, seed=settings.seed, level=settings.level),
+        scores=others,
         breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings, incomplete=incomplete,
         levels=levels, rank_by=rank_by, label_panels=label_panels([(labels[r.path], r) for r in scored], settings),
         run_data=by_label, with_corrections=with_corrections, by_session=session_rows(target, by, table, by_label, settings),
     )
+
+
+def _declared_scores(target: TargetInfo, by_label: dict[str, RunData],
+                     settings: StatsSettings) -> tuple[HeadlineScore | None, list[NamedScoreValues]]:
+    """The declared headline score (it ranks the table) and the target's other named scores."""
+    same = {"resamples": settings.resamples, "seed": settings.seed, "level": settings.level}
+    return (headline_score(target, by_label, alpha=settings.alpha, sided=settings.sided, **same),
+            other_scores(target, by_label, **same))
 
 
 def _check_by(target: TargetInfo, by: Sequence[str]) -> None:
