@@ -69,7 +69,8 @@ def ratings(rs: RunScore, where: str = "") -> list[Rating]:
     return out
 
 
-def formula_of(target: TargetInfo, spec: ScaleSpec, text: str | None = None) -> Formula:
+def formula_of(target: TargetInfo, spec: ScaleSpec, text: str | None = None,
+               field: str = "config.target.score.formula") -> Formula:
     """The target's declared formula (or ``text``, one of its named scores), checked against the
     quantities ``spec`` reports, per dimension too (``NAME[CODE]``) unless replies are the unit."""
     assert text is not None or target.score is not None
@@ -78,7 +79,7 @@ def formula_of(target: TargetInfo, spec: ScaleSpec, text: str | None = None) -> 
         return parse_formula(text if text is not None else target.score.formula,  # type: ignore[union-attr]
                              quantity_names(spec, units))
     except FormulaError as exc:
-        raise MindEvalError(str(exc), field="config.target.score.formula") from None
+        raise MindEvalError(str(exc), field=field) from None
 
 
 def named_scores(target: TargetInfo, rated: list[Rating], results: list[CriterionResult], *, resamples: int,
@@ -87,7 +88,8 @@ def named_scores(target: TargetInfo, rated: list[Rating], results: list[Criterio
     report, so every score's interval reads the same profile resamples as the headline's."""
     spec = scale_spec(target)
     report = scale_report(spec, rated, results, resamples=resamples, rng=rng_for(seed, "score", rng_key), level=level)
-    return {sc.name: report.score(formula_of(target, spec, sc.formula)) for sc in target.scores}
+    return {sc.name: report.score(formula_of(target, spec, sc.formula, f"config.target.scores.{i}.formula"))
+            for i, sc in enumerate(target.scores)}
 
 
 def declared_score(target: TargetInfo, rated: list[Rating], results: list[CriterionResult], *, resamples: int,
