@@ -19,6 +19,10 @@ numerator and the denominator of every statistic, flags included; a conversation
 relevant rating (or no applicable criterion) leaves every per-conversation statistic. Both are
 counted (``not_relevant_*``). Levels are ordered best to worst; "at it or worse" follows that order.
 
+Per dimension (``pct_best_practice[DETECT]``): every quantity but ``points_score`` over the ratings
+whose unit is that code alone, computed on demand for a formula that reads it, on the report's
+own resample counts (so overall and per-dimension figures share one draw).
+
 Inputs are plain records; a record that contradicts the scale (unknown level, missing flag,
 a unit rated twice) raises ``ValueError``: nothing is filled in.
 """
