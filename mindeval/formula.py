@@ -7,6 +7,10 @@ A formula is one expression of numbers, the names of reported quantities (``pct_
 
     max(0, (50 + pct_best_practice / 2) * (1 - pct_high_harm / 100) ** 2)
 
+The one subscript allowed is ``QUANTITY[CODE]``: a reported quantity computed over the ratings of
+one dimension only (``pct_best_practice[DETECT]``); both parts are bare names, the code one of the
+target's dimension codes. It reads as the single quantity name ``"pct_best_practice[DETECT]"``.
+
 The text is read with :func:`ast.parse` (``mode="eval"``) and only a whitelist of node types is
 accepted; nothing of it is ever passed to ``eval``, ``exec`` or ``compile``. Evaluation is
 numpy's, element-wise, so one formula gives the point value and every bootstrap resample at once;
@@ -87,6 +91,23 @@ def _refuse(node: ast.AST, text: str, why: str) -> FormulaError:
     return FormulaError(f"'{token}' is not allowed: {why}", token, column)
 
 
+def split_name(name: str) -> tuple[str, str | None]:
+    """``"q[CODE]"`` -> ``("q", "CODE")``; a plain quantity name -> ``(name, None)``."""
+    if name.endswith("]") and "[" in name:
+        base, code = name[:-1].split("[", 1)
+        return base, code
+    return name, None
+
+
+def _key(node: ast.AST) -> str:
+    """The quantity name a checked Name or ``NAME[CODE]`` subscript reads."""
+    if isinstance(node, ast.Subscript):
+        assert isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Name)  # checked by parse_formula
+        return f"{node.value.id}[{node.slice.id}]"
+    assert isinstance(node, ast.Name)
+    return node.id
+
+
 class Formula:
     """A checked formula: its text, the quantity names it reads, and its evaluation."""
 
@@ -95,17 +116,27 @@ class Formula:
         self._tree = tree
         self._columns = names  # quantity name -> column of its first use
         self.names = frozenset(names)
+        self.units = frozenset(code for n in names if (code := split_name(n)[1]) is not None)  # dimension codes
 
     def __repr__(self) -> str:
         return f"Formula({self.text!r})"
 
     def check_names(self, known: Collection[str]) -> None:
         """Raise naming the first quantity the formula reads that is not in ``known``."""
+        plain = sorted(n for n in known if split_name(n)[1] is None)
+        codes = sorted({c for n in known if (c := split_name(n)[1]) is not None})
         for name, column in self._columns.items():
+            base, code = split_name(name)
+            if base not in plain:
+                shown = ", ".join(plain[:20]) + (", ..." if len(plain) > 20 else "")
+                raise FormulaError(f"'{base}' is not a reported quantity of this target ({shown or 'none'})",
+                                   base, column)
+            if code is not None and code not in codes:
+                shown = ", ".join(codes) or "none: per-dimension quantities need conversation-level judging"
+                raise FormulaError(f"'{code}' is not a dimension code of this target ({shown})", code,
+                                   self.text.find(code, column - 1 + len(base)) + 1)
             if name not in known:
-                shown = ", ".join(sorted(known)[:20]) + (", ..." if len(known) > 20 else "")
-                raise FormulaError(f"'{name}' is not a reported quantity of this target ({shown or 'none'})",
-                                   name, column)
+                raise FormulaError(f"'{base}' is not reported per dimension", name, column)
 
     def evaluate(self, values: Mapping[str, Any]) -> Any:
         """The formula's value for ``values`` (numbers or equal-shape arrays); non-finite results are NaN."""
@@ -130,13 +161,14 @@ class Formula:
 
 def _first_cause(node: ast.AST, values: Mapping[str, float], text: str) -> str | None:
     """The first part of ``node`` (depth first) that makes it undefined, in words."""
-    children = node.args if isinstance(node, ast.Call) else ast.iter_child_nodes(node)  # not a call's name
+    children = node.args if isinstance(node, ast.Call) else [] if isinstance(node, ast.Subscript) \
+        else ast.iter_child_nodes(node)  # not a call's name, not a subscript's parts
     for child in children:
         if isinstance(child, ast.expr) and (cause := _first_cause(child, values, text)):
             return cause
     np = _np()
-    if isinstance(node, ast.Name) and not np.isfinite(values[node.id]):
-        return f"{node.id} is undefined (no rated unit counts toward it)"
+    if isinstance(node, (ast.Name, ast.Subscript)) and not np.isfinite(values[_key(node)]):
+        return f"{_key(node)} is undefined (no rated unit counts toward it)"
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and _eval(node.right, values) == 0:
         return f"division by zero in '{ast.get_source_segment(text, node)}' " \
                f"({ast.get_source_segment(text, node.right)} = 0)"
@@ -148,8 +180,8 @@ def _first_cause(node: ast.AST, values: Mapping[str, float], text: str) -> str |
 def _eval(node: ast.AST, values: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
         return _np().float64(node.value)
-    if isinstance(node, ast.Name):
-        return _np().asarray(values[node.id], dtype=float)
+    if isinstance(node, (ast.Name, ast.Subscript)):
+        return _np().asarray(values[_key(node)], dtype=float)
     if isinstance(node, ast.UnaryOp):
         return _UNARY[type(node.op)][1](_eval(node.operand, values))  # type: ignore[misc]
     if isinstance(node, ast.BinOp):
@@ -206,7 +238,9 @@ def _check(node: ast.AST, text: str, names: dict[str, int]) -> None:
         _check_call(node, text)
         for arg in node.args:
             _check(arg, text, names)
-    elif isinstance(node, (ast.Attribute, ast.Subscript)):
+    elif isinstance(node, ast.Subscript):
+        _check_subscript(node, text, names)
+    elif isinstance(node, ast.Attribute):
         raise _refuse(node, text, "attribute access and indexing are refused")
     else:
         raise _refuse(node, text, f"use {_ALLOWED}")
@@ -229,6 +263,17 @@ def _check_name(node: ast.Name, text: str, names: dict[str, int]) -> None:
     if node.id in FUNCTIONS:
         raise _refuse(node, text, f"{node.id} is a function: call it, {node.id}(...)")
     names.setdefault(node.id, node.col_offset + 1)
+
+
+def _check_subscript(node: ast.Subscript, text: str, names: dict[str, int]) -> None:
+    """Only ``QUANTITY[CODE]``, both bare names (a dimension's quantity); any other indexing is refused."""
+    value, code = node.value, node.slice
+    if not (isinstance(value, ast.Name) and isinstance(code, ast.Name) and isinstance(node.ctx, ast.Load)):
+        raise _refuse(node, text, "indexing is refused, except QUANTITY[DIMENSION] with a dimension code")
+    _check_name(value, text, {})
+    if code.id.startswith("_"):
+        raise _refuse(code, text, "names starting with an underscore are refused")
+    names.setdefault(_key(node), node.col_offset + 1)
 
 
 def _check_exponent(node: ast.expr, text: str) -> None:

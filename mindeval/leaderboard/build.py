@@ -23,7 +23,7 @@ from .human_scale import HumanScaleDiff, HumanScaleScore, human_scale, unmatched
 from .loading import RunData, criteria_of, load_run
 from .pooling import PooledSystem, describe, pool_runs
 from .refusals import refusal_warnings
-from .score import HeadlineScore, headline_score, score_order
+from .score import HeadlineScore, NamedScoreValues, headline_score, other_scores, score_order
 from .systems import assign_labels, check_compatible, check_same_target, group_by_setup, system_key
 from .table import MIN_RESAMPLES, StatsSettings, SystemScores, Table, compute_table
 from .verbosity import VerbosityCounts
@@ -115,6 +115,7 @@ class Leaderboard(BaseModel):
     run_data: dict[str, RunData] = Field(default_factory=dict, exclude=True)
     pooled: list[PooledSystem] = Field(default_factory=list)  # rows that pool runs (patient models)
     score: HeadlineScore | None = None  # the target's declared score (ranks the table)
+    scores: list[NamedScoreValues] = Field(default_factory=list)  # its other named scores (target.yaml scores)
     with_corrections: bool = False  # judge values with reviewers' corrections applied (--with-corrections)
     by_session: list[SessionRow] = Field(default_factory=list)  # --by session: per system and session number
 
@@ -199,8 +200,7 @@ def build_leaderboard(
     rank_by = target.rank_by
     if rank_by != "average":
         table = rerank(table, rank_by, by_label)
-    score = headline_score(target, by_label, resamples=settings.resamples, seed=settings.seed, alpha=settings.alpha,
-                           sided=settings.sided, level=settings.level)
+    score, others = _declared_scores(target, by_label, settings)
     if score is not None:
         rank_by = "score"
         order = sorted(table.systems, key=lambda s: (score_order(score, s.label), s.rank))
@@ -212,10 +212,19 @@ def build_leaderboard(
     return Leaderboard(
         target=target, safety=safety, table=table, runs=infos, verbosity=verbosity,
         pooled=[describe(labels[path], group) for path, group in members.items()], score=score,
+        scores=others,
         breakdowns=breakdowns, comparisons=comparisons, excluded=excluded, warnings=warnings, incomplete=incomplete,
         levels=levels, rank_by=rank_by, label_panels=label_panels([(labels[r.path], r) for r in scored], settings),
         run_data=by_label, with_corrections=with_corrections, by_session=session_rows(target, by, table, by_label, settings),
     )
+
+
+def _declared_scores(target: TargetInfo, by_label: dict[str, RunData],
+                     settings: StatsSettings) -> tuple[HeadlineScore | None, list[NamedScoreValues]]:
+    """The declared headline score (it ranks the table) and the target's other named scores."""
+    same = {"resamples": settings.resamples, "seed": settings.seed, "level": settings.level}
+    return (headline_score(target, by_label, alpha=settings.alpha, sided=settings.sided, **same),
+            other_scores(target, by_label, **same))
 
 
 def _check_by(target: TargetInfo, by: Sequence[str]) -> None:

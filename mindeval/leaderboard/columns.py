@@ -21,6 +21,7 @@ from typing import Any
 from .build import Leaderboard, SystemHarm
 from .human_scale import HumanScaleScore
 from .refusals import SystemRefusals, any_refused, refusal_cell, refusal_rates
+from .score import SystemScoreValue
 from .table import SystemResult
 
 Cell = Callable[[Leaderboard, SystemResult], Any]
@@ -171,7 +172,11 @@ def _levels_csv(lb: Leaderboard) -> list[Field]:
 def score_cell(lb: Leaderboard, s: SystemResult) -> str:
     """``61.2 [55.0, 67.1]``: the declared score and its 95% bootstrap interval over profiles."""
     assert lb.score is not None
-    v = lb.score.of(s.label)
+    return value_cell(lb.score.of(s.label))
+
+
+def value_cell(v: SystemScoreValue) -> str:
+    """A score's value and interval (``n/a (why)`` when undefined)."""
     if v.value is None:
         return f"n/a ({v.why})" if v.why else "n/a"
     ci = "" if v.ci_low is None or v.ci_high is None else f" [{num(v.ci_low)}, {num(v.ci_high)}]"
@@ -186,6 +191,22 @@ def _score_value_csv(lb: Leaderboard) -> list[Field]:
             return "" if v is None else f"{v:.6f}"
         return get
     return [Field(f"score_{x}", value(x)) for x in ("value", "ci_low", "ci_high")]
+
+
+def _named_fields(text: Callable[[str], str]) -> Fields:
+    """One column per other named score: ``label [95% CI]``."""
+    return lambda lb: [Field(text(f"{n.label} [95% CI]"), lambda lb, s, n=n: text(value_cell(n.of(s.label))))
+                       for n in lb.scores]
+
+
+def _named_csv(lb: Leaderboard) -> list[Field]:
+    def value(i: int, x: str) -> Cell:
+        def get(lb: Leaderboard, s: SystemResult) -> Any:
+            v = getattr(lb.scores[i].of(s.label), x)
+            return "" if v is None else f"{v:.6f}"
+        return get
+    return [Field(f"score_{n.name}_{x}", value(i, x)) for i, n in enumerate(lb.scores)
+            for x in ("value", "ci_low", "ci_high")]
 
 
 def human_of(lb: Leaderboard, system: str, criterion: str = "average") -> HumanScaleScore | None:
@@ -268,6 +289,8 @@ COLUMNS: list[Column] = [
            latex=lambda lb: [Field(latex_escape(f"{lb.score.label} [95% CI]"),  # type: ignore[union-attr]
                                    lambda lb, s: latex_escape(score_cell(lb, s)))],
            csv=_score_value_csv),
+    Column("named_scores", applies=lambda lb: bool(lb.scores), markdown=_named_fields(md_escape),
+           latex=_named_fields(latex_escape), csv=_named_csv),
     Column("n", markdown=one("n", lambda lb, s: str(s.n)), csv=one("n", lambda lb, s: s.n)),
     Column("scored", markdown=one("Scored", lambda lb, s: lb.coverage(s.label)
                                   + (" INCOMPLETE" if s.label in lb.incomplete else ""))),

@@ -259,7 +259,7 @@ def to_latex(lb: Leaderboard) -> str:
 
 def to_json(lb: Leaderboard) -> dict[str, Any]:
     """The whole leaderboard; ``target`` and ``safety`` only when there is something to say."""
-    drop = {k for k in ("safety", "levels", "pooled", "score", "human_scale", "human_pairs", "by_session")
+    drop = {k for k in ("safety", "levels", "pooled", "score", "scores", "human_scale", "human_pairs", "by_session")
             if not getattr(lb, k)}
     if lb.rank_by == "average":
         drop.add("rank_by")

@@ -17,7 +17,7 @@ import math
 from pydantic import BaseModel
 
 from ..records import TargetInfo
-from ..scoring import RunScore, declared_score, formula_of, ratings, scale_spec
+from ..scoring import RunScore, declared_score, formula_of, named_scores, ratings, scale_spec
 from ..stats import rng_for
 from ..stats.reply_scales import paired_score_test
 from ..stats.scale_spec import Rating
@@ -83,6 +83,39 @@ def headline_score(target: TargetInfo, runs: dict[str, RunData], *, resamples: i
                                significant=t.p_value is not None and t.p_value < alpha))
     return HeadlineScore(label=target.score.label, formula=target.score.formula,
                          higher_is_better=target.score.higher_is_better, systems=systems, pairs=pairs)
+
+
+class NamedScoreValues(BaseModel):
+    """One of the target's other named scores (target.yaml ``scores``, not the headline): each
+    system's value and 95% interval (the same profile resamples as its headline's); no ranking, no tests."""
+
+    name: str
+    label: str
+    formula: str
+    higher_is_better: bool
+    systems: list[SystemScoreValue]
+
+    def of(self, system: str) -> SystemScoreValue:
+        return next(s for s in self.systems if s.system == system)
+
+
+def other_scores(target: TargetInfo, runs: dict[str, RunData], *, resamples: int, seed: int,
+                 level: float) -> list[NamedScoreValues]:
+    """Every named score but the headline, for every system (``runs`` by label)."""
+    others = [sc for sc in target.scores if not sc.headline]
+    if not others:
+        return []
+    values: dict[str, list[SystemScoreValue]] = {sc.name: [] for sc in others}
+    for label, run in runs.items():
+        ests = named_scores(target, run_ratings(run), run.criteria, resamples=resamples, rng_key=label, seed=seed,
+                            level=level)
+        for sc in others:
+            est = ests[sc.name]
+            ci = est.ci95 or (None, None)
+            values[sc.name].append(SystemScoreValue(system=label, value=est.value, ci_low=ci[0], ci_high=ci[1],
+                                                    why=est.why))
+    return [NamedScoreValues(name=sc.name, label=sc.label, formula=sc.formula, higher_is_better=sc.higher_is_better,
+                             systems=values[sc.name]) for sc in others]
 
 
 def score_order(score: HeadlineScore, label: str) -> float:

@@ -57,6 +57,16 @@ class ScoreInfo(BaseModel):
     weights: dict[str, float] | None = None  # per level id, when the scale has weights
 
 
+class NamedScoreInfo(BaseModel):
+    """One of a target's several declared scores (target.yaml ``scores``) as recorded in ``config.json``."""
+
+    name: str
+    formula: str
+    label: str = "Score"
+    higher_is_better: bool = True
+    headline: bool = False
+
+
 class TargetInfo(BaseModel):
     """The ``target`` block of a run's ``config.json``: what every reader needs to know of the
     target from the run directory alone (older MindEval files have none: mindeval.rundir adds it)."""
@@ -78,6 +88,7 @@ class TargetInfo(BaseModel):
     roles: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_ROLES))  # transcript labels
     legacy_files: bool = False  # rows and summary carry no target fields (MindEval's, pinned: identity_view)
     score: ScoreInfo | None = None  # the declared headline score (the leaderboard ranks by it)
+    scores: list[NamedScoreInfo] = Field(default_factory=list)  # several named scores (one is the headline)
     sessions: int = 1  # sessions per conversation (> 1: a memory step between them)
     patient_can_end: str | None = None  # a patient turn holding this marker ends its session (conversation)
 
@@ -88,7 +99,8 @@ class TargetInfo(BaseModel):
     @model_serializer(mode="wrap")
     def _serialize(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        for key in ("not_relevant", "question_mode", "questions", "labels", "profile_labels", "reply_scale", "points"):
+        for key in ("not_relevant", "question_mode", "questions", "labels", "profile_labels", "reply_scale", "points",
+                    "scores"):
             if not data.get(key):
                 data.pop(key, None)
         if data.get("unit") == "conversation":

@@ -5,6 +5,7 @@ from .blocks import (
     criteria,
     declared_score,
     formula_of,
+    named_scores,
     ratings,
     reply_ratings,
     scale_spec,
@@ -23,6 +24,6 @@ from .scorer import (
     score_run,
 )
 
-__all__ = ["AVERAGE", "InteractionScore", "RunScore", "Unit", "as_floats", "criteria", "declared_score", "formula_of",
+__all__ = ["AVERAGE", "InteractionScore", "RunScore", "Unit", "as_floats", "criteria", "declared_score", "formula_of", "named_scores",
            "per_profile", "profile_means", "ratings", "relevant_scores", "reply_ratings", "run_levels",
            "scale_spec", "score_run", "summary_blocks"]

@@ -69,13 +69,27 @@ def ratings(rs: RunScore, where: str = "") -> list[Rating]:
     return out
 
 
-def formula_of(target: TargetInfo, spec: ScaleSpec) -> Formula:
-    """The target's declared formula, checked against the quantities ``spec`` reports."""
-    assert target.score is not None
+def formula_of(target: TargetInfo, spec: ScaleSpec, text: str | None = None,
+               field: str = "config.target.score.formula") -> Formula:
+    """The target's declared formula (or ``text``, one of its named scores), checked against the
+    quantities ``spec`` reports, per dimension too (``NAME[CODE]``) unless replies are the unit."""
+    assert text is not None or target.score is not None
+    units = () if target.unit == "reply" else target.axes
     try:
-        return parse_formula(target.score.formula, quantity_names(spec))
+        return parse_formula(text if text is not None else target.score.formula,  # type: ignore[union-attr]
+                             quantity_names(spec, units))
     except FormulaError as exc:
-        raise MindEvalError(str(exc), field="config.target.score.formula") from None
+        raise MindEvalError(str(exc), field=field) from None
+
+
+def named_scores(target: TargetInfo, rated: list[Rating], results: list[CriterionResult], *, resamples: int,
+                 rng_key: str, seed: int = 0, level: float = 0.95) -> dict[str, ScoreEstimate]:
+    """Each of the target's named scores (``scores``) over one system's rated units: one scale
+    report, so every score's interval reads the same profile resamples as the headline's."""
+    spec = scale_spec(target)
+    report = scale_report(spec, rated, results, resamples=resamples, rng=rng_for(seed, "score", rng_key), level=level)
+    return {sc.name: report.score(formula_of(target, spec, sc.formula, f"config.target.scores.{i}.formula"))
+            for i, sc in enumerate(target.scores)}
 
 
 def declared_score(target: TargetInfo, rated: list[Rating], results: list[CriterionResult], *, resamples: int,
@@ -122,6 +136,8 @@ def summary_blocks(rs: RunScore, seed: int = 0, resamples: int = DEFAULT_RESAMPL
         extra["points"] = points_block(rs.judgments, t, rs.profile_of, seed, resamples)
     if t.score is not None:
         extra["score"] = _score_block(rs, seed, resamples)
+    if t.scores:
+        extra["scores"] = _scores_block(rs, seed, resamples)
     if t.profile_labels:
         extra["by_label"] = label_breakdowns(rs)
     if t.sessions > 1:
@@ -140,6 +156,19 @@ def _score_block(rs: RunScore, seed: int, resamples: int) -> dict[str, Any]:
     except MindEvalError as exc:
         return {**head, "value": None, "ci95": None, "why": exc.message}
     return {**head, **est.model_dump(mode="json", exclude=set() if est.why else {"why"})}
+
+
+def _scores_block(rs: RunScore, seed: int, resamples: int) -> dict[str, Any]:
+    """The summary's ``scores``: name -> label, formula, direction, headline, value, ci95 (and
+    ``why`` when undefined); the headline's value is the ``score`` block's (same resamples)."""
+    t = rs.target
+    heads = {sc.name: sc.model_dump(mode="json", exclude={"name"}) for sc in t.scores}
+    try:
+        ests = named_scores(t, ratings(rs), criteria(rs), resamples=resamples, rng_key="summary", seed=seed)
+    except MindEvalError as exc:
+        return {name: {**head, "value": None, "ci95": None, "why": exc.message} for name, head in heads.items()}
+    return {name: {**head, **ests[name].model_dump(mode="json", exclude=set() if ests[name].why else {"why"})}
+            for name, head in heads.items()}
 
 
 def by_session_block(rs: RunScore, seed: int = 0, resamples: int = DEFAULT_RESAMPLES) -> dict[str, Any]:

@@ -19,6 +19,10 @@ numerator and the denominator of every statistic, flags included; a conversation
 relevant rating (or no applicable criterion) leaves every per-conversation statistic. Both are
 counted (``not_relevant_*``). Levels are ordered best to worst; "at it or worse" follows that order.
 
+Per dimension (``pct_best_practice[DETECT]``): every quantity but ``points_score`` over the ratings
+whose unit is that code alone, computed on demand for a formula that reads it, on the report's
+own resample counts (so overall and per-dimension figures share one draw).
+
 Inputs are plain records; a record that contradicts the scale (unknown level, missing flag,
 a unit rated twice) raises ``ValueError``: nothing is filled in.
 """
@@ -31,7 +35,7 @@ from collections.abc import Iterable
 import numpy as np
 from pydantic import BaseModel, PrivateAttr
 
-from ..formula import Formula
+from ..formula import Formula, split_name
 from .bootstrap import cluster_counts, percentile_interval
 from .scale_spec import NATURAL_UNITS, CriterionResult, Rating, ScaleSpec
 
@@ -92,25 +96,32 @@ class ScaleReport(BaseModel):
 
     _draws: dict[str, np.ndarray] = PrivateAttr(default_factory=dict)  # quantity -> resampled values
     _level: float = PrivateAttr(default=0.95)
+    _table: _Table | None = PrivateAttr(default=None)
+    _weights: np.ndarray | None = PrivateAttr(default=None)  # row 0 ones, then the resample counts
 
-    def quantities(self) -> dict[str, float]:
-        """Every reported quantity by the name a headline formula uses (NaN: undefined)."""
-        return {k: float(v[0]) for k, v in self._formula_values().items()}
+    def quantities(self, units: Iterable[str] = ()) -> dict[str, float]:
+        """Every reported quantity by the name a headline formula uses (NaN: undefined); with
+        ``units``, also each one's per-dimension quantities (``pct_best_practice[DETECT]``)."""
+        return {k: float(v[0]) for k, v in self._formula_values(units).items()}
 
     def score(self, formula: Formula) -> ScoreEstimate:
         """A headline formula's value and its interval over the report's shared resamples (an
         undefined value says why: :meth:`~mindeval.formula.Formula.why_undefined`)."""
-        est = _estimate(formula.evaluate(self._formula_values()), self._level)
-        why = None if est.value is not None else formula.why_undefined(self.quantities())
+        values = self._formula_values(formula.units)
+        est = _estimate(formula.evaluate(values), self._level)
+        why = None if est.value is not None else formula.why_undefined({k: float(v[0]) for k, v in values.items()})
         return ScoreEstimate(value=est.value, ci95=est.ci95, why=why)
 
-    def _formula_values(self) -> dict[str, np.ndarray]:
-        return formula_units(self._draws)
+    def _formula_values(self, units: Iterable[str] = ()) -> dict[str, np.ndarray]:
+        draws = dict(self._draws)
+        if units and self._table is not None and self._weights is not None:
+            draws.update(unit_draws(self._table, self._weights, units))
+        return formula_units(draws)
 
 
 def formula_units(draws: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Quantities in a formula's units: ``pct_`` quantities as percentages."""
-    return {k: v if k in NATURAL_UNITS else 100 * v for k, v in draws.items()}
+    return {k: v if split_name(k)[0] in NATURAL_UNITS else 100 * v for k, v in draws.items()}
 
 
 # ----------------------------------------------------------------------------- tables
@@ -119,11 +130,12 @@ def formula_units(draws: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 class _Table:
     """Per conversation: counts of relevant ratings per level and flag, weights, points."""
 
-    def __init__(self, spec: ScaleSpec, ratings: Iterable[Rating], criteria: Iterable[CriterionResult]) -> None:
+    def __init__(self, spec: ScaleSpec, ratings: Iterable[Rating], criteria: Iterable[CriterionResult],
+                 index: _Table | None = None) -> None:
         self.spec = spec
-        self.ids: dict[str, int] = {}
-        self.profile_of: list[str] = []
-        rows = list(ratings)
+        self.ids: dict[str, int] = dict(index.ids) if index else {}  # ``index``: share its conversation columns
+        self.profile_of: list[str] = list(index.profile_of) if index else []
+        rows = self.rows = list(ratings)
         results = list(criteria)
         for r in [*rows, *results]:
             self._index(r.profile, r.conversation)
@@ -190,6 +202,12 @@ class _Table:
         for conv, have in given.items():
             if have != set(points):
                 raise ValueError(f"conversation {conv} lacks criterion {sorted(set(points) - have)[0]}")
+
+    def only(self, unit: str) -> _Table:
+        """The table of the ratings of one unit (a dimension code), on the same conversation columns
+        (so the same resample counts apply); no points criteria (they belong to no dimension)."""
+        return _Table(self.spec.model_copy(update={"points": {}}), [r for r in self.rows if r.unit == unit], (),
+                      index=self)
 
     @property
     def n(self) -> np.ndarray:
@@ -261,6 +279,12 @@ def _level_draws(t: _Table, w: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
+def unit_draws(t: _Table, w: np.ndarray, units: Iterable[str]) -> dict[str, np.ndarray]:
+    """Every quantity of each unit's ratings alone (``pct_best_practice[DETECT]``), on the same
+    resample counts ``w`` as the whole (one draw shared by the overall and per-dimension values)."""
+    return {f"{k}[{u}]": v for u in sorted(set(units)) for k, v in _level_draws(t.only(u), w).items()}
+
+
 def scale_report(spec: ScaleSpec, ratings: Iterable[Rating] = (), criteria: Iterable[CriterionResult] = (), *,
                  resamples: int, rng: np.random.Generator, level: float = 0.95) -> ScaleReport:
     """Every statistic of the module docstring for one system's ratings and criterion results."""
@@ -289,6 +313,7 @@ def scale_report(spec: ScaleSpec, ratings: Iterable[Rating] = (), criteria: Iter
         rows=_rows(t))
     report._draws = q
     report._level = level
+    report._table, report._weights = t, w
     return report
 
 
@@ -333,9 +358,9 @@ def paired_score_test(spec: ScaleSpec, formula: Formula, a: Iterable[Rating | Cr
     side = np.array([conv.startswith("b\x00") for conv in t.ids], dtype=float)
     codes = np.array([shared.index(p) for p in t.profile_of], dtype=np.int64)
     swap = np.vstack([np.zeros((1, len(shared))), rng.integers(0, 2, size=(resamples, len(shared)))])[:, codes]
-    w_a = np.abs(side - swap)  # 1 where the conversation counts for a in this resample
-    fa = np.asarray(formula.evaluate(formula_units(_level_draws(t, w_a))), dtype=np.float64)
-    fb = np.asarray(formula.evaluate(formula_units(_level_draws(t, 1.0 - w_a))), dtype=np.float64)
+    w_a = 1.0 - np.abs(side - swap)  # 1 where the conversation counts for a in this resample (row 0: a's own)
+    fa, fb = (np.asarray(formula.evaluate(formula_units({**_level_draws(t, w), **unit_draws(t, w, formula.units)})),
+                         dtype=np.float64) for w in (w_a, 1.0 - w_a))
     d = fa - fb
     if not np.isfinite(d[0]):
         return ScoreTest(n_shared=len(shared), diff=None, p_value=None)

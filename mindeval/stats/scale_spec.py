@@ -3,6 +3,8 @@ plain data :mod:`mindeval.stats.reply_scales` computes with (no numpy here: a ta
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 NATURAL_UNITS = frozenset({"mean_weight", "p99_weight", "points_score"})  # every other quantity is a percentage
@@ -50,8 +52,15 @@ class CriterionResult(BaseModel):
     met: bool | None
 
 
-def quantity_names(spec: ScaleSpec) -> list[str]:
-    """The names a headline formula may read for ``spec`` (``pct_`` quantities are percentages)."""
+def quantity_names(spec: ScaleSpec, units: Iterable[str] = ()) -> list[str]:
+    """The names a headline formula may read for ``spec`` (``pct_`` quantities are percentages);
+    with ``units`` (dimension codes) also each quantity over one unit's ratings, ``NAME[CODE]``
+    (no ``points_score``: points criteria belong to no dimension)."""
+    plain = _plain_names(spec)
+    return plain + [f"{q}[{u}]" for u in units for q in plain if q != "points_score"]
+
+
+def _plain_names(spec: ScaleSpec) -> list[str]:
     out: list[str] = []
     for lv in spec.levels:
         out += [f"pct_{lv}", f"conv_pct_{lv}", f"incident_pct_{lv}", f"worst_pct_{lv}"]

@@ -22,7 +22,7 @@ from ..formula import FormulaError, parse_formula
 from ..prompts import ALLOWED_FIELDS, LabelScope
 from ..records import DEFAULT_ROLES
 from ..resources import targets_dir
-from .schema import snake
+from .schema import Problems, raise_problems, snake
 from .yaml_errors import validation_problems
 
 MANIFEST = "target.yaml"
@@ -126,6 +126,44 @@ class TargetScore(BaseModel):
         return v
 
 
+class NamedScore(TargetScore):
+    """One of several declared scores (target.yaml ``scores``): a name, and whether it is the
+    headline the leaderboard ranks by (exactly one is); its label defaults to its name."""
+
+    name: Annotated[str, AfterValidator(lambda v: snake(v, "score name"))]
+    headline: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _label(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "label" not in data and isinstance(data.get("name"), str):
+            return {**data, "label": data["name"]}
+        return data
+
+    def headline_score(self) -> TargetScore:
+        return TargetScore(formula=self.formula, label=self.label, higher_is_better=self.higher_is_better)
+
+
+def _named_scores(v: list[NamedScore] | None) -> list[NamedScore] | None:
+    """Several scores: at least one, names unique, exactly one headline."""
+    if v is None:
+        return v
+    if not v:
+        raise ValueError("scores must list at least one score (or leave scores out)")
+    problems: list[tuple[tuple[Any, ...], str]] = []
+    first: dict[str, int] = {}
+    for i, sc in enumerate(v):
+        if sc.name in first:
+            problems.append(((i, "name"), f"duplicate score name '{sc.name}' (scores {first[sc.name]} and {i})"))
+        first.setdefault(sc.name, i)
+    heads = [i for i, sc in enumerate(v) if sc.headline]
+    if len(heads) != 1:
+        where: tuple[Any, ...] = (heads[1], "headline") if heads else ()
+        problems.append((where, f"exactly one score must be the headline (headline: true), not {len(heads)}"))
+    raise_problems(problems)
+    return v
+
+
 class TargetManifest(BaseModel):
     """``target.yaml``."""
 
@@ -146,6 +184,8 @@ class TargetManifest(BaseModel):
     labels: TargetLabels | None = None
     rank_by: Literal["average", "harm_share", "all_best"] = "average"  # the leaderboard's ranking metric
     score: TargetScore | None = None  # a declared headline score over the reported quantities
+    # Several named scores (instead of score): one headline ranks, the others are reported beside it.
+    scores: Annotated[list[NamedScore] | None, AfterValidator(_named_scores)] = None
     # Pinned compatibility (the built-in mindeval target only): its runs' files carry no target
     # fields (no config.json block, no summary "target"), its leaderboard has MindEval's own
     # title, so they stay byte-identical to those of the code before targets.
@@ -154,6 +194,25 @@ class TargetManifest(BaseModel):
     # sub-axes): their judge (--judge-protocol paper, --transcript-format authors), few-shot
     # examples from their ratings, and their criterion mapping for human ratings apply.
     authors_release: bool = False
+
+    @model_validator(mode="after")
+    def _one_score_field(self) -> TargetManifest:
+        if self.score is not None and self.scores is not None:
+            raise Problems([(("scores",), "give either score (the single headline) or scores (several, "
+                                          "one with headline: true), not both")])
+        return self
+
+    def headline(self) -> TargetScore | None:
+        """The declared headline score: ``score``, or the one of ``scores`` marked headline."""
+        if self.scores:
+            return next(sc for sc in self.scores if sc.headline).headline_score()
+        return self.score
+
+    def declared(self) -> list[tuple[str, TargetScore]]:
+        """Every declared formula with its target.yaml location (``score`` or ``scores.N``)."""
+        if self.scores:
+            return [(f"scores.{i}", sc) for i, sc in enumerate(self.scores)]
+        return [("score", self.score)] if self.score is not None else []
 
 
 def builtin_names() -> list[str]:
@@ -212,7 +271,7 @@ def files_only(path: Path, problems: list[MindEvalError]) -> TargetManifest | No
     data, _, _ = read_manifest(path)
     if data is None:
         return None
-    bad = {(p.field or "").split(".")[0] for p in problems} - {"labels", "score"}
+    bad = {(p.field or "").split(".")[0] for p in problems} - {"labels", "score", "scores"}
     data = {k: v for k, v in data.items() if k not in bad}  # a field with its own problem keeps its default
     labels = data.get("labels")
     if labels is not None and not labels_bad(problems):
@@ -228,8 +287,12 @@ def files_only(path: Path, problems: list[MindEvalError]) -> TargetManifest | No
         score = TargetScore.model_validate(data["score"]) if data.get("score") is not None else None
     except ValidationError:
         score = None
+    try:
+        scores = _named_scores([NamedScore.model_validate(x) for x in data["scores"]]) if data.get("scores") else None
+    except (ValidationError, ValueError, TypeError):
+        scores = None
     return TargetManifest.model_construct(**{**data, "prompts": TargetPrompts(**data["prompts"]), "labels": labels,
-                                             "score": score})
+                                             "score": None if scores else score, "scores": scores})
 
 
 def labels_bad(problems: list[MindEvalError]) -> bool:

@@ -12,6 +12,7 @@ from ..formula import Formula, FormulaError, parse_formula
 from ..prompts import LabelScope, PromptTemplate, load_template, resolve_path
 from ..records import DEFAULT_ROLES, DEFAULT_TARGET, Profile, TargetInfo, load_profiles
 from ..resources import guidelines_dir, targets_dir
+from ..stats.scale_spec import quantity_names
 from .guidelines import Guidelines, load_guidelines
 from .manifest import (
     BUILTIN_PREFIX,
@@ -115,16 +116,21 @@ class Target:
         return load_guidelines(self.guidelines_path)
 
     def score_formula(self) -> Formula | None:
-        """The declared headline score, its names checked against the guidelines' quantities
-        (``None``: the target declares none); raises naming target.yaml:line:score.formula."""
-        decl = self.manifest.score
-        if decl is None:
-            return None
-        try:
-            return parse_formula(decl.formula, self.guidelines.quantity_names())
-        except FormulaError as exc:
-            raise MindEvalError(str(exc), path=self.path, line=line_of_key(self.path, "score.formula"),
-                                field="score.formula") from None
+        """The declared headline score, every declared formula's names checked against the
+        guidelines' quantities (per dimension too: ``NAME[CODE]``, conversation-level judging);
+        ``None``: the target declares none. Raises naming target.yaml:line:score.formula (or
+        ``scores.N.formula``)."""
+        g = self.guidelines
+        known = quantity_names(g.scale_spec(), () if g.judging_unit == "reply" else g.axis_codes)
+        for where, decl in self.manifest.declared():
+            try:
+                parse_formula(decl.formula, known)
+            except FormulaError as exc:
+                field = f"{where}.formula"
+                raise MindEvalError(str(exc), path=self.path, line=line_of_key(self.path, field),
+                                    field=field) from None
+        head = self.manifest.headline()
+        return None if head is None else parse_formula(head.formula, known)
 
     @property
     def profiles_path(self) -> Path | None:
@@ -222,8 +228,10 @@ class Target:
             out["sessions"] = self.manifest.sessions
         if self.manifest.patient_can_end is not None:
             out["patient_can_end"] = self.manifest.patient_can_end
-        if (score := self.manifest.score) is not None:
+        if (score := self.manifest.headline()) is not None:
             out["score"] = {**score.model_dump(), **({"weights": w} if (w := g.scale_spec().weights) else {})}
+        if self.manifest.scores:
+            out["scores"] = [sc.model_dump() for sc in self.manifest.scores]
         if self.manifest.labels is not None:
             out["labels"] = self.manifest.labels.fields
             out["profile_labels"] = self.profile_labels()

@@ -98,7 +98,7 @@ def _guidelines_problems(target: Target) -> list[MindEvalError]:
 
 def _score_problems(target: Target) -> list[MindEvalError]:
     """The headline score reads only quantities the guidelines report (checked once they are valid)."""
-    if target.manifest.score is None or not target.guidelines_path.is_file() \
+    if not target.manifest.declared() or not target.guidelines_path.is_file() \
             or guideline_problems(target.guidelines_path):
         return []
     try:

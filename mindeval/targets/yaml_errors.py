@@ -68,6 +68,7 @@ def yaml_line(text: str, loc: tuple[Any, ...]) -> int | None:
 def line_of_key(path: Path, dotted: str) -> int | None:
     """1-based line of the dotted key (``score.formula``) in a YAML file (``None``: unreadable)."""
     try:
-        return yaml_line(path.read_text(encoding="utf-8"), tuple(dotted.split(".")))
+        parts = tuple(int(p) if p.isdigit() else p for p in dotted.split("."))  # a number: a list's item
+        return yaml_line(path.read_text(encoding="utf-8"), parts)
     except (OSError, UnicodeDecodeError):
         return None

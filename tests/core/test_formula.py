@@ -106,3 +106,11 @@ def test_the_language_never_reaches_python_evaluation():
     tree = ast.parse(Path(formula_module.__file__).read_text(encoding="utf-8"))
     called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     assert not called & {"eval", "exec", "compile", "__import__", "getattr"}
+
+
+def test_a_dimension_subscript_reads_one_named_quantity():
+    f = parse_formula("pct_a[DETECT] - pct_a", ["pct_a", "pct_a[DETECT]"])
+    assert f.names == {"pct_a", "pct_a[DETECT]"} and f.units == {"DETECT"}
+    assert f.evaluate({"pct_a": 10.0, "pct_a[DETECT]": 25.0}) == 15.0
+    assert f.why_undefined({"pct_a": 1.0, "pct_a[DETECT]": float("nan")}) == \
+        "pct_a[DETECT] is undefined (no rated unit counts toward it)"

@@ -35,6 +35,10 @@ class Case(NamedTuple):
     value: Any  # the key's new value (DELETE: removed)
     files: dict[str, bytes] = {}  # extra files written into the target folder first
     gap: str = ""  # a known gap: the case is expected to fail until it is fixed
+    drop: tuple[str, ...] = ()  # top-level keys removed besides (``scores`` replaces ``score``)
+
+
+HEAD = {"name": "worst", "formula": "incident_pct_major", "headline": True}
 
 
 CATALOGUE: dict[str, list[Case]] = {
@@ -67,6 +71,15 @@ CATALOGUE: dict[str, list[Case]] = {
     "score.formula": [Case("1 +"), Case("nosuch_quantity * 2"), Case("__import__('os')")],
     "score.label": [Case(""), Case({"a": 1})],
     "score.higher_is_better": [Case("maybe")],
+    "scores": [Case([HEAD]),  # with score: both at once
+               Case([], drop=("score",)),
+               Case([{**HEAD, "headline": False}], drop=("score",)),  # no headline
+               Case([HEAD, {**HEAD, "name": "other"}], drop=("score",)),  # two headlines
+               Case([HEAD, {"name": "worst", "formula": "pct_major"}], drop=("score",)),  # a duplicate name
+               Case([{**HEAD, "name": "Worst score"}], drop=("score",)),
+               Case([HEAD, {"name": "x", "formula": "pct_major[THERAPY]"}], drop=("score",)),  # reply-level: no codes
+               Case([HEAD, {"name": "x", "formula": "pct_major[0]"}], drop=("score",)),
+               Case([{**HEAD, "label": ""}], drop=("score",)), Case({"worst": HEAD}, drop=("score",))],
     "legacy_files": [Case(True), Case("maybe")],
     "authors_release": [Case(True), Case("maybe")],
     "nosuch_key": [Case(1)],  # an unknown key (not a field: the guard ignores it)
@@ -110,6 +123,8 @@ def _bad_target(tmp: Path, field: str, case: Case) -> Path:
     node = data
     for p in parents:
         node = node[p]
+    for name in case.drop:
+        data.pop(name)
     if case.value is DELETE:
         node.pop(key)
     else:
