@@ -204,17 +204,21 @@ class JudgePrompt:
 def build_judge_messages(prompt: JudgePrompt, profile: Profile, messages: Sequence[dict[str, str]], *,
                          nonce: str | None = None, fields: Mapping[str, str] | None = None,
                          labels: Mapping[str, str] | None = None,
-                         reply_turn: int | None = None, memory: str | None = None) -> list[dict[str, str]]:
+                         reply_turn: int | None = None, memory: str | None = None,
+                         clinician_system: str | None = None) -> list[dict[str, str]]:
     """The judge request: the template over the transcript; with ``nonce`` the answer-code
     instruction (:func:`~mindeval.judging.answer.answer_instruction`) follows the template's
     text. ``fields`` overrides run-wide fields (one call of an item-level rubric,
     :mod:`mindeval.judging.items`); ``labels`` the profile's label values (only those the
     template names are rendered); ``reply_turn``: reply-level judging of ``messages[reply_turn]``
     (:func:`render_reply_transcript`); ``memory``: the notes the clinician started the session with
-    (``${memory}``; empty for a single-session conversation)."""
+    (``${memory}``; empty for a single-session conversation); ``clinician_system``: the clinician's
+    system prompt as sent for this conversation or session (``${clinician_system}``; empty when none
+    was sent, e.g. transcripts rated by people)."""
     tpl = prompt.template
     values = dict(profile.intake())
     values["memory"] = memory or ""
+    values["clinician_system"] = clinician_system or ""
     values.update(label_values(tpl, labels))
     values.update(prompt.run_wide_values(fields))
     if reply_turn is not None:
