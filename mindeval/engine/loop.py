@@ -234,7 +234,8 @@ class _Run:
             self.progress.advance(k)
 
         try:
-            info, turns = (first_session(member, n) if n > 1 else None), None
+            info = first_session(member, n, *self.prep.target.first_texts(profile)) if n > 1 else None
+            turns: list[Turn] | None = None
             for k in range(1, n + 1):
                 if k > 1:
                     info = await self.between(info, turns or [], profile, conversation_key(c, profile.id, repeat, k))

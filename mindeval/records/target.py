@@ -79,6 +79,8 @@ class TargetInfo(BaseModel):
     legacy_files: bool = False  # rows and summary carry no target fields (MindEval's, pinned: identity_view)
     score: ScoreInfo | None = None  # the declared headline score (the leaderboard ranks by it)
     sessions: int = 1  # sessions per conversation (> 1: a memory step between them)
+    # sessions > 1: session 1's situation and notes as used, each a text or {"field": profile field}
+    first_session: dict[str, Any] | None = None
 
     def speakers(self) -> dict[str, str]:
         """The transcript's speaker label per message role (user = patient)."""
@@ -100,6 +102,8 @@ class TargetInfo(BaseModel):
             data.pop("legacy_files", None)
         if data.get("sessions") == 1:
             data.pop("sessions")
+        if data.get("first_session") is None:
+            data.pop("first_session", None)
         if data.get("score") is None:
             data.pop("score", None)
         elif data["score"].get("weights") is None:

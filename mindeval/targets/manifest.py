@@ -22,6 +22,7 @@ from ..formula import FormulaError, parse_formula
 from ..prompts import ALLOWED_FIELDS, LabelScope
 from ..records import DEFAULT_ROLES
 from ..resources import targets_dir
+from .first_session import FirstSession
 from .schema import snake
 from .yaml_errors import validation_problems
 
@@ -138,6 +139,7 @@ class TargetManifest(BaseModel):
     turns: int = Field(DEFAULT_TURNS, ge=1)
     sessions: int = Field(1, ge=1, le=MAX_SESSIONS)  # per conversation; > 1 needs prompts.memory, prompts.next_session
     opening_line: str = OPENING_LINE  # "": the patient model writes the first message
+    first_session: FirstSession = Field(default_factory=lambda: FirstSession())  # sessions > 1: session 1's texts
     roles: TargetRoles = Field(default_factory=lambda: TargetRoles())
     reply_format: Literal["output_format", "template"] = "output_format"  # template: the judge prompt writes it
     prompts: TargetPrompts
@@ -227,8 +229,9 @@ def files_only(path: Path, problems: list[MindEvalError]) -> TargetManifest | No
         score = TargetScore.model_validate(data["score"]) if data.get("score") is not None else None
     except ValidationError:
         score = None
+    first = FirstSession.model_validate(data.get("first_session") or {})  # a bad one was dropped above
     return TargetManifest.model_construct(**{**data, "prompts": TargetPrompts(**data["prompts"]), "labels": labels,
-                                             "score": score})
+                                             "score": score, "first_session": first})
 
 
 def labels_bad(problems: list[MindEvalError]) -> bool:

@@ -61,6 +61,10 @@ class Target:
         roles = self.manifest.roles
         return {"user": roles.patient, "assistant": roles.clinician}
 
+    def first_texts(self, profile: Profile) -> tuple[str, str]:
+        """Session 1's (situation, memory) for ``profile`` (``first_session``; sessions > 1)."""
+        return self.manifest.first_session.texts(profile, self.manifest.roles.clinician)
+
     # ----------------------------------------------------------------- files
 
     def roles_with_prompts(self) -> tuple[str, ...]:
@@ -220,6 +224,7 @@ class Target:
             out["points"] = {c.id: c.points for c in g.point_criteria}
         if self.manifest.sessions > 1:
             out["sessions"] = self.manifest.sessions
+            out["first_session"] = self.manifest.first_session.record(self.manifest.roles.clinician)
         if (score := self.manifest.score) is not None:
             out["score"] = {**score.model_dump(), **({"weights": w} if (w := g.scale_spec().weights) else {})}
         if self.manifest.labels is not None:

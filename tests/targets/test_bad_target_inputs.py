@@ -66,6 +66,13 @@ CATALOGUE: dict[str, list[Case]] = {
     "score.formula": [Case("1 +"), Case("nosuch_quantity * 2"), Case("__import__('os')")],
     "score.label": [Case(""), Case({"a": 1})],
     "score.higher_is_better": [Case("maybe")],
+    "first_session": [Case("hello"), Case({"notes": "hi"})],
+    "first_session.situation": [Case(["a", "b"]), Case({"text": "x", "field": "name"})],
+    "first_session.memory": [Case("  "), Case({})],
+    "first_session.situation.text": [Case(""), Case(5)],
+    "first_session.situation.field": [Case("favourite_colour"), Case("Name")],
+    "first_session.memory.text": [Case(["notes"])],
+    "first_session.memory.field": [Case("member_narrative"), Case("recent_mood")],
     "legacy_files": [Case(True), Case("maybe")],
     "authors_release": [Case(True), Case("maybe")],
     "nosuch_key": [Case(1)],  # an unknown key (not a field: the guard ignores it)
@@ -108,7 +115,7 @@ def _bad_target(tmp: Path, field: str, case: Case) -> Path:
     *parents, key = field.split(".")
     node = data
     for p in parents:
-        node = node[p]
+        node = node.setdefault(p, {})  # a nested field of an optional block: the block is added
     if case.value is DELETE:
         node.pop(key)
     else:
