@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sqlite3
 from pathlib import Path
 
 from mindeval.cli import main
@@ -88,3 +89,23 @@ def test_a_patient_template_may_not_name_it(tmp_path):
     assert len(hit) == 1 and "only in a judge template" in hit[0], problems
     line = patient.read_text().splitlines().index("What the companion was told: ${clinician_system}") + 1
     assert hit[0].startswith(f"{patient}:{line}:") and "\n" not in hit[0]
+
+
+def test_a_prompt_other_than_the_one_sent_is_never_shown(tmp_path, monkeypatch, capsys):
+    """The calls record the SHA-256 of the system prompt they were sent: a stored conversation whose
+    calls were sent another prompt than the one rendered now is refused, not shown to the judge."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-sees")
+    target = _with_block(one_session_reply_safety(tmp_path))
+    out = tmp_path / "run"
+    with FaultServer() as srv:
+        assert _run(srv, target, out) == 0
+        with sqlite3.connect(out / "run.db") as db:
+            db.execute("UPDATE calls SET request_json = json_set(request_json, '$.ref.system_sha256', 'other') "
+                       "WHERE role = 'clinician'")
+        db.close()
+        seen = srv.count()
+        capsys.readouterr()
+        assert _run(srv, target, out) == 2
+        assert srv.count() == seen
+    err = capsys.readouterr().err
+    assert "system prompt stored with its calls differs" in err and len(err.strip().splitlines()) == 1, err
