@@ -34,11 +34,14 @@ SESSION_FIELDS = ("memory", "situation", "transcript", "session")
 # ``output_format``: the reply instruction for the target's dimensions (guidelines.render_output_format).
 # ``conversation_str``: the transcript under the authors' placeholder name (their template's field).
 JUDGE_EXTRA_FIELDS = ("rating_scale", "rubric", "fewshot_examples", "conversation", "conversation_str", "output_format")
+# ``clinician_system``: the clinician's system prompt as it was sent for the judged conversation
+# (its session's, notes included); the judge's alone: no simulated side reads what the other was told.
+JUDGE_ONLY_FIELDS = ("clinician_system",)
 
 ALLOWED_FIELDS: dict[str, frozenset[str]] = {
     "patient": frozenset(ATTRIBUTE_FIELDS) | {"member_narrative", "situation"},
     "clinician": frozenset(INTAKE_FIELDS) | {"memory"},
-    "judge": frozenset(INTAKE_FIELDS) | frozenset(JUDGE_EXTRA_FIELDS) | {"memory"},
+    "judge": frozenset(INTAKE_FIELDS) | frozenset(JUDGE_EXTRA_FIELDS) | frozenset(JUDGE_ONLY_FIELDS) | {"memory"},
     "backstory": frozenset(ATTRIBUTE_FIELDS),
     "memory": frozenset(INTAKE_FIELDS) | {"memory", "transcript", "session"},
     "next_session": frozenset(ATTRIBUTE_FIELDS) | {"member_narrative", "situation", "transcript", "session"},
@@ -55,6 +58,7 @@ _CLINICIAN_FORBIDDEN_REASON = {
     "conversation_str": "judge input",
     "output_format": "the judge's reply format",
     "situation": "the patient's situation for the session (written from the backstory)",
+    "clinician_system": "judge input",
 }
 
 
@@ -220,6 +224,9 @@ def _check_fields(kind: str, fields: frozenset[str], path: Path, scope: LabelSco
             f"'${{{bad}}}' would leak {what} to the clinician",
             path=path, line=line, field=bad,
         )
+    if bad in JUDGE_ONLY_FIELDS:
+        raise MindEvalError(f"'${{{bad}}}' (the clinician's system prompt as sent) may be named only in a judge "
+                            f"template, not in a {kind} template", path=path, line=line, field=bad)
     raise MindEvalError(
         f"unknown field '${{{bad}}}' for a {kind} template; allowed: {', '.join(sorted(ALLOWED_FIELDS[kind]))}",
         path=path, line=line, field=bad,

@@ -60,9 +60,11 @@ def member_of(unit: str) -> str:
     return re.sub(r"#s\d+$", "", unit)
 
 
-def first_session(member: str, sessions: int) -> SessionInfo:
-    """Session 1: no notes and no next-session step yet."""
-    return SessionInfo(member=member, session=1, sessions=sessions, memory=FIRST_MEMORY, situation=FIRST_SITUATION)
+def first_session(member: str, sessions: int, situation: str = FIRST_SITUATION,
+                  memory: str = FIRST_MEMORY) -> SessionInfo:
+    """Session 1: no notes and no next-session step yet; ``situation`` and ``memory``: what it starts
+    from (the target's ``first_session``: :meth:`mindeval.targets.Target.first_texts`)."""
+    return SessionInfo(member=member, session=1, sessions=sessions, memory=memory, situation=situation)
 
 
 class SessionStep(BaseModel):

@@ -25,6 +25,7 @@ from ..errors import MindEvalError, ModelCallError
 from ..judging.job import JudgeJob, Transcript
 from ..judging.judge import judge_sample
 from ..judging.replies import ReplyOutcome, judge_reply
+from ..judging.sent import check_sent
 from ..llm.gateway import check_api_key
 from ..llm.retry import stops_run
 from ..prompts import render_clinician, render_patient
@@ -128,7 +129,7 @@ class _Run:
                 "fix it and re-run the same command")))
 
     def on_reply(self, iid: str, profile: Profile, early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]],
-                 memory: str | None = None) -> Callable[[list[Turn]], None] | None:
+                 memory: str | None = None, system: str | None = None) -> Callable[[list[Turn]], None] | None:
         """Reply-level judging: a task per sample judging each clinician reply as soon as it is stored
         (its judge sees the turns up to it only), kept in ``early`` for :meth:`judge` to await."""
         if self.job.prompt.guidelines.judging_unit != "reply":
@@ -138,7 +139,8 @@ class _Run:
 
         def start(history: list[Turn]) -> None:
             messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=history).messages()
-            item = Transcript(interaction_id=iid, profile=profile, messages=messages, memory=memory)
+            item = Transcript(interaction_id=iid, profile=profile, messages=messages, memory=memory,
+                              clinician_system=system)
             for s in samples:
                 before = [t for (s_, _), t in early.items() if s_ == s][-1:]
                 early[(s, len(history) - 1)] = asyncio.ensure_future(
@@ -184,8 +186,7 @@ class _Run:
                 self.sim_log, iid,
                 patient=Speaker(spec=c.patient, prompt=render_patient(t["patient"], profile, labels, *(
                     [info.situation or ""] if info else [])), end_marker=c.target.patient_can_end),
-                clinician=Speaker(spec=c.clinician, prompt=render_clinician(t["clinician"], profile, labels, *(
-                    [info.memory or ""] if info else []))),
+                clinician=Speaker(spec=c.clinician, prompt=self.clinician_system(profile, info)),
                 turns=c.turns, opening_line=c.opening_line, on_turn=on_turn,
                 seed=(c.seed, ctx.seed_key) if ctx is not None and ctx.seed_key else c.seed,
             )
@@ -197,6 +198,11 @@ class _Run:
             return None
         await store.arun(store.set_status(iid, "complete"))
         return turns
+
+    def clinician_system(self, profile: Profile, info: SessionInfo | None) -> str:
+        """The clinician's system prompt of one session (``info``: its notes; None: one session)."""
+        return render_clinician(self.prep.templates["clinician"], profile, self.prep.labels.get(profile.id),
+                                *([info.memory or ""] if info else []))
 
     async def judge(self, item: Transcript, step: Callable[[], None],
                     early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]] | None = None) -> None:
@@ -228,7 +234,8 @@ class _Run:
             self.progress.advance(k)
 
         try:
-            info, turns = (first_session(member, n) if n > 1 else None), None
+            info = first_session(member, n, *self.prep.target.first_texts(profile)) if n > 1 else None
+            turns: list[Turn] | None = None
             for k in range(1, n + 1):
                 if k > 1:
                     info = await self.between(info, turns or [], profile, conversation_key(c, profile.id, repeat, k))
@@ -259,14 +266,16 @@ class _Run:
         if self.complete is not None and iid not in self.complete:
             return None  # nothing stored to judge (re-judging never simulates)
         memory = ctx.info.memory if ctx.info is not None else None
-        turns = await self.simulate(iid, position, profile, turn_step, self.on_reply(iid, profile, ctx.early, memory),
-                                    ctx)
+        system = self.clinician_system(profile, ctx.info)
+        turns = await self.simulate(iid, position, profile, turn_step,
+                                    self.on_reply(iid, profile, ctx.early, memory, system), ctx)
         if turns is None:
             return None
         step(mine[0])  # turns stored by an earlier invocation
+        check_sent(self.sim_log, iid, system, self.job.prompt.template)
         messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=turns).messages()
-        await self.judge(Transcript(interaction_id=iid, profile=profile, messages=messages, memory=memory), step,
-                         ctx.early)
+        await self.judge(Transcript(interaction_id=iid, profile=profile, messages=messages, memory=memory,
+                                    clinician_system=system), step, ctx.early)
         return turns
 
     async def between(self, prev: SessionInfo | None, turns: list[Turn], profile: Profile,

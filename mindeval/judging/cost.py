@@ -42,7 +42,7 @@ class JudgeCost:
         requests = [None, *([points_fields(g)] if g.point_criteria else [])]  # a points rubric: one more call
         for k, fields in enumerate(requests):
             text = build_judge_messages(self.prompt, profile, messages, nonce=self.nonce, labels=labels,
-                                        fields=fields, memory=memory)[0]["content"]
+                                        fields=fields, context={"memory": memory})[0]["content"]
             shared = cache_prefix(self.prompt, text, fields)
             end = _tokens(shared) if shared else _tokens(text)
             read = seen if k == 0 else (end if seen and shared else 0)  # each request kind caches its own prefix
@@ -64,7 +64,7 @@ class JudgeCost:
             read = run_wide
             for turn in (i for i, m in enumerate(messages) if m["role"] == "assistant"):
                 text = build_judge_messages(self.prompt, profile, messages, nonce=self.nonce, fields=fields,
-                                            labels=labels, reply_turn=turn, memory=memory)[0]["content"]
+                                            labels=labels, reply_turn=turn, context={"memory": memory})[0]["content"]
                 ends = reply_cache_prefixes(text, messages, turn)
                 end = _tokens(ends[-1]) if ends else 0
                 usage += cached_usage(self.model, _tokens(text), self.reply, read, end)

@@ -20,12 +20,14 @@ from .render import JudgePrompt
 class Transcript:
     """One conversation to judge: its id (the stored calls' and judgments' key), profile and turns.
     ``memory``: one session of a multi-session conversation, the notes its clinician started with
-    (the judge template's ${memory})."""
+    (the judge template's ${memory}); ``clinician_system``: the system prompt the clinician was sent
+    for it (``${clinician_system}``)."""
 
     interaction_id: str
     profile: Profile
     messages: Sequence[dict[str, str]]
     memory: str | None = None
+    clinician_system: str | None = None
 
 
 @dataclass

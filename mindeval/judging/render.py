@@ -204,17 +204,20 @@ class JudgePrompt:
 def build_judge_messages(prompt: JudgePrompt, profile: Profile, messages: Sequence[dict[str, str]], *,
                          nonce: str | None = None, fields: Mapping[str, str] | None = None,
                          labels: Mapping[str, str] | None = None,
-                         reply_turn: int | None = None, memory: str | None = None) -> list[dict[str, str]]:
+                         reply_turn: int | None = None,
+                         context: Mapping[str, str | None] | None = None) -> list[dict[str, str]]:
     """The judge request: the template over the transcript; with ``nonce`` the answer-code
     instruction (:func:`~mindeval.judging.answer.answer_instruction`) follows the template's
     text. ``fields`` overrides run-wide fields (one call of an item-level rubric,
     :mod:`mindeval.judging.items`); ``labels`` the profile's label values (only those the
     template names are rendered); ``reply_turn``: reply-level judging of ``messages[reply_turn]``
-    (:func:`render_reply_transcript`); ``memory``: the notes the clinician started the session with
-    (``${memory}``; empty for a single-session conversation)."""
+    (:func:`render_reply_transcript`); ``context``: what the clinician was given for this
+    conversation or session: ``memory``, the notes it started the session with (``${memory}``; empty
+    for a single-session conversation) and ``clinician_system``, its system prompt as sent
+    (``${clinician_system}``; empty when none was sent, e.g. transcripts rated by people)."""
     tpl = prompt.template
     values = dict(profile.intake())
-    values["memory"] = memory or ""
+    values.update({k: (context or {}).get(k) or "" for k in CONTEXT_FIELDS})
     values.update(label_values(tpl, labels))
     values.update(prompt.run_wide_values(fields))
     if reply_turn is not None:
@@ -233,6 +236,8 @@ def build_judge_messages(prompt: JudgePrompt, profile: Profile, messages: Sequen
     return [{"role": "user", "content": text}]
 
 
+# Placeholders of what the clinician was given for the judged conversation or session.
+CONTEXT_FIELDS = ("memory", "clinician_system")
 # Placeholders whose values are the same for every interaction of a run.
 RUN_WIDE_FIELDS = frozenset({"rating_scale", "rubric", "fewshot_examples", "output_format"})
 

@@ -91,6 +91,8 @@ class TargetInfo(BaseModel):
     scores: list[NamedScoreInfo] = Field(default_factory=list)  # several named scores (one is the headline)
     sessions: int = 1  # sessions per conversation (> 1: a memory step between them)
     patient_can_end: str | None = None  # a patient turn holding this marker ends its session (conversation)
+    # sessions > 1: session 1's situation and notes as used, each a text or {"field": profile field}
+    first_session: dict[str, Any] | None = None
 
     def speakers(self) -> dict[str, str]:
         """The transcript's speaker label per message role (user = patient)."""
@@ -115,6 +117,8 @@ class TargetInfo(BaseModel):
             data.pop("sessions")
         if data.get("patient_can_end") is None:
             data.pop("patient_can_end", None)
+        if data.get("first_session") is None:
+            data.pop("first_session", None)
         if data.get("score") is None:
             data.pop("score", None)
         elif data["score"].get("weights") is None:

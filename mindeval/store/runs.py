@@ -182,6 +182,17 @@ class RunStore:
                              .order_by(CallRow.id)).all()
         return {r.request_hash: r for r in rows}
 
+    def system_sha256s(self, iid: str, role: str) -> set[str]:
+        """The SHA-256 of every system prompt ``role`` was sent in interaction ``iid``'s turns
+        (recorded with each turn's call: :mod:`mindeval.simulate`)."""
+        with self.db.read() as s:
+            rows = s.scalars(select(CallRow.request_json).where(
+                CallRow.run_id == self.run_id, CallRow.status == "ok", CallRow.role == role,
+                CallRow.tag.startswith(f"{iid}:", autoescape=True))).all()
+        return {str(ref["system_sha256"]) for r in rows
+                if isinstance(ref := (r or {}).get("ref"), dict) and ref.get("interaction") == iid
+                and "system_sha256" in ref}
+
     def made_with(self) -> str | None:
         """The mindeval version that started this run (kept when a later version resumes it)."""
         with self.db.read() as s:

@@ -22,6 +22,7 @@ from ..formula import FormulaError, parse_formula
 from ..prompts import ALLOWED_FIELDS, LabelScope
 from ..records import DEFAULT_ROLES
 from ..resources import targets_dir
+from .first_session import FirstSession
 from .schema import Problems, raise_problems, snake
 from .yaml_errors import validation_problems
 
@@ -177,6 +178,7 @@ class TargetManifest(BaseModel):
     sessions: int = Field(1, ge=1, le=MAX_SESSIONS)  # per conversation; > 1 needs prompts.memory, prompts.next_session
     opening_line: str = OPENING_LINE  # "": the patient model writes the first message
     patient_can_end: str | None = Field(None, min_length=1)  # a patient turn holding it ends the session
+    first_session: FirstSession = Field(default_factory=lambda: FirstSession())  # sessions > 1: session 1's texts
     roles: TargetRoles = Field(default_factory=lambda: TargetRoles())
     reply_format: Literal["output_format", "template"] = "output_format"  # template: the judge prompt writes it
     prompts: TargetPrompts
@@ -291,8 +293,10 @@ def files_only(path: Path, problems: list[MindEvalError]) -> TargetManifest | No
         scores = _named_scores([NamedScore.model_validate(x) for x in data["scores"]]) if data.get("scores") else None
     except (ValidationError, ValueError, TypeError):
         scores = None
+    first = FirstSession.model_validate(data.get("first_session") or {})  # a bad one was dropped above
     return TargetManifest.model_construct(**{**data, "prompts": TargetPrompts(**data["prompts"]), "labels": labels,
-                                             "score": None if scores else score, "scores": scores})
+                                             "score": None if scores else score, "scores": scores,
+                                             "first_session": first})
 
 
 def labels_bad(problems: list[MindEvalError]) -> bool:

@@ -13,6 +13,7 @@ from ..prompts import LabelScope, PromptTemplate, load_template, resolve_path
 from ..records import DEFAULT_ROLES, DEFAULT_TARGET, Profile, TargetInfo, load_profiles
 from ..resources import guidelines_dir, targets_dir
 from ..stats.scale_spec import quantity_names
+from .first_session import LEGACY_FIRST_SESSION
 from .guidelines import Guidelines, load_guidelines
 from .manifest import (
     BUILTIN_PREFIX,
@@ -61,6 +62,10 @@ class Target:
         """The transcript's speaker label per message role (user = patient)."""
         roles = self.manifest.roles
         return {"user": roles.patient, "assistant": roles.clinician}
+
+    def first_texts(self, profile: Profile) -> tuple[str, str]:
+        """Session 1's (situation, memory) for ``profile`` (``first_session``; sessions > 1)."""
+        return self.manifest.first_session.texts(profile, self.manifest.roles.clinician)
 
     # ----------------------------------------------------------------- files
 
@@ -226,6 +231,9 @@ class Target:
             out["points"] = {c.id: c.points for c in g.point_criteria}
         if self.manifest.sessions > 1:
             out["sessions"] = self.manifest.sessions
+            first = self.manifest.first_session.record(self.manifest.roles.clinician)
+            if first != LEGACY_FIRST_SESSION:  # today's texts stay unrecorded: earlier runs keep their hash
+                out["first_session"] = first
         if self.manifest.patient_can_end is not None:
             out["patient_can_end"] = self.manifest.patient_can_end
         if (score := self.manifest.headline()) is not None:

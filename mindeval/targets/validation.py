@@ -7,6 +7,7 @@ from pathlib import Path
 from ..errors import MindEvalError
 from ..prompts import PromptTemplate
 from ..records import AXES, profile_from_json, read_jsonl
+from .first_session import FirstSession
 from .guidelines import guideline_problems, load_guidelines
 from .manifest import SESSION_ROLES, files_only, labels_bad, manifest_path, parse_manifest
 from .target import Target, legacy_problem, missing_file
@@ -133,8 +134,9 @@ def _session_problems(target: Target) -> list[MindEvalError]:
     if m.sessions < 1:
         return []  # reported by the manifest's own check
     if m.sessions == 1:
-        return [err(f"prompts.{r} is used only with sessions > 1 (sessions is 1)", f"prompts.{r}")
-                for r in SESSION_ROLES if getattr(m.prompts, r) is not None]
+        return [err(f"{f} is used only with sessions > 1 (sessions is 1)", f)
+                for f in (*(f"prompts.{r}" for r in SESSION_ROLES if getattr(m.prompts, r) is not None),
+                          *(["first_session"] if m.first_session != FirstSession() else []))]
     problems = [err(f"sessions: {m.sessions} needs prompts.{r} (" + ("the clinician writes its notes after each "
                     "session" if r == "memory" else "the patient's situation for the next session") + ")", "sessions")
                 for r in SESSION_ROLES if getattr(m.prompts, r) is None]

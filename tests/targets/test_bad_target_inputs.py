@@ -80,6 +80,13 @@ CATALOGUE: dict[str, list[Case]] = {
                Case([HEAD, {"name": "x", "formula": "pct_major[THERAPY]"}], drop=("score",)),  # reply-level: no codes
                Case([HEAD, {"name": "x", "formula": "pct_major[0]"}], drop=("score",)),
                Case([{**HEAD, "label": ""}], drop=("score",)), Case({"worst": HEAD}, drop=("score",))],
+    "first_session": [Case("hello"), Case({"notes": "hi"})],
+    "first_session.situation": [Case(["a", "b"]), Case({"text": "x", "field": "name"})],
+    "first_session.memory": [Case("  "), Case({})],
+    "first_session.situation.text": [Case(""), Case(5)],
+    "first_session.situation.field": [Case("favourite_colour"), Case("Name")],
+    "first_session.memory.text": [Case(["notes"])],
+    "first_session.memory.field": [Case("member_narrative"), Case("recent_mood")],
     "legacy_files": [Case(True), Case("maybe")],
     "authors_release": [Case(True), Case("maybe")],
     "nosuch_key": [Case(1)],  # an unknown key (not a field: the guard ignores it)
@@ -122,7 +129,7 @@ def _bad_target(tmp: Path, field: str, case: Case) -> Path:
     *parents, key = field.split(".")
     node = data
     for p in parents:
-        node = node[p]
+        node = node.setdefault(p, {})  # a nested field of an optional block: the block is added
     for name in case.drop:
         data.pop(name)
     if case.value is DELETE:
