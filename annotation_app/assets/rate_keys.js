@@ -60,6 +60,9 @@
   const announced = new Set();  // owners whose carried-over changes were counted for the notice
   let restoredCount = 0;
   const pendingFocus = { done: false };  // question forms: the justification was focused for the last answer
+  // Scores clicked while a freshly loaded page shows the form but not yet its marker (rendered after
+  // the form): kept here and remembered under the first marker that comes (a reload soon after lost them)
+  const early = [];
 
   const now = () => Date.now();
   const parse = (s, fallback) => { try { const x = JSON.parse(s); return x === null || x === undefined ? fallback : x; } catch (e) { return fallback; } };
@@ -319,10 +322,21 @@
     if (again) rerun();
   }
 
+  function keepEarly(m) {  // the scores clicked before this page load's first marker, under it
+    const prefix = m && `st-key-${m.getAttribute("data-mindeval-form")}_`;
+    while (m && early.length) {
+      const { keys, value } = early.shift();
+      const cls = keys.find((x) => x.startsWith(prefix));
+      const sub = cls && cls.slice(prefix.length);
+      if (sub && subsOf(m).includes(sub)) remember("scores", sub, value, m);
+    }
+  }
+
   function mark() {
     beat();
     if (!idle()) busyAt = now();
     const m = marker();
+    keepEarly(m);
     const o = m && m.getAttribute("data-mindeval-owner");
     if (o !== owner) { owner = o; focus = -1; }
     reconcile();
@@ -484,9 +498,14 @@
     if (!g) return;
     const m = ratingOf(g);
     const sub = m && subOfGroup(m, g);
-    if (!sub) return;  // another transcript's stale form: Streamlit drops its clicks, and so do we
     const label = e.target.closest('[role="radiogroup"] label');
     const input = label && label.querySelector("input");
+    if (!m && !document.querySelector("[data-mindeval-saved]") && label && input && !input.disabled) {
+      const c = g.closest('[class*="st-key-"]');  // its key, read now: the element may be replaced
+      early.push({ keys: c ? [...c.classList] : [], value: label.innerText.trim() });  // the marker comes next
+      return;
+    }
+    if (!sub) return;  // another transcript's stale form: Streamlit drops its clicks, and so do we
     focus = subsOf(m).indexOf(sub);
     if (label && input && !input.disabled) {
       remember("scores", sub, label.innerText.trim(), m);

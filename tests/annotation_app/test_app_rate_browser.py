@@ -581,3 +581,31 @@ def test_a_score_clicked_beside_a_stale_copy_of_its_form_is_kept_across_a_reload
         whole_rating(ws, v, aid, {subs[7]: 2})
     finally:
         gen.close()
+
+
+def test_a_score_clicked_before_the_form_s_marker_arrives_is_kept_across_a_reload(app, tmp_path):
+    """A freshly loaded page shows the form before its stored-state marker (rendered after it; CI
+    saw this right after the page reloaded itself). A score clicked in that moment is kept in the
+    browser once the marker comes, and stored after a reload."""
+    base, ws = app
+    gen = open_browser(tmp_path, 1280, 720)
+    tab = next(gen)
+    try:
+        blocked = block_sends(tab)
+        open_rating(tab, base)
+        subs = [s.id for s in ws.subaxes()]
+        v = viewer(ws, "demo", DEMO_CODE)
+        aid = int(tab.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+        blocked["on"] = True
+        tab.evaluate("""() => { const m = document.querySelector('[data-mindeval-saved]');
+          window.__marker = [m, m.parentNode, m.nextSibling]; m.remove(); }""")  # not arrived yet
+        click_score(tab, 3, "5")
+        tab.evaluate("() => { const [m, p, next] = window.__marker; p.insertBefore(m, next); }")  # it arrives
+        kept_in_browser(tab, 1)
+        tab.reload()
+        blocked["on"] = False
+        pane_ready(tab, 9)
+        tab.wait_for_function(NOTHING_WAITING_JS, timeout=WAIT_MS)
+        whole_rating(ws, v, aid, {subs[3]: 5})
+    finally:
+        gen.close()
