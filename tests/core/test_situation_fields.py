@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 from mindeval.cli import main
@@ -71,6 +72,9 @@ def test_session_two_gets_the_fields_and_opens_with_the_verbatim_line(tmp_path, 
         second = rows[1]
         assert json.loads(second["session"]["situation"]) == ANSWER
         assert second["messages"][0]["role"] == "user" and second["messages"][0]["content"] == ANSWER["opening_message"]
+        with sqlite3.connect(out / "run.db") as db:  # stored as the patient's scripted turn, like opening_line
+            assert db.execute("SELECT role, author, content FROM turns WHERE interaction_id = ? AND idx = 0",
+                              (second["id"],)).fetchall() == [("patient", "scripted", ANSWER["opening_message"])]
         systems = [r["body"]["messages"][0]["content"] for r in srv.requests if r["model"] == "patient-model"
                    and r["body"]["messages"][0]["role"] == "system" and ANSWER["event"] in r["body"]["messages"][0]["content"]]
         assert systems and all(f"Today: {ANSWER['event']} / {ANSWER['goal']}" in s for s in systems)
