@@ -30,6 +30,7 @@ KINDS = ("patient", "clinician", "judge", "backstory", "memory", "next_session")
 # Multi-session targets: the fields of the session step (``memory``: the clinician writes its notes;
 # ``next_session``: the patient's situation for the next session). ``transcript``: the session just
 # ended; ``session``: its number (memory) or the next one's (next_session).
+SITUATION_PREFIX = "situation_"  # a patient template's ${situation_<name>}: a declared situation field
 SESSION_FIELDS = ("memory", "situation", "transcript", "session")
 # ``output_format``: the reply instruction for the target's dimensions (guidelines.render_output_format).
 # ``conversation_str``: the transcript under the authors' placeholder name (their template's field).
@@ -204,8 +205,21 @@ def _placeholder_line(path: Path, name: str) -> int | None:
     return None
 
 
+def situation_fields(tpl: PromptTemplate) -> list[str]:
+    """The ``${situation_<name>}`` fields a patient template names (the ``<name>`` parts), checked
+    against the target's ``situation_fields`` by the target's validation."""
+    return sorted(f[len(SITUATION_PREFIX):] for f in tpl.fields if f.startswith(SITUATION_PREFIX)) \
+        if tpl.kind == "patient" else []
+
+
+def placeholder_line(path: Path, name: str) -> int | None:
+    """Line of the file where ``${name}`` (or ``$name``) first appears."""
+    return _placeholder_line(path, name)
+
+
 def _check_fields(kind: str, fields: frozenset[str], path: Path, scope: LabelScope = NO_LABELS) -> None:
-    unknown = sorted(fields - ALLOWED_FIELDS[kind] - scope.visible)
+    unknown = sorted(f for f in fields - ALLOWED_FIELDS[kind] - scope.visible
+                     if not (kind == "patient" and f.startswith(SITUATION_PREFIX)))
     if not unknown:
         return
     bad = unknown[0]
@@ -242,9 +256,12 @@ def label_values(tpl: PromptTemplate, labels: Mapping[str, str] | None) -> dict[
 
 
 def render_patient(tpl: PromptTemplate, profile: Profile, labels: Mapping[str, str] | None = None,
-                   situation: str = FIRST_SITUATION) -> str:
-    """``situation``: the patient's situation for this session (multi-session targets' ${situation})."""
-    return tpl.render({**profile.fields(), "situation": situation, **label_values(tpl, labels)})
+                   situation: str = FIRST_SITUATION, parts: Mapping[str, str] | None = None) -> str:
+    """``situation``: the patient's situation for this session (multi-session targets' ${situation});
+    ``parts``: its declared fields (``situation_fields``), each a ``${situation_<name>}`` (session 1: empty)."""
+    named = {f"{SITUATION_PREFIX}{k}": "" for k in situation_fields(tpl)}
+    named |= {f"{SITUATION_PREFIX}{k}": v for k, v in (parts or {}).items()}
+    return tpl.render({**profile.fields(), "situation": situation, **named, **label_values(tpl, labels)})
 
 
 def render_clinician(tpl: PromptTemplate, profile: Profile, labels: Mapping[str, str] | None = None,

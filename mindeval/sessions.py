@@ -19,6 +19,7 @@ never from the run id: every clinician meets the same patient-side seeds.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 
@@ -32,6 +33,13 @@ from .llm.retry import is_content_refusal, is_empty_reply
 from .prompts import PromptTemplate, render_session_step
 from .records import Interaction, Profile, SessionInfo, Turn
 from .seeds import turn_seed
+from .situation import (
+    SITUATION_ATTEMPTS,
+    answer_instruction,
+    parse_situation,
+    situation_lines,
+    stored_parts,
+)
 from .store.calls import CallLog, Recording
 
 
@@ -79,6 +87,8 @@ class SessionStep(BaseModel):
     patient: ModelSpec
     seed: int
     speakers: dict[str, str]
+    situation_fields: tuple[str, ...] = ()  # the next situation's JSON fields (none: free text)
+    situation_opening: str | None = None  # the field that must be non-empty (the next session's opening)
 
 
 async def next_session(log: CallLog, step: SessionStep, prev: SessionInfo, turns: list[Turn], profile: Profile,
@@ -97,10 +107,42 @@ async def next_session(log: CallLog, step: SessionStep, prev: SessionInfo, turns
                                                           "session": str(prev.session)}, labels)
         info = await _step_call(log, iid, info, "memory", step.clinician, text, (step.seed, key, -1))
     if info.situation is None:
-        text = render_session_step(step.next_session, profile, {"situation": prev.situation or "",
-                                                                "transcript": transcript, "session": str(k)}, labels)
-        info = await _step_call(log, iid, info, "situation", step.patient, text, (step.seed, key, -2))
+        parts = stored_parts(prev.situation, step.situation_fields)
+        text = render_session_step(step.next_session, profile, {
+            "situation": situation_lines(parts) if parts else prev.situation or "", "transcript": transcript,
+            "session": str(k)}, labels)
+        if step.situation_fields:
+            info = await _structured_call(log, iid, info, step, text, (step.seed, key, -2))
+        else:
+            info = await _step_call(log, iid, info, "situation", step.patient, text, (step.seed, key, -2))
     return info
+
+
+async def _structured_call(log: CallLog, iid: str, info: SessionInfo, step: SessionStep, text: str,
+                           seed: tuple[int, str, int]) -> SessionInfo:
+    """The next situation as the declared JSON fields: an unreadable answer is asked again with the
+    reason fed back (each attempt a stored call, so a resume repeats none), then the step fails
+    (:class:`~mindeval.errors.ModelCallError`): no situation is ever invented."""
+    fields, reason = step.situation_fields, ""
+    messages = [{"role": "user", "content": f"{text}\n\n{answer_instruction(fields)}"}]
+    for attempt in range(SITUATION_ATTEMPTS):
+        call = await log.call("patient", step.patient, messages, seed=turn_seed(seed[0], seed[1], seed[2] - 10 * attempt),
+                              tag=f"{iid}:situation" + (f":retry{attempt}" if attempt else ""),
+                              recording=Recording(seed_key=seed[1]))
+        try:
+            parts = parse_situation(call.completion.text, fields, step.situation_opening)
+        except ValueError as exc:
+            reason = str(exc)
+            messages = [*messages, {"role": "assistant", "content": call.completion.text},
+                        {"role": "user", "content": f"That answer could not be read ({reason}). "
+                                                    f"{answer_instruction(fields)}"}]
+            continue
+        done = info.model_copy(update={"situation": json.dumps(parts, ensure_ascii=False),
+                                       "situation_call_id": call.call_id})
+        await log.store.arun(log.store.save_session(iid, done))
+        return done
+    raise ModelCallError(f"the next-session answer could not be read after {SITUATION_ATTEMPTS} attempts: {reason}",
+                         role="patient", model=step.patient.model)
 
 
 async def _step_call(log: CallLog, iid: str, info: SessionInfo, what: str, spec: ModelSpec, text: str,

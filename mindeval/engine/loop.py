@@ -43,6 +43,7 @@ from ..rundir_guard import check_store, run_dir_lock
 from ..seeds import conversation_key, stored_scheme
 from ..sessions import SessionStep, first_session, next_session, session_id
 from ..simulate import Speaker, run_interaction
+from ..situation import situation_lines, stored_parts
 from ..store.calls import CallLog
 from ..store.db import Database, redact_url, sqlite_url
 from ..store.runs import RunStore, Writer
@@ -92,7 +93,9 @@ def session_step(prep: Prepared) -> SessionStep | None:
     if c.target.sessions == 1:
         return None
     return SessionStep(memory=t["memory"], next_session=t["next_session"], clinician=c.clinician, patient=c.patient,
-                       seed=c.seed, speakers=prep.target.speakers())
+                       seed=c.seed, speakers=prep.target.speakers(),
+                       situation_fields=tuple(c.target.situation_fields or ()),
+                       situation_opening=c.target.situation_opening)
 
 
 class _Run:
@@ -174,20 +177,19 @@ class _Run:
             step()
             if on_reply is not None and history[-1].role == "clinician":
                 on_reply(history)
-        c, store, labels = self.prep.config, self.store, self.prep.labels.get(profile.id)
+        c, store = self.prep.config, self.store
         await store.arun(self.sim_log.store.ensure_interaction(iid, position, profile, c.clinician.model,
                                                                c.patient.model))
         info = (ctx or SessionCtx()).info
         if info is not None:
             await store.arun(self.sim_log.store.save_session(iid, info))
-        t = self.prep.templates
+        prompt, opening = self.patient_side(profile, info)
         try:
             turns = await run_interaction(
                 self.sim_log, iid,
-                patient=Speaker(spec=c.patient, prompt=render_patient(t["patient"], profile, labels, *(
-                    [info.situation or ""] if info else [])), end_marker=c.target.patient_can_end),
+                patient=Speaker(spec=c.patient, prompt=prompt, end_marker=c.target.patient_can_end),
                 clinician=Speaker(spec=c.clinician, prompt=self.clinician_system(profile, info)),
-                turns=c.turns, opening_line=c.opening_line, on_turn=on_turn,
+                turns=c.turns, opening_line=opening, on_turn=on_turn,
                 seed=(c.seed, ctx.seed_key) if ctx is not None and ctx.seed_key else c.seed,
             )
         except ModelCallError as exc:
@@ -198,6 +200,19 @@ class _Run:
             return None
         await store.arun(store.set_status(iid, "complete"))
         return turns
+
+    def patient_side(self, profile: Profile, info: SessionInfo | None) -> tuple[str, str]:
+        """The patient's system prompt of one session and its opening line: a structured situation's
+        fields fill ``${situation_<name>}`` and ``${situation}``, its ``situation_opening`` field opens."""
+        c, tpl, labels = self.prep.config, self.prep.templates["patient"], self.prep.labels.get(profile.id)
+        if info is None:
+            return render_patient(tpl, profile, labels), c.opening_line
+        parts = stored_parts(info.situation, c.target.situation_fields or ())
+        if parts is None:
+            return render_patient(tpl, profile, labels, info.situation or ""), c.opening_line
+        opening = c.target.situation_opening
+        return (render_patient(tpl, profile, labels, situation_lines(parts), parts),
+                parts[opening] if opening else c.opening_line)
 
     def clinician_system(self, profile: Profile, info: SessionInfo | None) -> str:
         """The clinician's system prompt of one session (``info``: its notes; None: one session)."""

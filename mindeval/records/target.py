@@ -93,6 +93,8 @@ class TargetInfo(BaseModel):
     patient_can_end: str | None = None  # a patient turn holding this marker ends its session (conversation)
     # sessions > 1: session 1's situation and notes as used, each a text or {"field": profile field}
     first_session: dict[str, Any] | None = None
+    situation_fields: list[str] | None = None  # sessions > 1: the next-session step's JSON fields
+    situation_opening: str | None = None  # the field that opens the next session, verbatim
 
     def speakers(self) -> dict[str, str]:
         """The transcript's speaker label per message role (user = patient)."""
@@ -117,8 +119,9 @@ class TargetInfo(BaseModel):
             data.pop("sessions")
         if data.get("patient_can_end") is None:
             data.pop("patient_can_end", None)
-        if data.get("first_session") is None:
-            data.pop("first_session", None)
+        for key in ("first_session", "situation_fields", "situation_opening"):
+            if data.get(key) is None:
+                data.pop(key, None)
         if data.get("score") is None:
             data.pop("score", None)
         elif data["score"].get("weights") is None:

@@ -179,6 +179,10 @@ class TargetManifest(BaseModel):
     opening_line: str = OPENING_LINE  # "": the patient model writes the first message
     patient_can_end: str | None = Field(None, min_length=1)  # a patient turn holding it ends the session
     first_session: FirstSession = Field(default_factory=lambda: FirstSession())  # sessions > 1: session 1's texts
+    # sessions > 1: the next-session step answers JSON with these fields (each ${situation_<name>});
+    # situation_opening: the field whose text is the patient's first turn of the next session, verbatim
+    situation_fields: list[Annotated[str, AfterValidator(_name)]] | None = Field(None, min_length=1)
+    situation_opening: str | None = None
     roles: TargetRoles = Field(default_factory=lambda: TargetRoles())
     reply_format: Literal["output_format", "template"] = "output_format"  # template: the judge prompt writes it
     prompts: TargetPrompts
@@ -196,6 +200,15 @@ class TargetManifest(BaseModel):
     # sub-axes): their judge (--judge-protocol paper, --transcript-format authors), few-shot
     # examples from their ratings, and their criterion mapping for human ratings apply.
     authors_release: bool = False
+
+    @model_validator(mode="after")
+    def _situation_opening(self) -> TargetManifest:
+        fields = self.situation_fields or []
+        if len(set(fields)) != len(fields):
+            raise Problems([(("situation_fields",), "each situation field may be listed once")])
+        if self.situation_opening is not None and self.situation_opening not in fields:
+            raise Problems([(("situation_opening",), f"must be one of situation_fields ({', '.join(fields) or 'none'})")])
+        return self
 
     @model_validator(mode="after")
     def _one_score_field(self) -> TargetManifest:

@@ -234,6 +234,9 @@ class Target:
             first = self.manifest.first_session.record(self.manifest.roles.clinician)
             if first != LEGACY_FIRST_SESSION:  # today's texts stay unrecorded: earlier runs keep their hash
                 out["first_session"] = first
+            for key in ("situation_fields", "situation_opening"):
+                if (value := getattr(self.manifest, key)) is not None:
+                    out[key] = value
         if self.manifest.patient_can_end is not None:
             out["patient_can_end"] = self.manifest.patient_can_end
         if (score := self.manifest.headline()) is not None:

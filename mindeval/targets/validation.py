@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import MindEvalError
-from ..prompts import PromptTemplate
+from ..prompts import PromptTemplate, placeholder_line, situation_fields
 from ..records import AXES, profile_from_json, read_jsonl
 from .first_session import FirstSession
 from .guidelines import guideline_problems, load_guidelines
@@ -136,7 +136,9 @@ def _session_problems(target: Target) -> list[MindEvalError]:
     if m.sessions == 1:
         return [err(f"{f} is used only with sessions > 1 (sessions is 1)", f)
                 for f in (*(f"prompts.{r}" for r in SESSION_ROLES if getattr(m.prompts, r) is not None),
-                          *(["first_session"] if m.first_session != FirstSession() else []))]
+                          *(["first_session"] if m.first_session != FirstSession() else []),
+                          *(f for f in ("situation_fields", "situation_opening") if getattr(m, f) is not None))
+                ] + _situation_field_problems(target)
     problems = [err(f"sessions: {m.sessions} needs prompts.{r} (" + ("the clinician writes its notes after each "
                     "session" if r == "memory" else "the patient's situation for the next session") + ")", "sessions")
                 for r in SESSION_ROLES if getattr(m.prompts, r) is None]
@@ -149,7 +151,20 @@ def _session_problems(target: Target) -> list[MindEvalError]:
         if name not in tpl.fields:
             problems.append(err(f"sessions: {m.sessions} needs ${{{name}}} in the {role} template ({tpl.source})",
                                 f"prompts.{role}"))
-    return problems
+    return problems + _situation_field_problems(target)
+
+
+def _situation_field_problems(target: Target) -> list[MindEvalError]:
+    """Every ``${situation_<name>}`` of the patient template is a declared ``situation_fields`` name."""
+    try:
+        tpl = target.template("patient")
+    except MindEvalError:
+        return []  # reported by _template_problems
+    declared = set(target.manifest.situation_fields or [])
+    return [MindEvalError(f"'${{situation_{name}}}' names no declared situation field (situation_fields in "
+                          f"{target.path.name}: {', '.join(sorted(declared)) or 'none'})", path=Path(tpl.source),
+                          line=placeholder_line(Path(tpl.source), f"situation_{name}"), field=f"situation_{name}")
+            for name in situation_fields(tpl) if name not in declared]
 
 
 def _end_marker_problems(target: Target) -> list[MindEvalError]:

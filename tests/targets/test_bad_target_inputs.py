@@ -87,6 +87,8 @@ CATALOGUE: dict[str, list[Case]] = {
     "first_session.situation.field": [Case("favourite_colour"), Case("Name")],
     "first_session.memory.text": [Case(["notes"])],
     "first_session.memory.field": [Case("member_narrative"), Case("recent_mood")],
+    "situation_fields": [Case([]), Case(["Event"]), Case(["event", "event"]), Case("event")],
+    "situation_opening": [Case("nowhere"), Case(5)],
     "legacy_files": [Case(True), Case("maybe")],
     "authors_release": [Case(True), Case("maybe")],
     "nosuch_key": [Case(1)],  # an unknown key (not a field: the guard ignores it)
