@@ -113,13 +113,17 @@
     const gs = subs.map((s) => groupOf(m, s));
     return gs.every((g) => g) ? gs : null;
   }
-  function subOfGroup(m, g) {  // the sub-axis id of a clicked group, when it belongs to the marker's form
-    const prefix = `st-key-${m.getAttribute("data-mindeval-form")}_`;
+  function keysOf(g) {  // the widget-key classes of the element holding group g
     const c = g.closest('[class*="st-key-"]');
-    const cls = c && [...c.classList].find((x) => x.startsWith(prefix));
+    return c ? [...c.classList] : [];
+  }
+  function subOfKeys(m, keys) {  // the sub-axis id these widget-key classes name on the marker's form
+    const prefix = `st-key-${m.getAttribute("data-mindeval-form")}_`;
+    const cls = keys.find((x) => x.startsWith(prefix));
     const sub = cls && cls.slice(prefix.length);
     return sub && subsOf(m).includes(sub) ? sub : null;
   }
+  const subOfGroup = (m, g) => subOfKeys(m, keysOf(g));  // a clicked group's sub-axis on the marker's form
   function markerOf(g) {  // the marker of the form that holds group g: the newest when a stale copy of
     // the page sits beside the new one during a run (marker() is null then, and a flag ticked at that
     // moment, right before a reload, was not kept)
@@ -323,12 +327,10 @@
   }
 
   function keepEarly(m) {  // the scores clicked before this page load's first marker, under it
-    const prefix = m && `st-key-${m.getAttribute("data-mindeval-form")}_`;
     while (m && early.length) {
       const { keys, value } = early.shift();
-      const cls = keys.find((x) => x.startsWith(prefix));
-      const sub = cls && cls.slice(prefix.length);
-      if (sub && subsOf(m).includes(sub)) remember("scores", sub, value, m);
+      const sub = subOfKeys(m, keys);
+      if (sub) remember("scores", sub, value, m);
     }
   }
 
@@ -501,8 +503,7 @@
     const label = e.target.closest('[role="radiogroup"] label');
     const input = label && label.querySelector("input");
     if (!m && !document.querySelector("[data-mindeval-saved]") && label && input && !input.disabled) {
-      const c = g.closest('[class*="st-key-"]');  // its key, read now: the element may be replaced
-      early.push({ keys: c ? [...c.classList] : [], value: label.innerText.trim() });  // the marker comes next
+      early.push({ keys: keysOf(g), value: label.innerText.trim() });  // keys read now: the element may be replaced
       return;
     }
     if (!sub) return;  // another transcript's stale form: Streamlit drops its clicks, and so do we
