@@ -5,8 +5,13 @@
   clearInterval(window.__mindevalTimer);
   const clock = document.querySelector("[data-mindeval-left]");
   if (!clock) return;
-  const end = Date.now() + 1000 * Number(clock.getAttribute("data-mindeval-left"));
-  const store = "mindeval-unsent-" + clock.getAttribute("data-mindeval-session");
+  const session = clock.getAttribute("data-mindeval-session");
+  // Each page run renders the whole seconds left; the clock never gains time back from a later
+  // run (a run rendered just before zero once set it from 0:00 back to 0:01 and hid the kept draft)
+  const ends = (window.__mindevalEnds = window.__mindevalEnds || {});
+  const end = Math.min(ends[session] ?? Infinity, Date.now() + 1000 * Number(clock.getAttribute("data-mindeval-left")));
+  ends[session] = end;
+  const store = "mindeval-unsent-" + session;
   const tick = () => {
     const el = document.querySelector("[data-mindeval-left]");
     if (!el) { clearInterval(window.__mindevalTimer); return; }
