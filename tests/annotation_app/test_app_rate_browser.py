@@ -552,60 +552,50 @@ def test_a_page_whose_streamlit_tree_broke_reloads_itself_and_sends_what_it_kept
 
 STALE_COPY_JS = """() => { const m = document.querySelector('[data-mindeval-saved]');
   const c = m.cloneNode(true); c.setAttribute('data-mindeval-run', '0'); c.id = 'mindeval-stale-copy';
-  m.parentNode.insertBefore(c, m); }"""
+  m.parentNode.insertBefore(c, m);
+  if (document.querySelectorAll('[data-mindeval-saved]').length !== 2) throw new Error('no stale copy'); }"""
+
+
+def _click_kept_across_a_reload(app, tmp_path, i: int, score: str, before: str, after: str) -> None:
+    """With the page's messages held back: run ``before`` (JS), click ``score`` on sub-axis ``i``, run
+    ``after``; the click is kept in the browser, and after a reload it is the whole stored rating."""
+    base, ws = app
+    gen = open_browser(tmp_path, 1280, 720)
+    tab = next(gen)
+    try:
+        blocked = block_sends(tab)
+        open_rating(tab, base)
+        subs = [s.id for s in ws.subaxes()]
+        v = viewer(ws, "demo", DEMO_CODE)
+        aid = int(tab.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+        blocked["on"] = True
+        tab.evaluate(before)
+        click_score(tab, i, score)
+        tab.evaluate(after)
+        kept_in_browser(tab, 1)  # kept at the click: nothing after it remembers a click
+        tab.reload()
+        blocked["on"] = False
+        pane_ready(tab, 9)
+        tab.wait_for_function(NOTHING_WAITING_JS, timeout=WAIT_MS)
+        whole_rating(ws, v, aid, {subs[i]: int(score)})
+    finally:
+        gen.close()
 
 
 def test_a_score_clicked_beside_a_stale_copy_of_its_form_is_kept_across_a_reload(app, tmp_path):
     """During a busy run Streamlit can show a stale copy of the rating's marker beside the new one
     (CI lost the last two of nine clicks this way, reloaded 100 ms later). A score clicked then is
     still kept in the browser and stored after the reload."""
-    base, ws = app
-    gen = open_browser(tmp_path, 1280, 720)
-    tab = next(gen)
-    try:
-        blocked = block_sends(tab)
-        open_rating(tab, base)
-        subs = [s.id for s in ws.subaxes()]
-        v = viewer(ws, "demo", DEMO_CODE)
-        aid = int(tab.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
-        blocked["on"] = True
-        tab.evaluate(STALE_COPY_JS)
-        assert tab.locator("[data-mindeval-saved]").count() == 2
-        click_score(tab, 7, "2")
-        tab.evaluate("() => document.getElementById('mindeval-stale-copy').remove()")
-        kept_in_browser(tab, 1)  # kept at the click: nothing after it remembers a click
-        tab.reload()
-        blocked["on"] = False
-        pane_ready(tab, 9)
-        tab.wait_for_function(NOTHING_WAITING_JS, timeout=WAIT_MS)
-        whole_rating(ws, v, aid, {subs[7]: 2})
-    finally:
-        gen.close()
+    _click_kept_across_a_reload(app, tmp_path, 7, "2", STALE_COPY_JS,
+                                "() => document.getElementById('mindeval-stale-copy').remove()")
 
 
 def test_a_score_clicked_before_the_form_s_marker_arrives_is_kept_across_a_reload(app, tmp_path):
     """A freshly loaded page shows the form before its stored-state marker (rendered after it; CI
     saw this right after the page reloaded itself). A score clicked in that moment is kept in the
     browser once the marker comes, and stored after a reload."""
-    base, ws = app
-    gen = open_browser(tmp_path, 1280, 720)
-    tab = next(gen)
-    try:
-        blocked = block_sends(tab)
-        open_rating(tab, base)
-        subs = [s.id for s in ws.subaxes()]
-        v = viewer(ws, "demo", DEMO_CODE)
-        aid = int(tab.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
-        blocked["on"] = True
-        tab.evaluate("""() => { const m = document.querySelector('[data-mindeval-saved]');
-          window.__marker = [m, m.parentNode, m.nextSibling]; m.remove(); }""")  # not arrived yet
-        click_score(tab, 3, "5")
-        tab.evaluate("() => { const [m, p, next] = window.__marker; p.insertBefore(m, next); }")  # it arrives
-        kept_in_browser(tab, 1)
-        tab.reload()
-        blocked["on"] = False
-        pane_ready(tab, 9)
-        tab.wait_for_function(NOTHING_WAITING_JS, timeout=WAIT_MS)
-        whole_rating(ws, v, aid, {subs[3]: 5})
-    finally:
-        gen.close()
+    _click_kept_across_a_reload(
+        app, tmp_path, 3, "5",
+        """() => { const m = document.querySelector('[data-mindeval-saved]');
+          window.__marker = [m, m.parentNode, m.nextSibling]; m.remove(); }""",  # not arrived yet
+        "() => { const [m, p, next] = window.__marker; p.insertBefore(m, next); }")  # it arrives
