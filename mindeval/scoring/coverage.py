@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from ..records import TargetInfo
 from ..stats.proportion import wilson_interval
@@ -45,6 +45,29 @@ class Coverage(BaseModel):
     members_left_out: int = 0  # members asked with no judged unit
     refused: int = 0  # judge rounds that ended refused (mindeval.judging.refusals)
     rounds: int = 0  # every judge round of the samples asked
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def share(self) -> float | None:
+        return round(self.k / self.n, 4) if self.n else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ci95(self) -> tuple[float, float] | None:
+        """The judged share's Wilson 95% interval (None: nothing asked)."""
+        ci = self.interval()
+        return (round(ci[0], 4), round(ci[1], 4)) if ci else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def refused_share(self) -> float | None:
+        return round(self.refused / self.rounds, 4) if self.rounds else None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def refused_ci95(self) -> tuple[float, float] | None:
+        ci = wilson_interval(self.refused, self.rounds) if self.rounds else None
+        return (round(ci[0], 4), round(ci[1], 4)) if ci else None
 
     @property
     def left_out(self) -> int:

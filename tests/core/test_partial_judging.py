@@ -75,3 +75,37 @@ def test_the_field_is_recorded_only_when_declared(tmp_path, capsys):
     assert "partial_judging" not in block and TargetInfo.model_validate(block).model_dump() == block
     assert json.loads((partial_out / "config.json").read_text())["config"]["target"]["partial_judging"] is True
     assert strict["config_hash"] != partial["config_hash"]
+
+
+def test_the_leaderboard_shows_coverage_and_refusals_beside_every_figure(tmp_path, capsys):
+    """Two systems, one with a refused reply: every format carries its judged units and refused rounds
+    with their interval and n, the session breakdown too; the run is ranked without --allow-incomplete."""
+    import csv
+
+    _, _, partial_out, _ = _run(tmp_path, True, capsys)
+    clean = tmp_path / "clean"
+    judge = fake.script("partial-True", [_verdict("minor")] * 4)  # the same judge model
+    assert main(["run", "--target", str(tmp_path / "partial"), "--limit", "1", "--turns", "4", "--concurrency", "1",
+                 "--patient", "fake/echo", "--clinician", "fake/echo:other", "--judge", judge, "--quiet",
+                 "--out", str(clean)]) == 0
+    board = tmp_path / "board"
+    assert main(["leaderboard", str(partial_out), str(clean), "--by", "session", "--no-report", "--resamples", "2000",
+                 "--out", str(board)]) == 0
+    md = (board / "leaderboard.md").read_text()
+    assert "Judged units [95% CI] (k/n)" in md and "75% [30%, 95%] (3/4)" in md and "100% [51%, 100%] (4/4)" in md
+    assert "50% [9%, 91%] (1/2)" in md and "0% [0%, 66%] (0/2)" in md  # refused rounds, each system
+    assert "PARTIAL JUDGING" in md and "INCOMPLETE" not in md
+    assert "| Judged units [95% CI] (k/n) | Refused rounds [95% CI] (k/n) |" in md and "50% [9%, 91%] (1/2) | 100% [21%, 100%] (1/1)" in md
+    tex = (board / "leaderboard.tex").read_text()
+    assert r"75\% [30\%, 95\%] (3/4)" in tex and r"50\% [9\%, 91\%] (1/2)" in tex
+    rows = {r["system"]: r for r in csv.DictReader((board / "leaderboard.csv").open())}
+    hit = next(r for r in rows.values() if r["judged_k"] == "3")
+    assert (hit["judged_n"], hit["judged_ci_low"], hit["refused_k"], hit["refused_n"]) == ("4", "0.300600", "1", "2")
+    js = json.loads((board / "leaderboard.json").read_text())
+    judged = js["columns"]["judged"]
+    assert sorted((v["k"], v["n"]) for v in judged.values()) == [(3, 4), (4, 4)]
+    assert sorted(v["k"] for v in js["columns"]["refusals"].values()) == [0, 1]
+    sessions = [r for r in js["by_session"] if r["coverage"]["k"] == 1]
+    assert len(sessions) == 1 and sessions[0]["coverage"]["ci95"] == [0.0945, 0.9055]
+    by_csv = (board / "by_session.csv").read_text()
+    assert "judged_units (1/2),0.500000,0.094531" in by_csv and "refused_rounds (1/1)" in by_csv
