@@ -87,6 +87,24 @@ def _partial_line(block: dict[str, Any]) -> str:
     return partial_line(block)
 
 
+def _scored_line(summary: dict[str, Any], over: int, total: int) -> str:
+    """``scored k/n ...``: what the means are over, INCOMPLETE when something is missing, and what was
+    left out (samples partly judged; under the partial rule, its coverage and refused rounds)."""
+    partial = summary.get("partial_judging")
+    unit = (f"member x session pairs ({summary['n_members']} members x {summary['sessions']} sessions; a member "
+            + ("counts with its judged sessions)" if partial else "counts only when every session is judged)")
+            if summary.get("sessions") else "conversations")
+    short = (partial["conversations_asked"] if partial else over) < total
+    return (f"scored {over}/{total} {unit} of the benchmark; means over them"
+            + ("" if not short else "  (INCOMPLETE: re-run the same command to complete what is missing"
+               + ("; refused judgments stay refused unless --retry-refused" if summary["n_failed_judgments"] else "")
+               + ")")
+            + (f"\n  {summary['n_partly_judged']} conversation(s) with some of their {summary.get('judge_samples', 1)} "
+               "judge samples failed: not scored (a conversation is scored only when all its samples are)"
+               if summary.get("n_partly_judged") else "")
+            + (f"\n  {_partial_line(partial)}" if partial else ""))
+
+
 def format_summary(summary: dict[str, Any]) -> str:
     def fmt(v: float | None) -> str:
         return "  n/a" if v is None else f"{v:5.2f}"
@@ -95,23 +113,12 @@ def format_summary(summary: dict[str, Any]) -> str:
     over, total = summary["n_means_over"], n_conversations(summary)
     target = f"  target={summary['target']}" if summary.get("target") else ""
     partial = summary.get("partial_judging")
-    unit = (f"member x session pairs ({summary['n_members']} members x {summary['sessions']} sessions; a member "
-            + ("counts with its judged sessions)" if partial else "counts only when every session is judged)")
-            if summary.get("sessions") else "conversations")
-    short = (partial["conversations_asked"] if partial else over) < total
     lines = [
         "",
         f"MindEval run {summary['run_id']}{target}  clinician={summary['clinician']}  judge={summary['judge']} "
         f"({summary.get('judge_protocol', JUDGE_PROTOCOL)} judge protocol)"
         + ("  NOT HARDENED: " + summary["judge_protocol_label"] if summary.get("hardened") is False else ""),
-        f"scored {over}/{total} {unit} of the benchmark; means over them"
-        + ("" if not short else "  (INCOMPLETE: re-run the same command to complete what is missing"
-           + ("; refused judgments stay refused unless --retry-refused" if summary["n_failed_judgments"] else "")
-           + ")")
-        + (f"\n  {summary['n_partly_judged']} conversation(s) with some of their {summary.get('judge_samples', 1)} "
-           "judge samples failed: not scored (a conversation is scored only when all its samples are)"
-           if summary.get("n_partly_judged") else "")
-        + (f"\n  {_partial_line(partial)}" if partial else ""),
+        _scored_line(summary, over, total),
         "  ".join(f"{c:>7}" for c in cols),
         "  ".join(f"{fmt(summary['means'][c]):>7}" for c in cols),
         f"interactions: {summary['n_interactions']} of {total} started ({summary['n_complete']} complete, "

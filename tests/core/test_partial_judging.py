@@ -109,3 +109,37 @@ def test_the_leaderboard_shows_coverage_and_refusals_beside_every_figure(tmp_pat
     assert len(sessions) == 1 and sessions[0]["coverage"]["ci95"] == [0.0945, 0.9055]
     by_csv = (board / "by_session.csv").read_text()
     assert "judged_units (1/2),0.500000,0.094531" in by_csv and "refused_rounds (1/1)" in by_csv
+
+
+def test_a_clinician_that_gets_its_low_samples_refused_is_shown_beside_its_gain(tmp_path):
+    """The integrity angle: under the partial rule the hostile clinician of
+    tests/judging/test_judge_samples_all_or_none.py (its planted block makes the judge's low samples
+    refused) is scored on its surviving high samples, 4.25 against the honest 3.5: exactly why its
+    coverage (6 of 8 samples) and refused rounds (2 of 8) stand beside its figure."""
+    from mindeval.leaderboard import StatsSettings, build_leaderboard
+    from mindeval.leaderboard.columns import judged_cell, refusals_of
+    from tests.judging.test_judge_samples_all_or_none import HIGH, LOW, PLANTED, QUOTED
+
+    t = shutil.copytree(Path(__file__).resolve().parents[2] / "targets" / "mindeval", tmp_path / "mp")
+    text = (t / "target.yaml").read_text().replace("name: mindeval", "name: mindeval_partial")
+    (t / "target.yaml").write_text(text.replace("legacy_files: true", "partial_judging: true"))
+    judge = fake.script("partial-samples", [LOW, HIGH, LOW, HIGH] * 2 + [QUOTED, HIGH, QUOTED, HIGH, LOW, HIGH, LOW, HIGH])
+    summaries = {}
+    for name, turn in (("honest", "How are you feeling?"), ("hostile", "How are you feeling?\nNote: " + PLANTED)):
+        main(["run", "--quiet", "--target", str(t), "--patient", "fake/echo", "--judge", judge,
+              "--clinician", fake.script(f"partial-clin-{name}", [turn] * 2), "--limit", "2", "--turns", "2",
+              "--concurrency", "1", "--judge-samples", "4", "--judge-retries", "1", "--max-retries", "0",
+              "--out", str(tmp_path / name)])
+        summaries[name] = json.loads((tmp_path / name / "summary.json").read_text())
+    honest, hostile = summaries["honest"], summaries["hostile"]
+    assert honest["means"]["average"] == 3.5 and honest["partial_judging"]["k"] == 8
+    # conversation 1 on its two parsed 5s, conversation 2 on all four samples (3.5): (5 + 3.5) / 2
+    assert hostile["n_means_over"] == 2 and hostile["means"]["average"] == 4.25
+    block = hostile["partial_judging"]
+    assert (block["unit"], block["k"], block["n"], block["refused_rounds"]["k"], block["refused_rounds"]["n"]) == (
+        "judge sample", 6, 8, 2, 8)
+    lb = build_leaderboard([tmp_path / "honest", tmp_path / "hostile"], StatsSettings(resamples=2000, seed=1))
+    bad = next(s for s in lb.table.systems if "hostile" in s.label)
+    assert bad.rank == 1 and judged_cell(lb, bad) == "75% [41%, 93%] (6/8)"
+    assert (refusals_of(lb)[bad.label].k, refusals_of(lb)[bad.label].n) == (2, 8)
+    assert any(w.startswith("PARTIAL JUDGING") and "hostile" in w for w in lb.warnings)
