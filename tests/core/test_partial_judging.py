@@ -143,3 +143,12 @@ def test_a_clinician_that_gets_its_low_samples_refused_is_shown_beside_its_gain(
     assert bad.rank == 1 and judged_cell(lb, bad) == "75% [41%, 93%] (6/8)"
     assert (refusals_of(lb)[bad.label].k, refusals_of(lb)[bad.label].n) == (2, 8)
     assert any(w.startswith("PARTIAL JUDGING") and "hostile" in w for w in lb.warnings)
+
+
+def test_a_pooled_system_sums_its_runs_coverage():
+    from mindeval.scoring.coverage import Coverage
+
+    a = Coverage(unit="reply", k=3, n=4, conversations_asked=2, members_asked=1, refused=1, rounds=2)
+    both = a.add(Coverage(unit="reply", k=4, n=4, conversations_asked=2, members_asked=1, rounds=2))
+    assert (both.k, both.n, both.refused, both.rounds, both.members_asked) == (7, 8, 1, 4, 2)
+    assert both.block()["ci95"] == [0.5291, 0.9776]  # Wilson, 7 of 8
