@@ -89,6 +89,7 @@ CATALOGUE: dict[str, list[Case]] = {
     "first_session.memory.field": [Case("member_narrative"), Case("recent_mood")],
     "situation_fields": [Case([]), Case(["Event"]), Case(["event", "event"]), Case("event")],
     "situation_opening": [Case("nowhere"), Case(5)],
+    "partial_judging": [Case("maybe"), Case([True])],
     "legacy_files": [Case(True), Case("maybe")],
     "authors_release": [Case(True), Case("maybe")],
     "nosuch_key": [Case(1)],  # an unknown key (not a field: the guard ignores it)
