@@ -52,9 +52,25 @@ def _target_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"  by {field}: " + "; ".join(parts))
     if summary.get("by_session"):
         lines.append(_session_line(summary["by_session"]))
-    score = summary.get("score")
-    if score and score.get("value") is None:  # an undefined declared score says why, on its line
-        lines.append(f"  {score['label']}: n/a ({score.get('why') or 'undefined'})")
+    lines += _score_lines(summary)
+    return lines
+
+
+def _score_lines(summary: dict[str, Any]) -> list[str]:
+    """The declared scores as ``summary.json`` holds them: every named score (target.yaml ``scores:``,
+    the headline marked) or the one ``score``, each with its 95% interval and n (the units the means
+    are over); an undefined one says why, on its line."""
+    named = summary.get("scores") or ({"": summary["score"]} if summary.get("score") else {})
+    n = summary.get("n_means_over")
+    lines = []
+    for name, e in named.items():
+        head = f"score {name}{' (headline)' if e.get('headline') else ''}: " if name else ""
+        if e.get("value") is None:
+            figure = f": n/a ({e.get('why') or 'undefined'})"
+        else:
+            lo, hi = e["ci95"]
+            figure = f" {e['value']:.2f} (95% CI {lo:.2f}-{hi:.2f})"
+        lines.append(f"  {head}{e['label']}{figure}" + ("" if n is None else f", n={n}"))
     return lines
 
 

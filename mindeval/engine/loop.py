@@ -28,7 +28,7 @@ from ..judging.replies import ReplyOutcome, judge_reply
 from ..judging.sent import check_sent
 from ..llm.gateway import check_api_key
 from ..llm.retry import stops_run
-from ..prompts import render_clinician, render_patient
+from ..prompts import render_patient
 from ..records import (
     CONFIG_FILE,
     SUMMARY_FILE,
@@ -215,9 +215,8 @@ class _Run:
                 parts[opening] if opening else c.opening_line)
 
     def clinician_system(self, profile: Profile, info: SessionInfo | None) -> str:
-        """The clinician's system prompt of one session (``info``: its notes; None: one session)."""
-        return render_clinician(self.prep.templates["clinician"], profile, self.prep.labels.get(profile.id),
-                                *([info.memory or ""] if info else []))
+        """The clinician's system prompt of one session (:meth:`Prepared.clinician_system`)."""
+        return self.prep.clinician_system(profile, info)
 
     async def judge(self, item: Transcript, step: Callable[[], None],
                     early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]] | None = None) -> None:

@@ -26,6 +26,7 @@ from ..records import (
     BenchmarkConfig,
     Profile,
     PromptRecord,
+    SessionInfo,
     load_profiles,
 )
 from ..run_config import PromptRef, judge_spec_for_protocol, spec_with_defaults
@@ -63,6 +64,12 @@ class Prepared(BaseModel):
         return JudgePrompt(template=self.templates["judge"], guidelines=self.guidelines, protocol=c.judge_protocol,
                            transcript_format=c.transcript_format, fewshot=self.fewshot,
                            speakers=self.target.speakers())
+
+    def clinician_system(self, profile: Profile, info: SessionInfo | None) -> str:
+        """The clinician's system prompt of one session (``info``: its notes; None: one session): what the
+        run sends, its judge is shown as ``${clinician_system}`` and the ``--dry-run`` estimate prices."""
+        return render_clinician(self.templates["clinician"], profile, self.labels.get(profile.id),
+                                *([info.memory or ""] if info else []))
 
 
 def _profiles_path(opts: RunOptions, target: Target) -> Path:
