@@ -34,6 +34,7 @@ from ..seeds import recorded_scheme
 from ..target_folder import target_source
 from ..targets import Target, load_target, run_problems
 from ..targets.guidelines import Guidelines
+from ..targets.validation import schedule_problems
 from ..workers import check_concurrency
 
 
@@ -169,6 +170,8 @@ def prepare(opts: RunOptions) -> Prepared:
         "judge": judge.template,
     }
     templates.update({r: target.template(r) for r in target.roles_with_prompts()[3:]})  # sessions > 1
+    if problems := schedule_problems(target, templates):  # --ROLE-prompt too: only draws visible to it
+        raise problems[0]
     # Render once per profile now: a missing field or label is an error before any call is made.
     labels = target.template_labels(list(templates.values()), profiles)
     for p in profiles:

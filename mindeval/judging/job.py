@@ -28,6 +28,7 @@ class Transcript:
     messages: Sequence[dict[str, str]]
     memory: str | None = None
     clinician_system: str | None = None
+    schedule: Mapping[str, str] | None = None  # its session's drawn schedule (``${schedule_<name>}``)
 
 
 @dataclass
