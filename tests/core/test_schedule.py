@@ -31,13 +31,15 @@ NEXT_ASK = "You write the background of a role-play"  # targets/reply_safety/pro
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 SCHEDULE = f"""
 schedule:
-  gap: {{between: [1, 30]}}
+  gap: {{between: [1, 30], visible_to: [patient, next_session, memory, judge]}}
   weekday: {{choices: [{", ".join(DAYS)}], visible_to: [patient, clinician, next_session]}}
   beat: {{choices: [setback, plateau, progress], weights: [1, 2, 1], sessions: [2]}}
 """
 PATIENT = "\nPSCHED gap=${schedule_gap} day=${schedule_weekday} beat=${schedule_beat}."
 CLINICIAN = "\nCSCHED day=${schedule_weekday}."
 NEXT = "\nNSCHED gap=${schedule_gap} day=${schedule_weekday} beat=${schedule_beat}."
+MEMORY = "\nMSCHED gap=${schedule_gap}."
+JUDGE = "\nJSCHED gap=${schedule_gap}."
 
 
 def _copy(tmp_path: Path, schedule: str = SCHEDULE, manifest=lambda s: s, **files: str) -> Path:
@@ -158,7 +160,8 @@ def _by_member(schedules: dict[str, dict[str, str]]) -> list[dict[str, str]]:
 
 def test_the_draws_reach_exactly_the_templates_they_are_visible_to(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-schedule")
-    t = _copy(tmp_path, **{"patient": PATIENT, "clinician": CLINICIAN, "next_session": NEXT})
+    t = _copy(tmp_path, **{"patient": PATIENT, "clinician": CLINICIAN, "next_session": NEXT, "memory": MEMORY,
+                           "judge": JUDGE})
     out = tmp_path / "a"
     with FaultServer() as srv:
         assert main(_args(srv, t, out)) == 0
@@ -177,9 +180,14 @@ def test_the_draws_reach_exactly_the_templates_they_are_visible_to(tmp_path, mon
             if s2:  # the next-session step is shown the session it prepares
                 assert [r for r in reqs if NEXT_ASK in request_text(r) and
                         f"NSCHED gap={drawn['gap']} day={drawn['weekday']} beat={drawn['beat']}." in request_text(r)]
-        # the clinician is shown the weekday alone; the judge none (not visible to it)
+            else:  # the clinician's notes after session 1 are shown session 1's gap
+                assert [r for r in reqs if r["model"] == "clinician-model" and
+                        f"MSCHED gap={drawn['gap']}." in request_text(r)]
+        # the clinician is shown the weekday alone (its notes call the gap: visible to memory)
         assert not any("gap=" in _system(r) or "beat=" in _system(r) for r in reqs if r["model"] == "clinician-model")
-        assert not any("SCHED" in request_text(r) for r in reqs if r["model"] == "judge-model")
+        judged = [re.findall(r"JSCHED gap=(\d+)\.", request_text(r)) for r in reqs if r["model"] == "judge-model"]
+        assert all(len(g) == 1 for g in judged) and {g[0] for g in judged} == {d["gap"] for d in exported.values()}
+        assert not any("day=" in request_text(r) for r in reqs if r["model"] == "judge-model")
         assert json.loads((out / "config.json").read_text())["config"]["target"]["schedule"]["gap"]["between"] == [1, 30]
 
         other = tmp_path / "b"  # another clinician meets the same schedule
@@ -213,6 +221,21 @@ def test_a_one_session_target_draws_too(tmp_path, monkeypatch):
         assert r["session"]["sessions"] == 1 and r["session"]["member"] == r["id"]
         assert [q for q in reqs if q["model"] == "patient-model" and f"AFFECT={affect}." in _system(q)]
     assert _stored(out) == _exported(out)
+
+    from streamlit.testing.v1 import AppTest
+
+    from annotation_app.ui import inert
+    from mindeval.viewer import load_conversations
+    from mindeval.viewer.html import render_run
+
+    convs = load_conversations([out])
+    assert [c.session for c in convs] == [None, None] and [c.session_label for c in convs] == ["", ""]
+    line = f"affect: {rows[0]['session']['schedule']['affect']}"
+    assert convs[0].schedule_line == line and f"schedule drawn for this session: {line}" in render_run(out)
+    monkeypatch.setenv("MINDEVAL_VIEW_RUNS", str(out))
+    at = AppTest.from_file(str(ROOT / "annotation_app" / "view_page.py"), default_timeout=60).run()
+    at.selectbox(key="open").set_value(convs[0].key).run()
+    assert not at.exception and any(inert(line) in x.value for x in at.caption)
 
 
 # ------------------------------------------------------------------ killed right after a draw
