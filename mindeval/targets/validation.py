@@ -58,7 +58,8 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
     if not any(p.field == "sessions" for p in problems):  # a bad count is its own problem, not the prompts'
         problems += _session_problems(target)
     problems += _end_marker_problems(target)
-    problems += schedule_problems(target)
+    if not any((p.field or "").split(".")[0] == "schedule" for p in problems):  # a bad schedule: its own lines
+        problems += schedule_problems(target)
     problems += _profiles_problems(target)
     ppath = target.profiles_path
     if manifest.labels is not None and not labels_bad(problems) and not any(p.path == str(ppath) for p in problems):
