@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -201,14 +202,39 @@ def test_the_draws_reach_exactly_the_templates_they_are_visible_to(tmp_path, mon
         assert srv.count() == seen and _exported(out) == exported
 
 
-def test_a_one_session_target_draws_too(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-schedule")
-
+def _one_session(tmp_path: Path) -> Path:
+    """reply_safety with one session, drawing an affect for the patient."""
     def one(s: str) -> str:
         s = s.replace("sessions: 2", "sessions: 1")
         return s.replace("  memory: prompts/memory.txt\n", "").replace("  next_session: prompts/next_session.txt\n", "")
-    t = _copy(tmp_path, "\nschedule:\n  affect: {choices: [flat, tense, bright]}\n", one,
-              patient="\nAFFECT=${schedule_affect}.")
+    return _copy(tmp_path, "\nschedule:\n  affect: {choices: [flat, tense, bright]}\n", one,
+                 patient="\nAFFECT=${schedule_affect}.")
+
+
+@pytest.mark.parametrize("db", ["sqlite", "postgresql"])
+def test_the_draws_are_stored_and_resumed_on_both_databases(tmp_path, monkeypatch, request, db):
+    from sqlalchemy import create_engine
+    from sqlalchemy import text as sql
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-schedule")
+    t, out = _one_session(tmp_path), tmp_path / "db"
+    url = f"sqlite:///{out / 'run.db'}" if db == "sqlite" else request.getfixturevalue("pg_url")
+    seed = str(zlib.crc32(str(tmp_path).encode()))  # this test's own run in a shared database
+    with FaultServer() as srv:
+        assert main([*_args(srv, t, out, limit=3), "--db", url, "--seed", seed]) == 0
+        exported = _exported(out)
+        with create_engine(url).connect() as con:
+            stored = {iid: json.loads(v) for iid, v in con.execute(sql(
+                "SELECT interaction_id, schedule FROM sessions")) if iid in exported}
+        assert stored == exported and len(exported) == 3
+        seen = srv.count()
+        assert main([*_args(srv, t, out, limit=3), "--db", url, "--seed", seed]) == 0
+        assert srv.count() == seen and _exported(out) == exported
+
+
+def test_a_one_session_target_draws_too(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-schedule")
+    t = _one_session(tmp_path)
     assert validate_target(t) == []
     out = tmp_path / "one"
     with FaultServer() as srv:
