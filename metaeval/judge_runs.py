@@ -192,7 +192,8 @@ def _judge_all(job: JudgeJob, todo: list[tuple[AnnotatedInteraction, int]], conc
     async def work(entry: tuple[AnnotatedInteraction, int]) -> None:
         it, rep = entry
         j = await judge_sample(job, Transcript(interaction_id=it.interaction_id, profile=it.profile,
-                                               messages=it.messages, memory=it.memory), rep)
+                                               messages=it.messages, memory=it.memory,
+                                               schedule=it.schedule), rep)
         if j is not None and j.parse_status != "ok":
             failed.append(j.error or "judge reply could not be parsed")
 

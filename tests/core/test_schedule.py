@@ -318,3 +318,12 @@ def test_a_run_killed_right_after_a_draw_resumes_with_the_stored_values(tmp_path
                       "having count(*) > 1").fetchall()
     con.close()
     assert dup == []
+
+
+def test_metaeval_reads_a_sessions_schedule_for_its_judge():
+    """``metaeval judge`` of a run's rated rows passes each session's stored draws to the judge template."""
+    from metaeval.sources import session_schedule
+
+    assert session_schedule({"session": {"member": "m", "schedule": {"gap": "3", "weekday": "Friday"}}}) \
+        == {"gap": "3", "weekday": "Friday"}
+    assert session_schedule({"session": {"member": "m"}}) is None and session_schedule({}) is None
