@@ -69,6 +69,8 @@ def _money(v: float | None) -> str:
 def _session(c: Conversation) -> None:
     """A session's boundary: which session, the clinician's notes it started with, the patient's situation."""
     s = c.session
+    if c.schedule:
+        st.caption(f"Schedule drawn for this session: {inert(c.schedule_line)}")
     if s is None:
         return
     st.info(f"**{c.session_label.capitalize()}** of conversation {inert(s.member)}", icon=":material/event_repeat:")

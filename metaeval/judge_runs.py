@@ -185,7 +185,8 @@ def _run_config(opts: RunOptions, setup: JudgeSetup, target: Target, data: Human
 def _transcript(it: AnnotatedInteraction) -> Transcript:
     """A rated interaction as the judge reads it: its transcript and the notes its session started
     with; no clinician system prompt (rated transcripts keep none: :func:`refuse_unsent`)."""
-    return Transcript(interaction_id=it.interaction_id, profile=it.profile, messages=it.messages, memory=it.memory)
+    return Transcript(interaction_id=it.interaction_id, profile=it.profile, messages=it.messages, memory=it.memory,
+                      schedule=it.schedule)
 
 
 def _judge_all(job: JudgeJob, todo: list[tuple[AnnotatedInteraction, int]], concurrency: int,

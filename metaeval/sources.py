@@ -80,6 +80,7 @@ class AnnotatedInteraction:
     messages: list[dict[str, str]]
     line: int | None = None
     memory: str | None = None  # a session of a multi-session run: the notes its clinician started it with
+    schedule: dict[str, str] | None = None  # a run's session with a target.yaml schedule: its drawn values
 
 
 @dataclass
@@ -100,6 +101,13 @@ def session_memory(row: Mapping[str, Any]) -> str | None:
     session = row.get("session")
     memory = session.get("memory") if isinstance(session, Mapping) else None
     return memory if isinstance(memory, str) else None
+
+
+def session_schedule(row: Mapping[str, Any]) -> dict[str, str] | None:
+    """A run's session's drawn schedule (``session.schedule``; the judge template's ``${schedule_<name>}``)."""
+    session = row.get("session")
+    drawn = session.get("schedule") if isinstance(session, Mapping) else None
+    return {str(k): str(v) for k, v in drawn.items()} if isinstance(drawn, Mapping) else None
 
 
 def _by_session(ratings: pd.DataFrame) -> pd.DataFrame:
@@ -178,7 +186,7 @@ def load_authors_annotations(
             records.append((row.id, pid, row.model, user, subaxis, float(score)))
         interactions[row.id] = AnnotatedInteraction(interaction_id=row.id, profile_id=pid, system=row.model,
                                                     profile=profile, messages=row.messages, line=row.line,
-                                                    memory=session_memory(row.raw))
+                                                    memory=session_memory(row.raw), schedule=session_schedule(row.raw))
     if not interactions:
         raise MindEvalError("no annotated interactions in file", path=p)
     labels = rater_labels(list(seen), prefix)

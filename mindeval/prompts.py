@@ -31,6 +31,7 @@ KINDS = ("patient", "clinician", "judge", "backstory", "memory", "next_session")
 # ``next_session``: the patient's situation for the next session). ``transcript``: the session just
 # ended; ``session``: its number (memory) or the next one's (next_session).
 SITUATION_PREFIX = "situation_"  # a patient template's ${situation_<name>}: a declared situation field
+SCHEDULE_PREFIX = "schedule_"  # any template's ${schedule_<name>}: a declared draw visible to it (mindeval.schedule)
 SESSION_FIELDS = ("memory", "situation", "transcript", "session")
 # ``output_format``: the reply instruction for the target's dimensions (guidelines.render_output_format).
 # ``conversation_str``: the transcript under the authors' placeholder name (their template's field).
@@ -219,7 +220,7 @@ def placeholder_line(path: Path, name: str) -> int | None:
 
 def _check_fields(kind: str, fields: frozenset[str], path: Path, scope: LabelScope = NO_LABELS) -> None:
     unknown = sorted(f for f in fields - ALLOWED_FIELDS[kind] - scope.visible
-                     if not (kind == "patient" and f.startswith(SITUATION_PREFIX)))
+                     if not (kind == "patient" and f.startswith(SITUATION_PREFIX)) and not f.startswith(SCHEDULE_PREFIX))
     if not unknown:
         return
     bad = unknown[0]
@@ -255,31 +256,43 @@ def label_values(tpl: PromptTemplate, labels: Mapping[str, str] | None) -> dict[
     return {k: str(v) for k, v in (labels or {}).items() if k in tpl.labels}
 
 
+def schedule_values(tpl: PromptTemplate, drawn: Mapping[str, str] | None) -> dict[str, str]:
+    """The ``${schedule_<name>}`` values ``tpl`` names: the session's drawn value, "" where the draw
+    is not drawn for the session (which names a template may use is checked with the target)."""
+    return {f: (drawn or {}).get(f[len(SCHEDULE_PREFIX):], "") for f in tpl.fields if f.startswith(SCHEDULE_PREFIX)}
+
+
 def render_patient(tpl: PromptTemplate, profile: Profile, labels: Mapping[str, str] | None = None,
-                   situation: str = FIRST_SITUATION, parts: Mapping[str, str] | None = None) -> str:
+                   situation: str = FIRST_SITUATION, parts: Mapping[str, str] | None = None,
+                   schedule: Mapping[str, str] | None = None) -> str:
     """``situation``: the patient's situation for this session (multi-session targets' ${situation});
-    ``parts``: its declared fields (``situation_fields``), each a ``${situation_<name>}`` (session 1: empty)."""
+    ``parts``: its declared fields (``situation_fields``), each a ``${situation_<name>}`` (session 1: empty);
+    ``schedule``: the session's drawn schedule (``${schedule_<name>}``)."""
     named = {f"{SITUATION_PREFIX}{k}": "" for k in situation_fields(tpl)}
     named |= {f"{SITUATION_PREFIX}{k}": v for k, v in (parts or {}).items()}
-    return tpl.render({**profile.fields(), "situation": situation, **named, **label_values(tpl, labels)})
+    return tpl.render({**profile.fields(), "situation": situation, **named, **schedule_values(tpl, schedule),
+                       **label_values(tpl, labels)})
 
 
 def render_clinician(tpl: PromptTemplate, profile: Profile, labels: Mapping[str, str] | None = None,
-                     memory: str = FIRST_MEMORY) -> str:
+                     memory: str = FIRST_MEMORY, schedule: Mapping[str, str] | None = None) -> str:
     """Render with the intake fields only (and the labels the template names, which the
-    target declared visible to the clinician, and ``memory``: its own notes from earlier
-    sessions), so nothing else can reach the clinician."""
+    target declared visible to the clinician, ``memory``: its own notes from earlier
+    sessions, and the draws of ``schedule`` the target shows it), so nothing else can reach the clinician."""
     if tpl.kind != "clinician":
         raise MindEvalError(f"{tpl.ref} is not a clinician template", path=tpl.source, field="kind")
-    return tpl.render({**profile.intake(), "memory": memory, **label_values(tpl, labels)})
+    return tpl.render({**profile.intake(), "memory": memory, **schedule_values(tpl, schedule),
+                       **label_values(tpl, labels)})
 
 
 def render_session_step(tpl: PromptTemplate, profile: Profile, values: Mapping[str, str],
-                        labels: Mapping[str, str] | None = None) -> str:
+                        labels: Mapping[str, str] | None = None, schedule: Mapping[str, str] | None = None) -> str:
     """A ``memory`` template (the intake only, as the clinician sees it) or a ``next_session``
-    template (the whole profile, as the patient sees it) over ``values`` (:data:`SESSION_FIELDS`)."""
+    template (the whole profile, as the patient sees it) over ``values`` (:data:`SESSION_FIELDS`);
+    ``schedule``: the drawn schedule it is shown (memory: the session just ended's; next_session:
+    the next session's)."""
     base = profile.intake() if tpl.kind == "memory" else profile.fields()
-    return tpl.render({**base, **values, **label_values(tpl, labels)})
+    return tpl.render({**base, **values, **schedule_values(tpl, schedule), **label_values(tpl, labels)})
 
 
 def render_backstory(tpl: PromptTemplate, profile: Profile) -> str:

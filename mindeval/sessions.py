@@ -106,13 +106,13 @@ async def next_session(log: CallLog, step: SessionStep, prev: SessionInfo, turns
     transcript = render_transcript(messages, speakers=step.speakers)
     if info.memory is None:
         text = render_session_step(step.memory, profile, {"memory": prev.memory or "", "transcript": transcript,
-                                                          "session": str(prev.session)}, labels)
+                                                          "session": str(prev.session)}, labels, prev.schedule)
         info = await _step_call(log, iid, info, "memory", step.clinician, text, (step.seed, key, -1))
     if info.situation is None:
         parts = stored_parts(prev.situation, step.situation_fields)
         text = render_session_step(step.next_session, profile, {
             "situation": situation_lines(parts) if parts else prev.situation or "", "transcript": transcript,
-            "session": str(k)}, labels)
+            "session": str(k)}, labels, info.schedule)
         if step.situation_fields:
             info = await _structured_call(log, iid, info, step, text, (step.seed, key, -2))
         else:

@@ -40,6 +40,7 @@ from ..records import (
 )
 from ..run_options import RunOptions
 from ..rundir_guard import check_store, run_dir_lock
+from ..schedule import declared, stored_or_drawn
 from ..seeds import conversation_key, stored_scheme
 from ..sessions import SessionStep, first_session, next_session, session_id
 from ..simulate import Speaker, run_interaction
@@ -85,6 +86,7 @@ class SessionCtx(BaseModel):
     info: SessionInfo | None = None
     seed_key: str | None = None
     early: dict[tuple[int, int], Any] = {}
+    schedule: dict[str, str] | None = None  # its drawn schedule (target.yaml schedule; None: none declared)
 
 
 def session_step(prep: Prepared) -> SessionStep | None:
@@ -132,7 +134,8 @@ class _Run:
                 "fix it and re-run the same command")))
 
     def on_reply(self, iid: str, profile: Profile, early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]],
-                 memory: str | None = None, system: str | None = None) -> Callable[[list[Turn]], None] | None:
+                 memory: str | None = None, system: str | None = None,
+                 schedule: dict[str, str] | None = None) -> Callable[[list[Turn]], None] | None:
         """Reply-level judging: a task per sample judging each clinician reply as soon as it is stored
         (its judge sees the turns up to it only), kept in ``early`` for :meth:`judge` to await."""
         if self.job.prompt.guidelines.judging_unit != "reply":
@@ -143,7 +146,7 @@ class _Run:
         def start(history: list[Turn]) -> None:
             messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=history).messages()
             item = Transcript(interaction_id=iid, profile=profile, messages=messages, memory=memory,
-                              clinician_system=system)
+                              clinician_system=system, schedule=schedule)
             for s in samples:
                 before = [t for (s_, _), t in early.items() if s_ == s][-1:]
                 early[(s, len(history) - 1)] = asyncio.ensure_future(
@@ -180,17 +183,18 @@ class _Run:
         c, store = self.prep.config, self.store
         await store.arun(self.sim_log.store.ensure_interaction(iid, position, profile, c.clinician.model,
                                                                c.patient.model))
-        info = (ctx or SessionCtx()).info
+        ctx = ctx or SessionCtx()
+        info = ctx.info
         if info is not None:
             await store.arun(self.sim_log.store.save_session(iid, info))
-        prompt, opening = self.patient_side(profile, info)
+        prompt, opening = self.patient_side(profile, info, ctx.schedule)
         try:
             turns = await run_interaction(
                 self.sim_log, iid,
                 patient=Speaker(spec=c.patient, prompt=prompt, end_marker=c.target.patient_can_end),
-                clinician=Speaker(spec=c.clinician, prompt=self.clinician_system(profile, info)),
+                clinician=Speaker(spec=c.clinician, prompt=self.clinician_system(profile, info, ctx.schedule)),
                 turns=c.turns, opening_line=opening, on_turn=on_turn,
-                seed=(c.seed, ctx.seed_key) if ctx is not None and ctx.seed_key else c.seed,
+                seed=(c.seed, ctx.seed_key) if ctx.seed_key else c.seed,
             )
         except ModelCallError as exc:
             self.failures.append(Failure(what="interaction", role=getattr(exc, "role", "") or "?",
@@ -201,22 +205,25 @@ class _Run:
         await store.arun(store.set_status(iid, "complete"))
         return turns
 
-    def patient_side(self, profile: Profile, info: SessionInfo | None) -> tuple[str, str]:
+    def patient_side(self, profile: Profile, info: SessionInfo | None,
+                     schedule: dict[str, str] | None = None) -> tuple[str, str]:
         """The patient's system prompt of one session and its opening line: a structured situation's
-        fields fill ``${situation_<name>}`` and ``${situation}``, its ``situation_opening`` field opens."""
+        fields fill ``${situation_<name>}`` and ``${situation}``, its ``situation_opening`` field opens;
+        ``schedule``: the session's draws (``${schedule_<name>}``)."""
         c, tpl, labels = self.prep.config, self.prep.templates["patient"], self.prep.labels.get(profile.id)
         if info is None:
-            return render_patient(tpl, profile, labels), c.opening_line
+            return render_patient(tpl, profile, labels, schedule=schedule), c.opening_line
         parts = stored_parts(info.situation, c.target.situation_fields or ())
         if parts is None:
-            return render_patient(tpl, profile, labels, info.situation or ""), c.opening_line
+            return render_patient(tpl, profile, labels, info.situation or "", schedule=schedule), c.opening_line
         opening = c.target.situation_opening
-        return (render_patient(tpl, profile, labels, situation_lines(parts), parts),
+        return (render_patient(tpl, profile, labels, situation_lines(parts), parts, schedule),
                 parts[opening] if opening else c.opening_line)
 
-    def clinician_system(self, profile: Profile, info: SessionInfo | None) -> str:
+    def clinician_system(self, profile: Profile, info: SessionInfo | None,
+                         schedule: dict[str, str] | None = None) -> str:
         """The clinician's system prompt of one session (:meth:`Prepared.clinician_system`)."""
-        return self.prep.clinician_system(profile, info)
+        return self.prep.clinician_system(profile, info, schedule)
 
     async def judge(self, item: Transcript, step: Callable[[], None],
                     early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]] | None = None) -> None:
@@ -251,11 +258,17 @@ class _Run:
             info = first_session(member, n, *self.prep.target.first_texts(profile)) if n > 1 else None
             turns: list[Turn] | None = None
             for k in range(1, n + 1):
+                key = conversation_key(c, profile.id, repeat, k)
                 if k > 1:
-                    info = await self.between(info, turns or [], profile, conversation_key(c, profile.id, repeat, k))
+                    await self.scheduled(SessionInfo(member=member, session=k, sessions=n), key, profile.id, repeat)
+                    info = await self.between(info, turns or [], profile, key)
                     if info is None:
                         return
-                ctxs.append(SessionCtx(info=info, seed_key=conversation_key(c, profile.id, repeat, k)))
+                drawn = await self.scheduled(info or SessionInfo(member=member, session=1, sessions=1), key,
+                                             profile.id, repeat)
+                if info is not None and drawn is not None:
+                    info = drawn
+                ctxs.append(SessionCtx(info=info, seed_key=key, schedule=drawn.schedule if drawn else None))
                 turns = await self.session(session_id(member, k), position, profile, step, ctxs[-1])
                 if turns is None:
                     return
@@ -267,6 +280,17 @@ class _Run:
             for ctx in ctxs:
                 await self.settle(ctx.early)
             self.progress.advance(left[0])  # a failed or stopped conversation completes its share of the bar
+
+    async def scheduled(self, info: SessionInfo, key: str | None, profile_id: str,
+                        repeat: int) -> SessionInfo | None:
+        """``info`` with its session's draws (target.yaml ``schedule``), stored before any call of the
+        session (re-judging only reads them); None when the target declares no schedule."""
+        decl = declared(self.prep.target.manifest.schedule)
+        if not decl:
+            return None
+        return await stored_or_drawn(self.sim_log.store, session_id(info.member, info.session), info, decl,
+                                     self.prep.config.seed, key or f"{profile_id}:r{repeat}:s{info.session}",
+                                     save=self.complete is None)
 
     async def session(self, iid: str, position: int, profile: Profile, step: Callable[..., None],
                       ctx: SessionCtx) -> list[Turn] | None:
@@ -280,16 +304,16 @@ class _Run:
         if self.complete is not None and iid not in self.complete:
             return None  # nothing stored to judge (re-judging never simulates)
         memory = ctx.info.memory if ctx.info is not None else None
-        system = self.clinician_system(profile, ctx.info)
+        system = self.clinician_system(profile, ctx.info, ctx.schedule)
         turns = await self.simulate(iid, position, profile, turn_step,
-                                    self.on_reply(iid, profile, ctx.early, memory, system), ctx)
+                                    self.on_reply(iid, profile, ctx.early, memory, system, ctx.schedule), ctx)
         if turns is None:
             return None
         step(mine[0])  # turns stored by an earlier invocation
         check_sent(self.sim_log, iid, system, self.job.prompt.template)
         messages = Interaction(id=iid, profile=profile, clinician_model=c.clinician.model, turns=turns).messages()
         await self.judge(Transcript(interaction_id=iid, profile=profile, messages=messages, memory=memory,
-                                    clinician_system=system), step, ctx.early)
+                                    clinician_system=system, schedule=ctx.schedule), step, ctx.early)
         return turns
 
     async def between(self, prev: SessionInfo | None, turns: list[Turn], profile: Profile,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -35,6 +36,7 @@ from ..seeds import recorded_scheme
 from ..target_folder import target_source
 from ..targets import Target, load_target, run_problems
 from ..targets.guidelines import Guidelines
+from ..targets.validation import schedule_problems
 from ..workers import check_concurrency
 
 
@@ -65,11 +67,13 @@ class Prepared(BaseModel):
                            transcript_format=c.transcript_format, fewshot=self.fewshot,
                            speakers=self.target.speakers())
 
-    def clinician_system(self, profile: Profile, info: SessionInfo | None) -> str:
-        """The clinician's system prompt of one session (``info``: its notes; None: one session): what the
+    def clinician_system(self, profile: Profile, info: SessionInfo | None,
+                         schedule: Mapping[str, str] | None = None) -> str:
+        """The clinician's system prompt of one session (``info``: its notes; None: one session;
+        ``schedule``: its draws, those the target shows the clinician named by its template): what the
         run sends, its judge is shown as ``${clinician_system}`` and the ``--dry-run`` estimate prices."""
         return render_clinician(self.templates["clinician"], profile, self.labels.get(profile.id),
-                                *([info.memory or ""] if info else []))
+                                *([info.memory or ""] if info else []), schedule=schedule)
 
 
 def _profiles_path(opts: RunOptions, target: Target) -> Path:
@@ -176,6 +180,8 @@ def prepare(opts: RunOptions) -> Prepared:
         "judge": judge.template,
     }
     templates.update({r: target.template(r) for r in target.roles_with_prompts()[3:]})  # sessions > 1
+    if problems := schedule_problems(target, templates):  # --ROLE-prompt too: only draws visible to it
+        raise problems[0]
     # Render once per profile now: a missing field or label is an error before any call is made.
     labels = target.template_labels(list(templates.values()), profiles)
     for p in profiles:

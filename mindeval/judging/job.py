@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..llm.gateway import ModelSpec
 from ..records import Profile, TargetInfo
@@ -28,12 +29,13 @@ class Transcript:
     messages: Sequence[dict[str, str]]
     memory: str | None = None
     clinician_system: str | None = None
+    schedule: Mapping[str, str] | None = None  # its session's drawn schedule (``${schedule_<name>}``)
 
-    def context(self) -> dict[str, str | None]:
+    def context(self) -> dict[str, Any]:
         """What the clinician was given, as the judge template's ``${memory}`` and ``${clinician_system}``
-        (:func:`~mindeval.judging.render.build_judge_messages`): the one reading of a run's judging,
+        and ``${schedule_<name>}`` (:func:`~mindeval.judging.render.build_judge_messages`): the one reading of a run's judging,
         its ``--dry-run`` estimate and ``metaeval judge``."""
-        return {"memory": self.memory, "clinician_system": self.clinician_system}
+        return {"memory": self.memory, "clinician_system": self.clinician_system, "schedule": self.schedule}
 
 
 @dataclass

@@ -13,8 +13,9 @@ import json
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from ..prompts import PromptTemplate, label_values
+from ..prompts import PromptTemplate, label_values, schedule_values
 from ..records import Profile
 from ..targets.guidelines import Guidelines
 from ..targets.rubric_text import render_rubric, render_scale
@@ -205,7 +206,7 @@ def build_judge_messages(prompt: JudgePrompt, profile: Profile, messages: Sequen
                          nonce: str | None = None, fields: Mapping[str, str] | None = None,
                          labels: Mapping[str, str] | None = None,
                          reply_turn: int | None = None,
-                         context: Mapping[str, str | None] | None = None) -> list[dict[str, str]]:
+                         context: Mapping[str, Any] | None = None) -> list[dict[str, str]]:
     """The judge request: the template over the transcript; with ``nonce`` the answer-code
     instruction (:func:`~mindeval.judging.answer.answer_instruction`) follows the template's
     text. ``fields`` overrides run-wide fields (one call of an item-level rubric,
@@ -214,10 +215,12 @@ def build_judge_messages(prompt: JudgePrompt, profile: Profile, messages: Sequen
     (:func:`render_reply_transcript`); ``context``: what the clinician was given for this
     conversation or session: ``memory``, the notes it started the session with (``${memory}``; empty
     for a single-session conversation) and ``clinician_system``, its system prompt as sent
-    (``${clinician_system}``; empty when none was sent, e.g. transcripts rated by people)."""
+    (``${clinician_system}``; empty when none was sent, e.g. transcripts rated by people) and
+    ``schedule``, the session's drawn schedule (``${schedule_<name>}``; empty when none)."""
     tpl = prompt.template
     values = dict(profile.intake())
     values.update({k: (context or {}).get(k) or "" for k in CONTEXT_FIELDS})
+    values.update(schedule_values(tpl, (context or {}).get("schedule")))
     values.update(label_values(tpl, labels))
     values.update(prompt.run_wide_values(fields))
     if reply_turn is not None:

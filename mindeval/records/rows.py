@@ -64,6 +64,15 @@ class SessionInfo(BaseModel):
     situation: str | None = None
     memory_call_id: int | None = None
     situation_call_id: int | None = None
+    # the target's ``schedule:`` draws of this session by name (mindeval.schedule); None: none declared
+    schedule: dict[str, str] | None = None
+
+    @model_serializer(mode="wrap")
+    def _drop_unscheduled(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("schedule") is None:
+            data.pop("schedule", None)  # files of runs without a schedule stay as they were
+        return data
 
 
 class Interaction(BaseModel):

@@ -96,6 +96,7 @@ class TargetInfo(BaseModel):
     first_session: dict[str, Any] | None = None
     situation_fields: list[str] | None = None  # sessions > 1: the next-session step's JSON fields
     situation_opening: str | None = None  # the field that opens the next session, verbatim
+    schedule: dict[str, dict[str, Any]] | None = None  # target.yaml schedule: the declared draws (mindeval.schedule)
 
     def speakers(self) -> dict[str, str]:
         """The transcript's speaker label per message role (user = patient)."""
@@ -122,7 +123,7 @@ class TargetInfo(BaseModel):
             data.pop("patient_can_end", None)
         if not data.get("partial_judging"):
             data.pop("partial_judging", None)
-        for key in ("first_session", "situation_fields", "situation_opening"):
+        for key in ("first_session", "situation_fields", "situation_opening", "schedule"):
             if data.get(key) is None:
                 data.pop(key, None)
         if data.get("score") is None:

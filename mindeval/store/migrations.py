@@ -88,6 +88,12 @@ def _who_source(conn: Connection) -> None:
         _add_column(conn, "corrections", "who_source")
 
 
+def _session_schedule(conn: Connection) -> None:
+    """Version 7: a session's drawn schedule (target.yaml ``schedule:``; NULL for older rows)."""
+    if "schedule" not in {c["name"] for c in inspect(conn).get_columns("sessions")}:
+        _add_column(conn, "sessions", "schedule")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, summary="baseline: run tables, unversioned nullable columns", apply=_baseline),
     Migration(version=2, summary="reply_judgments: one row per judged clinician reply", apply=_reply_judgments),
@@ -96,6 +102,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=5, summary="judge_attempts: one row per judge attempt, refused rounds kept", apply=_judge_attempts),
     Migration(version=6, summary="corrections.who_source: self-declared, os-user or signed-in reviewer",
               apply=_who_source),
+    Migration(version=7, summary="sessions.schedule: the session's seeded draws (target.yaml schedule)",
+              apply=_session_schedule),
 )
 HEAD = MIGRATIONS[-1].version
 MIGRATION_LOCK = 0x6D696E64  # PostgreSQL advisory lock key of "a process is migrating this store"

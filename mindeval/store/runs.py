@@ -13,6 +13,7 @@ commit instead of queueing on a lock.
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import threading
 import uuid
@@ -277,6 +278,8 @@ class RunStore:
         """Insert the session row of ``iid``, or set the fields of ``info`` that are not None
         (the memory in its call's transaction, then the situation in its own)."""
         values = info.model_dump(exclude_none=True)
+        if "schedule" in values:
+            values["schedule"] = json.dumps(values["schedule"], ensure_ascii=False, sort_keys=True)
 
         def op(s: Session) -> None:
             row = s.scalars(select(SessionRow).where(SessionRow.run_id == self.run_id,
@@ -295,7 +298,8 @@ class RunStore:
         return {r.interaction_id: SessionInfo(member=r.member, session=r.session, sessions=r.sessions,
                                               memory=r.memory, situation=r.situation,
                                               memory_call_id=r.memory_call_id,
-                                              situation_call_id=r.situation_call_id) for r in rows}
+                                              situation_call_id=r.situation_call_id,
+                                              schedule=json.loads(r.schedule) if r.schedule else None) for r in rows}
 
     def interactions(self) -> list[Interaction]:
         sessions = self.sessions()

@@ -200,6 +200,7 @@ class SessionRow(Keyed, RunBase):
     memory_call_id: Mapped[int | None] = mapped_column(ForeignKey("calls.id"), nullable=True)
     situation: Mapped[str | None] = mapped_column(Text, nullable=True)
     situation_call_id: Mapped[int | None] = mapped_column(ForeignKey("calls.id"), nullable=True)
+    schedule: Mapped[str | None] = mapped_column(Text, nullable=True)  # the session's draws as JSON (target.yaml schedule)
     created_at: Mapped[Created]
 
 

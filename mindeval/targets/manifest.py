@@ -22,6 +22,7 @@ from ..formula import FormulaError, parse_formula
 from ..prompts import ALLOWED_FIELDS, LabelScope
 from ..records import DEFAULT_ROLES
 from ..resources import targets_dir
+from ..schedule import Schedule
 from .first_session import FirstSession
 from .schema import Problems, raise_problems, snake
 from .yaml_errors import validation_problems
@@ -186,6 +187,7 @@ class TargetManifest(BaseModel):
     # situation_opening: the field whose text is the patient's first turn of the next session, verbatim
     situation_fields: list[Annotated[str, AfterValidator(_name)]] | None = Field(None, min_length=1)
     situation_opening: str | None = None
+    schedule: Schedule | None = None  # seeded per-member, per-session draws: ${schedule_<name>} (mindeval.schedule)
     roles: TargetRoles = Field(default_factory=lambda: TargetRoles())
     reply_format: Literal["output_format", "template"] = "output_format"  # template: the judge prompt writes it
     prompts: TargetPrompts

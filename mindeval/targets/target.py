@@ -12,6 +12,7 @@ from ..formula import Formula, FormulaError, parse_formula
 from ..prompts import LabelScope, PromptTemplate, load_template, resolve_path
 from ..records import DEFAULT_ROLES, DEFAULT_TARGET, Profile, TargetInfo, load_profiles
 from ..resources import guidelines_dir, targets_dir
+from ..schedule import record
 from ..stats.scale_spec import quantity_names
 from .first_session import LEGACY_FIRST_SESSION
 from .guidelines import Guidelines, load_guidelines
@@ -237,6 +238,8 @@ class Target:
             for key in ("situation_fields", "situation_opening"):
                 if (value := getattr(self.manifest, key)) is not None:
                     out[key] = value
+        if (schedule := record(self.manifest.schedule)) is not None:  # declared only: other hashes stay
+            out["schedule"] = schedule
         if self.manifest.patient_can_end is not None:
             out["patient_can_end"] = self.manifest.patient_can_end
         if self.manifest.partial_judging:  # recorded only when declared: earlier runs keep their hash

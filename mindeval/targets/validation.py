@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import MindEvalError
 from ..prompts import PromptTemplate, placeholder_line, situation_fields
 from ..records import AXES, profile_from_json, read_jsonl
+from ..schedule import declared, session_problems, template_draws, template_problem
 from .first_session import FirstSession
 from .guidelines import guideline_problems, load_guidelines
 from .manifest import SESSION_ROLES, files_only, labels_bad, manifest_path, parse_manifest
@@ -56,6 +58,8 @@ def validate_target(ref: str | Path) -> list[MindEvalError]:
     if not any(p.field == "sessions" for p in problems):  # a bad count is its own problem, not the prompts'
         problems += _session_problems(target)
     problems += _end_marker_problems(target)
+    if not any((p.field or "").split(".")[0] == "schedule" for p in problems):  # a bad schedule: its own lines
+        problems += schedule_problems(target)
     problems += _profiles_problems(target)
     ppath = target.profiles_path
     if manifest.labels is not None and not labels_bad(problems) and not any(p.path == str(ppath) for p in problems):
@@ -68,7 +72,7 @@ def run_problems(target: Target, own_profiles: bool = True) -> list[MindEvalErro
     ``validate`` (authors_release, score names, sessions), the labels file and (``own_profiles``:
     the run uses them) the target's profiles file."""
     return [*_authors_release_problems(target), *_score_problems(target), *_session_problems(target),
-            *_end_marker_problems(target), *(_profiles_problems(target) if own_profiles else []), *target.label_problems()]
+            *_end_marker_problems(target), *schedule_problems(target), *(_profiles_problems(target) if own_profiles else []), *target.label_problems()]
 
 
 def _authors_release_problems(target: Target) -> list[MindEvalError]:
@@ -165,6 +169,26 @@ def _situation_field_problems(target: Target) -> list[MindEvalError]:
                           f"{target.path.name}: {', '.join(sorted(declared)) or 'none'})", path=Path(tpl.source),
                           line=placeholder_line(Path(tpl.source), f"situation_{name}"), field=f"situation_{name}")
             for name in situation_fields(tpl) if name not in declared]
+
+
+def schedule_problems(target: Target, templates: Mapping[str, PromptTemplate] | None = None) -> list[MindEvalError]:
+    """``schedule``: each draw's sessions within 1..sessions, and each ``${schedule_<name>}`` of a
+    template (the target's, or ``templates`` by role: a run's, overrides included) a declared draw
+    visible to its role."""
+    path, m = target.path, target.manifest
+    schedule = declared(m.schedule)
+    problems = [MindEvalError(msg, path=path, line=line_of_key(path, field) or line_of_key(path, "schedule"),
+                              field=field) for field, msg in session_problems(schedule, m.sessions)]
+    for role in (templates or target.roles_with_prompts()):
+        try:
+            tpl = templates[role] if templates else target.template(role)
+        except MindEvalError:
+            continue  # reported by _template_problems
+        for name in template_draws(tpl):
+            if (why := template_problem(schedule, role, name)) is not None:
+                problems.append(MindEvalError(why, path=Path(tpl.source), field=f"schedule_{name}",
+                                              line=placeholder_line(Path(tpl.source), f"schedule_{name}")))
+    return problems
 
 
 def _end_marker_problems(target: Target) -> list[MindEvalError]:

@@ -46,10 +46,16 @@ class Conversation(BaseModel):
     judgments: list[JudgmentRecord] = Field(default_factory=list)
     usage: list[RoleUsage] = Field(default_factory=list)
     session: SessionInfo | None = None  # multi-session targets: which session, the notes it started with
+    schedule: dict[str, str] = Field(default_factory=dict)  # its session's drawn schedule (target.yaml schedule)
     # the target's own profile labels of this profile (``concern: everyday``); none: the paper's severity split
     profile_labels: dict[str, str] = Field(default_factory=dict)
     # reviewers' corrections of this conversation's judge values, one line each (mindeval.corrections.describe)
     corrections: list[str] = Field(default_factory=list)
+
+    @property
+    def schedule_line(self) -> str:
+        """The session's drawn schedule as ``name: value`` pairs (empty when none was drawn)."""
+        return " · ".join(f"{k}: {v}" for k, v in self.schedule.items())
 
     @property
     def session_label(self) -> str:
@@ -150,7 +156,9 @@ def _conversation(run: Run, i: InteractionRecord, judgments: list[JudgmentRecord
         profile_name=name, clinician=i.model, patient_model=i.patient_model,
         judge_model=judgments[0].judge_model if judgments else None, status=i.status, error=i.error,
         severe=i.severe, axes=run.axes, questions=run.target.questions, messages=i.messages,
-        judgments=sorted(judgments, key=lambda j: j.sample), usage=[usage[r] for r in sorted(usage)], session=i.session,
+        judgments=sorted(judgments, key=lambda j: j.sample), usage=[usage[r] for r in sorted(usage)],
+        session=i.session if i.session is not None and i.session.sessions > 1 else None,  # one session: no boundary
+        schedule=(i.session.schedule if i.session is not None else None) or {},
     )
 
 

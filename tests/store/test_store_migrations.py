@@ -163,7 +163,9 @@ def test_a_run_made_by_main_665ffb1_upgrades_to_sessions_and_its_files_stay_byte
     assert {k: v for k, v in after.items() if k not in skip} == {k: v for k, v in before.items() if k not in skip}
     assert after["n_refused_rounds"] == after["n_failed_judgments"] == 0
     assert after["n_judge_rounds"] == after["n_judged"] and after["n_judge_attempts"] >= after["n_judged"]
-    assert current_version(Database(sqlite_url(db), create=False).engine) == HEAD == 6
+    assert current_version(Database(sqlite_url(db), create=False).engine) == HEAD == 7
+    assert "schedule" in {c["name"] for c in inspect(Database(sqlite_url(db), create=False).engine)
+                          .get_columns("sessions")}  # version 7: a session's drawn schedule
     assert "judge_attempts" in inspect(Database(sqlite_url(db), create=False).engine).get_table_names()
     assert "sessions" in inspect(Database(sqlite_url(db), create=False).engine).get_table_names()
     assert _sql(db, "SELECT count(*) FROM sessions") == [[(0,)]]  # one session: no session rows

@@ -90,6 +90,9 @@ CATALOGUE: dict[str, list[Case]] = {
     "situation_fields": [Case([]), Case(["Event"]), Case(["event", "event"]), Case("event")],
     "situation_opening": [Case("nowhere"), Case(5)],
     "partial_judging": [Case("maybe"), Case([True])],
+    "schedule": [Case([1]), Case({"Gap": {"between": [1, 2]}}), Case({"gap": {"between": [3, 1]}}),
+                 Case({"mood": {"choices": ["a"], "weights": [1, 2]}}), Case({"beat": {"choices": ["a"], "sessions": [3]}}),
+                 Case({"mood": {"choices": []}}), Case({"gap": {"between": [1, 2], "visible_to": ["nurse"]}})],
     "legacy_files": [Case(True), Case("maybe")],
     "authors_release": [Case(True), Case("maybe")],
     "nosuch_key": [Case(1)],  # an unknown key (not a field: the guard ignores it)
