@@ -42,15 +42,28 @@ def test_checkins_validates_and_declares_what_it_shows():
     assert MARKER in (TARGET / "prompts" / "patient.txt").read_text()
 
 
+DOC = Path(__file__).resolve().parents[2] / "docs" / "targets.md"
+
+
 def _demo(out: Path, patient: str) -> int:
     """The keyless demo of docs/targets.md ("The checkins example target")."""
     return main(["run", "--target", "checkins", "--patient", patient, "--clinician", "fake/echo", "--judge",
-                 "fake/judge", "--limit", "2", "--turns", "2", "--quiet", "--out", str(out)])
+                 "fake/judge", "--limit", "2", "--turns", "2", "--out", str(out)])
 
 
-def test_the_fake_model_demo_plays_three_checkins_per_member_and_reports_every_score(tmp_path):
+def _documented_lines() -> list[str]:
+    """The lines docs/targets.md shows the demo printing (a trailing "..." shortens a line)."""
+    text = DOC.read_text(encoding="utf-8")
+    block = text[text.index("```text\n", text.index("**Demo run on fake models**")) + 8:]
+    return block[:block.index("```")].splitlines()
+
+
+def test_the_fake_model_demo_plays_three_checkins_per_member_and_reports_every_score(tmp_path, capsys):
     out = tmp_path / "demo"
     assert _demo(out, "fake/judge") == 0
+    printed = capsys.readouterr().out.splitlines()
+    for line in _documented_lines():
+        assert any(p.startswith(line.removesuffix("...")) for p in printed), line
     rows = _rows(out)
     assert [(r["session"]["member"], r["session"]["session"]) for r in rows] == [
         (m, k) for m in (rows[0]["id"], rows[3]["id"]) for k in (1, 2, 3)]
