@@ -334,7 +334,7 @@ def test_the_admin_pages_follow_the_target(demo_ws):
     at = sign_in("admin", "ADMIN-CODE-1234")
     at.switch_page("views/admin_studies.py").run()
     assert not at.exception, at.exception
-    assert at.selectbox(key="create_target").options == ["mindeval", "crisis", "reply_safety", "risk_checklist"]
+    assert at.selectbox(key="create_target").options == ["mindeval", "checkins", "crisis", "reply_safety", "risk_checklist"]
     sid = add_target_study(demo_ws)
     at.run()
     table = at.dataframe[0].value
