@@ -16,6 +16,7 @@ from ..config import (
 )
 from ..prompts import render_clinician, render_patient
 from ..records import (
+    DEFAULT_MEMORY,
     Role,
     Usage,
 )
@@ -98,14 +99,15 @@ def _conversation(prep: Prepared, profile: Any, reply: dict[str, int]) -> dict[s
 
 def _step_estimate(prep: Prepared, reply: dict[str, int], usage: dict[str, Usage], calls: dict[str, int]) -> None:
     """Add the calls of the step between sessions (sessions > 1): per conversation and session
-    after the first, the clinician's notes and the patient's next situation, each over its
+    after the first, the memory (by its writer's model) and the patient's next situation, each over its
     template and a session's transcript (uncached)."""
     c = prep.config
     steps = len(prep.profiles) * c.repeats * (c.target.sessions - 1)
     if not steps:
         return
     transcript = c.turns * (TOKENS_PER_MESSAGE + (reply["patient"] + reply["clinician"]) // 2)
-    for role, kind in (("clinician", "memory"), ("patient", "next_session")):
+    writer = (c.target.memory or DEFAULT_MEMORY).writer  # the memory call's model (memory.writer)
+    for role, kind in ((writer, "memory"), ("patient", "next_session")):
         body = prompt_tokens([{"content": prep.templates[kind].body}]) + transcript
         usage[role] += Usage(prompt_tokens=body * steps, completion_tokens=reply[role] * steps)
         calls[role] += steps

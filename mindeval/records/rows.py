@@ -52,8 +52,9 @@ class SessionInfo(BaseModel):
     """One session of a multi-session conversation (a target with ``sessions: N`` > 1).
 
     Each session is its own interaction; ``member`` is the id of the first session's (the
-    conversation's id). ``memory``: the clinician's own notes it started this session with (the
-    first session: :data:`mindeval.config.FIRST_MEMORY`); ``situation``: the patient's situation
+    conversation's id). ``memory``: the between-session memory this session started with (the
+    clinician's own notes unless the target's ``memory.writer`` says the patient; the first
+    session: :data:`mindeval.config.FIRST_MEMORY`); ``situation``: the patient's situation
     for this session (the first: :data:`mindeval.config.FIRST_SITUATION`); the ``*_call_id``:
     the stored calls that wrote them (None in the first session)."""
 
@@ -64,6 +65,16 @@ class SessionInfo(BaseModel):
     situation: str | None = None
     memory_call_id: int | None = None
     situation_call_id: int | None = None
+    # the target's ``memory.max_entries``: the older entries of the writer's reply left out of
+    # ``memory`` (None: no bound declared; absent from the files then)
+    memory_dropped: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("memory_dropped") is None:
+            data.pop("memory_dropped", None)
+        return data
 
 
 class Interaction(BaseModel):

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_serializer
 
 from .io import _FieldError
+from .memory import MemorySpec
 
 AXES: tuple[str, ...] = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 DEFAULT_TARGET = "mindeval"  # the built-in MindEval benchmark; its records carry no target fields
@@ -95,6 +96,7 @@ class TargetInfo(BaseModel):
     first_session: dict[str, Any] | None = None
     situation_fields: list[str] | None = None  # sessions > 1: the next-session step's JSON fields
     situation_opening: str | None = None  # the field that opens the next session, verbatim
+    memory: MemorySpec | None = None  # sessions > 1, declared only: who writes and reads the memory, its bound
 
     def speakers(self) -> dict[str, str]:
         """The transcript's speaker label per message role (user = patient)."""
@@ -119,7 +121,7 @@ class TargetInfo(BaseModel):
             data.pop("sessions")
         if data.get("patient_can_end") is None:
             data.pop("patient_can_end", None)
-        for key in ("first_session", "situation_fields", "situation_opening"):
+        for key in ("first_session", "situation_fields", "situation_opening", "memory"):
             if data.get(key) is None:
                 data.pop(key, None)
         if data.get("score") is None:

@@ -88,6 +88,12 @@ def _who_source(conn: Connection) -> None:
         _add_column(conn, "corrections", "who_source")
 
 
+def _memory_dropped(conn: Connection) -> None:
+    """Version 7: the entries a bounded memory log (``memory.max_entries``) left out, per session."""
+    if "memory_dropped" not in {c["name"] for c in inspect(conn).get_columns("sessions")}:
+        _add_column(conn, "sessions", "memory_dropped")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, summary="baseline: run tables, unversioned nullable columns", apply=_baseline),
     Migration(version=2, summary="reply_judgments: one row per judged clinician reply", apply=_reply_judgments),
@@ -96,6 +102,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=5, summary="judge_attempts: one row per judge attempt, refused rounds kept", apply=_judge_attempts),
     Migration(version=6, summary="corrections.who_source: self-declared, os-user or signed-in reviewer",
               apply=_who_source),
+    Migration(version=7, summary="sessions.memory_dropped: entries a bounded memory log left out",
+              apply=_memory_dropped),
 )
 HEAD = MIGRATIONS[-1].version
 MIGRATION_LOCK = 0x6D696E64  # PostgreSQL advisory lock key of "a process is migrating this store"

@@ -295,7 +295,8 @@ class RunStore:
         return {r.interaction_id: SessionInfo(member=r.member, session=r.session, sessions=r.sessions,
                                               memory=r.memory, situation=r.situation,
                                               memory_call_id=r.memory_call_id,
-                                              situation_call_id=r.situation_call_id) for r in rows}
+                                              situation_call_id=r.situation_call_id,
+                                              memory_dropped=r.memory_dropped) for r in rows}
 
     def interactions(self) -> list[Interaction]:
         sessions = self.sessions()

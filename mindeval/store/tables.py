@@ -200,6 +200,8 @@ class SessionRow(Keyed, RunBase):
     memory_call_id: Mapped[int | None] = mapped_column(ForeignKey("calls.id"), nullable=True)
     situation: Mapped[str | None] = mapped_column(Text, nullable=True)
     situation_call_id: Mapped[int | None] = mapped_column(ForeignKey("calls.id"), nullable=True)
+    # memory.max_entries: older entries of the writer's reply left out (NULL: no bound, or before version 7)
+    memory_dropped: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[Created]
 
 
