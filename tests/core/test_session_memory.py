@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -60,11 +65,7 @@ class LogServer(FaultServer):
 
 
 def _args(srv: FaultServer, target: Path, out: Path) -> list[str]:
-    args = ["run", "--target", str(target), "--limit", "2", "--turns", "4", "--concurrency", "1", "--quiet",
-            "--out", str(out)]
-    for role in ("patient", "clinician", "judge"):
-        args += [f"--{role}", f"openai/{role}-model", f"--{role}-api-base", srv.url]
-    return args
+    return _args_url(srv.url, target, out)
 
 
 def _systems(reqs: list[dict], model: str) -> list[str]:
@@ -187,3 +188,60 @@ def test_a_private_log_may_hold_the_backstory_when_no_clinician_reads_it(tmp_pat
     t2 = _copy(tmp_path / "b", block.replace("writer: patient", "writer: clinician"),
                memory=("", "${member_narrative}\n"), clinician=("${memory}", ""))
     assert any(":member_narrative: " in str(p) for p in validate_target(t2))  # the clinician writes it
+
+
+@pytest.mark.slow
+def test_sigkill_at_the_log_writing_call_repeats_no_committed_call(tmp_path):
+    """SIGKILL while the patient's log call is in flight, then while a turn of session 2 is: each
+    re-run sends no call the store had committed, and the results equal an uninterrupted run's."""
+    from tests.core.test_sessions_crash import ROOT, committed, key, results
+
+    target = log_target(tmp_path)
+    env = {**os.environ, "OPENAI_API_KEY": "sk-memory-crash", "PYTHONPATH": str(ROOT)}
+
+    def command(url: str, out: Path) -> list[str]:
+        return [sys.executable, "-m", "mindeval", *_args_url(url, target, out)]
+    moments = {"the log-writing call": lambda b: MEMORY_ASK in "\n".join(m["content"] for m in b["messages"]),
+               "a turn of session 2": lambda b: b["messages"][0]["role"] == "system"
+               and "entry B of" in b["messages"][0]["content"]}
+    with LogServer(latency_s=0.3) as srv:
+        clean = tmp_path / "clean"
+        r = subprocess.run(command(srv.url, clean), env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+        assert r.returncode == 0, r.stdout + r.stderr
+        needed = srv.count()
+        out = tmp_path / "crashed"
+        db = out / "run.db"
+        for moment, matches in moments.items():
+            before, seen = committed(db), srv.count()
+            proc = subprocess.Popen(command(srv.url, out), env=env, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, cwd=ROOT)
+            deadline = time.time() + 120
+            while proc.poll() is None and time.time() < deadline and not any(
+                    matches(q["body"]) for q in srv.requests[seen:]):
+                time.sleep(0.01)
+            assert proc.poll() is None, f"the run ended before {moment}"
+            proc.send_signal(signal.SIGKILL)  # the matching call is in flight (answered after 0.3 s)
+            proc.wait()
+            again = [key(q["body"]) for q in srv.requests[seen:]]
+            assert not before & set(again), f"killed at {moment}: a committed call was sent again"
+        before, seen = committed(db), srv.count()
+        r = subprocess.run(command(srv.url, out), env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert not before & {key(q["body"]) for q in srv.requests[seen:]}
+    con = sqlite3.connect(db)
+    dup = con.execute("select request_hash from calls where status = 'ok' group by request_hash "
+                      "having count(*) > 1").fetchall()
+    made = con.execute("select count(*) from calls where status = 'ok'").fetchone()[0]
+    con.close()
+    assert dup == [] and made == needed
+    assert results(out) == results(clean)
+    rows = [json.loads(x) for x in (out / "interactions.jsonl").read_text().splitlines()]
+    assert [r["session"].get("memory_dropped") for r in rows] == [None, 2, None, 2]
+
+
+def _args_url(url: str, target: Path, out: Path) -> list[str]:
+    args = ["run", "--target", str(target), "--limit", "2", "--turns", "4", "--concurrency", "1", "--quiet",
+            "--out", str(out)]
+    for role in ("patient", "clinician", "judge"):
+        args += [f"--{role}", f"openai/{role}-model", f"--{role}-api-base", url]
+    return args
