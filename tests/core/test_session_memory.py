@@ -245,3 +245,25 @@ def _args_url(url: str, target: Path, out: Path) -> list[str]:
     for role in ("patient", "clinician", "judge"):
         args += [f"--{role}", f"openai/{role}-model", f"--{role}-api-base", url]
     return args
+
+
+def test_the_estimate_counts_the_log_call_with_its_writer(tmp_path, monkeypatch):
+    """``--dry-run`` prices the memory call with the writer's model: its calls per role are the
+    ones the server then counts."""
+    from mindeval.engine.estimate import estimate_run
+    from mindeval.engine.loop import run_benchmark
+    from mindeval.engine.prepare import prepare
+    from mindeval.llm.gateway import ModelSpec
+    from mindeval.run_options import RunOptions
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-memory")
+    target = log_target(tmp_path)
+    with LogServer() as srv:
+        specs = {r: ModelSpec(model=f"openai/{r}-model", api_base=srv.url) for r in ("patient", "clinician", "judge")}
+        opts = RunOptions(**specs, target=str(target), limit=2, turns=4, out=tmp_path / "run", concurrency=1,
+                          progress=False)
+        est = estimate_run(prepare(opts))
+        measured = run_benchmark(opts, echo=None)["tokens"]
+        by_model = {r: srv.count(f"{r}-model") for r in ("patient", "clinician")}
+    assert {r: est[r]["calls"] for r in by_model} == {r: measured[r]["calls"] for r in by_model} == by_model
+    assert by_model["patient"] == 2 * 2 * 2 + 2 + 2  # its turns, the log calls, the next-session calls
