@@ -2,13 +2,15 @@
 
 Lists the conversations of the run directories in ``$MINDEVAL_VIEW_RUNS`` with filters
 (failed, score on a dimension, label, run); opening one shows its transcript, every judge
-sample's full reply and parsed scores, tokens and cost per role, and its errors. All model
+sample's full reply and parsed scores, tokens and cost per role, and its errors. A multi-session
+run shows its figures per session number (summary.json's ``by_session``) under the list. All model
 text is shown inert (:func:`annotation_app.ui.inert`) or as plain code text.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -18,7 +20,13 @@ from mindeval.corrections import CorrectionRequest, correct, describe, run_corre
 from mindeval.errors import MindEvalError
 from mindeval.records import JudgmentRecord
 from mindeval.store.corrections import WHO_SOURCE_SHOWN
-from mindeval.viewer import Conversation, filter_conversations, load_conversations
+from mindeval.viewer import (
+    Conversation,
+    RunSessions,
+    filter_conversations,
+    load_conversations,
+    run_sessions,
+)
 from mindeval.viewer.data import AVERAGE
 
 RUNS_ENV = "MINDEVAL_VIEW_RUNS"
@@ -31,6 +39,27 @@ st.set_page_config(page_title="MindEval runs", page_icon=":material/table_view:"
 @st.cache_data(show_spinner="Reading the runs…")
 def _load(paths: tuple[str, ...]) -> list[Conversation]:
     return load_conversations(list(paths))
+
+
+@st.cache_data(show_spinner=False)
+def _sessions(path: str) -> RunSessions | None:
+    return run_sessions(path)
+
+
+def _by_session(paths: tuple[str, ...]) -> None:
+    """Each multi-session run's figures per session number (summary.json's ``by_session``)."""
+    for path in paths:
+        figures = _sessions(path)
+        if figures is None:
+            continue
+        with st.expander(f"By session · {inert(Path(path).name)}", expanded=True, icon=":material/event_repeat:"):
+            if figures.why:
+                st.caption(f"n/a ({inert(figures.why)})")
+                continue
+            st.caption("Per session number, as summary.json's by_session holds it: n conversations, their "
+                       "profiles and each figure with its [95% bootstrap interval over that session's profiles].")
+            st.dataframe(pd.DataFrame(figures.cells(), columns=figures.header()), hide_index=True,
+                         key=f"by-session-{path}")
 
 
 def _money(v: float | None) -> str:
@@ -180,6 +209,7 @@ if not shown:
     st.info("No conversation matches the filters.")
     st.stop()
 st.dataframe(table, hide_index=True, key="list")
+_by_session(runs)
 by_key = {c.key: c for c in shown}
 opened = st.selectbox("Open a conversation", list(by_key), index=None, key="open",
                       format_func=lambda k: f"{by_key[k].run} · {by_key[k].profile_name or by_key[k].profile_id} · "

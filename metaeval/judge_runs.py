@@ -35,6 +35,7 @@ from mindeval.judging.fewshot import FewShotExample, check_fewshot_target, draw_
 from mindeval.judging.job import JudgeJob, Transcript
 from mindeval.judging.judge import judge_sample
 from mindeval.judging.render import JudgePrompt
+from mindeval.judging.sent import refuse_unsent
 from mindeval.llm.gateway import ModelSpec, check_api_key, check_model_string
 from mindeval.records import (
     CONFIG_FILE,
@@ -181,6 +182,12 @@ def _run_config(opts: RunOptions, setup: JudgeSetup, target: Target, data: Human
     )
 
 
+def _transcript(it: AnnotatedInteraction) -> Transcript:
+    """A rated interaction as the judge reads it: its transcript and the notes its session started
+    with; no clinician system prompt (rated transcripts keep none: :func:`refuse_unsent`)."""
+    return Transcript(interaction_id=it.interaction_id, profile=it.profile, messages=it.messages, memory=it.memory)
+
+
 def _judge_all(job: JudgeJob, todo: list[tuple[AnnotatedInteraction, int]], concurrency: int,
                progress: bool) -> list[str]:
     """Every pending judgment through the one judge loop; the errors of the failed ones.
@@ -191,8 +198,7 @@ def _judge_all(job: JudgeJob, todo: list[tuple[AnnotatedInteraction, int]], conc
 
     async def work(entry: tuple[AnnotatedInteraction, int]) -> None:
         it, rep = entry
-        j = await judge_sample(job, Transcript(interaction_id=it.interaction_id, profile=it.profile,
-                                               messages=it.messages, memory=it.memory), rep)
+        j = await judge_sample(job, _transcript(it), rep)
         if j is not None and j.parse_status != "ok":
             failed.append(j.error or "judge reply could not be parsed")
 
@@ -234,6 +240,7 @@ def run_judge(opts: RunOptions, *, echo: Callable[[str], None] | None = print,
     target = load_target(opts.target)
     setup = judge_setup(target, opts.judge, opts.judge_prompt, opts.judge_protocol)
     spec, tpl = setup.spec, setup.template
+    refuse_unsent(tpl, _shown(source) or source)  # rated transcripts keep no clinician prompt
     if not opts.dry_run:
         check_api_key(spec, "judge")  # before the first call
     mapping = load_mapping(opts.mapping)
@@ -249,7 +256,7 @@ def run_judge(opts: RunOptions, *, echo: Callable[[str], None] | None = print,
     if opts.dry_run:
         from mindeval.judge_estimate import estimate_judging
 
-        say(estimate_judging(spec, prompt, [(it.profile, it.messages, labels.get(it.profile.id)) for it in evaluate],
+        say(estimate_judging(spec, prompt, [(_transcript(it), labels.get(it.profile.id)) for it in evaluate],
                              opts.judge_samples, opts.assume_reply_tokens.get("judge")))
         return {}
     out = Path(opts.out)

@@ -1,8 +1,9 @@
 """``--dry-run`` of a judge run over conversations that already exist: rated interactions
 (``metaeval judge``, ``mindeval judge official``) and a run directory's stored conversations
 (``mindeval judge RUN``): calls, tokens and dollars of every judge request built as the run
-builds it, over the real transcripts (and a session's notes), printed as ``mindeval run --dry-run``
-prints its estimate."""
+builds it, over the real transcripts (a session's notes and the clinician's system prompt filling
+``${memory}`` and ``${clinician_system}`` as the judge run fills them), printed as ``mindeval run
+--dry-run`` prints its estimate."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from typing import Any
 from .budget import reply_tokens
 from .errors import MindEvalError
 from .judging.cost import JudgeCost
+from .judging.job import Transcript
 from .records import Usage
 
-# (profile, messages, labels[, memory]) of one conversation to judge
-Item = tuple[Any, ...]
+# one conversation to judge and its profile's label values (those the judge template names)
+Item = tuple[Transcript, Mapping[str, str] | None]
 
 
 def judge_usage(spec: Any, prompt: Any, items: Sequence[Item], samples: int, assumed_reply: int | None = None,
@@ -27,8 +29,8 @@ def judge_usage(spec: Any, prompt: Any, items: Sequence[Item], samples: int, ass
     reply = reply_tokens("judge", spec, assumed=assumed_reply)
     usage, calls, seen = Usage(), 0, 0
     cost = JudgeCost(model=spec.model, prompt=prompt, reply=reply, nonce=nonce)
-    for profile, messages, labels, *memory in items:
-        u, n, seen = cost.conversation(profile, messages, labels, samples, seen, *memory)
+    for item, labels in items:
+        u, n, seen = cost.conversation(item, labels, samples, seen)
         usage += u
         calls += n
     billed = billed_input_tokens(spec.model, usage)
@@ -36,10 +38,10 @@ def judge_usage(spec: Any, prompt: Any, items: Sequence[Item], samples: int, ass
             "billed_input_tokens": None if billed is None else round(billed), "cost_usd": cost_usd(spec.model, usage)}
 
 
-def estimate_judging(spec: Any, prompt: Any, items: Sequence[tuple[Any, list[dict[str, str]], Mapping[str, str] | None]],
-                     samples: int, assumed_reply: int | None = None) -> str:
-    """``prompt``: the run's :class:`~mindeval.judging.render.JudgePrompt`; ``items``: (profile,
-    messages, labels) of each interaction to judge ``samples`` times."""
+def estimate_judging(spec: Any, prompt: Any, items: Sequence[Item], samples: int,
+                     assumed_reply: int | None = None) -> str:
+    """``prompt``: the run's :class:`~mindeval.judging.render.JudgePrompt`; ``items``: each interaction
+    to judge ``samples`` times, with its profile's labels."""
     from .engine.estimate import format_estimate
 
     est = {"judge": judge_usage(spec, prompt, items, samples, assumed_reply)}
@@ -50,7 +52,8 @@ def estimate_judging(spec: Any, prompt: Any, items: Sequence[tuple[Any, list[dic
 
 def stored_items(prep: Any, db_url: str) -> list[Item]:
     """The complete conversations a re-judge run of ``prep`` would judge, read from the store at
-    ``db_url`` (never written): each session's transcript, its profile's labels and its notes."""
+    ``db_url`` (never written): each session's transcript, its notes and the clinician's system
+    prompt rendered from them as the re-judge run renders it, with its profile's labels."""
     from .records import simulation_view
     from .store.db import Database
     from .store.runs import RunStore, stored_runs
@@ -65,7 +68,9 @@ def stored_items(prep: Any, db_url: str) -> list[Item]:
     finally:
         db.close()
     wanted = {p.id for p in prep.profiles}
-    return [(i.profile, i.messages(), prep.labels.get(i.profile.id), i.session.memory if i.session else None)
+    return [(Transcript(interaction_id=i.id, profile=i.profile, messages=i.messages(),
+                        memory=i.session.memory if i.session else None,
+                        clinician_system=prep.clinician_system(i.profile, i.session)), prep.labels.get(i.profile.id))
             for i in stored if i.status == "complete" and i.profile.id in wanted]
 
 

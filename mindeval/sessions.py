@@ -32,6 +32,7 @@ from .config import FIRST_MEMORY, FIRST_SITUATION
 from .errors import ModelCallError
 from .judging.render import render_transcript
 from .llm.gateway import Completion, ModelSpec
+from .llm.providers import supports_schema
 from .llm.retry import is_content_refusal, is_empty_reply
 from .prompts import PromptTemplate, render_session_step
 from .records import DEFAULT_MEMORY, Interaction, MemorySpec, Profile, SessionInfo, Turn, bound_log
@@ -41,6 +42,7 @@ from .situation import (
     answer_instruction,
     parse_situation,
     situation_lines,
+    situation_schema,
     stored_parts,
 )
 from .store.calls import CallLog, Recording
@@ -132,8 +134,10 @@ async def _structured_call(log: CallLog, iid: str, info: SessionInfo, step: Sess
     (:class:`~mindeval.errors.ModelCallError`): no situation is ever invented."""
     fields, reason = step.situation_fields, ""
     messages = [{"role": "user", "content": f"{text}\n\n{answer_instruction(fields)}"}]
+    rf = situation_schema(fields, step.situation_opening) if supports_schema(step.patient.model) else None
     for attempt in range(SITUATION_ATTEMPTS):
-        call = await log.call("patient", step.patient, messages, seed=turn_seed(seed[0], seed[1], seed[2] - 10 * attempt),
+        call = await log.call("patient", step.patient, messages, response_format=rf,
+                              seed=turn_seed(seed[0], seed[1], seed[2] - 10 * attempt),
                               tag=f"{iid}:situation" + (f":retry{attempt}" if attempt else ""),
                               recording=Recording(seed_key=seed[1]))
         try:

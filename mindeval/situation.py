@@ -20,6 +20,15 @@ def answer_instruction(fields: Sequence[str]) -> str:
     return f"Answer with only one JSON object with exactly the keys {keys}, each value a string."
 
 
+def situation_schema(fields: Sequence[str], opening: str | None = None) -> dict:
+    """The answer's JSON-schema ``response_format``, sent where the model accepts one (the provider
+    table's rule, as for the judge): the declared fields, each a string, the opening one non-empty.
+    The answer is still read by :func:`parse_situation`: a schema is a request, not a guarantee."""
+    props = {f: {"type": "string", **({"minLength": 1} if f == opening else {})} for f in fields}
+    schema = {"type": "object", "properties": props, "required": list(fields), "additionalProperties": False}
+    return {"type": "json_schema", "json_schema": {"name": "next_situation", "strict": True, "schema": schema}}
+
+
 def parse_situation(text: str, fields: Sequence[str], opening: str | None = None) -> dict[str, str]:
     """The fields of one answer, in declared order; raises :class:`ValueError` saying why it is unreadable."""
     try:

@@ -52,9 +52,25 @@ def _target_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"  by {field}: " + "; ".join(parts))
     if summary.get("by_session"):
         lines.append(_session_line(summary["by_session"]))
-    score = summary.get("score")
-    if score and score.get("value") is None:  # an undefined declared score says why, on its line
-        lines.append(f"  {score['label']}: n/a ({score.get('why') or 'undefined'})")
+    lines += _score_lines(summary)
+    return lines
+
+
+def _score_lines(summary: dict[str, Any]) -> list[str]:
+    """The declared scores as ``summary.json`` holds them: every named score (target.yaml ``scores:``,
+    the headline marked) or the one ``score``, each with its 95% interval and n (the units the means
+    are over); an undefined one says why, on its line."""
+    named = summary.get("scores") or ({"": summary["score"]} if summary.get("score") else {})
+    n = summary.get("n_means_over")
+    lines = []
+    for name, e in named.items():
+        head = f"score {name}{' (headline)' if e.get('headline') else ''}: " if name else ""
+        if e.get("value") is None:
+            figure = f": n/a ({e.get('why') or 'undefined'})"
+        else:
+            lo, hi = e["ci95"]
+            figure = f" {e['value']:.2f} (95% CI {lo:.2f}-{hi:.2f})"
+        lines.append(f"  {head}{e['label']}{figure}" + ("" if n is None else f", n={n}"))
     return lines
 
 
@@ -68,9 +84,41 @@ def _session_line(block: dict[str, Any]) -> str:
             return []
         return [f"{name} {e['value']:.2f} ({e['ci95'][0]:.2f}-{e['ci95'][1]:.2f})"]
 
+    def judged(c: dict[str, Any] | None) -> list[str]:  # the partial rule's coverage of the session
+        if not c:
+            return []
+        from ..scoring.coverage import plural, share_cell
+
+        r = c["refused_rounds"]
+        return [f"judged {plural(c['unit'])} {share_cell(c['k'], c['n'])}, refused rounds {share_cell(r['k'], r['n'])}"]
+
     parts = [" ".join([f"{k} n={b['conversations']}", *est("mean weight", b.get("mean_weight")),
-                       *est("score", b.get("score"))]) for k, b in block.items()]
+                       *est("score", b.get("score")), *judged(b.get("coverage"))]) for k, b in block.items()]
     return "  by session: " + "; ".join(parts)
+
+
+def _partial_line(block: dict[str, Any]) -> str:
+    from ..scoring.coverage import partial_line  # numpy: loaded only for a partial-rule summary
+
+    return partial_line(block)
+
+
+def _scored_line(summary: dict[str, Any], over: int, total: int) -> str:
+    """``scored k/n ...``: what the means are over, INCOMPLETE when something is missing, and what was
+    left out (samples partly judged; under the partial rule, its coverage and refused rounds)."""
+    partial = summary.get("partial_judging")
+    unit = (f"member x session pairs ({summary['n_members']} members x {summary['sessions']} sessions; a member "
+            + ("counts with its judged sessions)" if partial else "counts only when every session is judged)")
+            if summary.get("sessions") else "conversations")
+    short = (partial["conversations_asked"] if partial else over) < total
+    return (f"scored {over}/{total} {unit} of the benchmark; means over them"
+            + ("" if not short else "  (INCOMPLETE: re-run the same command to complete what is missing"
+               + ("; refused judgments stay refused unless --retry-refused" if summary["n_failed_judgments"] else "")
+               + ")")
+            + (f"\n  {summary['n_partly_judged']} conversation(s) with some of their {summary.get('judge_samples', 1)} "
+               "judge samples failed: not scored (a conversation is scored only when all its samples are)"
+               if summary.get("n_partly_judged") else "")
+            + (f"\n  {_partial_line(partial)}" if partial else ""))
 
 
 def format_summary(summary: dict[str, Any]) -> str:
@@ -80,25 +128,19 @@ def format_summary(summary: dict[str, Any]) -> str:
     cols = list(summary["means"])
     over, total = summary["n_means_over"], n_conversations(summary)
     target = f"  target={summary['target']}" if summary.get("target") else ""
-    unit = (f"member x session pairs ({summary['n_members']} members x {summary['sessions']} sessions; a member "
-            "counts only when every session is judged)" if summary.get("sessions") else "conversations")
+    partial = summary.get("partial_judging")
     lines = [
         "",
         f"MindEval run {summary['run_id']}{target}  clinician={summary['clinician']}  judge={summary['judge']} "
         f"({summary.get('judge_protocol', JUDGE_PROTOCOL)} judge protocol)"
         + ("  NOT HARDENED: " + summary["judge_protocol_label"] if summary.get("hardened") is False else ""),
-        f"scored {over}/{total} {unit} of the benchmark; means over them"
-        + ("" if over == total else "  (INCOMPLETE: re-run the same command to complete what is missing"
-           + ("; refused judgments stay refused unless --retry-refused" if summary["n_failed_judgments"] else "")
-           + ")")
-        + (f"\n  {summary['n_partly_judged']} conversation(s) with some of their {summary.get('judge_samples', 1)} "
-           "judge samples failed: not scored (a conversation is scored only when all its samples are)"
-           if summary.get("n_partly_judged") else ""),
+        _scored_line(summary, over, total),
         "  ".join(f"{c:>7}" for c in cols),
         "  ".join(f"{fmt(summary['means'][c]):>7}" for c in cols),
         f"interactions: {summary['n_interactions']} of {total} started ({summary['n_complete']} complete, "
         f"{summary['n_failed_interactions']} failed)   judgments: {summary['n_judged']} ok, "
-        f"{summary['n_failed_judgments']} failed (excluded from means)",
+        f"{summary['n_failed_judgments']} failed ("
+        + ("their judged units counted: partial judging)" if partial else "excluded from means)"),
         f"{calls_line(summary.get('calls_made', 0), summary.get('calls_reused', 0))}   "
         f"elapsed: {summary.get('elapsed_s', 0)}s",
     ]

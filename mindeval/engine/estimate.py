@@ -14,12 +14,14 @@ from ..config import (
     CHARS_PER_TOKEN,
     TOKENS_PER_MESSAGE,
 )
-from ..prompts import render_clinician, render_patient
+from ..judging.job import Transcript
+from ..prompts import render_patient
 from ..records import (
-    DEFAULT_MEMORY,
     Role,
+    SessionInfo,
     Usage,
 )
+from ..sessions import first_session
 from .prepare import Prepared
 
 
@@ -30,10 +32,11 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
     the opening line, then one reply per turn of the assumed length
     (:func:`mindeval.budget.reply_tokens`; ``assumed_replies`` overrides it per role), so
     the history grows as it will; the judge prompt is the rendered template over a
-    transcript of such replies. Prompt caching as the provider would apply it
-    (:func:`mindeval.budget.cached_usage`): each turn can read the previous turn's prompt,
-    each judge call after the first the judge's shared prefix. One judge attempt per
-    sample (no parse retries).
+    transcript of such replies, each session's notes and the clinician's system prompt filling
+    ``${memory}`` and ``${clinician_system}`` as the run fills them (:func:`_sessions`). Prompt
+    caching as the provider would apply it (:func:`mindeval.budget.cached_usage`): each turn can
+    read the previous turn's prompt, each judge call after the first the judge's shared prefix.
+    One judge attempt per sample (no parse retries).
     """
     from ..judging.cost import JudgeCost
     from ..llm.cost import billed_input_tokens, cost_usd
@@ -45,22 +48,25 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
     calls = dict.fromkeys(specs, 0)
     judge = JudgeCost(model=c.judge.model, prompt=prep.judge_prompt(), reply=reply["judge"],
                       nonce=None if c.transcript_format == "authors" else "0" * 16)  # the answer code's length
-    per = c.repeats * c.target.sessions  # conversations (sessions) per profile, each costing the same
     judge_seen = 0
     _step_estimate(prep, reply, usage, calls)
+    filler = [{"role": "user", "content": c.opening_line}] + [
+        {"role": "user" if i % 2 == 0 else "assistant",
+         "content": "x" * (CHARS_PER_TOKEN * reply["patient" if i % 2 == 0 else "clinician"])}
+        for i in range(1, c.turns + 1)]
     for profile in prep.profiles:  # counted arithmetically: --repeats 1000 costs no more time than 1
         tags = prep.labels.get(profile.id)
-        for role, (u, n) in _conversation(prep, profile, reply).items():
-            usage[role] += _times(u, per)
-            calls[role] += n * per
-        filler = [{"role": "user", "content": c.opening_line}] + [
-            {"role": "user" if i % 2 == 0 else "assistant",
-             "content": "x" * (CHARS_PER_TOKEN * reply["patient" if i % 2 == 0 else "clinician"])}
-            for i in range(1, c.turns + 1)]
-        for k in (1, per - 1) if per > 1 else (1,):  # the first reads what earlier ones cached; the rest alike
-            u, n, judge_seen = judge.conversation(profile, filler, tags, c.judge_samples, judge_seen)
-            usage["judge"] += _times(u, k)
-            calls["judge"] += n * k
+        for info, per in _sessions(prep, profile, reply[prep.memory.writer]):  # per: such sessions of the profile
+            system = prep.clinician_system(profile, info)
+            for role, (u, n) in _conversation(prep, profile, reply, system).items():
+                usage[role] += _times(u, per)
+                calls[role] += n * per
+            item = Transcript(interaction_id="", profile=profile, messages=filler,
+                              memory=prep.read_by("judge", info), clinician_system=system)
+            for k in (1, per - 1) if per > 1 else (1,):  # the first reads what earlier ones cached; the rest alike
+                u, n, judge_seen = judge.conversation(item, tags, c.judge_samples, judge_seen)
+                usage["judge"] += _times(u, k)
+                calls["judge"] += n * k
     est: dict[str, dict[str, Any]] = {}
     for role, u in usage.items():
         model = specs[role].model
@@ -75,14 +81,32 @@ def _times(u: Usage, k: int) -> Usage:
     return Usage(**{f: getattr(u, f) * k for f in Usage.model_fields})
 
 
-def _conversation(prep: Prepared, profile: Any, reply: dict[str, int]) -> dict[str, tuple[Usage, int]]:
-    """The clinician's and the patient's usage and calls over one conversation (session) of ``profile``:
-    each turn resends the system prompt and the history, and can read the previous turn's prompt."""
+def _sessions(prep: Prepared, profile: Any, notes_tokens: int) -> list[tuple[SessionInfo | None, int]]:
+    """The sessions of ``profile``'s conversations as the estimate prices them, each with how many
+    such sessions the profile has (over its repeats). One session: no session info, as the run. With
+    ``sessions`` > 1, session 1 starts from the target's ``first_session`` texts, known before any
+    call, exactly as the run renders them; a later session starts from notes the memory step has not
+    written yet: they are approximated by a text of the writer's assumed reply length
+    (``notes_tokens``, the length the step's own call is priced at), so the clinician's prompt and
+    the judge's ``${memory}`` and ``${clinician_system}`` are priced at that size."""
+    c = prep.config
+    n = c.target.sessions
+    if n == 1:
+        return [(None, c.repeats)]
+    first = first_session("", n, *prep.target.first_texts(profile))
+    later = SessionInfo(member="", session=2, sessions=n, memory="x" * (CHARS_PER_TOKEN * notes_tokens))
+    return [(first, c.repeats), (later, c.repeats * (n - 1))]
+
+
+def _conversation(prep: Prepared, profile: Any, reply: dict[str, int], clinician: str) -> dict[str, tuple[Usage, int]]:
+    """The clinician's and the patient's usage and calls over one conversation (session) of ``profile``
+    (``clinician``: the session's system prompt, :meth:`Prepared.clinician_system`): each turn resends
+    the system prompt and the history, and can read the previous turn's prompt."""
     c = prep.config
     tags = prep.labels.get(profile.id)
     specs = {"patient": c.patient, "clinician": c.clinician}
     system = {"patient": prompt_tokens([{"content": render_patient(prep.templates["patient"], profile, tags)}]),
-              "clinician": prompt_tokens([{"content": render_clinician(prep.templates["clinician"], profile, tags)}])}
+              "clinician": prompt_tokens([{"content": clinician}])}
     out = {r: (Usage(), 0) for r in specs}
     history = prompt_tokens([{"content": c.opening_line}])
     last = {"patient": 0, "clinician": 0}
@@ -106,8 +130,7 @@ def _step_estimate(prep: Prepared, reply: dict[str, int], usage: dict[str, Usage
     if not steps:
         return
     transcript = c.turns * (TOKENS_PER_MESSAGE + (reply["patient"] + reply["clinician"]) // 2)
-    writer = (c.target.memory or DEFAULT_MEMORY).writer  # the memory call's model (memory.writer)
-    for role, kind in ((writer, "memory"), ("patient", "next_session")):
+    for role, kind in ((prep.memory.writer, "memory"), ("patient", "next_session")):  # memory.writer's model
         body = prompt_tokens([{"content": prep.templates[kind].body}]) + transcript
         usage[role] += Usage(prompt_tokens=body * steps, completion_tokens=reply[role] * steps)
         calls[role] += steps

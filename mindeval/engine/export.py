@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..judging.protocols import protocol_label
@@ -19,6 +19,9 @@ from ..store.db import Database
 from ..store.runs import RunStore
 from ..targets.guidelines import Guidelines
 
+if TYPE_CHECKING:
+    from ..scoring.coverage import Coverage
+
 
 def export_run(db: Database, run_id: str, out: Path, config: BenchmarkConfig,
                guidelines: Guidelines | None = None, conversations: str | None = None) -> dict[str, Any]:
@@ -31,7 +34,7 @@ def export_run(db: Database, run_id: str, out: Path, config: BenchmarkConfig,
     sim = store if conversations in (None, run_id) else RunStore(db, conversations)
     interactions = sim.interactions()
     target = config.target
-    judgments = store.judgments(config.judge_protocol, target.name)
+    judgments = store.judgments(config.judge_protocol, target.name, partial=target.partial_judging)
     by_id = {i.id: i for i in interactions}
     InteractionRecord.write(out / INTERACTIONS_FILE, [InteractionRecord.from_interaction(i) for i in interactions])
     JudgmentRecord.write(out / JUDGMENTS_FILE, [
@@ -74,12 +77,17 @@ def export_run(db: Database, run_id: str, out: Path, config: BenchmarkConfig,
         **refusal_counts(judgments),
         "judge_samples": config.judge_samples,
         "n_means_over": len(scored.conversations),
-        "n_partly_judged": scored.n_partly_judged,
+        "n_partly_judged": scored.n_partly_judged, **_partial(scored.coverage),
         "tokens": store.usage_by_role() if sim is store else dict(sorted({
             **{r: v for r, v in sim.usage_by_role().items() if r != "judge"},
             **{r: v for r, v in store.usage_by_role().items() if r == "judge"}}.items())),
         "package_version": __version__,
     }
+
+
+def _partial(cov: Coverage | None) -> dict[str, Any]:
+    """``partial_judging`` (the target's partial rule only): coverage and refusal rate, with n."""
+    return {} if cov is None else {"partial_judging": {"rule": "partial: every judged unit counts", **cov.block()}}
 
 
 def _units(config: BenchmarkConfig) -> dict[str, int]:
@@ -93,7 +101,11 @@ def _units(config: BenchmarkConfig) -> dict[str, int]:
 
 
 def is_complete(summary: dict[str, Any]) -> bool:
-    """Every profile simulated and judged, nothing failed, the run not stopped."""
+    """Every profile simulated and judged, nothing failed, the run not stopped. Under the partial rule
+    (``partial_judging``) a refused unit is left out, not missing: every conversation judged suffices."""
+    if (partial := summary.get("partial_judging")) is not None:
+        return (not summary.get("stopped") and summary["n_failed_interactions"] == 0
+                and partial["conversations_asked"] == n_conversations(summary))
     return (not summary.get("stopped") and summary["n_failed_interactions"] == 0
             and summary["n_failed_judgments"] == 0 and summary["n_means_over"] == n_conversations(summary))
 

@@ -28,13 +28,11 @@ from ..judging.replies import ReplyOutcome, judge_reply
 from ..judging.sent import check_sent
 from ..llm.gateway import check_api_key
 from ..llm.retry import stops_run
-from ..prompts import render_clinician, render_patient
+from ..prompts import render_patient
 from ..records import (
     CONFIG_FILE,
-    DEFAULT_MEMORY,
     SUMMARY_FILE,
     Interaction,
-    MemorySpec,
     Profile,
     RunSummary,
     SessionInfo,
@@ -97,18 +95,7 @@ def session_step(prep: Prepared) -> SessionStep | None:
     return SessionStep(memory=t["memory"], next_session=t["next_session"], clinician=c.clinician, patient=c.patient,
                        seed=c.seed, speakers=prep.target.speakers(),
                        situation_fields=tuple(c.target.situation_fields or ()),
-                       situation_opening=c.target.situation_opening, memory_log=memory_of(prep))
-
-
-def memory_of(prep: Prepared) -> MemorySpec:
-    """Who writes and reads the run's between-session memory (its target's ``memory``)."""
-    return prep.config.target.memory or DEFAULT_MEMORY
-
-
-def read_by(prep: Prepared, role: str, info: SessionInfo | None) -> str | None:
-    """The memory ``info``'s session started with, for ``role``: None unless ``role`` is one of
-    the target's ``memory.readers`` (no other role's prompt is ever given it)."""
-    return info.memory if info is not None and memory_of(prep).reads(role) else None
+                       situation_opening=c.target.situation_opening, memory_log=prep.memory)
 
 
 class _Run:
@@ -220,7 +207,7 @@ class _Run:
         c, tpl, labels = self.prep.config, self.prep.templates["patient"], self.prep.labels.get(profile.id)
         if info is None:
             return render_patient(tpl, profile, labels), c.opening_line
-        memory = read_by(self.prep, "patient", info) or ""
+        memory = self.prep.read_by("patient", info) or ""
         parts = stored_parts(info.situation, c.target.situation_fields or ())
         if parts is None:
             return render_patient(tpl, profile, labels, info.situation or "", memory=memory), c.opening_line
@@ -229,9 +216,8 @@ class _Run:
                 parts[opening] if opening else c.opening_line)
 
     def clinician_system(self, profile: Profile, info: SessionInfo | None) -> str:
-        """The clinician's system prompt of one session (``info``: its notes; None: one session)."""
-        return render_clinician(self.prep.templates["clinician"], profile, self.prep.labels.get(profile.id),
-                                *([read_by(self.prep, "clinician", info) or ""] if info else []))
+        """The clinician's system prompt of one session (:meth:`Prepared.clinician_system`)."""
+        return self.prep.clinician_system(profile, info)
 
     async def judge(self, item: Transcript, step: Callable[[], None],
                     early: dict[tuple[int, int], asyncio.Task[ReplyOutcome]] | None = None) -> None:
@@ -294,7 +280,7 @@ class _Run:
             step()
         if self.complete is not None and iid not in self.complete:
             return None  # nothing stored to judge (re-judging never simulates)
-        memory = read_by(self.prep, "judge", ctx.info)
+        memory = self.prep.read_by("judge", ctx.info)
         system = self.clinician_system(profile, ctx.info)
         turns = await self.simulate(iid, position, profile, turn_step,
                                     self.on_reply(iid, profile, ctx.early, memory, system), ctx)

@@ -23,9 +23,12 @@ from ..llm.gateway import ModelSpec, check_model_string
 from ..profiles.official import resolve_profiles_arg
 from ..prompts import PromptTemplate, render_clinician, render_patient
 from ..records import (
+    DEFAULT_MEMORY,
     BenchmarkConfig,
+    MemorySpec,
     Profile,
     PromptRecord,
+    SessionInfo,
     load_profiles,
 )
 from ..run_config import PromptRef, judge_spec_for_protocol, spec_with_defaults
@@ -63,6 +66,22 @@ class Prepared(BaseModel):
         return JudgePrompt(template=self.templates["judge"], guidelines=self.guidelines, protocol=c.judge_protocol,
                            transcript_format=c.transcript_format, fewshot=self.fewshot,
                            speakers=self.target.speakers())
+
+    def clinician_system(self, profile: Profile, info: SessionInfo | None) -> str:
+        """The clinician's system prompt of one session (``info``: its notes; None: one session): what the
+        run sends, its judge is shown as ``${clinician_system}`` and the ``--dry-run`` estimate prices."""
+        return render_clinician(self.templates["clinician"], profile, self.labels.get(profile.id),
+                                *([self.read_by("clinician", info) or ""] if info else []))
+
+    @property
+    def memory(self) -> MemorySpec:
+        """Who writes and reads the run's between-session memory (its target's ``memory``)."""
+        return self.config.target.memory or DEFAULT_MEMORY
+
+    def read_by(self, role: str, info: SessionInfo | None) -> str | None:
+        """The memory ``info``'s session started with, for ``role``: None unless ``role`` is one of
+        the target's ``memory.readers`` (no other role's prompt is ever given it)."""
+        return info.memory if info is not None and self.memory.reads(role) else None
 
 
 def _profiles_path(opts: RunOptions, target: Target) -> Path:

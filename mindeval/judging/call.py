@@ -70,7 +70,7 @@ async def _request(job: JudgeJob, item: Transcript, prompt: JudgePrompt, iid: st
     turn = reply.turn if reply else None
     base = build_judge_messages(prompt, item.profile, item.messages, nonce=nonce, fields=fields,
                                 labels=job.labels.get(item.profile.id), reply_turn=turn,
-                                context={"memory": item.memory, "clinician_system": item.clinician_system})
+                                context=item.context())
     shared: CachePrefix = cache_prefix(prompt, base[0]["content"], fields)
     if turn is not None:  # consecutive replies share the conversation so far
         shared = tuple(p for p in (shared, *reply_cache_prefixes(base[0]["content"], item.messages, turn)) if p)

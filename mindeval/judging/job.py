@@ -29,6 +29,12 @@ class Transcript:
     memory: str | None = None
     clinician_system: str | None = None
 
+    def context(self) -> dict[str, str | None]:
+        """What the clinician was given, as the judge template's ``${memory}`` and ``${clinician_system}``
+        (:func:`~mindeval.judging.render.build_judge_messages`): the one reading of a run's judging,
+        its ``--dry-run`` estimate and ``metaeval judge``."""
+        return {"memory": self.memory, "clinician_system": self.clinician_system}
+
 
 @dataclass
 class JudgeJob:

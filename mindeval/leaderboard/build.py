@@ -22,7 +22,7 @@ from .compare import Comparison, compare_setups
 from .human_scale import HumanScaleDiff, HumanScaleScore, human_scale, unmatched
 from .loading import RunData, criteria_of, load_run
 from .pooling import PooledSystem, describe, pool_runs
-from .refusals import refusal_warnings
+from .refusals import partial_warnings, refusal_warnings
 from .score import HeadlineScore, NamedScoreValues, headline_score, other_scores, score_order
 from .systems import assign_labels, check_compatible, check_same_target, group_by_setup, system_key
 from .table import MIN_RESAMPLES, StatsSettings, SystemScores, Table, compute_table
@@ -239,7 +239,9 @@ def _check_by(target: TargetInfo, by: Sequence[str]) -> None:
 
 def _coverage(runs: list[RunData], labels: dict[str, str], allow_incomplete: bool, warnings: list[str]) -> list[str]:
     """Labels of the systems scored on fewer conversations than the benchmark has (refused unless allowed)."""
-    short = [r for r in runs if len(r.scores) < r.n_benchmark]
+    # partial_judging: a refused unit is left out, not missing; a conversation never judged is missing
+    short = [r for r in runs if (r.coverage.conversations_asked if r.coverage else len(r.scores)) < r.n_benchmark]
+    warnings += partial_warnings({labels[r.path]: r for r in runs})
     if short and not allow_incomplete:
         raise MindEvalError(
             "not every conversation of the benchmark was scored:\n  "

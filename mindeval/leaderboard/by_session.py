@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from ..records import TargetInfo
 from ..scoring import formula_of, scale_spec
 from ..scoring.by_session import session_reports
+from ..scoring.coverage import Coverage
 from ..stats.reply_scales import Estimate, ScaleReport, ScoreEstimate
 from .loading import RunData
 from .score import run_ratings
@@ -36,6 +37,7 @@ class SessionRow(BaseModel):
     p99_weight: Estimate | None
     incident: dict[str, Estimate]  # every level after the best (at it or worse) and "flag_<id>"
     score: ScoreEstimate | None = None  # the target's declared score (None: none declared)
+    coverage: Coverage | None = None  # partial_judging: the session's judged units and refused rounds
 
 
 def wants_sessions(target: TargetInfo, by: Sequence[str]) -> bool:
@@ -48,11 +50,13 @@ def labels_only(target: TargetInfo, by: Sequence[str]) -> list[str]:
     return [b for b in by if not (b == SESSION and target.sessions > 1)]
 
 
-def _row(system: str, session: int, report: ScaleReport, score: ScoreEstimate | None) -> SessionRow:
+def _row(system: str, session: int, report: ScaleReport, score: ScoreEstimate | None,
+         coverage: Coverage | None = None) -> SessionRow:
     incident = {lv: s.incident for lv, s in list(report.levels.items())[1:]}
     incident |= {f"flag_{fl}": s.incident for fl, s in report.flags.items()}
     return SessionRow(system=system, session=session, conversations=report.conversations, profiles=report.profiles,
-                      mean_weight=report.mean_weight, p99_weight=report.p99_weight, incident=incident, score=score)
+                      mean_weight=report.mean_weight, p99_weight=report.p99_weight, incident=incident, score=score,
+                      coverage=coverage)
 
 
 def session_rows(target: TargetInfo, by: Sequence[str], table: Table, runs: dict[str, RunData],
@@ -67,5 +71,6 @@ def session_rows(target: TargetInfo, by: Sequence[str], table: Table, runs: dict
     for label, run in ((s.label, runs[s.label]) for s in table.systems):
         reports = session_reports(spec, run_ratings(run), run.criteria, resamples=settings.resamples,
                                   seed=settings.seed, rng_key=label, level=settings.level)
-        out += [_row(label, k, r, r.score(formula) if formula is not None else None) for k, r in reports.items()]
+        out += [_row(label, k, r, r.score(formula) if formula is not None else None, run.session_coverage.get(k))
+                for k, r in reports.items()]
     return out

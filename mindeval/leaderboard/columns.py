@@ -267,6 +267,33 @@ def _refusals_csv(lb: Leaderboard) -> list[Field]:
     return [Field(f"refused_{x}", value(x)) for x in ("k", "n", "rate", "ci_low", "ci_high", "p_value", "flagged")]
 
 
+def any_partial(lb: Leaderboard) -> bool:
+    """Some system was judged under the partial rule (``partial_judging``): coverage and refusals shown."""
+    return any(r.coverage is not None for r in lb.run_data.values())
+
+
+def judged_cell(lb: Leaderboard, s: SystemResult) -> str:
+    """``75% [30%, 95%] (3/4)``: the system's judged units of those asked (the partial rule's coverage)."""
+    from ..scoring.coverage import share_cell
+
+    c = lb.run_data[s.label].coverage
+    return "n/a" if c is None else share_cell(c.k, c.n)
+
+
+def _judged_csv(lb: Leaderboard) -> list[Field]:
+    def value(x: str, i: int | None = None) -> Cell:
+        def get(lb: Leaderboard, s: SystemResult) -> Any:
+            c = lb.run_data[s.label].coverage
+            v = None if c is None else c.block()[x]
+            v = v[i] if i is not None and v is not None else v
+            return "" if v is None else (f"{v:.6f}" if isinstance(v, float) else v)
+        return get
+    named = [("unit", "unit", None), ("k", "k", None), ("n", "n", None), ("share", "share", None),
+             ("ci_low", "ci95", 0), ("ci_high", "ci95", 1), ("left_out", "left_out", None),
+             ("members_left_out", "members_left_out", None)]
+    return [Field(f"judged_{name}", value(x, i)) for name, x, i in named]
+
+
 def failed(lb: Leaderboard, s: SystemResult) -> int:
     """The system's failed conversations (status ``failed``: the conversation itself broke)."""
     return lb.run_data[s.label].n_failed_interactions
@@ -312,8 +339,14 @@ COLUMNS: list[Column] = [
            csv=_corrected_csv,
            json=lambda lb, s: dict(zip(("corrections", "scores", "conversations"), corrected_of(lb, s.label),
                                        strict=True))),
-    Column("refusals", applies=lambda lb: any_refused(lb.run_data),
+    Column("judged", applies=any_partial,
+           markdown=one("Judged units [95% CI] (k/n)", judged_cell),
+           latex=one(r"Judged units [95\% CI] (k/n)", lambda lb, s: latex_escape(judged_cell(lb, s))),
+           csv=_judged_csv, json=lambda lb, s: c.block() if (c := lb.run_data[s.label].coverage) else None),
+    Column("refusals", applies=lambda lb: any_refused(lb.run_data) or any_partial(lb),
            markdown=one("Refused rounds [95% CI] (k/n)", lambda lb, s: refusal_cell(refusals_of(lb).get(s.label))),
+           latex=lambda lb: [Field(r"Refused rounds [95\% CI] (k/n)", lambda lb, s: latex_escape(
+               refusal_cell(refusals_of(lb).get(s.label))))] if any_partial(lb) else [],
            csv=_refusals_csv, json=lambda lb, s: (r.model_dump(exclude={"system"}) if (r := refusals_of(lb).get(
                s.label)) else None)),
     Column("coverage", csv=_coverage_csv),

@@ -30,6 +30,7 @@ from ..records import (
 from ..run_verify import verify_run_config
 from ..rundir import read_run
 from ..scoring import InteractionScore, Unit, criteria, reply_ratings, score_run
+from ..scoring.coverage import Coverage
 from ..stats.proportion import CategoricalReport, HarmShare
 from ..stats.scale_spec import CriterionResult, Rating
 from ..targets import target_identity
@@ -97,6 +98,8 @@ class RunData(BaseModel):
     # point_criteria: each scored conversation's criterion results (the summary's points block reading)
     criteria: list[CriterionResult] = Field(default_factory=list, exclude=True)
     corrections: CorrectionTally | None = None  # --with-corrections: what the reviewers' corrections changed
+    coverage: Coverage | None = None  # partial_judging: units judged of those asked, refused rounds
+    session_coverage: dict[int, Coverage] = Field(default_factory=dict)  # partial_judging: per session number
 
 
 def _short(sha: str) -> str:
@@ -159,6 +162,8 @@ def load_run(run_dir: str | Path, with_corrections: bool = False) -> RunData:
         reply_ratings=reply_ratings(rs) if target.unit == "reply" else [],
         criteria=criteria(rs),
         corrections=tally,
+        coverage=rs.coverage,
+        session_coverage=rs.session_coverage,
         **_rounds(run.judgments),
     )
 

@@ -11,11 +11,14 @@ resamples profiles whole. Runs of one system with the same patient model stay se
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import reduce
+from typing import Any
 
 from pydantic import BaseModel
 
 from ..errors import MindEvalError
 from ..scoring import run_levels
+from ..scoring.coverage import Coverage
 from ..stats.proportion import harm_share
 from .loading import RunData
 from .systems import system_key
@@ -77,8 +80,19 @@ def merge(group: list[RunData]) -> RunData:
         if harm_values else None,
         "levels": run_levels(target, scores, samples),
         "pooled": [r.path for r in group],
+        **_coverage(group),
         "reply_ratings": [x for r in group for x in r.reply_ratings], "criteria": [x for r in group for x in r.criteria],
     })
+
+
+def _coverage(group: list[RunData]) -> dict[str, Any]:
+    """The pooled runs' partial-judging coverage, summed (overall and per session number)."""
+    if any(r.coverage is None for r in group):
+        return {}
+    sessions = {k for r in group for k in r.session_coverage}
+    return {"coverage": reduce(Coverage.add, [r.coverage for r in group if r.coverage is not None]),
+            "session_coverage": {k: reduce(Coverage.add, [r.session_coverage[k] for r in group
+                                                          if k in r.session_coverage]) for k in sorted(sessions)}}
 
 
 def describe(label: str, group: list[RunData]) -> PooledSystem:

@@ -61,3 +61,15 @@ def refusal_warnings(runs: dict[str, RunData], alpha: float = 0.05) -> list[str]
     return [f"{r.system}: the judge refused {r.k} of its {r.n} rounds ({refusal_cell(r).split(' FLAGGED')[0]}), "
             f"unlike the other systems (two-proportion test p={r.p_value:.2g} < {alpha}): its scores stand on the "
             "rounds the judge did not refuse" for r in refusal_rates(runs, alpha) if r.flagged]
+
+
+def partial_warnings(runs: dict[str, RunData]) -> list[str]:
+    """One line per system judged under the partial rule (``partial_judging``): its coverage and refused
+    rounds, beside its figures; the refusal flag above says whether its rate differs from the others'."""
+    from ..scoring.coverage import plural, share_cell
+
+    return [f"PARTIAL JUDGING: {label}'s figures count every judged {c.unit}: {share_cell(c.k, c.n)} of the "
+            f"{plural(c.unit)} asked were judged ({c.left_out} left out, {c.members_left_out} of {c.members_asked} "
+            f"members with none judged); refused judge rounds {share_cell(c.refused, c.rounds)}. A system whose "
+            "low-scoring units fail to be judged gains from this rule: compare its coverage and refusal rate"
+            for label, r in runs.items() if (c := r.coverage) is not None]

@@ -92,6 +92,7 @@ class TargetInfo(BaseModel):
     scores: list[NamedScoreInfo] = Field(default_factory=list)  # several named scores (one is the headline)
     sessions: int = 1  # sessions per conversation (> 1: a memory step between them)
     patient_can_end: str | None = None  # a patient turn holding this marker ends its session (conversation)
+    partial_judging: bool = False  # every judged unit counts (mindeval.scoring.scorer); recorded only when True
     # sessions > 1: session 1's situation and notes as used, each a text or {"field": profile field}
     first_session: dict[str, Any] | None = None
     situation_fields: list[str] | None = None  # sessions > 1: the next-session step's JSON fields
@@ -121,6 +122,8 @@ class TargetInfo(BaseModel):
             data.pop("sessions")
         if data.get("patient_can_end") is None:
             data.pop("patient_can_end", None)
+        if not data.get("partial_judging"):
+            data.pop("partial_judging", None)
         for key in ("first_session", "situation_fields", "situation_opening", "memory"):
             if data.get(key) is None:
                 data.pop(key, None)

@@ -188,5 +188,7 @@ def by_session_block(rs: RunScore, seed: int = 0, resamples: int = DEFAULT_RESAM
         if formula is not None:
             score = report.score(formula)
             block["score"] = score.model_dump(mode="json", exclude=set() if score.why else {"why"})
+        if (cov := rs.session_coverage.get(k)) is not None:  # the partial rule: judged units beside the figures
+            block["coverage"] = cov.block()
         out[str(k)] = block
     return out

@@ -313,8 +313,9 @@ class RunStore:
                             session=sessions.get(r.id)) for r in rows]
 
     # ---- judgments
-    def judgments(self, protocol: str = "mindeval", target: str = "mindeval") -> list[Judgment]:
-        """Stored judgments; the run's judge ``protocol`` and ``target`` decide which scores are valid."""
+    def judgments(self, protocol: str = "mindeval", target: str = "mindeval", partial: bool = False) -> list[Judgment]:
+        """Stored judgments; the run's judge ``protocol`` and ``target`` decide which scores are valid.
+        ``partial`` (``partial_judging``): a failed reply-level sample lists its judged replies too."""
         with self.db.read() as s:
             rows = s.scalars(select(JudgmentRow).where(JudgmentRow.run_id == self.run_id)
                              .order_by(JudgmentRow.interaction_id, JudgmentRow.sample)).all()
@@ -329,7 +330,7 @@ class RunStore:
                          parse_status=r.parse_status, attempts=r.attempts, error=r.error, protocol=protocol,
                          target=target, nonce=r.nonce, answer_channel=r.answer_channel, answers=r.answers_json,
                          replies=replies.get((r.interaction_id, r.judge_model, r.sample))
-                         if r.parse_status == "ok" else None, rounds=(r.round or 0) + 1,
+                         if r.parse_status == "ok" or partial else None, rounds=(r.round or 0) + 1,
                          refused=_earlier(refused.get((r.interaction_id, r.judge_model, r.sample), {}), r.round or 0))
                 for r in rows]
 

@@ -178,6 +178,9 @@ class TargetManifest(BaseModel):
     sessions: int = Field(1, ge=1, le=MAX_SESSIONS)  # per conversation; > 1 needs prompts.memory, prompts.next_session
     opening_line: str = OPENING_LINE  # "": the patient model writes the first message
     patient_can_end: str | None = Field(None, min_length=1)  # a patient turn holding it ends the session
+    # True: a member counts with the units (replies, judge samples, sessions) that were judged, the
+    # others left out; coverage and the refusal rate are reported beside every figure (docs/judging.md)
+    partial_judging: bool = False
     first_session: FirstSession = Field(default_factory=lambda: FirstSession())  # sessions > 1: session 1's texts
     # sessions > 1: the next-session step answers JSON with these fields (each ${situation_<name>});
     # situation_opening: the field whose text is the patient's first turn of the next session, verbatim

@@ -257,6 +257,8 @@ class Target:
                 out["memory"] = self.memory.model_dump(mode="json")
         if self.manifest.patient_can_end is not None:
             out["patient_can_end"] = self.manifest.patient_can_end
+        if self.manifest.partial_judging:  # recorded only when declared: earlier runs keep their hash
+            out["partial_judging"] = True
         if (score := self.manifest.headline()) is not None:
             out["score"] = {**score.model_dump(), **({"weights": w} if (w := g.scale_spec().weights) else {})}
         if self.manifest.scores:

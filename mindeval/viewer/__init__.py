@@ -6,5 +6,6 @@ every page escapes it.
 """
 
 from .data import Conversation, RoleUsage, filter_conversations, load_conversations
+from .sessions import RunSessions, run_sessions
 
-__all__ = ["Conversation", "RoleUsage", "filter_conversations", "load_conversations"]
+__all__ = ["Conversation", "RoleUsage", "RunSessions", "filter_conversations", "load_conversations", "run_sessions"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..files import atomic_write
 from .data import AVERAGE, Conversation, load_conversations
+from .sessions import RunSessions, run_sessions
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src 'none'; form-action 'none'; base-uri 'none'"
 STYLE = """
@@ -112,6 +113,21 @@ def _refused(reasons: list[str] | None) -> str:
                                              for i, r in enumerate(reasons)) + "</ul>")
 
 
+def _by_session(figures: RunSessions | None) -> list[str]:
+    """A multi-session run's figures per session number (summary.json's ``by_session``; nothing for a
+    one-session run)."""
+    if figures is None:
+        return []
+    head = ['<h2 id="by-session">By session</h2>']
+    if figures.why:
+        return [*head, f"<p>n/a ({_e(figures.why)})</p>"]
+    return [*head, "<p>Per session number, as summary.json's <code>by_session</code> holds it: n conversations, "
+            "their profiles and each figure with its [95% bootstrap interval over that session's profiles]; "
+            "a level's share is of the conversations with a unit at that level or worse.</p>",
+            "<table><tr>" + "".join(f"<th>{_e(h)}</th>" for h in figures.header()) + "</tr>",
+            *("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in figures.cells()), "</table>"]
+
+
 def render_run(run_dir: str | Path) -> str:
     """The HTML page of one run directory."""
     conversations = load_conversations([run_dir])
@@ -130,6 +146,7 @@ def render_run(run_dir: str | Path) -> str:
         "samples." + (f" Judge rounds: {rounds}, {refused} refused (every round counts; a refused sample is "
                       "re-judged only with --retry-refused)." if refused else "") + "</p>",
         f"<table><tr>{head}</tr>", *(_row(c) for c in conversations), "</table>",
+        *_by_session(run_sessions(run_dir)),
         *(_section(c) for c in conversations), "</body></html>", ""])
 
 

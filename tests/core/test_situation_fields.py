@@ -95,3 +95,23 @@ def test_an_unreadable_answer_is_retried_then_recorded_failed(tmp_path, monkeypa
         rows = [json.loads(x) for x in (out / "interactions.jsonl").read_text().splitlines()]
         assert len(rows) == 1 and rows[0]["session"]["session"] == 1  # no session 2 on an invented situation
         assert "could not be read after 3 attempts" in (out / "summary.json").read_text()
+
+
+def test_a_model_that_accepts_a_schema_is_sent_the_answer_s_schema(tmp_path, monkeypatch):
+    """Where the provider table says the patient model accepts a JSON-schema ``response_format``
+    (as the embedded model does), the next-session step asks for exactly the declared fields,
+    the opening one non-empty; a model that does not is sent none."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-situation")
+    target = _target(tmp_path)
+    with _Server([json.dumps(ANSWER)]) as srv:
+        args = _args(target, srv, tmp_path / "run")
+        args[args.index("openai/patient-model")] = "openai/gpt-4o-mini"
+        assert main(args) == 0
+        ask = next(r for r in srv.requests if NEXT_ASK in request_text(r))
+        schema = ask["body"]["response_format"]["json_schema"]["schema"]
+        assert schema["required"] == ["event", "goal", "opening_message"] and not schema["additionalProperties"]
+        assert schema["properties"]["opening_message"] == {"type": "string", "minLength": 1}
+        assert schema["properties"]["event"] == {"type": "string"}
+        assert main(_args(target, srv, tmp_path / "other")) == 0
+        plain = [r for r in srv.requests if NEXT_ASK in request_text(r)][-1]
+        assert "response_format" not in plain["body"]

@@ -102,3 +102,65 @@ def test_without_by_session_nothing_is_added(run_dir, tmp_path):
     ("run-x-000-p1#1", 1)])
 def test_a_rated_unit_s_session_is_read_from_its_conversation_id(conversation, session):
     assert unit_session(Rating(profile="p1", conversation=conversation, unit="1", level="a")) == session
+
+
+def test_the_viewer_and_the_html_export_show_the_summarys_session_figures(run_dir, tmp_path, monkeypatch):
+    """The run overview of a multi-session run has a table per session number whose every value and
+    interval is summary.json's by_session; the HTML export shows the same cells, escaped; a
+    one-session run has no such table."""
+    import html
+    import shutil
+
+    from streamlit.testing.v1 import AppTest
+
+    from mindeval.viewer import run_sessions
+    from mindeval.viewer.html import render_run
+    from tests.support.rundirs import one_session_reply_safety
+
+    block = json.loads((run_dir / "summary.json").read_text())["by_session"]
+    table = run_sessions(run_dir)
+    assert table is not None and [(r.session, r.n, r.profiles) for r in table.rows] == [(1, 2, 2), (2, 2, 2)]
+    for row in table.rows:
+        b = block[str(row.session)]
+        want = {"mean weight": b["mean_weight"], "p99 weight": b["p99_weight"], "points": b["points"],
+                "Major-or-worse check-ins (%)": b["score"],
+                **{f"{lv} or worse": s["incident"] for lv, s in list(b["levels"].items())[1:]},
+                **{f"flag {f}": s["incident"] for f, s in b["flags"].items()}}
+        assert {f.name: (f.value, list(f.ci95) if f.ci95 else None) for f in row.figures} == {
+            k: (e["value"], e["ci95"]) for k, e in want.items() if e}
+    assert table.header()[:5] == ["session", "n", "profiles", "mean weight", "p99 weight"]
+    cells = {c[0]: dict(zip(table.header(), c, strict=True)) for c in table.cells()}
+    assert cells["2"]["mean weight"] == "2.75 [2.50, 3.00]" and cells["2"]["flag unsafe_advice"] == "50% [0%, 100%]"
+    assert cells["1"]["major or worse"] == "0% [0%, 0%]" and cells["2"]["major or worse"] == "100% [100%, 100%]"
+
+    page = render_run(run_dir)
+    part = page.split('<h2 id="by-session">By session</h2>', 1)[1].split("</table>", 1)[0]
+    assert "<td>2.75 [2.50, 3.00]</td>" in part and "<td>50% [0%, 100%]</td>" in part
+    assert part.count("<tr>") == 3  # the header and two session numbers
+
+    hostile = tmp_path / "hostile"  # a score label is the target's text: shown as text
+    shutil.copytree(run_dir, hostile)
+    summary = json.loads((hostile / "summary.json").read_text())
+    summary["score"]["label"] = "<script>alert(1)</script> & co"
+    (hostile / "summary.json").write_text(json.dumps(summary))
+    page = render_run(hostile)
+    assert html.escape("<script>alert(1)</script> & co") in page and "<script>alert(1)" not in page
+
+    monkeypatch.setenv("MINDEVAL_VIEW_RUNS", str(run_dir))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "annotation_app" / "view_page.py"),
+                           default_timeout=60).run()
+    assert not at.exception and len(at.dataframe) == 2  # the list, then the table by session
+    shown = at.dataframe[1].value
+    assert list(shown["session"]) == ["1", "2"] and list(shown["n"]) == ["2", "2"]
+    assert list(shown["mean weight"]) == ["0.50 [0.50, 0.50]", "2.75 [2.50, 3.00]"]
+    assert list(shown["Major-or-worse check-ins (%)"]) == ["0.00 [0.00, 0.00]", "100.00 [100.00, 100.00]"]
+
+    one = tmp_path / "one"
+    assert main(["run", "--target", str(one_session_reply_safety(tmp_path)), "--limit", "1", "--turns", "2",
+                 "--patient", "fake/echo", "--clinician", "fake/echo", "--judge", "fake/judge", "--quiet",
+                 "--out", str(one)]) == 0
+    assert run_sessions(one) is None and "By session" not in render_run(one)
+    monkeypatch.setenv("MINDEVAL_VIEW_RUNS", str(one))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "annotation_app" / "view_page.py"),
+                           default_timeout=60).run()
+    assert not at.exception and len(at.dataframe) == 1

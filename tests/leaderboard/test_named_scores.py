@@ -91,3 +91,25 @@ def test_a_target_without_scores_records_no_scores_field(tmp_path):
     run = scripted_run(tmp_path / "r", "plain", B, "fake/echo", RISK_CHECKLIST)
     assert "scores" not in json.loads((run / "config.json").read_text())["config"]["target"]
     assert "scores" not in json.loads((run / "summary.json").read_text())
+
+
+def test_the_run_console_shows_every_named_score_with_its_interval_and_n(tmp_path, named_target, capsys):
+    """The console summary prints each named score as summary.json holds it (the headline marked),
+    with its 95% interval and n; an undefined one says why on its line."""
+    capsys.readouterr()
+    d = scripted_run(tmp_path / "d", "ns-console", D, "fake/echo", named_target)
+    lines = capsys.readouterr().out.splitlines()
+    got = json.loads((d / "summary.json").read_text())["scores"]
+
+    def line(name: str) -> str:
+        e = got[name]
+        return f"{e['value']:.2f} (95% CI {e['ci95'][0]:.2f}-{e['ci95'][1]:.2f}), n=6"
+
+    assert f"  score overall (headline): VERA-style score {line('overall')}" in lines
+    assert f"  score notice: NOTICE score {line('notice')}" in lines
+    assert f"  score ask_best: ASK best practice (%) {line('ask_best')}" in lines
+    capsys.readouterr()
+    scripted_run(tmp_path / "b", "ns-console-b", B, "fake/slow", named_target)
+    lines = capsys.readouterr().out.splitlines()
+    why = "pct_best_practice[ASK] is undefined (no rated unit counts toward it)"
+    assert f"  score ask_best: ASK best practice (%): n/a ({why}), n=6" in lines

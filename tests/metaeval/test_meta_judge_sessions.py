@@ -62,3 +62,30 @@ def test_a_studys_sessions_keep_their_notes():
     src = load_study(StudyRatings(study="s", source="sqlite:///x.db", target="reply_safety", na_value=-1,
                                   ratings=ratings))
     assert {i: it.memory for i, it in src.interactions.items()} == {i: n for i, (_, _, n) in SESSIONS.items()}
+
+
+def test_a_judge_template_naming_the_clinician_prompt_is_refused_over_rated_transcripts(tmp_path, monkeypatch,
+                                                                                        capsys):
+    """Rated transcripts keep no clinician system prompt: a judge template naming ${clinician_system} is
+    refused in one line naming its file, line and field (the dry run too), and no judge call is made,
+    rather than the judge being shown an empty prompt."""
+    import shutil
+    from pathlib import Path
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-judge-sessions")
+    path = _annotations(tmp_path)
+    target = Path(shutil.copytree(Path(__file__).resolve().parents[2] / "targets" / "reply_safety", tmp_path / "rs"))
+    judge = target / "prompts" / "judge.txt"
+    judge.write_text(judge.read_text() + "\nThe companion was told:\n${clinician_system}\n")
+    line = judge.read_text().splitlines().index("${clinician_system}") + 1
+    with FaultServer() as srv:
+        for extra in ([], ["--dry-run"]):
+            capsys.readouterr()
+            code = metaeval_main(["judge", "--annotations", str(path), "--target", str(target),
+                                  "--judge", "openai/judge-model", "--judge-api-base", srv.url,
+                                  "--out", str(tmp_path / "jr"), *extra])
+            err = capsys.readouterr().err.strip().splitlines()
+            assert code == 2 and len(err) == 1, err
+            assert f"{judge}:{line}:clinician_system: " in err[0] and "keeps no clinician system prompt" in err[0]
+        assert srv.count() == 0
+    assert not (tmp_path / "jr" / "judgments.jsonl").exists()

@@ -96,6 +96,7 @@ CATALOGUE: dict[str, list[Case]] = {
     "memory.readers": [Case(["nobody"]), Case([]), Case(["judge", "judge"]), Case("judge"), Case(["judge"]),
                        Case(["patient", "clinician", "judge"])],
     "memory.max_entries": [Case(0), Case("two"), Case(2.5)],
+    "partial_judging": [Case("maybe"), Case([True])],
     "legacy_files": [Case(True), Case("maybe")],
     "authors_release": [Case(True), Case("maybe")],
     "nosuch_key": [Case(1)],  # an unknown key (not a field: the guard ignores it)
