@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from .config import FIRST_MEMORY, FIRST_SITUATION
 from .errors import MindEvalError
-from .records import ATTRIBUTE_FIELDS, INTAKE_FIELDS, Profile
+from .records import ATTRIBUTE_FIELDS, DEFAULT_MEMORY, INTAKE_FIELDS, MemorySpec, Profile
 from .resources import prompts_dir
 from .text_files import read_text
 
@@ -49,6 +49,7 @@ ALLOWED_FIELDS: dict[str, frozenset[str]] = {
     "next_session": frozenset(ATTRIBUTE_FIELDS) | {"member_narrative", "situation", "transcript", "session"},
 }
 CLINICIAN_SIDE = ("clinician", "memory")  # kinds the clinician model reads: the intake-only rule holds
+MEMORY_BOUND = "max_entries"  # a memory template's ${max_entries}: the target's memory.max_entries
 
 # Why a clinician may not see a field: the paper's no-leakage constraint.
 _CLINICIAN_FORBIDDEN_REASON = {
@@ -135,8 +136,8 @@ def resolve_path(ref: str) -> Path:
 
 
 @lru_cache(maxsize=64)
-def _load_cached(path_str: str, mtime: float, scope: LabelScope) -> PromptTemplate:
-    return _load_file(Path(path_str), chain=(), scope=scope)
+def _load_cached(path_str: str, mtime: float, scope: LabelScope, memory: MemorySpec) -> PromptTemplate:
+    return _load_file(Path(path_str), chain=(), scope=scope, memory=memory)
 
 
 class LabelScope(BaseModel, frozen=True):
@@ -150,17 +151,20 @@ class LabelScope(BaseModel, frozen=True):
 NO_LABELS = LabelScope()
 
 
-def load_template(ref: str, *, kind: str | None = None, labels: LabelScope = NO_LABELS) -> PromptTemplate:
+def load_template(ref: str, *, kind: str | None = None, labels: LabelScope = NO_LABELS,
+                  memory: MemorySpec = DEFAULT_MEMORY) -> PromptTemplate:
     """Load and validate a template by ``kind/name`` or path; ``kind`` asserts its kind;
-    ``labels``: the target's label fields this kind may name (none by default)."""
+    ``labels``: the target's label fields this kind may name (none by default); ``memory``: who
+    writes and reads the between-session memory (:func:`allowed_fields`)."""
     path = resolve_path(ref)
-    tpl = _load_cached(str(path.resolve()), path.stat().st_mtime, labels)
+    tpl = _load_cached(str(path.resolve()), path.stat().st_mtime, labels, memory)
     if kind is not None and tpl.kind != kind:
         raise MindEvalError(f"expected a {kind} template but this is a {tpl.kind} template", path=path, field="kind")
     return tpl
 
 
-def _load_file(path: Path, chain: tuple[str, ...], scope: LabelScope = NO_LABELS) -> PromptTemplate:
+def _load_file(path: Path, chain: tuple[str, ...], scope: LabelScope = NO_LABELS,
+               memory: MemorySpec = DEFAULT_MEMORY) -> PromptTemplate:
     meta, body = _split_front_matter(read_text(path, "prompt file"), path)
     for key in ("kind", "name", "version"):
         if key not in meta:
@@ -177,7 +181,7 @@ def _load_file(path: Path, chain: tuple[str, ...], scope: LabelScope = NO_LABELS
         parent = str(parent)
         if parent in chain:
             raise MindEvalError(f"circular 'extends' through {parent}", path=path, field="extends")
-        base = _load_file(resolve_path(parent), chain + (parent,), scope)
+        base = _load_file(resolve_path(parent), chain + (parent,), scope, memory)
         if base.kind != kind:
             raise MindEvalError(
                 f"a {kind} template cannot extend the {base.kind} template '{parent}'",
@@ -188,7 +192,7 @@ def _load_file(path: Path, chain: tuple[str, ...], scope: LabelScope = NO_LABELS
         fields = frozenset(template_fields(body))
     except ValueError as exc:
         raise MindEvalError(str(exc), path=path, field="body") from None
-    _check_fields(kind, fields, path, scope)
+    _check_fields(kind, fields, path, scope, memory)
     digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
     return PromptTemplate(
         kind=kind, name=str(meta["name"]), version=version,
@@ -218,8 +222,40 @@ def placeholder_line(path: Path, name: str) -> int | None:
     return _placeholder_line(path, name)
 
 
-def _check_fields(kind: str, fields: frozenset[str], path: Path, scope: LabelScope = NO_LABELS) -> None:
-    unknown = sorted(f for f in fields - ALLOWED_FIELDS[kind] - scope.visible
+def allowed_fields(kind: str, memory: MemorySpec = DEFAULT_MEMORY) -> frozenset[str]:
+    """The fields a template of ``kind`` may name under the target's ``memory``: ``${memory}`` only
+    in a reader's template (clinician, judge, patient); the memory template's ``${max_entries}``
+    only with a bound, and the whole profile only when the patient writes it and no clinician
+    reads it (:attr:`~mindeval.records.MemorySpec.private`); the judge is not shown the clinician's
+    prompt (``${clinician_system}``, which holds the memory) unless it reads the memory too."""
+    out = ALLOWED_FIELDS[kind]
+    if kind in ("clinician", "judge", "patient"):
+        out = out | {"memory"} if memory.reads(kind) else out - {"memory"}
+    if kind == "judge" and memory.reads("clinician") and not memory.reads("judge"):
+        out = out - set(JUDGE_ONLY_FIELDS)
+    if kind == "memory":
+        out = out | ({MEMORY_BOUND} if memory.max_entries is not None else set()) \
+            | (ALLOWED_FIELDS["backstory"] | {"member_narrative"} if memory.private else set())
+    return out
+
+
+def _memory_problem(kind: str, bad: str, memory: MemorySpec) -> str | None:
+    """Why a field of the memory rules is refused in a ``kind`` template (None: not one of them)."""
+    if bad == "memory" and kind in ("clinician", "judge", "patient"):
+        return (f"'${{memory}}' in a {kind} template: the {kind} is not a reader of the between-session memory "
+                f"(target.yaml's memory.readers: {', '.join(memory.readers)})")
+    if bad == MEMORY_BOUND and kind == "memory":
+        return "'${max_entries}' needs memory.max_entries in target.yaml (the bound of the memory log)"
+    if bad in JUDGE_ONLY_FIELDS and kind == "judge":
+        return (f"'${{{bad}}}' would show the judge the memory (the clinician's prompt holds it), and the judge "
+                f"is not a reader of it (target.yaml's memory.readers: {', '.join(memory.readers)})")
+    return None
+
+
+def _check_fields(kind: str, fields: frozenset[str], path: Path, scope: LabelScope = NO_LABELS,
+                  memory: MemorySpec = DEFAULT_MEMORY) -> None:
+    allowed = allowed_fields(kind, memory)
+    unknown = sorted(f for f in fields - allowed - scope.visible
                      if not (kind == "patient" and f.startswith(SITUATION_PREFIX)) and not f.startswith(SCHEDULE_PREFIX))
     if not unknown:
         return
@@ -231,19 +267,24 @@ def _check_fields(kind: str, fields: frozenset[str], path: Path, scope: LabelSco
             f"labels.visible_to.{bad} in target.yaml to show it (default: the judge only)",
             path=path, line=line, field=bad,
         )
-    if kind in CLINICIAN_SIDE and bad in _CLINICIAN_FORBIDDEN_REASON | dict.fromkeys(ALLOWED_FIELDS["patient"]):
+    if (why := _memory_problem(kind, bad, memory)) is not None:
+        raise MindEvalError(why, path=path, line=line, field=bad)
+    clinician_side = kind == "clinician" or (kind == "memory" and not memory.private)
+    if clinician_side and bad in _CLINICIAN_FORBIDDEN_REASON | dict.fromkeys(ALLOWED_FIELDS["patient"]):
         what = _CLINICIAN_FORBIDDEN_REASON.get(bad, "a profile attribute outside the intake")
         raise MindEvalError(
             f"{kind} templates may only use the intake fields ({', '.join(INTAKE_FIELDS)})"
             + (" and ${memory}; " if kind == "clinician" else ", ${memory}, ${transcript} and ${session}; ") +
-            f"'${{{bad}}}' would leak {what} to the clinician",
+            f"'${{{bad}}}' would leak {what} to the clinician"
+            + (" (it reads the memory: memory.readers in target.yaml)" if kind == "memory" and memory.writer == "patient"
+               else ""),
             path=path, line=line, field=bad,
         )
     if bad in JUDGE_ONLY_FIELDS:
         raise MindEvalError(f"'${{{bad}}}' (the clinician's system prompt as sent) may be named only in a judge "
                             f"template, not in a {kind} template", path=path, line=line, field=bad)
     raise MindEvalError(
-        f"unknown field '${{{bad}}}' for a {kind} template; allowed: {', '.join(sorted(ALLOWED_FIELDS[kind]))}",
+        f"unknown field '${{{bad}}}' for a {kind} template; allowed: {', '.join(sorted(allowed))}",
         path=path, line=line, field=bad,
     )
 
@@ -264,13 +305,15 @@ def schedule_values(tpl: PromptTemplate, drawn: Mapping[str, str] | None) -> dic
 
 def render_patient(tpl: PromptTemplate, profile: Profile, labels: Mapping[str, str] | None = None,
                    situation: str = FIRST_SITUATION, parts: Mapping[str, str] | None = None,
-                   schedule: Mapping[str, str] | None = None) -> str:
+                   schedule: Mapping[str, str] | None = None, memory: str = "") -> str:
     """``situation``: the patient's situation for this session (multi-session targets' ${situation});
     ``parts``: its declared fields (``situation_fields``), each a ``${situation_<name>}`` (session 1: empty);
-    ``schedule``: the session's drawn schedule (``${schedule_<name>}``)."""
+    ``schedule``: the session's drawn schedule (``${schedule_<name>}``); ``memory``: the
+    between-session memory, when the target lists the patient among its readers."""
     named = {f"{SITUATION_PREFIX}{k}": "" for k in situation_fields(tpl)}
     named |= {f"{SITUATION_PREFIX}{k}": v for k, v in (parts or {}).items()}
-    return tpl.render({**profile.fields(), "situation": situation, **named, **schedule_values(tpl, schedule),
+    return tpl.render({**profile.fields(), "situation": situation, "memory": memory, **named,
+                       **schedule_values(tpl, schedule),
                        **label_values(tpl, labels)})
 
 
@@ -286,12 +329,13 @@ def render_clinician(tpl: PromptTemplate, profile: Profile, labels: Mapping[str,
 
 
 def render_session_step(tpl: PromptTemplate, profile: Profile, values: Mapping[str, str],
-                        labels: Mapping[str, str] | None = None, schedule: Mapping[str, str] | None = None) -> str:
-    """A ``memory`` template (the intake only, as the clinician sees it) or a ``next_session``
-    template (the whole profile, as the patient sees it) over ``values`` (:data:`SESSION_FIELDS`);
-    ``schedule``: the drawn schedule it is shown (memory: the session just ended's; next_session:
-    the next session's)."""
-    base = profile.intake() if tpl.kind == "memory" else profile.fields()
+                        labels: Mapping[str, str] | None = None, schedule: Mapping[str, str] | None = None,
+                        memory: MemorySpec = DEFAULT_MEMORY) -> str:
+    """A ``memory`` template (the intake only, as the clinician sees it, unless ``memory`` is
+    :attr:`~mindeval.records.MemorySpec.private`) or a ``next_session`` template (the whole
+    profile, as the patient sees it) over ``values`` (:data:`SESSION_FIELDS`); ``schedule``: the
+    drawn schedule it is shown (memory: the session just ended's; next_session: the next session's)."""
+    base = profile.intake() if tpl.kind == "memory" and not memory.private else profile.fields()
     return tpl.render({**base, **values, **schedule_values(tpl, schedule), **label_values(tpl, labels)})
 
 

@@ -3,9 +3,12 @@
 Each session is its own interaction: the first keeps the conversation's id (``member``), session
 k > 1 is ``<member>-s<k>``. Between session k and k+1 two calls are made and stored:
 
-1. **memory** (the clinician model, ``prompts.memory``): the clinician writes its own notes from
-   the intake, its notes so far (``${memory}``) and the session just ended (``${transcript}``);
-   the next session's clinician prompt receives them as ``${memory}``.
+1. **memory** (``prompts.memory``, by default with the clinician model): the writer (the target's
+   ``memory.writer``) writes the memory from the intake, the memory so far (``${memory}``) and the
+   session just ended (``${transcript}``); the next session's prompts of ``memory.readers`` receive
+   it as ``${memory}`` (by default the clinician's own notes, read by it and the judge). With
+   ``memory.max_entries`` it is a bounded running log: the newest N non-empty lines of the reply
+   are kept (:func:`mindeval.records.bound_log`; the count left out is ``memory_dropped``).
 2. **next session** (the patient model, ``prompts.next_session``): the patient's situation for the
    next session from the whole profile, the previous situation (``${situation}``) and the session
    just ended; the next session's patient prompt receives it as ``${situation}``.
@@ -32,7 +35,7 @@ from .llm.gateway import Completion, ModelSpec
 from .llm.providers import supports_schema
 from .llm.retry import is_content_refusal, is_empty_reply
 from .prompts import PromptTemplate, render_session_step
-from .records import Interaction, Profile, SessionInfo, Turn
+from .records import DEFAULT_MEMORY, Interaction, MemorySpec, Profile, SessionInfo, Turn, bound_log
 from .seeds import turn_seed
 from .situation import (
     SITUATION_ATTEMPTS,
@@ -91,6 +94,7 @@ class SessionStep(BaseModel):
     speakers: dict[str, str]
     situation_fields: tuple[str, ...] = ()  # the next situation's JSON fields (none: free text)
     situation_opening: str | None = None  # the field that must be non-empty (the next session's opening)
+    memory_log: MemorySpec = DEFAULT_MEMORY  # the target's memory: who writes it, its bound
 
 
 async def next_session(log: CallLog, step: SessionStep, prev: SessionInfo, turns: list[Turn], profile: Profile,
@@ -105,9 +109,12 @@ async def next_session(log: CallLog, step: SessionStep, prev: SessionInfo, turns
     messages = Interaction(id=iid, profile=profile, clinician_model="", turns=turns).messages()
     transcript = render_transcript(messages, speakers=step.speakers)
     if info.memory is None:
-        text = render_session_step(step.memory, profile, {"memory": prev.memory or "", "transcript": transcript,
-                                                          "session": str(prev.session)}, labels, prev.schedule)
-        info = await _step_call(log, iid, info, "memory", step.clinician, text, (step.seed, key, -1))
+        rule = step.memory_log
+        values = {"memory": prev.memory or "", "transcript": transcript, "session": str(prev.session),
+                  **({"max_entries": str(rule.max_entries)} if rule.max_entries is not None else {})}
+        text = render_session_step(step.memory, profile, values, labels, prev.schedule, rule)
+        writer = step.patient if rule.writer == "patient" else step.clinician
+        info = await _step_call(log, iid, info, "memory", writer, text, (step.seed, key, -1), rule)
     if info.situation is None:
         parts = stored_parts(prev.situation, step.situation_fields)
         text = render_session_step(step.next_session, profile, {
@@ -150,23 +157,31 @@ async def _structured_call(log: CallLog, iid: str, info: SessionInfo, step: Sess
 
 
 async def _step_call(log: CallLog, iid: str, info: SessionInfo, what: str, spec: ModelSpec, text: str,
-                     seed: tuple[int, str, int]) -> SessionInfo:
-    """One call of the step (``what``: memory or situation; ``seed``: the run's, the key, the step),
-    its result committed with the call.
+                     seed: tuple[int, str, int], rule: MemorySpec = DEFAULT_MEMORY) -> SessionInfo:
+    """One call of the step (``what``: memory or situation; ``seed``: the run's, the key, the step;
+    ``rule``: the memory's writer and bound), its result committed with the call.
     A clinician that writes no notes (an empty reply or a refusal after the retries) starts the
-    next session with empty notes: what the system under test does is part of the benchmark."""
-    role = "clinician" if what == "memory" else "patient"
+    next session with empty notes: what the system under test does is part of the benchmark. A
+    patient model's failure (the situation, or a memory it writes) fails the step: a re-run asks again."""
+    role = rule.writer if what == "memory" else "patient"
+
+    def kept(reply: str) -> dict[str, str | int]:
+        """The stored result of ``reply``: a bounded memory keeps its newest entries, counting the rest."""
+        if what != "memory" or rule.max_entries is None:
+            return {what: reply}
+        log_text, dropped = bound_log(reply, rule.max_entries)
+        return {what: log_text, "memory_dropped": dropped}
 
     def save(call_id: int, c: Completion):
-        return log.store.save_session(iid, info.model_copy(update={what: c.text, f"{what}_call_id": call_id}))
+        return log.store.save_session(iid, info.model_copy(update={**kept(c.text), f"{what}_call_id": call_id}))
     try:
         call = await log.call(role, spec, [{"role": "user", "content": text}], seed=turn_seed(*seed),
                               tag=f"{iid}:{what}", recording=Recording(after=save, seed_key=seed[1]))
     except ModelCallError as exc:
         if role != "clinician" or not (is_empty_reply(exc) or is_content_refusal(exc)):
             raise
-        done = info.model_copy(update={what: ""})
+        done = info.model_copy(update=kept(""))
     else:  # a call reused from the store after a crash between call and row: the row is written now
-        done = info.model_copy(update={what: call.completion.text, f"{what}_call_id": call.call_id})
+        done = info.model_copy(update={**kept(call.completion.text), f"{what}_call_id": call.call_id})
     await log.store.arun(log.store.save_session(iid, done))
     return done

@@ -56,13 +56,13 @@ def estimate_run(prep: Prepared, assumed_replies: dict[str, int] | None = None) 
         for i in range(1, c.turns + 1)]
     for profile in prep.profiles:  # counted arithmetically: --repeats 1000 costs no more time than 1
         tags = prep.labels.get(profile.id)
-        for info, per in _sessions(prep, profile, reply["clinician"]):  # per: such sessions of the profile
+        for info, per in _sessions(prep, profile, reply[prep.memory.writer]):  # per: such sessions of the profile
             system = prep.clinician_system(profile, info)
             for role, (u, n) in _conversation(prep, profile, reply, system).items():
                 usage[role] += _times(u, per)
                 calls[role] += n * per
             item = Transcript(interaction_id="", profile=profile, messages=filler,
-                              memory=info.memory if info else None, clinician_system=system)
+                              memory=prep.read_by("judge", info), clinician_system=system)
             for k in (1, per - 1) if per > 1 else (1,):  # the first reads what earlier ones cached; the rest alike
                 u, n, judge_seen = judge.conversation(item, tags, c.judge_samples, judge_seen)
                 usage["judge"] += _times(u, k)
@@ -86,7 +86,7 @@ def _sessions(prep: Prepared, profile: Any, notes_tokens: int) -> list[tuple[Ses
     such sessions the profile has (over its repeats). One session: no session info, as the run. With
     ``sessions`` > 1, session 1 starts from the target's ``first_session`` texts, known before any
     call, exactly as the run renders them; a later session starts from notes the memory step has not
-    written yet: they are approximated by a text of the clinician's assumed reply length
+    written yet: they are approximated by a text of the writer's assumed reply length
     (``notes_tokens``, the length the step's own call is priced at), so the clinician's prompt and
     the judge's ``${memory}`` and ``${clinician_system}`` are priced at that size."""
     c = prep.config
@@ -123,14 +123,14 @@ def _conversation(prep: Prepared, profile: Any, reply: dict[str, int], clinician
 
 def _step_estimate(prep: Prepared, reply: dict[str, int], usage: dict[str, Usage], calls: dict[str, int]) -> None:
     """Add the calls of the step between sessions (sessions > 1): per conversation and session
-    after the first, the clinician's notes and the patient's next situation, each over its
+    after the first, the memory (by its writer's model) and the patient's next situation, each over its
     template and a session's transcript (uncached)."""
     c = prep.config
     steps = len(prep.profiles) * c.repeats * (c.target.sessions - 1)
     if not steps:
         return
     transcript = c.turns * (TOKENS_PER_MESSAGE + (reply["patient"] + reply["clinician"]) // 2)
-    for role, kind in (("clinician", "memory"), ("patient", "next_session")):
+    for role, kind in ((prep.memory.writer, "memory"), ("patient", "next_session")):  # memory.writer's model
         body = prompt_tokens([{"content": prep.templates[kind].body}]) + transcript
         usage[role] += Usage(prompt_tokens=body * steps, completion_tokens=reply[role] * steps)
         calls[role] += steps

@@ -97,7 +97,7 @@ def session_step(prep: Prepared) -> SessionStep | None:
     return SessionStep(memory=t["memory"], next_session=t["next_session"], clinician=c.clinician, patient=c.patient,
                        seed=c.seed, speakers=prep.target.speakers(),
                        situation_fields=tuple(c.target.situation_fields or ()),
-                       situation_opening=c.target.situation_opening)
+                       situation_opening=c.target.situation_opening, memory_log=prep.memory)
 
 
 class _Run:
@@ -213,11 +213,13 @@ class _Run:
         c, tpl, labels = self.prep.config, self.prep.templates["patient"], self.prep.labels.get(profile.id)
         if info is None:
             return render_patient(tpl, profile, labels, schedule=schedule), c.opening_line
+        memory = self.prep.read_by("patient", info) or ""
         parts = stored_parts(info.situation, c.target.situation_fields or ())
         if parts is None:
-            return render_patient(tpl, profile, labels, info.situation or "", schedule=schedule), c.opening_line
+            return (render_patient(tpl, profile, labels, info.situation or "", schedule=schedule, memory=memory),
+                    c.opening_line)
         opening = c.target.situation_opening
-        return (render_patient(tpl, profile, labels, situation_lines(parts), parts, schedule),
+        return (render_patient(tpl, profile, labels, situation_lines(parts), parts, schedule, memory=memory),
                 parts[opening] if opening else c.opening_line)
 
     def clinician_system(self, profile: Profile, info: SessionInfo | None,
@@ -303,7 +305,7 @@ class _Run:
             step()
         if self.complete is not None and iid not in self.complete:
             return None  # nothing stored to judge (re-judging never simulates)
-        memory = ctx.info.memory if ctx.info is not None else None
+        memory = self.prep.read_by("judge", ctx.info)
         system = self.clinician_system(profile, ctx.info, ctx.schedule)
         turns = await self.simulate(iid, position, profile, turn_step,
                                     self.on_reply(iid, profile, ctx.early, memory, system, ctx.schedule), ctx)

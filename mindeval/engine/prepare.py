@@ -24,7 +24,9 @@ from ..llm.gateway import ModelSpec, check_model_string
 from ..profiles.official import resolve_profiles_arg
 from ..prompts import PromptTemplate, render_clinician, render_patient
 from ..records import (
+    DEFAULT_MEMORY,
     BenchmarkConfig,
+    MemorySpec,
     Profile,
     PromptRecord,
     SessionInfo,
@@ -73,7 +75,17 @@ class Prepared(BaseModel):
         ``schedule``: its draws, those the target shows the clinician named by its template): what the
         run sends, its judge is shown as ``${clinician_system}`` and the ``--dry-run`` estimate prices."""
         return render_clinician(self.templates["clinician"], profile, self.labels.get(profile.id),
-                                *([info.memory or ""] if info else []), schedule=schedule)
+                                *([self.read_by("clinician", info) or ""] if info else []), schedule=schedule)
+
+    @property
+    def memory(self) -> MemorySpec:
+        """Who writes and reads the run's between-session memory (its target's ``memory``)."""
+        return self.config.target.memory or DEFAULT_MEMORY
+
+    def read_by(self, role: str, info: SessionInfo | None) -> str | None:
+        """The memory ``info``'s session started with, for ``role``: None unless ``role`` is one of
+        the target's ``memory.readers`` (no other role's prompt is ever given it)."""
+        return info.memory if info is not None and self.memory.reads(role) else None
 
 
 def _profiles_path(opts: RunOptions, target: Target) -> Path:

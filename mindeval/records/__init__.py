@@ -8,6 +8,7 @@ imported from here (``from mindeval.records import Profile``):
 - :mod:`.io`: reading and writing JSONL rows and JSON documents, the files' names
 - :mod:`.profiles`: ``Profile`` (the authors' ``profiles.jsonl`` schema) and its fields
 - :mod:`.target`: the target block (``TargetInfo``) and the one score rule (``check_scores``)
+- :mod:`.memory`: who writes and reads the between-session memory (``MemorySpec``), its bound
 - :mod:`.rows`: a conversation, its judgments, and their rows in a run directory
 - :mod:`.config_json`: ``config.json`` (``RunConfig``, one subclass per kind of run)
 - :mod:`.hashing`: what a configuration's hash covers
@@ -43,6 +44,7 @@ from .io import (
     read_jsonl,
     validate_row,
 )
+from .memory import DEFAULT_MEMORY, MemorySpec, bound_log, log_entries
 from .profiles import (
     ATTRIBUTE_FIELDS,
     INTAKE_FIELDS,
@@ -86,14 +88,14 @@ from .target import (
 )
 
 __all__ = [
-    "ATTRIBUTE_FIELDS", "AXES", "BENCHMARK_KIND", "CONFIG_FILE", "DEFAULT_ROLES", "DEFAULT_TARGET", "INTAKE_FIELDS",
+    "ATTRIBUTE_FIELDS", "AXES", "BENCHMARK_KIND", "CONFIG_FILE", "DEFAULT_MEMORY", "DEFAULT_ROLES", "DEFAULT_TARGET", "INTAKE_FIELDS",
     "INTERACTIONS_FILE", "JUDGE_KEYS", "JUDGMENTS_FILE", "KINDS", "KIND_KEYS", "PATIENT_ONLY_FIELDS", "PROTOCOLS",
     "RATED_JUDGE_KIND", "RATED_KEYS", "RECORD_KEYS", "ROLES", "RUN_KINDS", "SIMULATION_KEYS", "SUMMARY_FILE",
     "TRANSCRIPT_FORMATS", "BenchmarkConfig", "Interaction", "InteractionRecord", "JudgeRunConfig", "Judgment",
-    "JudgmentRecord", "LevelInfo", "Message", "ModelRecord", "ParseStatus", "Profile", "ProfileAttributes",
+    "JudgmentRecord", "LevelInfo", "MemorySpec", "Message", "ModelRecord", "ParseStatus", "Profile", "ProfileAttributes",
     "PromptRecord", "ReplyRating", "Role", "Run", "RunConfig", "RunSummary", "ScaleInfo", "ScoreInfo", "SessionInfo",
-    "TargetInfo", "Turn", "Usage", "_validation_message", "check_scores", "hash_config", "hashed_view",
-    "identity_view", "load_profiles", "mean_of", "of_kind", "plain_scores", "profile_from_json",
+    "TargetInfo", "Turn", "Usage", "_validation_message", "bound_log", "check_scores", "hash_config", "hashed_view",
+    "identity_view", "load_profiles", "log_entries", "mean_of", "of_kind", "plain_scores", "profile_from_json",
     "read_json_object", "read_jsonl", "require_kind", "simulation_view", "upgrade_rated_judge_config",
     "validate_row", "write_profiles",
 ]

@@ -52,8 +52,9 @@ class SessionInfo(BaseModel):
     """One session of a multi-session conversation (a target with ``sessions: N`` > 1).
 
     Each session is its own interaction; ``member`` is the id of the first session's (the
-    conversation's id). ``memory``: the clinician's own notes it started this session with (the
-    first session: :data:`mindeval.config.FIRST_MEMORY`); ``situation``: the patient's situation
+    conversation's id). ``memory``: the between-session memory this session started with (the
+    clinician's own notes unless the target's ``memory.writer`` says the patient; the first
+    session: :data:`mindeval.config.FIRST_MEMORY`); ``situation``: the patient's situation
     for this session (the first: :data:`mindeval.config.FIRST_SITUATION`); the ``*_call_id``:
     the stored calls that wrote them (None in the first session)."""
 
@@ -66,12 +67,16 @@ class SessionInfo(BaseModel):
     situation_call_id: int | None = None
     # the target's ``schedule:`` draws of this session by name (mindeval.schedule); None: none declared
     schedule: dict[str, str] | None = None
+    # the target's ``memory.max_entries``: the older entries of the writer's reply left out of
+    # ``memory`` (None: no bound declared; absent from the files then)
+    memory_dropped: int | None = None
 
     @model_serializer(mode="wrap")
-    def _drop_unscheduled(self, handler: Any) -> dict[str, Any]:
+    def _serialize(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        if data.get("schedule") is None:
-            data.pop("schedule", None)  # files of runs without a schedule stay as they were
+        for key in ("schedule", "memory_dropped"):  # files of runs without them stay as they were
+            if data.get(key) is None:
+                data.pop(key, None)
         return data
 
 

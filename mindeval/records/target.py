@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_serializer
 
 from .io import _FieldError
+from .memory import MemorySpec
 
 AXES: tuple[str, ...] = ("CAC", "EPC", "AR", "TRA", "ASCQ")
 DEFAULT_TARGET = "mindeval"  # the built-in MindEval benchmark; its records carry no target fields
@@ -97,6 +98,7 @@ class TargetInfo(BaseModel):
     situation_fields: list[str] | None = None  # sessions > 1: the next-session step's JSON fields
     situation_opening: str | None = None  # the field that opens the next session, verbatim
     schedule: dict[str, dict[str, Any]] | None = None  # target.yaml schedule: the declared draws (mindeval.schedule)
+    memory: MemorySpec | None = None  # sessions > 1, declared only: who writes and reads the memory, its bound
 
     def speakers(self) -> dict[str, str]:
         """The transcript's speaker label per message role (user = patient)."""
@@ -123,7 +125,7 @@ class TargetInfo(BaseModel):
             data.pop("patient_can_end", None)
         if not data.get("partial_judging"):
             data.pop("partial_judging", None)
-        for key in ("first_session", "situation_fields", "situation_opening", "schedule"):
+        for key in ("first_session", "situation_fields", "situation_opening", "schedule", "memory"):
             if data.get(key) is None:
                 data.pop(key, None)
         if data.get("score") is None:

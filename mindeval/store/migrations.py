@@ -94,6 +94,12 @@ def _session_schedule(conn: Connection) -> None:
         _add_column(conn, "sessions", "schedule")
 
 
+def _memory_dropped(conn: Connection) -> None:
+    """Version 8: the entries a bounded memory log (``memory.max_entries``) left out, per session."""
+    if "memory_dropped" not in {c["name"] for c in inspect(conn).get_columns("sessions")}:
+        _add_column(conn, "sessions", "memory_dropped")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, summary="baseline: run tables, unversioned nullable columns", apply=_baseline),
     Migration(version=2, summary="reply_judgments: one row per judged clinician reply", apply=_reply_judgments),
@@ -104,6 +110,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               apply=_who_source),
     Migration(version=7, summary="sessions.schedule: the session's seeded draws (target.yaml schedule)",
               apply=_session_schedule),
+    Migration(version=8, summary="sessions.memory_dropped: entries a bounded memory log left out",
+              apply=_memory_dropped),
 )
 HEAD = MIGRATIONS[-1].version
 MIGRATION_LOCK = 0x6D696E64  # PostgreSQL advisory lock key of "a process is migrating this store"

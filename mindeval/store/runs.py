@@ -299,7 +299,8 @@ class RunStore:
                                               memory=r.memory, situation=r.situation,
                                               memory_call_id=r.memory_call_id,
                                               situation_call_id=r.situation_call_id,
-                                              schedule=json.loads(r.schedule) if r.schedule else None) for r in rows}
+                                              schedule=json.loads(r.schedule) if r.schedule else None,
+                                              memory_dropped=r.memory_dropped) for r in rows}
 
     def interactions(self) -> list[Interaction]:
         sessions = self.sessions()

@@ -20,7 +20,7 @@ from ..config import DEFAULT_TURNS, MAX_SESSIONS, OPENING_LINE, SNAKE_CASE
 from ..errors import MindEvalError
 from ..formula import FormulaError, parse_formula
 from ..prompts import ALLOWED_FIELDS, LabelScope
-from ..records import DEFAULT_ROLES
+from ..records import DEFAULT_ROLES, MemorySpec
 from ..resources import targets_dir
 from ..schedule import Schedule
 from .first_session import FirstSession
@@ -188,6 +188,7 @@ class TargetManifest(BaseModel):
     situation_fields: list[Annotated[str, AfterValidator(_name)]] | None = Field(None, min_length=1)
     situation_opening: str | None = None
     schedule: Schedule | None = None  # seeded per-member, per-session draws: ${schedule_<name>} (mindeval.schedule)
+    memory: MemorySpec | None = None  # sessions > 1: who writes the memory, who reads it, its bound (records.memory)
     roles: TargetRoles = Field(default_factory=lambda: TargetRoles())
     reply_format: Literal["output_format", "template"] = "output_format"  # template: the judge prompt writes it
     prompts: TargetPrompts

@@ -10,7 +10,15 @@ from typing import Any
 from ..errors import MindEvalError
 from ..formula import Formula, FormulaError, parse_formula
 from ..prompts import LabelScope, PromptTemplate, load_template, resolve_path
-from ..records import DEFAULT_ROLES, DEFAULT_TARGET, Profile, TargetInfo, load_profiles
+from ..records import (
+    DEFAULT_MEMORY,
+    DEFAULT_ROLES,
+    DEFAULT_TARGET,
+    MemorySpec,
+    Profile,
+    TargetInfo,
+    load_profiles,
+)
 from ..resources import guidelines_dir, targets_dir
 from ..schedule import record
 from ..stats.scale_spec import quantity_names
@@ -64,6 +72,13 @@ class Target:
         roles = self.manifest.roles
         return {"user": roles.patient, "assistant": roles.clinician}
 
+    @property
+    def memory(self) -> MemorySpec:
+        """Who writes and reads the between-session memory (``memory:``; not declared: the clinician's
+        notes, read by the clinician and the judge)."""
+        m = self.manifest.memory
+        return MemorySpec.model_validate(m) if isinstance(m, dict) else m or DEFAULT_MEMORY  # dict: files_only
+
     def first_texts(self, profile: Profile) -> tuple[str, str]:
         """Session 1's (situation, memory) for ``profile`` (``first_session``; sessions > 1)."""
         return self.manifest.first_session.texts(profile, self.manifest.roles.clinician)
@@ -87,7 +102,8 @@ class Target:
         labels = self.manifest.labels
         try:
             return load_template(ref or self.prompt_ref(role), kind=role,
-                                 labels=labels.scope(role) if labels is not None else LabelScope())
+                                 labels=labels.scope(role) if labels is not None else LabelScope(),
+                                 memory=self.memory)
         except MindEvalError as exc:
             if ref is not None or "no prompt template" not in exc.message:
                 raise
@@ -238,6 +254,8 @@ class Target:
             for key in ("situation_fields", "situation_opening"):
                 if (value := getattr(self.manifest, key)) is not None:
                     out[key] = value
+            if self.manifest.memory is not None:  # declared only: earlier runs keep their hash
+                out["memory"] = self.memory.model_dump(mode="json")
         if (schedule := record(self.manifest.schedule)) is not None:  # declared only: other hashes stay
             out["schedule"] = schedule
         if self.manifest.patient_can_end is not None:

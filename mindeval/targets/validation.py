@@ -128,8 +128,8 @@ def _template_problems(target: Target) -> list[MindEvalError]:
 
 def _session_problems(target: Target) -> list[MindEvalError]:
     """``sessions: N`` > 1 needs the session step's two prompts and templates that carry it over
-    (the clinician's ${memory}, the patient's ${situation}, the judge's ${memory}); one session
-    names neither prompt."""
+    (the patient's ${situation}, and ${memory} in the template of each of ``memory.readers``: by
+    default the clinician's and the judge's); one session names neither prompt nor ``memory``."""
     m, path = target.manifest, target.path
 
     def err(message: str, field: str) -> MindEvalError:
@@ -141,20 +141,21 @@ def _session_problems(target: Target) -> list[MindEvalError]:
         return [err(f"{f} is used only with sessions > 1 (sessions is 1)", f)
                 for f in (*(f"prompts.{r}" for r in SESSION_ROLES if getattr(m.prompts, r) is not None),
                           *(["first_session"] if m.first_session != FirstSession() else []),
-                          *(f for f in ("situation_fields", "situation_opening") if getattr(m, f) is not None))
+                          *(f for f in ("situation_fields", "situation_opening", "memory") if getattr(m, f) is not None))
                 ] + _situation_field_problems(target)
     problems = [err(f"sessions: {m.sessions} needs prompts.{r} (" + ("the clinician writes its notes after each "
                     "session" if r == "memory" else "the patient's situation for the next session") + ")", "sessions")
                 for r in SESSION_ROLES if getattr(m.prompts, r) is None]
-    need = {"clinician": "memory", "patient": "situation", "judge": "memory"}
-    for role, name in need.items():
+    need = [("patient", "situation"), *((r, "memory") for r in target.memory.readers)]
+    for role, name in need:
         try:
             tpl = target.template(role)
         except MindEvalError:
             continue  # reported by _template_problems
         if name not in tpl.fields:
-            problems.append(err(f"sessions: {m.sessions} needs ${{{name}}} in the {role} template ({tpl.source})",
-                                f"prompts.{role}"))
+            why = f" (memory.readers lists the {role})" if name == "memory" and m.memory is not None else ""
+            problems.append(err(f"sessions: {m.sessions} needs ${{{name}}} in the {role} template ({tpl.source})"
+                                + why, f"prompts.{role}"))
     return problems + _situation_field_problems(target)
 
 

@@ -163,7 +163,7 @@ def test_a_run_made_by_main_665ffb1_upgrades_to_sessions_and_its_files_stay_byte
     assert {k: v for k, v in after.items() if k not in skip} == {k: v for k, v in before.items() if k not in skip}
     assert after["n_refused_rounds"] == after["n_failed_judgments"] == 0
     assert after["n_judge_rounds"] == after["n_judged"] and after["n_judge_attempts"] >= after["n_judged"]
-    assert current_version(Database(sqlite_url(db), create=False).engine) == HEAD == 7
+    assert current_version(Database(sqlite_url(db), create=False).engine) == HEAD == 8
     assert "schedule" in {c["name"] for c in inspect(Database(sqlite_url(db), create=False).engine)
                           .get_columns("sessions")}  # version 7: a session's drawn schedule
     assert "judge_attempts" in inspect(Database(sqlite_url(db), create=False).engine).get_table_names()
@@ -192,3 +192,22 @@ def test_a_store_made_by_main_665ffb1_upgrades_and_takes_corrections(tmp_path):
     assert _sql(db, "SELECT * FROM judgments ORDER BY id") == judged
     assert _sql(db, "SELECT interaction_id, axis, reason, who FROM corrections") == [[(iid, "AR", "r", "w")]]
     assert [x.id for x in run_corrections(out)] == [c.id]
+
+
+def test_a_version_7_store_with_sessions_upgrades_to_memory_dropped_and_its_files_stay_byte_identical(tmp_path):
+    """Version 8 adds ``sessions.memory_dropped`` (a bounded memory log): a 2-session run stored
+    before it (the column dropped, version 7 recorded) upgrades, resumes with no call, its session
+    rows read back (no count: NULL) and its interactions rewrite byte for byte."""
+    out = tmp_path / "v6"
+    args = ["run", "--target", "reply_safety", "--patient", "fake/echo", "--clinician", "fake/echo",
+            "--judge", "fake/judge", "--limit", "1", "--turns", "2", "--quiet", "--out", str(out)]
+    assert main(args) == 0
+    db = out / "run.db"
+    _sql(db, "ALTER TABLE sessions DROP COLUMN memory_dropped", f"UPDATE {VERSION_TABLE} SET version = 7")
+    files = {f: (out / f).read_bytes() for f in ("interactions.jsonl", "judgments.jsonl")}
+    assert b"memory_dropped" not in files["interactions.jsonl"]
+    assert main(args) == 0
+    assert json.loads((out / "summary.json").read_text())["calls_made"] == 0
+    assert {f: (out / f).read_bytes() for f in files} == files
+    assert _sql(db, f"SELECT version FROM {VERSION_TABLE}", "SELECT memory_dropped FROM sessions") \
+        == [[(HEAD,)], [(None,), (None,)]]

@@ -89,6 +89,13 @@ CATALOGUE: dict[str, list[Case]] = {
     "first_session.memory.field": [Case("member_narrative"), Case("recent_mood")],
     "situation_fields": [Case([]), Case(["Event"]), Case(["event", "event"]), Case("event")],
     "situation_opening": [Case("nowhere"), Case(5)],
+    "memory": [Case("patient"), Case({"writers": "patient"})],
+    "memory.writer": [Case("judge"), Case(["patient"])],
+    # an unknown role, none, twice, a string; the clinician (whose template names ${memory}) left
+    # out; the patient listed, whose template does not name it
+    "memory.readers": [Case(["nobody"]), Case([]), Case(["judge", "judge"]), Case("judge"), Case(["judge"]),
+                       Case(["patient", "clinician", "judge"])],
+    "memory.max_entries": [Case(0), Case("two"), Case(2.5)],
     "partial_judging": [Case("maybe"), Case([True])],
     "schedule": [Case([1]), Case({"Gap": {"between": [1, 2]}}), Case({"gap": {"between": [3, 1]}}),
                  Case({"mood": {"choices": ["a"], "weights": [1, 2]}}), Case({"beat": {"choices": ["a"], "sessions": [3]}}),
