@@ -201,7 +201,7 @@ class SessionRow(Keyed, RunBase):
     situation: Mapped[str | None] = mapped_column(Text, nullable=True)
     situation_call_id: Mapped[int | None] = mapped_column(ForeignKey("calls.id"), nullable=True)
     schedule: Mapped[str | None] = mapped_column(Text, nullable=True)  # the session's draws as JSON (target.yaml schedule)
-    # memory.max_entries: older entries of the writer's reply left out (NULL: no bound, or before version 7)
+    # memory.max_entries: older entries of the writer's reply left out (NULL: no bound, or before version 8)
     memory_dropped: Mapped[int | None] = mapped_column(Integer, nullable=True)
     created_at: Mapped[Created]
 
