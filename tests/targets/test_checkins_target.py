@@ -1,7 +1,7 @@
 """The shipped multi-session example ``targets/checkins`` (issue 40): it validates; the documented
 keyless demo plays three check-ins per member and reports every named score; on a loopback server
 each member's written opening message starts the next check-in verbatim, the member's end marker
-closes a check-in early, and the judge is shown the companion's notes and its prompt as sent."""
+closes a check-in early, and the judge is shown the member's log and the companion's prompt as sent."""
 
 from __future__ import annotations
 
@@ -9,10 +9,7 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
 from mindeval.cli import main
-from mindeval.prompts import template_fields
 from mindeval.targets import load_target, validate_target
 from tests.support.fault_server import FaultServer, request_text
 
@@ -23,7 +20,7 @@ NEXT_ASK = "You write the background of a role-play"  # prompts/next_session.txt
 MEMBER_RE = re.compile(r"^The member:\n- (\w+), ", re.M)
 CHECKIN_RE = re.compile(r"when they open check-in (\d+) with")
 SENT_RE = re.compile(r"<companion_instructions>\n(.*?)\n</companion_instructions>", re.S)
-NOTES_RE = re.compile(r"<(notes|log)>\n(.*?)\n</\1>", re.S)  # the companion's notes; at merge the member's log
+LOG_RE = re.compile(r"<log>\n(.*?)\n</log>", re.S)  # the member's running log, as the companion had it
 
 
 def _rows(out: Path) -> list[dict]:
@@ -128,22 +125,6 @@ def test_openings_end_marker_and_what_the_judge_sees_on_a_loopback_server(tmp_pa
     shown = [request_text(r) for r in reqs if r["model"] == "judge-model" and second["messages"][1]["content"]
              in request_text(r)]
     assert notes and sent and shown
-    assert {SENT_RE.search(t)[1] for t in shown} == {sent[0]} and {NOTES_RE.search(t)[2] for t in shown} == {notes}
+    assert {SENT_RE.search(t)[1] for t in shown} == {sent[0]} and {LOG_RE.search(t)[1] for t in shown} == {notes}
     s = json.loads((out / "summary.json").read_text())
     assert s["n_conversations"] == 6 and list(s["scores"]) == SCORES
-
-
-# What the five prepared templates (prompts/*.txt.next, swapped in when memory:, schedule: and
-# partial_judging: are merged) add to the active ones: the agreed names of issue 40 and nothing else.
-ADDED = {"patient.txt": {"memory", "schedule_gap", "schedule_time_of_day", "schedule_weekday", "schedule_openness"},
-         "clinician.txt": {"schedule_gap", "schedule_time_of_day", "schedule_weekday"},
-         "memory.txt": {"max_entries"},
-         "next_session.txt": {"schedule_gap", "schedule_weekday", "schedule_beat"},
-         "judge.txt": set()}
-
-
-@pytest.mark.parametrize("prepared", sorted(p.name for p in (TARGET / "prompts").glob("*.txt.next")))
-def test_each_prepared_template_adds_only_the_agreed_names(prepared):
-    active = prepared.removesuffix(".next")
-    fields = {name: template_fields((TARGET / "prompts" / name).read_text()) for name in (active, prepared)}
-    assert fields[prepared] - fields[active] == ADDED[active]
