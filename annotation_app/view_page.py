@@ -67,15 +67,15 @@ def _money(v: float | None) -> str:
 
 
 def _session(c: Conversation) -> None:
-    """A session's boundary: which session, the clinician's notes it started with, the patient's situation."""
+    """A session's boundary: which session, the memory it started with, the patient's situation."""
     s = c.session
     if c.schedule:
         st.caption(f"Schedule drawn for this session: {inert(c.schedule_line)}")
     if s is None:
         return
     st.info(f"**{c.session_label.capitalize()}** of conversation {inert(s.member)}", icon=":material/event_repeat:")
-    with st.expander("Clinician's notes at the start of this session", expanded=True):
-        st.code(s.memory or "(no notes)", language=None, wrap_lines=True)
+    with st.expander(inert(c.memory_line.capitalize()), expanded=True):
+        st.code(s.memory or "(empty)", language=None, wrap_lines=True)
     with st.expander("Patient's situation for this session"):
         st.code(s.situation or "(none)", language=None, wrap_lines=True)
 

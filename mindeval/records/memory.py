@@ -44,6 +44,11 @@ class MemorySpec(BaseModel):
         profile's attributes and backstory (no clinician sees the log)."""
         return self.writer == "patient" and not self.reads("clinician")
 
+    @property
+    def title(self) -> str:
+        """What the memory is called where a person reads it (the viewer): whose it is."""
+        return "clinician's notes" if self.writer == "clinician" else "patient's running log"
+
 
 DEFAULT_MEMORY = MemorySpec()
 

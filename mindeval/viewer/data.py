@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ..corrections import describe, run_corrections
-from ..records import InteractionRecord, JudgmentRecord, Message, Run, SessionInfo
+from ..records import DEFAULT_MEMORY, InteractionRecord, JudgmentRecord, Message, Run, SessionInfo
 from ..rundir import read_run
 from ..scoring import AVERAGE, as_floats, relevant_scores
 
@@ -47,6 +47,7 @@ class Conversation(BaseModel):
     usage: list[RoleUsage] = Field(default_factory=list)
     session: SessionInfo | None = None  # multi-session targets: which session, the notes it started with
     schedule: dict[str, str] = Field(default_factory=dict)  # its session's drawn schedule (target.yaml schedule)
+    memory_title: str = DEFAULT_MEMORY.title  # whose memory the session started with (target.yaml memory.writer)
     # the target's own profile labels of this profile (``concern: everyday``); none: the paper's severity split
     profile_labels: dict[str, str] = Field(default_factory=dict)
     # reviewers' corrections of this conversation's judge values, one line each (mindeval.corrections.describe)
@@ -56,6 +57,14 @@ class Conversation(BaseModel):
     def schedule_line(self) -> str:
         """The session's drawn schedule as ``name: value`` pairs (empty when none was drawn)."""
         return " · ".join(f"{k}: {v}" for k, v in self.schedule.items())
+
+    @property
+    def memory_line(self) -> str:
+        """The heading of the memory a session started with, and how many older entries a bounded
+        log left out (``memory.max_entries``)."""
+        dropped = self.session.memory_dropped if self.session is not None else None
+        return f"{self.memory_title} at the start of this session" + (
+            f" ({dropped} older {'entry' if dropped == 1 else 'entries'} left out by the bound)" if dropped else "")
 
     @property
     def session_label(self) -> str:
@@ -159,6 +168,7 @@ def _conversation(run: Run, i: InteractionRecord, judgments: list[JudgmentRecord
         judgments=sorted(judgments, key=lambda j: j.sample), usage=[usage[r] for r in sorted(usage)],
         session=i.session if i.session is not None and i.session.sessions > 1 else None,  # one session: no boundary
         schedule=(i.session.schedule if i.session is not None else None) or {},
+        memory_title=(getattr(run.target, "memory", None) or DEFAULT_MEMORY).title,
     )
 
 

@@ -59,7 +59,7 @@ def _reply_ratings(c: Conversation) -> dict[int, str]:
 
 
 def _session(c: Conversation) -> list[str]:
-    """A session's boundary: which session of how many, the clinician's notes it started with and the
+    """A session's boundary: which session of how many, the memory it started with and the
     patient's situation (multi-session targets; nothing otherwise)."""
     s = c.session
     drawn = [f'<p class="who">schedule drawn for this session: {_e(c.schedule_line)}</p>'] if c.schedule else []
@@ -67,7 +67,7 @@ def _session(c: Conversation) -> list[str]:
         return drawn
     return [*drawn, f'<div class="session"><h3>{_e(c.session_label.capitalize())} of conversation '
             f"<small>{_e(s.member)}</small></h3>",
-            f"<p class=\"who\">clinician's notes at the start of this session</p><pre class=\"reply\">{_e(s.memory)}</pre>",
+            f'<p class="who">{_e(c.memory_line)}</p><pre class="reply">{_e(s.memory)}</pre>',
             f"<p class=\"who\">patient's situation for this session</p><pre class=\"reply\">{_e(s.situation)}</pre>"
             "</div>"]
 

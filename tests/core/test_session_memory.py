@@ -113,6 +113,11 @@ def test_the_patient_writes_a_bounded_log_that_only_its_readers_receive(tmp_path
         seen = srv.count()
         assert main(_args(srv, target, out)) == 0
         assert srv.count() == seen  # resumed: nothing is asked twice
+    # the viewer names whose memory it is and what the bound left out (before: "clinician's notes")
+    assert main(["view", str(out), "--html", str(tmp_path / "v.html")]) == 0
+    page = (tmp_path / "v.html").read_text()
+    assert page.count("patient&#x27;s running log at the start of this session (2 older entries left out by the "
+                      "bound)") == 2 and "clinician&#x27;s notes" not in page
 
 
 def test_a_patient_writer_that_writes_nothing_fails_the_step_and_a_rerun_asks_again(tmp_path, monkeypatch):
