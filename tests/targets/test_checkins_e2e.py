@@ -245,11 +245,12 @@ def test_who_sees_what_at_the_server(scripted):
             assert s["memory"].splitlines() == [f"({k - 1}) LOG {name} {k - 1} line {i}" for i in range(3, 11)]
             assert s["memory_dropped"] == 2
         assert set(s["schedule"]) == ({"gap", "time_of_day", "weekday", "openness"} | ({"beat"} if k > 1 else set()))
+    draws = yaml.safe_load((TARGET / "target.yaml").read_text())["schedule"]
     seen = set()
     for q, kind in zip(reqs, kinds, strict=True):
         text = request_text(q)
-        beats = [s["schedule"]["beat"] for s in rows.values() if "beat" in s["schedule"]]
-        assert kind == "next" or not any(f"broad strokes: {b}" in text for b in beats)
+        assert kind == "next" or not any(b in text for b in draws["beat"]["choices"])  # the beat: next step only
+        assert kind == "patient" or not any(o in text for o in draws["openness"]["choices"])  # openness: member only
         if kind in ("memory", "next"):
             assert "How much you feel like sharing" not in text and "This check-in: " not in text
             continue
@@ -277,6 +278,10 @@ def test_who_sees_what_at_the_server(scripted):
 
 
 # ----------------------------------------------------------------- the embedded model, every role
+def _judged(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "judgments.jsonl").read_text().splitlines()]
+
+
 def _two_checkins(tmp_path: Path) -> Path:
     """targets/checkins with two check-ins (``sessions`` is the target's; there is no --sessions
     option), its ``beat`` drawn for check-in 2 only."""
@@ -311,7 +316,7 @@ def test_the_embedded_model_plays_and_judges_two_checkins_of_two_members(tmp_pat
         assert r["status"] == "complete" and set(s["schedule"]) == {"gap", "time_of_day", "weekday", "openness", "beat"}
         assert s["memory"].strip() and len(s["memory"].splitlines()) <= 8 and s["memory_call_id"] is not None
         assert r["messages"][0] == {"role": "user", "content": json.loads(s["situation"])["opening_message"]}
-        assert [m["role"] for m in r["messages"]] == ["user", "assistant"]
+        assert [m["role"] for m in r["messages"]] == ["user", "assistant", "user"]  # --turns 2 after the opening
     failed = [f for f in summary["failures"] if f["what"] == "interaction"]
     assert len(failed) == 2 - len(second) and all(f["message"].startswith("session step: ") for f in failed)
     assert code == (0 if len(second) == 2 else 1)
@@ -320,3 +325,4 @@ def test_the_embedded_model_plays_and_judges_two_checkins_of_two_members(tmp_pat
     if second:
         assert by["2"]["conversations"] == len(second) and by["2"]["coverage"]["n"] == len(second)
     assert summary["partial_judging"]["n"] == len(rows)  # one companion reply per check-in
+    assert summary["partial_judging"]["k"] == sum(len(j["replies"]) for j in _judged(out))
