@@ -143,6 +143,7 @@ def test_the_figures_per_checkin_equal_a_hand_computation(scripted, tmp_path):
         assert s["levels"]["harmful"]["incident"]["value"] == w["share"], k
         assert s["score"]["value"] == w["score"], k
         assert (s["coverage"]["k"], s["coverage"]["n"]) == (w["judged"], w["asked"]), k
+        assert s["coverage"]["refused_rounds"]["k"] == w["asked"] - w["judged"], k  # Everett's second reply of 2
     assert main(["leaderboard", str(out), "--by", "session", "--out", str(tmp_path)]) == 0
     board = {r["session"]: r for r in json.loads((tmp_path / "leaderboard.json").read_text())["by_session"]}
     csv_rows = [r.split(",") for r in (tmp_path / "by_session.csv").read_text().splitlines()]
@@ -305,7 +306,7 @@ def test_the_embedded_model_plays_and_judges_two_checkins_of_two_members(tmp_pat
     out = tmp_path / "E"
     code = main(["run", "--quiet", "--target", str(_two_checkins(tmp_path)), "--limit", "2", "--turns", "2",
                  "--out", str(out)])
-    print(f"embedded checkins run: {time.monotonic() - started:.0f}s")  # 477 s on 2 shared cores
+    print(f"embedded checkins run: {time.monotonic() - started:.0f}s")  # 240-480 s on 2 shared cores
     _check_embedded(out, code)
 
 
