@@ -9,9 +9,13 @@ next session's patient prompt receives each field as ``${situation_<name>}`` and
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 SITUATION_ATTEMPTS = 3  # the first answer and two retries, each a stored call
+# A value that is only a form's placeholder (``<text>``, as a template shows the answer's form): a
+# small model copies the form instead of filling it in, which is no situation.
+_PLACEHOLDER = re.compile(r"<[^<>\n]{1,40}>")
 
 
 def answer_instruction(fields: Sequence[str]) -> str:
@@ -44,6 +48,9 @@ def parse_situation(text: str, fields: Sequence[str], opening: str | None = None
     bad = [f for f in fields if not isinstance(data[f], str)]
     if bad:
         raise ValueError(f"not a string: {', '.join(bad)}")
+    copied = [f for f in fields if _PLACEHOLDER.fullmatch(data[f].strip())]
+    if copied:
+        raise ValueError(f"the form's placeholder copied, not filled in: {', '.join(copied)}")
     if opening is not None and not data[opening].strip():
         raise ValueError(f"{opening} (the next session's opening message) is empty")
     return {f: data[f] for f in fields}

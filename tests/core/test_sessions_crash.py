@@ -5,21 +5,19 @@ had committed, the store holds each call once, and the results equal an uninterr
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import signal
-import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.crash import ROOT, committed, key, kill_at_each, results, stored_calls
 from tests.support.fault_server import FaultServer
 
-ROOT = Path(__file__).resolve().parents[2]
+__all__ = ["ROOT", "committed", "key", "results"]  # imported by other crash tests
+
 MEMORY_ASK = "You have just finished check-in"  # targets/reply_safety/prompts/memory.txt
 NEXT_ASK = "You write the background of a role-play"  # targets/reply_safety/prompts/next_session.txt
 
@@ -51,42 +49,6 @@ def command(url: str, out: Path) -> list[str]:
     return cmd
 
 
-def _key(model: str, seed: int | None, messages: list | None) -> tuple[str, int | None, str]:
-    """A call: the judge's by its messages (every judge call has the run's seed), any other by its
-    seed (unique per turn, notes call and next-session call)."""
-    model = model.removeprefix("openai/")
-    if "judge" in model:
-        return (model, None, hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest())
-    return (model, seed, "")
-
-
-def key(body: dict) -> tuple[str, int | None, str]:
-    return _key(str(body.get("model")), body.get("seed"), body["messages"])
-
-
-def committed(db: Path) -> set[tuple[str, int | None, str]]:
-    """The calls the store has committed as answered."""
-    if not db.exists():
-        return set()
-    con = sqlite3.connect(db, timeout=30)
-    try:
-        rows = con.execute("select model, request_json from calls where status = 'ok'").fetchall()
-    except sqlite3.OperationalError:
-        return set()
-    finally:
-        con.close()
-    return {_key(m, (req := json.loads(r)).get("seed"), req.get("messages")) for m, r in rows}
-
-
-def results(out: Path) -> tuple[list, list]:
-    rows = [json.loads(x) for x in (out / "interactions.jsonl").read_text().splitlines()]
-    conv = [(r["profile_id"], r["messages"], {k: v for k, v in r["session"].items() if not k.endswith("call_id")}
-             | {"member": r["session"]["member"].split("-", 3)[-1]}) for r in rows]
-    judged = [(json.loads(x)["scores"], json.loads(x)["replies"]) for x in (out / "judgments.jsonl").read_text()
-              .splitlines()]
-    return conv, judged
-
-
 @pytest.mark.slow
 def test_sigkill_at_every_moment_of_a_two_session_run_repeats_no_committed_call(tmp_path):
     env = {**os.environ, "OPENAI_API_KEY": "sk-sessions-crash", "PYTHONPATH": str(ROOT)}
@@ -98,36 +60,8 @@ def test_sigkill_at_every_moment_of_a_two_session_run_repeats_no_committed_call(
         assert needed == 2 * 2 * 4 + 2 * 2 + 2 * 2 * 2  # turns, notes + next-session calls, reply judgments
 
         out = tmp_path / "crashed"
-        db = out / "run.db"
-        sent = lost = 0
-        for moment, matches in MOMENTS.items():
-            before = committed(db)
-            seen = srv.count()
-            proc = subprocess.Popen(command(srv.url, out), env=env, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, cwd=ROOT)
-            deadline = time.time() + 120
-            while proc.poll() is None and time.time() < deadline and not any(
-                    matches(q["body"]) for q in srv.requests[seen:]):
-                time.sleep(0.01)
-            assert proc.poll() is None, f"the run ended before {moment}"
-            proc.send_signal(signal.SIGKILL)  # the matching call is in flight (the server answers after 0.3 s)
-            proc.wait()
-            again = [key(q["body"]) for q in srv.requests[seen:]]
-            sent += len(again)
-            assert not before & set(again), f"killed at {moment}: a committed call was sent again"
-            assert len(again) == len(set(again))
-            lost += len(set(again) - committed(db))  # in flight at the kill: never answered to the store
-        before = committed(db)
-        seen = srv.count()
-        r = subprocess.run(command(srv.url, out), env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
-        assert r.returncode == 0, r.stdout + r.stderr
-        assert not before & {key(q["body"]) for q in srv.requests[seen:]}
-        sent += srv.count() - seen
-    con = sqlite3.connect(db)
-    dup = con.execute("select request_hash from calls where status = 'ok' group by request_hash "
-                      "having count(*) > 1").fetchall()
-    made = con.execute("select count(*) from calls where status = 'ok'").fetchone()[0]
-    con.close()
+        sent, lost = kill_at_each(srv, command(srv.url, out), out, env, MOMENTS)
+    dup, made = stored_calls(out / "run.db")
     assert dup == [] and made == needed
     # every request beyond the needed ones is a call that was in flight at a kill (reply judging runs
     # beside the conversation, so a kill may cut two), asked again once: none answered is ever repeated

@@ -9,7 +9,10 @@ import shutil
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from mindeval.cli import main
+from mindeval.situation import parse_situation
 from mindeval.targets import validate_target
 from tests.support.fault_server import FaultServer, request_text
 
@@ -115,3 +118,13 @@ def test_a_model_that_accepts_a_schema_is_sent_the_answer_s_schema(tmp_path, mon
         assert main(_args(target, srv, tmp_path / "other")) == 0
         plain = [r for r in srv.requests if NEXT_ASK in request_text(r)][-1]
         assert "response_format" not in plain["body"]
+
+
+def test_an_answer_that_copies_the_form_s_placeholder_is_unreadable():
+    """SmolLM2 answers the checkins form with its placeholders (``{"event": "<text>", ...}``): no
+    situation, so it is asked again (then the step fails), never started from as a check-in."""
+    fields = ["event", "goal", "opening_message"]
+    with pytest.raises(ValueError, match="placeholder copied, not filled in: event, opening_message"):
+        parse_situation(json.dumps({"event": "<text>", "goal": "rest", "opening_message": " <text> "}), fields)
+    ok = {"event": "a <b>bold</b> week", "goal": "<3", "opening_message": "hi"}
+    assert parse_situation(json.dumps(ok), fields) == ok
