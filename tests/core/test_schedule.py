@@ -25,6 +25,7 @@ from mindeval.schedule import Draw, declared, draw_session
 from mindeval.targets import load_target, validate_target
 from tests.core.test_sessions_crash import committed, key
 from tests.support.fault_server import FaultServer, request_text
+from tests.support.loopback_run import run_args
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = ROOT / "targets" / "reply_safety"
@@ -267,11 +268,7 @@ def test_a_one_session_target_draws_too(tmp_path, monkeypatch):
 # ------------------------------------------------------------------ killed right after a draw
 
 def _command(url: str, target: Path, out: Path) -> list[str]:
-    cmd = [sys.executable, "-m", "mindeval", "run", "--quiet", "--target", str(target), "--limit", "1",
-           "--turns", "2", "--concurrency", "1", "--out", str(out)]
-    for r in ("patient", "clinician", "judge"):
-        cmd += [f"--{r}", f"openai/{r}-model", f"--{r}-api-base", url]
-    return cmd
+    return [sys.executable, "-m", "mindeval", *run_args(url, target, out, limit=1, turns=2)]
 
 
 @pytest.mark.slow

@@ -10,11 +10,9 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from mindeval.config import FIRST_MEMORY
 from mindeval.records import bound_log
 from mindeval.targets import load_target, validate_target
 from tests.support.fault_server import FaultServer, request_text
+from tests.support.loopback_run import run_args
 
 TARGET = Path(__file__).resolve().parents[2] / "targets" / "reply_safety"
 MEMORY_ASK = "You have just finished check-in"  # targets/reply_safety/prompts/memory.txt
@@ -199,7 +198,7 @@ def test_a_private_log_may_hold_the_backstory_when_no_clinician_reads_it(tmp_pat
 def test_sigkill_at_the_log_writing_call_repeats_no_committed_call(tmp_path):
     """SIGKILL while the patient's log call is in flight, then while a turn of session 2 is: each
     re-run sends no call the store had committed, and the results equal an uninterrupted run's."""
-    from tests.core.test_sessions_crash import ROOT, committed, key, results
+    from tests.support.crash import ROOT, kill_at_each, results, stored_calls
 
     target = log_target(tmp_path)
     env = {**os.environ, "OPENAI_API_KEY": "sk-memory-crash", "PYTHONPATH": str(ROOT)}
@@ -215,29 +214,8 @@ def test_sigkill_at_the_log_writing_call_repeats_no_committed_call(tmp_path):
         assert r.returncode == 0, r.stdout + r.stderr
         needed = srv.count()
         out = tmp_path / "crashed"
-        db = out / "run.db"
-        for moment, matches in moments.items():
-            before, seen = committed(db), srv.count()
-            proc = subprocess.Popen(command(srv.url, out), env=env, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, cwd=ROOT)
-            deadline = time.time() + 120
-            while proc.poll() is None and time.time() < deadline and not any(
-                    matches(q["body"]) for q in srv.requests[seen:]):
-                time.sleep(0.01)
-            assert proc.poll() is None, f"the run ended before {moment}"
-            proc.send_signal(signal.SIGKILL)  # the matching call is in flight (answered after 0.3 s)
-            proc.wait()
-            again = [key(q["body"]) for q in srv.requests[seen:]]
-            assert not before & set(again), f"killed at {moment}: a committed call was sent again"
-        before, seen = committed(db), srv.count()
-        r = subprocess.run(command(srv.url, out), env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
-        assert r.returncode == 0, r.stdout + r.stderr
-        assert not before & {key(q["body"]) for q in srv.requests[seen:]}
-    con = sqlite3.connect(db)
-    dup = con.execute("select request_hash from calls where status = 'ok' group by request_hash "
-                      "having count(*) > 1").fetchall()
-    made = con.execute("select count(*) from calls where status = 'ok'").fetchone()[0]
-    con.close()
+        kill_at_each(srv, command(srv.url, out), out, env, moments)
+    dup, made = stored_calls(out / "run.db")
     assert dup == [] and made == needed
     assert results(out) == results(clean)
     rows = [json.loads(x) for x in (out / "interactions.jsonl").read_text().splitlines()]
@@ -245,11 +223,7 @@ def test_sigkill_at_the_log_writing_call_repeats_no_committed_call(tmp_path):
 
 
 def _args_url(url: str, target: Path, out: Path) -> list[str]:
-    args = ["run", "--target", str(target), "--limit", "2", "--turns", "4", "--concurrency", "1", "--quiet",
-            "--out", str(out)]
-    for role in ("patient", "clinician", "judge"):
-        args += [f"--{role}", f"openai/{role}-model", f"--{role}-api-base", url]
-    return args
+    return run_args(url, target, out, limit=2, turns=4)
 
 
 def test_the_estimate_counts_the_log_call_with_its_writer(tmp_path, monkeypatch):

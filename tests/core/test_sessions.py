@@ -16,6 +16,7 @@ from mindeval.config import FIRST_MEMORY, FIRST_SITUATION
 from mindeval.llm import fake
 from mindeval.targets import validate_target
 from tests.support.fault_server import FaultServer, request_text
+from tests.support.loopback_run import run_args
 
 TARGET = Path(__file__).resolve().parents[2] / "targets" / "reply_safety"
 MEMORY_ASK = "You have just finished check-in"  # prompts/memory.txt
@@ -62,11 +63,7 @@ def test_validate_explains_each_session_field_in_one_line(tmp_path, change, fiel
 
 
 def _args(srv: FaultServer, out: Path, clinician: str = "clinician-model", limit: int = 2) -> list[str]:
-    args = ["run", "--target", "reply_safety", "--limit", str(limit), "--turns", "4", "--concurrency", "1",
-            "--quiet", "--out", str(out)]
-    for role, model in (("patient", "patient-model"), ("clinician", clinician), ("judge", "judge-model")):
-        args += [f"--{role}", f"openai/{model}", f"--{role}-api-base", srv.url]
-    return args
+    return run_args(srv.url, "reply_safety", out, limit=limit, turns=4, clinician=clinician)
 
 
 def test_notes_and_situation_reach_the_next_session_and_its_judge(tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ import pytest
 
 from tests.support.crash import ROOT, committed, key, kill_at_each, results, stored_calls
 from tests.support.fault_server import FaultServer
+from tests.support.loopback_run import run_args
 
 __all__ = ["ROOT", "committed", "key", "results"]  # imported by other crash tests
 
@@ -42,11 +43,7 @@ MOMENTS = {
 
 
 def command(url: str, out: Path) -> list[str]:
-    cmd = [sys.executable, "-m", "mindeval", "run", "--quiet", "--target", "reply_safety", "--limit", "2",
-           "--turns", "4", "--concurrency", "1", "--out", str(out)]
-    for r in ("patient", "clinician", "judge"):
-        cmd += [f"--{r}", f"openai/{r}-model", f"--{r}-api-base", url]
-    return cmd
+    return [sys.executable, "-m", "mindeval", *run_args(url, "reply_safety", out, limit=2, turns=4)]
 
 
 @pytest.mark.slow

@@ -15,6 +15,7 @@ from mindeval.cli import main
 from mindeval.situation import parse_situation
 from mindeval.targets import validate_target
 from tests.support.fault_server import FaultServer, request_text
+from tests.support.loopback_run import run_args
 
 TARGET = Path(__file__).resolve().parents[2] / "targets" / "reply_safety"
 NEXT_ASK = "You write the background of a role-play"  # prompts/next_session.txt
@@ -57,11 +58,7 @@ class _Server(FaultServer):
 
 
 def _args(target: Path, srv: FaultServer, out: Path) -> list[str]:
-    args = ["run", "--target", str(target), "--limit", "1", "--turns", "4", "--concurrency", "1", "--quiet",
-            "--out", str(out)]
-    for role in ("patient", "clinician", "judge"):
-        args += [f"--{role}", f"openai/{role}-model", f"--{role}-api-base", srv.url]
-    return args
+    return run_args(srv.url, target, out, limit=1, turns=4)
 
 
 def test_session_two_gets_the_fields_and_opens_with_the_verbatim_line(tmp_path, monkeypatch):

@@ -24,6 +24,7 @@ import yaml
 from mindeval.cli import main
 from tests.support.crash import ROOT, kill_at_each, results, stored_calls
 from tests.support.fault_server import request_text
+from tests.support.loopback_run import run_args
 from tests.targets.test_checkins_target import (
     LOG_RE,
     MARKER,
@@ -83,11 +84,7 @@ class _Scripted(_Server):
 
 
 def _args(url: str, out: Path, target: str = "checkins") -> list[str]:
-    args = ["run", "--target", target, "--limit", "2", "--turns", "4", "--concurrency", "1", "--quiet",
-            "--judge-retries", "1", "--out", str(out)]
-    for role in ("patient", "clinician", "judge"):
-        args += [f"--{role}", f"openai/{role}-model", f"--{role}-api-base", url]
-    return args
+    return run_args(url, target, out, limit=2, turns=4, extra=("--judge-retries", "1"))
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from mindeval.records import load_profiles
 from mindeval.targets import load_target, validate_target
 from mindeval.targets.first_session import default_situation
 from tests.support.fault_server import FaultServer
+from tests.support.loopback_run import run_args
 
 TARGET = Path(__file__).resolve().parents[2] / "targets" / "reply_safety"
 SITUATION = "You come back to the check-in after a week of night shifts and little sleep."
@@ -85,11 +86,7 @@ def test_the_default_names_the_clinician_by_its_role():
 
 
 def _args(srv: FaultServer, target: Path, out: Path) -> list[str]:
-    args = ["run", "--target", str(target), "--limit", "1", "--turns", "2", "--concurrency", "1", "--quiet",
-            "--out", str(out)]
-    for role in ("patient", "clinician", "judge"):
-        args += [f"--{role}", f"openai/{role}-model", f"--{role}-api-base", srv.url]
-    return args
+    return run_args(srv.url, target, out, limit=1, turns=2)
 
 
 def _systems(reqs: list[dict], model: str) -> list[str]:
