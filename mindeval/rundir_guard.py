@@ -38,6 +38,19 @@ def _sqlite_file(out: Path, db_url: str | None, store: str = STORE_FILE) -> Path
     return None
 
 
+def directory_runs(out: Path, db_url: str | None, record: str = "config.json") -> frozenset[str] | None:
+    """The stored runs a run started in ``out`` may be taken for (resumed, or refused with a diff):
+    every run of the store (None) when the store is the directory's own SQLite file; in a store
+    other directories share (``--db`` elsewhere: PostgreSQL, or a SQLite file outside ``out``), only
+    the run ``out``'s record names (none for a fresh directory): another directory's run of another
+    configuration is never this directory's run."""
+    f = _sqlite_file(out, db_url)
+    if f is not None and f.resolve() == (out / STORE_FILE).resolve():
+        return None
+    run_id = _recorded_run(out / record)
+    return frozenset({run_id} if run_id else ())
+
+
 def _recorded_run(record: Path) -> str | None:
     try:
         data = json.loads(record.read_text(encoding="utf-8"))

@@ -39,7 +39,7 @@ from ..records import (
     Turn,
 )
 from ..run_options import RunOptions
-from ..rundir_guard import check_store, run_dir_lock
+from ..rundir_guard import check_store, directory_runs, run_dir_lock
 from ..schedule import declared, stored_or_drawn
 from ..seeds import conversation_key, stored_scheme
 from ..sessions import SessionStep, first_session, next_session, session_id
@@ -399,7 +399,7 @@ async def _arun_benchmark(opts: RunOptions, *, echo: Callable[[str], None] | Non
         if opts.seed_scheme is None:  # a run stored with an earlier seed scheme resumes with it
             prep = prep.model_copy(update={"config": stored_scheme(db, prep.config)})
         config = prep.config
-        opened = open_run(db, config, opts.new_run)
+        opened = open_run(db, config, opts.new_run, directory_runs(out, opts.db))
         run_id, resumed = opened.run_id, opened.resumed
         db.claim(run_id)  # one process per run, also in a shared --db (mindeval.store.claim)
         budget = None

@@ -4,6 +4,7 @@ one that differs only in the judge lends its conversations; anything else is ref
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 from pydantic import BaseModel
@@ -26,7 +27,8 @@ class OpenedRun(BaseModel):
     resumed: bool
 
 
-def open_run(db: Database, config: BenchmarkConfig, new_run: bool) -> OpenedRun:
+def open_run(db: Database, config: BenchmarkConfig, new_run: bool,
+             among: Collection[str] | None = None) -> OpenedRun:
     """Resume the run with this configuration, or start one.
 
     A stored run that differs only in the judge (:func:`mindeval.run_config.simulation_view`)
@@ -43,7 +45,7 @@ def open_run(db: Database, config: BenchmarkConfig, new_run: bool) -> OpenedRun:
     owner = next((rid for rid, _, cfg in stored if simulation_view(cfg) == sim), None)
     if owner is None:
         run_id, resumed = runs.open_run(db, "benchmark", "run", config.model_dump(mode="json"), full,
-                                        config.hashed_view(), new_run=new_run)
+                                        config.hashed_view(), new_run=new_run, among=among)
         return OpenedRun(run_id=run_id, conversations=run_id, resumed=resumed)
     run_id = f"run-{full[:8]}-{uuid.uuid4().hex[:6]}"
     runs.ensure_run(db, run_id, config.model_dump(mode="json"), "benchmark", full)

@@ -17,7 +17,7 @@ import json
 import queue
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from functools import cache
 from typing import Any, NamedTuple, TypeVar
 
@@ -473,8 +473,11 @@ def ensure_run(db: Database, run_id: str, config_json: dict[str, Any], kind: str
 
 def open_run(db: Database, kind: str, prefix: str, config_json: dict[str, Any], config_hash: str,
              hashed_view: dict[str, Any] | None = None, *, new_run: bool = False,
-             upgrade: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None) -> tuple[str, bool]:
+             upgrade: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
+             among: Collection[str] | None = None) -> tuple[str, bool]:
     """Return ``(run_id, resumed)``: resume the latest run of ``kind`` with this hash, or start one.
+    ``among``: the stored runs that may be that latest run (None: all; a store shared by several
+    output directories passes the one its directory records: :func:`mindeval.rundir_guard.directory_runs`).
 
     ``upgrade`` reads a configuration stored by an earlier version as today's view (None: not
     readable): a run whose upgraded view equals this one's is the same run, resumed under its
@@ -484,8 +487,11 @@ def open_run(db: Database, kind: str, prefix: str, config_json: dict[str, Any], 
     diff unless ``new_run`` is set.
     """
     with db.read() as s:
-        latest = s.scalars(select(RunRow).where(RunRow.kind == kind)
-                           .order_by(RunRow.created_at.desc()).limit(1)).first()
+        mine = select(RunRow).where(RunRow.kind == kind)
+        if among is not None:
+            mine = mine.where(RunRow.id.in_(sorted(among)))
+        latest = s.scalars(mine.order_by(RunRow.created_at.desc()).limit(1)).first() \
+            if among is None or among else None
     if latest is not None and not new_run:
         view = hashed_view or config_json
         if latest.config_hash == config_hash or (upgrade is not None and upgrade(latest.config_json) == view):
