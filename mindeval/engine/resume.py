@@ -44,7 +44,7 @@ def open_run(db: Database, config: BenchmarkConfig, new_run: bool,
     sim = simulation_view(config.model_dump(mode="json"))
     owner = next((rid for rid, _, cfg in stored if simulation_view(cfg) == sim), None)
     if owner is None:
-        run_id, resumed = runs.open_run(db, "benchmark", "run", config.model_dump(mode="json"), full,
+        run_id, resumed = runs.open_run(db, "benchmark", config.model_dump(mode="json"), full,
                                         config.hashed_view(), new_run=new_run, among=among)
         return OpenedRun(run_id=run_id, conversations=run_id, resumed=resumed)
     run_id = f"run-{full[:8]}-{uuid.uuid4().hex[:6]}"

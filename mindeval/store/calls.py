@@ -246,7 +246,7 @@ def logged_run(db_url: str, kind: str, config: dict[str, Any], *, new_run: bool 
     """
     db = Database(db_url)
     try:
-        run_id, resumed = open_run(db, kind, kind, config, config_hash or hash_config(config), new_run=new_run,
+        run_id, resumed = open_run(db, kind, config, config_hash or hash_config(config), new_run=new_run,
                                   upgrade=upgrade)
         db.claim(run_id)  # one process per run (mindeval.store.claim)
         writer = Writer(db)

@@ -471,7 +471,7 @@ def ensure_run(db: Database, run_id: str, config_json: dict[str, Any], kind: str
                          package_version=__version__, kind=kind))
 
 
-def open_run(db: Database, kind: str, prefix: str, config_json: dict[str, Any], config_hash: str,
+def open_run(db: Database, kind: str, config_json: dict[str, Any], config_hash: str,
              hashed_view: dict[str, Any] | None = None, *, new_run: bool = False,
              upgrade: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
              among: Collection[str] | None = None) -> tuple[str, bool]:
@@ -503,6 +503,7 @@ def open_run(db: Database, kind: str, prefix: str, config_json: dict[str, Any], 
             "this output directory holds a run with a different configuration:\n"
             + "\n".join(config_diff(old, new) or ["  (package version only)"])
             + "\nUse the same options to resume it, another --out, or --new-run to start a new run here.")
+    prefix = "run" if kind == "benchmark" else kind  # a benchmark run's id starts run-
     run_id = f"{prefix}-{config_hash[:8]}-{uuid.uuid4().hex[:6]}"
     ensure_run(db, run_id, config_json, kind, config_hash)
     return run_id, False
