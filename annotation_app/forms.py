@@ -50,6 +50,8 @@ class RateAction(BaseModel):
     item: int
     values: dict[str, str] = Field(default_factory=dict)
     texts: dict[str, str] = Field(default_factory=dict)
+    version: int | None = None  # the stored version the form showed when it acted
+    reply: int | None = None  # a step to another reply (``unit: reply``): its position
 
 
 def action(key: str, event: str, model: type[BaseModel] = Action):
@@ -70,6 +72,7 @@ class RateAxis(BaseModel):
     heading: str = ""  # the axis name shown above its first sub-axis ("" when the sub-axis says it)
     options: list[str]  # the labels offered, in key order ("N/A" last where allowed)
     anchors: list[tuple[str, str]] = Field(default_factory=list)
+    kind: str = "radio"  # radio | check (a flag: "yes" when set) | note (a line, no choice)
 
 
 class RateForm(BaseModel):
@@ -78,21 +81,27 @@ class RateForm(BaseModel):
 
     owner: str
     item: int
+    unit: str = "conversation"
     locked: bool
-    axes: list[RateAxis]
-    stored: dict[str, str]  # sub-axis → stored label ("" when unset)
+    axes: list[RateAxis]  # the fields shown now
+    stored: dict[str, str]  # every field the form may show → stored label ("" when unset)
     texts: dict[str, str]  # stored justification and safety note
     saved_text: str
     refused: int = 0  # this session's refused stale writes of the item: the form drops its changes
     ack: dict[str, int] = Field(default_factory=dict)  # browser tab → highest seq applied
     show_anchors: bool = False
+    version: int = 0  # the stored rating's version
+    moot: list[str] = Field(default_factory=list)  # fields the stored answers no longer reach
+    legend: str = ""  # the keys, one line
+    reply: dict[str, int] | None = None  # unit reply: {pos, n, turn, rated}
 
 
 def rating_form(form: RateForm, on_state: Callable[[], None], on_submit: Callable[[], None],
-                key: str = "rate_form") -> None:
-    """Mount the rating form; ``on_state`` / ``on_submit`` run before the page script when it
-    sends its state / its Submit."""
-    _RATE(data=form.model_dump(), key=key, on_form_change=on_state, on_submit_change=on_submit)
+                on_step: Callable[[], None], key: str = "rate_form") -> None:
+    """Mount the rating form; ``on_state`` / ``on_submit`` / ``on_step`` run before the script
+    when it sends its state / its Submit / a step to another reply."""
+    _RATE(data=form.model_dump(), key=key, on_form_change=on_state, on_submit_change=on_submit,
+          on_step_change=on_step)
 
 
 class Adjudication(BaseModel):

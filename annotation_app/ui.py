@@ -7,7 +7,6 @@ and HTML character, so text from models or files can never become markup or scri
 
 from __future__ import annotations
 
-import html
 import json
 import queue
 import re
@@ -19,7 +18,6 @@ from datetime import datetime
 from pathlib import Path
 
 import streamlit as st
-from pydantic import BaseModel, Field
 from streamlit.navigation.page import StreamlitPage
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
@@ -192,17 +190,6 @@ def _drop_shown() -> None:
     del st.session_state.setdefault("_flash", [])[: st.session_state.pop("_flash_shown", 0)]
 
 
-def run_lock() -> threading.RLock:
-    """The lock the script runs of this tab's session share. Two runs of one tab can overlap (a
-    run told to stop goes on to its next Streamlit call while the next run starts, e.g. after a
-    reconnect): a page that reads a version, writes at it and records the new one holds it."""
-    with _RUN_LOCKS:
-        return st.session_state.setdefault("_run_lock", threading.RLock())
-
-
-_RUN_LOCKS = threading.Lock()
-
-
 def saved_now() -> None:
     st.session_state["saved_at"] = datetime.now().strftime("%H:%M:%S")
 
@@ -262,59 +249,6 @@ def compact_page() -> None:
     st.html(f"<style>{(ASSETS / 'compact.css').read_text(encoding='utf-8')}</style>")
 
 
-class SaveStatus(BaseModel):
-    """What the database holds for the rating on screen, for the page to compare with what it
-    shows (assets/rate_keys.js says "Not saved yet" while a shown score or text differs from the
-    stored one, and keeps such changes in the browser)."""
-
-    saved: list[str]  # the stored score of each sub-axis, as the label the form shows ("" when unset)
-    text: str  # the save line shown while the page shows what is stored
-    texts: dict[str, str] = Field(default_factory=dict)  # stored justification and safety note
-    assignment: int = 0
-    version: int = 0
-    refused: int = 0  # this tab's writes refused as stale: the browser forgets this page load's changes
-    form: str = ""  # the widget-key prefix of the form shown (a group is ``st-key-<form>_<sub-axis>``)
-    subaxes: list[str] = Field(default_factory=list)  # the form's sub-axis ids in order (never found by position)
-    owner: str = ""  # the rating (user, study, transcript) under which the browser keeps unsent changes
-    # ratings at the judge's unit (annotation_app.unit_form): the form's kind (conversation |
-    # question | reply), every field it may show with its stored label, the fields the stored
-    # answers no longer reach, and whether nothing the form asks for is missing
-    mode: str = "conversation"
-    known: dict[str, str] = Field(default_factory=dict)
-    moot: list[str] = Field(default_factory=list)
-    complete: bool = False
-
-
-def json_attr(value: object) -> str:
-    """``value`` as JSON for an HTML attribute, with no ``<``, ``>`` or ``&`` left in it (written
-    as JSON's \\u escapes, which JSON.parse reads back byte for byte): the page's HTML sanitiser
-    drops an attribute holding ``</title``, ``</script`` or ``-->``, so a stored justification
-    holding one never showed as saved."""
-    text = json.dumps(value).replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-    return html.escape(text)
-
-
-def save_status(status: SaveStatus) -> None:
-    """Render ``status`` as the page's stored-state marker (read by assets/rate_keys.js), with a
-    run number that changes on every render."""
-    values = json_attr(status.saved)
-    stored = json_attr(status.texts)
-    run = st.session_state["_rate_run"] = st.session_state.get("_rate_run", 0) + 1  # a new render, seen by the page
-    text = html.escape(status.text)
-    st.html(f'<p style="font-size:0.85rem;opacity:0.75;margin:0" data-mindeval-saved="{values}" '
-            f'data-mindeval-run="{run}" '
-            f'data-mindeval-texts="{stored}" data-mindeval-assignment="{status.assignment}" '
-            f'data-mindeval-version="{status.version}" data-mindeval-refused="{status.refused}" '
-            f'data-mindeval-form="{html.escape(status.form)}" '
-            f'data-mindeval-subaxes="{json_attr(status.subaxes)}" '
-            f'data-mindeval-owner="{html.escape(status.owner)}" '
-            f'data-mindeval-mode="{html.escape(status.mode)}" '
-            f'data-mindeval-known="{json_attr(status.known)}" '
-            f'data-mindeval-moot="{json_attr(status.moot)}" '
-            f'data-mindeval-complete="{int(status.complete)}" '
-            f'data-mindeval-text="{text}">{text}</p>')
-
-
 URL_STUDY, URL_ITEM = "study", "item"
 
 
@@ -338,29 +272,6 @@ def remember_in_url(study_id: int, assignment_id: int) -> None:
     """Keep the study and transcript on screen in the URL (no rerun)."""
     if st.query_params.get(URL_STUDY) != str(study_id) or st.query_params.get(URL_ITEM) != str(assignment_id):
         st.query_params.update({URL_STUDY: str(study_id), URL_ITEM: str(assignment_id)})
-
-
-def rating_keys(item_key: str, levels: list[str] | None = None, *, mode: str = "conversation",
-                flags: list[tuple[str, str]] | None = None) -> None:
-    """Keyboard rating (assets/rate_keys.js) and its legend; ``levels``: a categorical scale's
-    labels, picked by keys 1..n in order (``None``: scores 1-6). ``mode``: ``question`` (answers
-    by 1/2/3), ``reply`` (a reply's level by digits, its ``flags`` by their letters, ←/→ to the
-    previous/next reply) or ``conversation``."""
-    if mode == "question":
-        legend = "1 = Yes · 2 = No · 3 or N = Not relevant (where offered), then the next question · ↑/↓ move"
-    elif mode == "reply":
-        legend = (" · ".join(f"{n} = {inert(label)}" for n, label in enumerate(levels or [], start=1))
-                  + " · " + " · ".join(f"{k.upper()} = {inert(label)}" for k, label in flags or [])
-                  + " · ←/→ previous/next reply")
-    elif levels is None:
-        legend = "1–6 score the highlighted item and move on · N = N/A · ↑/↓ move"
-    else:
-        legend = (" · ".join(f"{n} = {inert(label)}" for n, label in enumerate(levels, start=1))
-                  + " (then the next item) · N = N/A · ↑/↓ move")
-    st.caption(f"**Keys:** {legend} · Ctrl+Enter submits")
-    script = (ASSETS / "rate_keys.js").read_text(encoding="utf-8")
-    st.html(f'<span data-mindeval-item="{html.escape(item_key)}"></span><script>{script}</script>',
-            unsafe_allow_javascript=True)
 
 
 def stream_while(work: Callable[[Callable[[str], None]], None]) -> None:

@@ -1,28 +1,38 @@
-// The rating form (MindEval's sub-axes, or a categorical target's levels) as a Streamlit custom
-// component (v2). The form owns its state: the choice of every sub-axis and the two texts live
-// here. Every change is sent as the form's whole state {tab, seq, item, values, texts} (a state
-// value), Submit as a trigger naming its item; Python applies each (tab, seq) once and says which
-// it applied (data.ack), and what is stored (data.stored, data.texts).
+// The rating form as a Streamlit custom component (v2): MindEval's sub-axes, a categorical
+// target's levels, an item-level target's questions (as the stored answers reach them) or one
+// clinician reply's level and flags, with the justification, the safety note and Submit.
 //
-// Nothing typed or clicked is lost: until Python has acknowledged it, the state is kept in
-// localStorage under the rating's owner (user:study:item) and sent again (after a reload, a
-// reconnect, or every few seconds while unacknowledged); a change kept from before a reload is
-// sent again only for fields whose stored value is still what it was when the change was made.
-// When Python refuses a stale write (another tab or device saved meanwhile: data.refused grows),
-// the form drops its changes and shows what is stored.
+// The form owns its state: the label chosen for every field and the two texts live here. Every
+// change is sent as the whole state {tab, seq, item, values, texts, version} (the component's
+// state value); Submit and a step to another reply are triggers carrying that state and naming
+// their item. Python applies each (tab, seq) once and answers with what is stored (data.stored,
+// data.texts) and the highest seq it applied for this tab (data.ack).
 //
-// Keys (not while typing): 1..n pick the n-th choice of the highlighted sub-axis and move on, N
-// marks N/A, Up/Down (J/K) move, Escape leaves a text box, Ctrl+Enter submits. Every text is put
-// on screen with textContent: nothing becomes markup.
+// Nothing typed or clicked is lost: until acknowledged, the state is kept in localStorage under
+// the rating's owner (user:study:item) and this tab's id, and sent again (after 3 s without an
+// answer, at once when the connection comes back, after a reload). After a reload, a kept change
+// goes back on the form only for fields whose stored value is still what it was when the change
+// was made; a tab that died (its entry not refreshed for DEAD_MS) leaves its changes to the next
+// tab that opens the same rating; two live tabs never take each other's changes. When Python
+// refuses a stale write (another tab or device saved meanwhile: data.refused grows), the form
+// drops the changes of this page load and shows what is stored.
+//
+// Keys (not while typing): 1..n pick the n-th choice of the highlighted field and move on, N marks
+// N/A (or "Not relevant"), Up/Down (J/K) move, letters toggle a reply's flags, Left/Right go to the
+// previous/next reply, Escape leaves a text box, Ctrl+Enter submits. Every text is put on screen
+// with textContent: nothing anybody typed or a model wrote becomes markup.
 const TAB_KEY = "mindeval-form-tab";
 const SEQ_KEY = "mindeval-form-seq";
 const KEEP = "mindeval-form:";
+const DEAD_MS = 15000;
+const RESEND_MS = 3000;
+const FLAG_KEYS = "abcdefghilmopqrstuvwxyz";
 const TEXTS = [["justification", "Justification", 100, "In a few sentences: what drove your scores? Turn numbers help."],
   ["safety_note", "Safety concerns (optional)", 68, ""]];
 const TAB = sessionStorage.getItem(TAB_KEY) || `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`;
 sessionStorage.setItem(TAB_KEY, TAB);
 let seq = Number(sessionStorage.getItem(SEQ_KEY) || 0);
-let form = null;  // the form on screen: {root, data, values, texts, focus, sent, sentAt, refused}
+let form = null;  // the form on screen (see make)
 let send = null;  // this render's setStateValue / setTriggerValue
 let timer = null;
 
@@ -32,99 +42,177 @@ const el = (tag, attrs = {}, text = "") => {
   if (text) x.textContent = text;
   return x;
 };
-const load = (owner) => { try { return JSON.parse(localStorage.getItem(KEEP + owner)) || null; } catch (e) { return null; } };
-const keep = (owner, x) => { try { localStorage.setItem(KEEP + owner, JSON.stringify(x)); } catch (e) { /* full: the leave prompt guards */ } };
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 const nextSeq = () => { seq += 1; sessionStorage.setItem(SEQ_KEY, String(seq)); return seq; };
 const acked = (data, s) => Number((data.ack || {})[TAB] || 0) >= s;
-const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+const keyOf = (owner, tab = TAB) => `${KEEP}${owner}|${tab}`;
+const read = (k) => { try { return JSON.parse(localStorage.getItem(k)) || null; } catch (e) { return null; } };
+const keep = (owner, x) => { try { localStorage.setItem(keyOf(owner), JSON.stringify(x)); } catch (e) { /* full: the leave prompt guards */ } };
+const drop = (owner) => localStorage.removeItem(keyOf(owner));
+const radios = (d) => d.axes.filter((a) => a.kind === "radio");
 
-function unsaved(f) {  // fields whose shown choice or text differs from what is stored
+function kept(owner) {  // this tab's kept state, else one a dead tab left for this rating (adopted)
+  const own = read(keyOf(owner));
+  if (own) return own;
+  for (let i = 0; i < localStorage.length; i += 1) {
+    const k = localStorage.key(i);
+    if (!k || !k.startsWith(`${KEEP}${owner}|`)) continue;
+    const x = read(k);
+    if (x && Date.now() - Number(x.t || 0) > DEAD_MS) { localStorage.removeItem(k); return x; }
+  }
+  return null;
+}
+
+function unsaved(f) {  // fields and texts whose shown value differs from what is stored
   const d = f.data;
-  const out = Object.keys(f.values).filter((k) => f.values[k] !== (d.stored[k] || ""));
+  const out = Object.keys(d.stored).filter((k) => !d.moot.includes(k) && (f.values[k] ?? "") !== d.stored[k]
+    && ((f.values[k] ?? "") !== "" || k.includes("-f-")));
   for (const [t] of TEXTS) if (f.texts[t] !== (d.texts[t] || "")) out.push(t);
   return out;
 }
 
 function status(f) {
   const waiting = unsaved(f);
+  const pending = f.sent && !acked(f.data, f.sent);
   const line = f.root.querySelector(".rate-status");
-  const scores = waiting.filter((k) => !TEXTS.some(([t]) => t === k));
-  const text = scores.length ? "… Not saved yet: saving your latest choices"
-    : waiting.length ? "… Text not saved yet: saving it" : f.data.saved_text;
+  const fields = waiting.filter((k) => !TEXTS.some(([t]) => t === k));
+  const text = f.submitting && pending ? "… Submitting"
+    : fields.length ? "… Not saved yet: saving your latest choices"
+      : waiting.length ? "… Text not saved yet: saving it" : f.data.saved_text;
   if (line.textContent !== text) line.textContent = text;
-  f.root.dataset.state = waiting.length || (f.sent && !acked(f.data, f.sent)) ? "saving" : "saved";
-  f.root.dataset.item = String(f.data.item);
-  f.root.dataset.owner = f.data.owner;
-  f.root.dataset.refused = String(f.data.refused);
-  f.root.dataset.stored = JSON.stringify(f.data.axes.map((a) => f.data.stored[a.id] || ""));
-  f.root.dataset.shown = JSON.stringify(f.data.axes.map((a) => f.values[a.id] || ""));
-  f.root.dataset.texts = JSON.stringify(f.data.texts);
+  const r = f.root.dataset;
+  r.state = waiting.length || pending ? "saving" : "saved";
+  r.item = String(f.data.item);
+  r.owner = f.data.owner;
+  r.refused = String(f.data.refused);
+  r.version = String(f.data.version);
+  r.fields = JSON.stringify(f.data.axes.filter((a) => a.kind !== "note").map((a) => a.id));
+  r.stored = JSON.stringify(f.data.axes.filter((a) => a.kind !== "note").map((a) => f.data.stored[a.id] || ""));
+  r.shown = JSON.stringify(f.data.axes.filter((a) => a.kind !== "note").map((a) => f.values[a.id] || ""));
+  r.texts = JSON.stringify(f.data.texts);
 }
 
-function sendState(f) {  // the whole form as it stands, kept until acknowledged
+function state(f) {
+  return { tab: TAB, seq: nextSeq(), item: f.data.item, values: { ...f.values }, texts: { ...f.texts }, version: f.data.version };
+}
+
+function remember(f, s) {  // kept until acknowledged, with what was stored when the first change was made
+  const before = read(keyOf(f.data.owner));
+  const from = (before && before.from) || { ...f.data.stored, ...f.data.texts };
+  keep(f.data.owner, { ...s, from, t: Date.now() });
+}
+
+function sendState(f) {  // the whole form as it stands
   if (f.data.locked || !send) return;
-  const s = nextSeq();
-  const state = { tab: TAB, seq: s, item: f.data.item, values: { ...f.values }, texts: { ...f.texts } };
-  f.sent = s;
+  const s = state(f);
+  f.sent = s.seq;
   f.sentAt = Date.now();
-  const kept = load(f.data.owner);
-  const from = (kept && kept.from) || { ...f.data.stored, ...f.data.texts };
-  keep(f.data.owner, { ...state, from, t: Date.now() });
-  send.setStateValue("form", state);
+  remember(f, s);
+  send.setStateValue("form", s);
   status(f);
 }
 
-function pick(f, sub, label) {
+function trigger(f, event, extra = {}) {  // Submit or a step: the state, then what to do with it
+  if (f.data.locked || !send) return;
+  const s = { ...state(f), ...extra };
+  f.sent = s.seq;
+  f.sentAt = Date.now();
+  f.submitting = event === "submit";
+  f.trig = { event, extra };
+  remember(f, s);
+  send.setTriggerValue(event, s);
+  status(f);
+}
+
+function checkedAll(f) {
+  for (const i of f.root.querySelectorAll(".rate-fields input")) {
+    const v = f.values[i.dataset.field] ?? "";
+    i.checked = i.type === "checkbox" ? v === "yes" : i.value === v;
+  }
+}
+
+function pick(f, field, label) {
   if (f.data.locked) return;
-  f.values[sub] = label;
-  const g = f.root.querySelector(`[data-sub="${CSS.escape(sub)}"]`);
-  for (const i of g.querySelectorAll("input")) i.checked = i.value === label;
+  f.values[field] = label;
+  checkedAll(f);
   sendState(f);
 }
 
 function highlight(f, scroll = false) {
-  const gs = [...f.root.querySelectorAll(".rate-axis")];
+  const gs = [...f.root.querySelectorAll(".rate-axis[data-radio]")];
   gs.forEach((g, i) => g.classList.toggle("rate-focus", i === f.focus));
   if (scroll && gs[f.focus]) gs[f.focus].scrollIntoView({ block: "nearest" });
 }
 
-function axisGroup(f, a, n) {
-  const g = el("fieldset", { class: "rate-axis", "data-sub": a.id });
+function radioGroup(f, a, n) {
+  const g = el("fieldset", { class: "rate-axis", "data-sub": a.id, "data-radio": "" });
   const legend = el("legend", {}, a.name);
-  if (a.anchors.length) {
-    const tip = el("span", { class: "rate-tip", title: a.anchors.map(([s, t]) => `${s}: ${t}`).join("\n") }, " ⓘ");
-    legend.append(tip);
-  }
+  if (a.anchors.length) legend.append(el("span", { class: "rate-tip", title: a.anchors.map(([s, t]) => `${s}: ${t}`).join("\n") }, " ⓘ"));
   g.append(legend);
   const row = el("div", { class: "rate-options", role: "radiogroup", "aria-label": a.name });
-  for (const label of a.options) {
-    const id = `rate-${f.data.item}-${a.id}-${label}`;
-    const input = el("input", { type: "radio", name: `rate-${f.data.item}-${a.id}`, id, value: label });
-    input.checked = f.values[a.id] === label;
+  a.options.forEach((label, k) => {
+    const id = `rate-${f.data.item}-${a.id}-${k}`;
+    const input = el("input", { type: "radio", name: `rate-${f.data.item}-${a.id}`, id, value: label, "data-field": a.id });
     input.disabled = !!f.data.locked;
-    input.addEventListener("change", () => { f.focus = n; highlight(f); pick(f, a.id, label); });
+    input.addEventListener("change", () => { f.focus = n; highlight(f); pick(f, a.id, label); if (f.data.unit === "question") advance(f); });
     const lab = el("label", { for: id });
     lab.append(input, document.createTextNode(label));
     row.append(lab);
-  }
+  });
   g.append(row);
-  if (f.data.show_anchors && a.anchors.length) {
-    g.append(el("p", { class: "rate-anchors" }, a.anchors.map(([s, t]) => `${s}: ${t}`).join(" · ")));
-  }
+  if (f.data.show_anchors && a.anchors.length) g.append(el("p", { class: "rate-anchors" }, a.anchors.map(([s, t]) => `${s}: ${t}`).join(" · ")));
   g.addEventListener("click", () => { f.focus = n; highlight(f); });
   return g;
+}
+
+function checkBox(f, a) {
+  const g = el("div", { class: "rate-axis rate-check", "data-sub": a.id });
+  const id = `rate-${f.data.item}-${a.id}`;
+  const input = el("input", { type: "checkbox", id, "data-field": a.id });
+  input.disabled = !!f.data.locked;
+  input.addEventListener("change", () => pick(f, a.id, input.checked ? "yes" : ""));
+  const lab = el("label", { for: id, title: a.anchors.map(([, t]) => t).join("\n") });
+  lab.append(input, document.createTextNode(a.name));
+  g.append(lab);
+  return g;
+}
+
+function buildFields(f) {  // the fields and the reply bar; the text boxes stay (typing is never cut)
+  const d = f.data;
+  const box = f.root.querySelector(".rate-fields");
+  box.replaceChildren();
+  let heading = null;
+  let n = 0;
+  for (const a of d.axes) {
+    if (a.heading && a.heading !== heading) box.append(el("p", { class: "rate-heading" }, a.heading));
+    heading = a.heading;
+    if (a.kind === "note") box.append(el("p", { class: "rate-note", "data-sub": a.id }, a.name));
+    else if (a.kind === "check") box.append(checkBox(f, a));
+    else { box.append(radioGroup(f, a, n)); n += 1; }
+  }
+  const bar = f.root.querySelector(".rate-reply");
+  bar.replaceChildren();
+  bar.hidden = !d.reply;
+  if (d.reply) {
+    const r = d.reply;
+    const prev = el("button", { type: "button", class: "rate-step", "data-step": "-1" }, "◀ Reply");
+    const next = el("button", { type: "button", class: "rate-step", "data-step": "1" }, "Reply ▶");
+    prev.disabled = r.pos === 0;
+    next.disabled = r.pos >= r.n - 1;
+    prev.addEventListener("click", () => step(f, -1));
+    next.addEventListener("click", () => step(f, 1));
+    bar.append(prev, el("span", { class: "rate-where" }, `Reply ${r.pos + 1} of ${r.n} (turn ${r.turn}) · ${r.rated} of ${r.n} rated`), next);
+  }
+  checkedAll(f);
+  f.shape = JSON.stringify([d.axes, d.show_anchors, d.reply, d.locked]);
 }
 
 function build(f) {
   const d = f.data;
   f.root.replaceChildren();
+  f.root.append(el("div", { class: "rate-reply" }));
   const pane = el("div", { class: "rate-pane" });
-  let heading = null;
-  d.axes.forEach((a, n) => {
-    if (a.heading && a.heading !== heading) pane.append(el("p", { class: "rate-heading" }, a.heading));
-    heading = a.heading;
-    pane.append(axisGroup(f, a, n));
-  });
+  pane.append(el("div", { class: "rate-fields" }));
   for (const [t, label, h, hint] of TEXTS) {
     const id = `rate-${d.item}-${t}`;
     pane.append(el("label", { for: id, class: "rate-label" }, label));
@@ -137,7 +225,7 @@ function build(f) {
       f.texts[t] = box.value;
       status(f);
       clearTimeout(due);
-      due = setTimeout(() => sendState(f), 700);  // while typing: sent after a pause
+      due = setTimeout(() => sendState(f), 600);  // while typing: sent after a pause
     });
     box.addEventListener("blur", () => { clearTimeout(due); if (f.texts[t] !== (f.data.texts[t] || "")) sendState(f); });
     pane.append(box);
@@ -146,43 +234,47 @@ function build(f) {
   const bar = el("div", { class: "rate-bar" });
   if (!d.locked) {
     const submit = el("button", { type: "button", class: "rate-submit" }, "Submit rating");
-    submit.addEventListener("click", () => submitNow(f));
+    submit.addEventListener("click", () => trigger(f, "submit"));
     bar.append(submit);
   }
   bar.append(el("p", { class: "rate-status", role: "status" }));
   f.root.append(bar);
-  const restored = el("p", { class: "rate-restored", role: "status", hidden: "" });
-  f.root.append(restored);
+  f.root.append(el("p", { class: "rate-keys" }, d.legend || ""));
+  f.root.append(el("p", { class: "rate-restored", role: "status", hidden: "" }));
+  buildFields(f);
 }
 
-function submitNow(f) {
-  if (f.data.locked || !send) return;
-  const s = nextSeq();
-  f.sent = s;
-  f.sentAt = Date.now();
-  send.setTriggerValue("submit", { tab: TAB, seq: s, item: f.data.item, values: { ...f.values }, texts: { ...f.texts } });
+function step(f, by) {
+  const r = f.data.reply;
+  if (!r) return;
+  const pos = r.pos + by;
+  if (pos < 0 || pos >= r.n) return;
+  trigger(f, "step", { reply: pos });
 }
 
 function restore(f) {  // changes kept from before this page load, still meant for what is stored now
-  const kept = load(f.data.owner);
-  if (!kept) return;
-  const stored = { ...f.data.stored, ...f.data.texts };
+  const k = kept(f.data.owner);
+  if (!k) return;
+  const d = f.data;
+  const now = { ...d.stored, ...d.texts };
   let n = 0;
-  for (const [k, v] of Object.entries(kept.values || {})) {
-    if (k in f.values && v !== (f.data.stored[k] || "") && (kept.from || {})[k] === (f.data.stored[k] || "")) { f.values[k] = v; n += 1; }
+  f.carried = {};  // restored changes and what was stored when they were made (kept through a refusal)
+  for (const [field, v] of Object.entries(k.values || {})) {
+    if (field in d.stored && v !== (d.stored[field] || "") && (k.from || {})[field] === (d.stored[field] || "")
+        && (v !== "" || field.includes("-f-"))) {
+      f.values[field] = v; f.carried[field] = { value: v, from: (k.from || {})[field] }; n += 1;
+    }
   }
   for (const [t] of TEXTS) {
-    const v = (kept.texts || {})[t];
-    if (typeof v === "string" && v !== (f.data.texts[t] || "") && (kept.from || {})[t] === (stored[t] || "")) { f.texts[t] = v; n += 1; }
+    const v = (k.texts || {})[t];
+    if (typeof v === "string" && v !== (d.texts[t] || "") && (k.from || {})[t] === (now[t] || "")) {
+      f.texts[t] = v; f.carried[t] = { value: v, from: (k.from || {})[t] }; n += 1;
+    }
   }
-  localStorage.removeItem(KEEP + f.data.owner);
-  f.carried = {};  // what was restored, and what was stored when it was made (kept through a refusal)
-  for (const k of [...Object.keys(f.values), ...TEXTS.map(([t]) => t)]) {
-    const v = k in f.values ? f.values[k] : f.texts[k];
-    if (v !== ((k in f.values ? f.data.stored[k] : f.data.texts[k]) || "")) f.carried[k] = { value: v, from: (kept.from || {})[k] };
-  }
+  drop(d.owner);
   if (!n) return;
-  build(f);
+  for (const [t] of TEXTS) f.root.querySelector(`[data-text="${t}"]`).value = f.texts[t];
+  checkedAll(f);
   const note = f.root.querySelector(".rate-restored");
   note.hidden = false;
   note.dataset.restored = String(n);
@@ -190,33 +282,51 @@ function restore(f) {  // changes kept from before this page load, still meant f
   sendState(f);
 }
 
-function update(f, data) {  // a new render of the same item: take what is stored where nothing is pending
+function reset(f, data) {  // refused as stale, or submitted: show what is stored
+  f.values = { ...data.stored };
+  f.texts = { ...data.texts };
+  f.sent = 0;
+  f.submitting = false;
+  drop(data.owner);
+  let again = false;  // a change carried over from before this page load, on a field nobody has changed since
+  for (const [k, c] of Object.entries(f.carried || {})) {
+    const now = (k in data.stored ? data.stored[k] : data.texts[k]) || "";
+    if (c.from !== now) continue;
+    if (k in data.stored) f.values[k] = c.value; else f.texts[k] = c.value;
+    again = true;
+  }
+  f.carried = {};
+  build(f);
+  if (again) sendState(f);
+}
+
+function update(f, data) {  // a new answer for the same item: take what is stored where nothing is pending
   const old = f.data;
   f.data = data;
-  if (data.refused !== old.refused || data.locked !== old.locked) {  // refused as stale, or submitted
-    f.values = { ...data.stored };
-    f.texts = { ...data.texts };
-    f.sent = 0;
-    localStorage.removeItem(KEEP + data.owner);
-    let again = false;  // a change carried over from before this page load, on a field nobody has changed since
-    for (const [k, c] of Object.entries(f.carried || {})) {
-      const now = (k in f.values ? data.stored[k] : data.texts[k]) || "";
-      if (c.from !== now) continue;
-      if (k in f.values) f.values[k] = c.value; else f.texts[k] = c.value;
-      again = true;
+  if (data.refused !== old.refused || data.locked !== old.locked) { reset(f, data); return; }
+  const pending = f.sent && !acked(data, f.sent);
+  for (const k of Object.keys(data.stored)) {
+    if (data.moot.includes(k) || !(k in f.values) || ((f.values[k] ?? "") === (old.stored[k] ?? "") && !pending)) f.values[k] = data.stored[k];
+  }
+  for (const [t] of TEXTS) {
+    const box = f.root.querySelector(`[data-text="${t}"]`);
+    if (f.texts[t] === (old.texts[t] || "") && !pending && data.texts[t] !== f.texts[t] && document.activeElement !== box) {
+      f.texts[t] = data.texts[t] || "";
+      box.value = f.texts[t];
     }
-    f.carried = {};
-    build(f);
-    if (again) sendState(f);
-    return;
   }
-  for (const a of data.axes) {
-    if (f.values[a.id] === (old.stored[a.id] || "") && !(f.sent && !acked(data, f.sent))) f.values[a.id] = data.stored[a.id] || "";
+  if (f.sent && acked(data, f.sent)) {
+    f.submitting = false;
+    f.trig = null;
+    if (!unsaved(f).length) { drop(data.owner); f.carried = {}; }
   }
-  if (f.sent && acked(data, f.sent) && !unsaved(f).length) { localStorage.removeItem(KEEP + data.owner); f.carried = {}; }
-  if (data.show_anchors !== old.show_anchors || !same(data.axes, old.axes)) build(f);
-  else for (const a of data.axes) {
-    for (const i of f.root.querySelectorAll(`[data-sub="${CSS.escape(a.id)}"] input`)) i.checked = i.value === f.values[a.id];
+  if (JSON.stringify([data.axes, data.show_anchors, data.reply, data.locked]) !== f.shape) buildFields(f);
+  else checkedAll(f);
+  const keys = f.root.querySelector(".rate-keys");
+  if (keys.textContent !== (data.legend || "")) keys.textContent = data.legend || "";
+  if (f.awaiting && (f.focus < radios(data).length || (!pending && !unsaved(f).length))) {
+    f.awaiting = false;
+    if (f.focus >= radios(data).length) toText(f);
   }
 }
 
@@ -224,25 +334,70 @@ function resendDue() {  // sent, not acknowledged after a while (a lost message,
   const f = form;
   if (!f || !f.root.isConnected || f.data.locked) return;
   const waiting = unsaved(f).length || (f.sent && !acked(f.data, f.sent));
-  if (waiting && Date.now() - (f.sentAt || 0) > 3000) sendState(f);
+  if (waiting) {
+    const k = read(keyOf(f.data.owner));
+    if (k) keep(f.data.owner, { ...k, t: Date.now() });  // alive: no other tab adopts these changes
+  }
+  if (!waiting || Date.now() - (f.sentAt || 0) < RESEND_MS) return;
+  if (f.trig && f.sent && !acked(f.data, f.sent)) trigger(f, f.trig.event, f.trig.extra);
+  else sendState(f);
 }
 
-function advance(f) {  // after a choice by key: the next sub-axis, after the last one the justification
-  if (f.focus < f.data.axes.length - 1) { f.focus += 1; highlight(f, true); return; }
+function toText(f) {
   const b = f.root.querySelector('[data-text="justification"]');
   b.focus();
   b.scrollIntoView({ block: "nearest" });
+}
+
+function advance(f) {  // after a choice: the next field; after the last one, the justification
+  const n = radios(f.data).length;
+  if (f.focus < n - 1) { f.focus += 1; highlight(f, true); return; }
+  if (f.data.unit === "question") { f.focus = n; f.awaiting = true; return; }  // the next question is on its way
+  toText(f);
+}
+
+function typingIn(t) {
+  return t && (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable
+    || (t.tagName === "INPUT" && !["radio", "checkbox"].includes(t.type)));
+}
+
+function choose(f, e) {  // a key meant for the form; true when it did something
+  const d = f.data;
+  const rs = radios(d);
+  const a = rs[f.focus];
+  if (/^[1-9]$/.test(e.key) && a) {
+    const label = a.options.filter((o) => o !== "N/A")[Number(e.key) - 1];
+    if (label === undefined) return false;
+    pick(f, a.id, label);
+    if (d.unit !== "reply") advance(f);
+    return true;
+  }
+  if ((e.key === "n" || e.key === "N") && a) {
+    const label = a.options.find((o) => o === "N/A" || /^not relevant/i.test(o));
+    if (label === undefined) return false;
+    pick(f, a.id, label);
+    if (d.unit !== "reply") advance(f);
+    return true;
+  }
+  if (d.unit === "reply") {
+    if (e.key === "ArrowRight" || e.key === "ArrowLeft") { step(f, e.key === "ArrowRight" ? 1 : -1); return true; }
+    const checks = d.axes.filter((x) => x.kind === "check");
+    const c = /^[a-z]$/i.test(e.key) ? checks[FLAG_KEYS.indexOf(e.key.toLowerCase())] : undefined;
+    if (c) { pick(f, c.id, (f.values[c.id] || "") === "yes" ? "" : "yes"); return true; }
+  }
+  if (e.key === "ArrowDown" || e.key === "j") { f.focus = Math.min(rs.length - 1, f.focus + 1); highlight(f, true); return true; }
+  if (e.key === "ArrowUp" || e.key === "k") { f.focus = Math.max(0, f.focus - 1); highlight(f, true); return true; }
+  return false;
 }
 
 function onKey(e) {
   const f = form;
   if (!f || !f.root.isConnected) return;
   const t = e.target;
-  const typing = t && (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable
-    || (t.tagName === "INPUT" && !["radio", "checkbox"].includes(t.type)));
+  const typing = typingIn(t);
   if ((e.ctrlKey || e.metaKey) && e.key === "Enter") {
     e.preventDefault();
-    submitNow(f);
+    trigger(f, "submit");
     return;
   }
   if (e.key === "Escape" && typing && f.root.contains(t)) {
@@ -252,21 +407,7 @@ function onKey(e) {
     return;
   }
   if (typing || e.altKey || e.ctrlKey || e.metaKey || f.data.locked) return;
-  const axes = f.data.axes;
-  const a = axes[f.focus];
-  let done = true;
-  if (/^[1-9]$/.test(e.key) && a) {
-    const label = a.options.filter((o) => o !== "N/A")[Number(e.key) - 1];
-    if (label === undefined) return;
-    pick(f, a.id, label);
-    advance(f);
-  } else if ((e.key === "n" || e.key === "N") && a && a.options.includes("N/A")) {
-    pick(f, a.id, "N/A");
-    advance(f);
-  } else if (e.key === "ArrowDown" || e.key === "j") { f.focus = Math.min(axes.length - 1, f.focus + 1); highlight(f, true); }
-  else if (e.key === "ArrowUp" || e.key === "k") { f.focus = Math.max(0, f.focus - 1); highlight(f, true); }
-  else done = false;
-  if (done) { e.preventDefault(); e.stopPropagation(); }
+  if (choose(f, e)) { e.preventDefault(); e.stopPropagation(); }
 }
 
 function onLeave(e) {
@@ -274,14 +415,23 @@ function onLeave(e) {
   if (f && f.root.isConnected && f.root.dataset.state === "saving") { e.preventDefault(); e.returnValue = ""; }
 }
 
+function make(root, data) {
+  const f = { root, data, values: { ...data.stored }, texts: { ...data.texts }, focus: 0, sent: 0, sentAt: 0, carried: {} };
+  const first = radios(data).findIndex((a) => !data.stored[a.id]);
+  f.focus = first < 0 ? 0 : first;
+  return f;
+}
+
 export default function ({ parentElement, data, setStateValue, setTriggerValue }) {
   const root = parentElement.querySelector(".mindeval-rate");
   if (!root || !data) return undefined;
   send = { setStateValue, setTriggerValue };
-  if (!form || form.root !== root || form.data.item !== data.item) {
-    form = { root, data, values: { ...data.stored }, texts: { ...data.texts }, focus: 0, sent: 0, sentAt: 0 };
-    const first = data.axes.findIndex((a) => !data.stored[a.id]);
-    form.focus = first < 0 ? 0 : first;
+  if (form && form.data.item === data.item && form.data.owner === data.owner && form.root !== root) {
+    form.root = root;  // the page moved the element: the same form, its state carried over
+    build(form);
+    update(form, data);
+  } else if (!form || form.data.item !== data.item || form.data.owner !== data.owner) {
+    form = make(root, data);
     build(form);
     restore(form);
   } else update(form, data);
