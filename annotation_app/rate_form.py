@@ -166,8 +166,9 @@ def apply(ws: Workspace, v: Viewer, act: RateAction, version: int | None) -> tup
     return version, writes
 
 
-def stale_changes(item: ItemView, g: Guidelines, act: RateAction) -> list[str]:
-    """What the refused form showed that differs from what is stored now, one line each."""
+def stale_changes(item: ItemView, g: Guidelines, act: RateAction) -> list[tuple[str, str, str, bool]]:
+    """What the refused form showed that differs from what is stored now: ``(field name, stored
+    now, shown, is a text)`` each."""
     out = []
     for t, name in TEXTS.items():
         seen = act.texts.get(t)
@@ -177,5 +178,4 @@ def stale_changes(item: ItemView, g: Guidelines, act: RateAction) -> list[str]:
         now = uf.stored_label(item, g, field)
         if seen and seen != now:
             out.append((uf.field_name(g, field), now, seen, False))
-    return [(f"- {n} is now “{now}”; this page had (copy it if you need it): “{seen}”" if text else
-             f"- {n} is now **{now or 'not set'}** (this page showed {seen})") for n, now, seen, text in out]
+    return out

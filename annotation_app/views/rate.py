@@ -56,7 +56,10 @@ notes: dict[int, tuple[str, str]] = st.session_state.setdefault("rate_note", {})
 def _stale(act: forms.RateAction) -> None:
     """Another tab or device stored a newer version: the form reloads it; say what changed."""
     item = ws.item(v, act.item)
-    changes = [ui.inert(line) for line in rf.stale_changes(item, ws.guidelines(item.study_id), act)]
+    changes = [f"- {ui.inert(name)} is now “{ui.inert(now)}”; this page had (copy it if you need it): “{ui.inert(seen)}”"
+               if text else f"- {ui.inert(name)} is now **{ui.inert(now) if now else 'not set'}** "
+               f"(this page showed {ui.inert(seen)})"
+               for name, now, seen, text in rf.stale_changes(item, ws.guidelines(item.study_id), act)]
     notes[act.item] = ("warning", "This rating was changed in another tab or device, so your last change was "
                        "**not saved**. The form now shows what is stored; please check it and enter your change "
                        "again." + ("\n\n" + "\n".join(changes) if changes else ""))
@@ -114,7 +117,7 @@ def _on_submit() -> None:
         rev = ws.submit(v, act.item, version=known.get(act.item))
     except RatingIncomplete as exc:
         notes[act.item] = ("warning", "Almost there. Before submitting, please:\n"
-                           + "\n".join(f"- {ui.inert(p)}" for p in exc.problems))
+                           + "\n".join(f"- {p}" for p in exc.problems))
     except Stale:
         _stale(act)
     except Conflict as exc:
@@ -219,6 +222,7 @@ def _revise(target: int) -> None:
         ws.revise(v, target)
     except MindEvalError as exc:
         ui.flash("warning", exc.message)
+    known.pop(target, None)  # the form opens on the revised version
 
 
 left, right = st.columns([3, 2], gap="medium")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from appkit import DEMO_CODE, all_text, radios, sign_in, viewer
+from appkit import DEMO_CODE, all_text, form_fields, form_send, rating_form, sign_in, viewer
 
 from annotation_app.services import MindEvalError
 
@@ -17,14 +17,14 @@ def open_rating(at):
 
 
 def fill_all(at, value: int = 4):
-    for sub in list(radios(at)):
-        radios(at)[sub].set_value(value).run()
+    for sub in list(form_fields(at)):
+        form_fields(at)[sub].set_value(value).run()
     return at
 
 
 def test_na_is_offered_only_where_the_guidelines_allow_it(demo_ws):
     at = open_rating(sign_in("demo", DEMO_CODE))
-    rs = radios(at)
+    rs = form_fields(at)
     assert len(rs) == 9
     for sub, r in rs.items():
         assert ("N/A" in r.options) == (sub in NA_ALLOWED), sub
@@ -43,10 +43,10 @@ def test_choices_autosave_and_a_new_session_resumes_on_the_same_item(demo_ws):
     at.button(key="next").click().run()  # move to the second transcript
     second = at.session_state["assignment_id"]
     assert second != first
-    radios(at)["coherence_style"].set_value(2).run()
-    radios(at)["respect_inclusion"].set_value("N/A").run()
-    at.text_area(key=f"a{second}_r0_open_justification").input("Too many lists.").run()
-    assert any("scores saved at" in h.proto.body for h in at.get("html"))
+    form_fields(at)["coherence_style"].set_value(2).run()
+    form_fields(at)["respect_inclusion"].set_value("N/A").run()
+    form_send(at, texts={"justification": "Too many lists."})
+    assert "scores saved at" in rating_form(at)[1]["saved_text"]
 
     v = viewer(demo_ws, "demo", DEMO_CODE)
     stored = demo_ws.item(v, second)
@@ -55,26 +55,26 @@ def test_choices_autosave_and_a_new_session_resumes_on_the_same_item(demo_ws):
 
     again = open_rating(sign_in("demo", DEMO_CODE))  # e.g. after closing the tab
     assert again.session_state["assignment_id"] == second
-    rs = radios(again)
+    rs = form_fields(again)
     assert rs["coherence_style"].value == 2
     assert rs["respect_inclusion"].value == "N/A"
     assert rs["evidence_based_intervention"].value is None
-    assert again.text_area(key=f"a{second}_r0_open_justification").value == "Too many lists."
+    assert rating_form(again)[1]["texts"]["justification"] == "Too many lists."
 
 
 def test_submit_requires_every_subaxis_and_a_justification(demo_ws):
     at = open_rating(sign_in("demo", DEMO_CODE))
     aid = at.session_state["assignment_id"]
-    radios(at)["coherence_style"].set_value(3).run()
-    at.button(key=f"submit_{aid}").click().run()
+    form_fields(at)["coherence_style"].set_value(3).run()
+    form_send(at, submit=True)
     warning = " ".join(w.value for w in at.warning)
     assert "Evidence-Based Intervention Use" in warning and "justification" in warning
     v = viewer(demo_ws, "demo", DEMO_CODE)
     assert demo_ws.item(v, aid).state == "draft"
 
     fill_all(at, 5)
-    at.text_area(key=f"a{aid}_r0_open_justification").input("Warm and focused.").run()
-    at.button(key=f"submit_{aid}").click().run()
+    form_send(at, texts={"justification": "Warm and focused."})
+    form_send(at, submit=True)
     assert not at.exception
     assert any("Rating submitted" in s.value for s in at.success)
     assert demo_ws.item(v, aid).state == "submitted"
@@ -86,16 +86,16 @@ def test_revise_keeps_the_history(demo_ws):
     at = open_rating(sign_in("demo", DEMO_CODE))
     aid = at.session_state["assignment_id"]
     fill_all(at, 4)
-    at.text_area(key=f"a{aid}_r0_open_justification").input("First look.").run()
-    at.button(key=f"submit_{aid}").click().run()
+    form_send(at, texts={"justification": "First look."})
+    form_send(at, submit=True)
     at.session_state["assignment_id"] = aid
     at.run()
-    assert all(r.disabled for r in radios(at).values())  # a submitted rating is read-only
+    assert all(r.disabled for r in form_fields(at).values())  # a submitted rating is read-only
     at.button(key=f"revise_{aid}").click().run()
-    rs = radios(at)
+    rs = form_fields(at)
     assert not rs["coherence_style"].disabled
     rs["coherence_style"].set_value(1).run()
-    at.button(key=f"submit_{aid}").click().run()
+    form_send(at, submit=True)
 
     v = viewer(demo_ws, "demo", DEMO_CODE)
     item = demo_ws.item(v, aid)
@@ -202,18 +202,18 @@ def test_active_time_is_added_per_item_and_each_gap_is_capped(any_db_url):
 def test_the_rating_page_reloads_a_stale_rating_and_says_what_changed(demo_ws):
     at = open_rating(sign_in("demo", DEMO_CODE))
     aid = at.session_state["assignment_id"]
-    radios(at)["coherence_style"].set_value(3).run()
+    form_fields(at)["coherence_style"].set_value(3).run()
     v = viewer(demo_ws, "demo", DEMO_CODE)
     other = demo_ws.item(v, aid).version
     demo_ws.save_value(v, aid, "coherence_style", 5, version=other)  # another tab
-    radios(at)["respect_inclusion"].set_value(4).run()  # this tab still shows 3
+    form_fields(at)["respect_inclusion"].set_value(4).run()  # this tab still shows 3
     assert not at.exception, at.exception
     warning = " ".join(w.value for w in at.warning)
     assert "changed in another tab or device" in warning and "not saved" in warning
     assert "Coherence" in warning and "now **5**" in warning and "showed 3" in warning
     assert demo_ws.item(v, aid).values == {"coherence_style": 5}  # not reverted, and the refused change not stored
-    assert radios(at)["coherence_style"].value == 5 and radios(at)["respect_inclusion"].value is None
-    radios(at)["respect_inclusion"].set_value(4).run()  # entered again, now on the newer version
+    assert form_fields(at)["coherence_style"].value == 5 and form_fields(at)["respect_inclusion"].value is None
+    form_fields(at)["respect_inclusion"].set_value(4).run()  # entered again, now on the newer version
     assert demo_ws.item(v, aid).values == {"coherence_style": 5, "respect_inclusion": 4}
 
 
@@ -223,19 +223,18 @@ def test_submit_after_another_tab_changed_the_rating_submits_nothing_and_says_so
     at = open_rating(sign_in("demo", DEMO_CODE))
     aid = at.session_state["assignment_id"]
     fill_all(at, 4)
-    at.text_area(key=f"a{aid}_r0_open_justification").input("Steady.").run()
+    form_send(at, texts={"justification": "Steady."})
     v = viewer(demo_ws, "demo", DEMO_CODE)
     demo_ws.save_value(v, aid, "coherence_style", 6, version=demo_ws.item(v, aid).version)  # another tab
-    radios(at)["respect_inclusion"].set_value(5)  # changed on this page, sent with the Submit click
-    at.button(key=f"submit_{aid}").click().run()
+    form_send(at, {"respect_inclusion": "5"}, submit=True)  # changed on this page, sent with its Submit
     assert not at.exception, at.exception
     warning = " ".join(w.value for w in at.warning)
     assert "changed in another tab or device" in warning and "now **6**" in warning
     item = demo_ws.item(v, aid)
     assert item.state == "draft" and not item.history
     assert item.values["coherence_style"] == 6 and item.values["respect_inclusion"] == 4
-    assert radios(at)["coherence_style"].value == 6
-    at.button(key=f"submit_{aid}").click().run()  # checked, submitted again: now it is
+    assert form_fields(at)["coherence_style"].value == 6
+    form_send(at, submit=True)  # checked, submitted again: now it is
     assert any("Rating submitted" in s.value for s in at.success)
     assert demo_ws.item(v, aid).state == "submitted" and demo_ws.item(v, aid).values["coherence_style"] == 6
 
@@ -306,7 +305,7 @@ def test_a_stale_tab_keeps_the_text_it_could_not_save_on_screen(demo_ws):
     aid = at.session_state["assignment_id"]
     v = viewer(demo_ws, "demo", DEMO_CODE)
     demo_ws.save_text(v, aid, justification="from the other tab", version=demo_ws.item(v, aid).version)
-    at.text_area(key=f"a{aid}_r0_open_justification").input("my long careful text").run()
+    form_send(at, texts={"justification": "my long careful text"})
     warning = " ".join(w.value for w in at.warning)
     assert "from the other tab" in warning and "my long careful text" in warning
     assert demo_ws.item(v, aid).justification == "from the other tab"
