@@ -85,16 +85,19 @@ def component_send(at, name: str, event: str, value: dict, *, trigger: bool):
 
 
 def form_send(at, values: dict | None = None, texts: dict | None = None, *, submit: bool = False,
-              tab: str = "apptest", item: int | None = None, seq: int | None = None):
+              tab: str = "apptest", item: int | None = None, seq: int | None = None, reply: int | None = None):
     """What the rating form's script sends: its whole state (the stored labels, ``values`` and
     ``texts`` changed) for its item (or ``item``) as the next ``(tab, seq)`` (or ``seq``: a replay),
-    or that state's Submit; runs the page."""
+    or that state's Submit, or (``reply``) its step to the reply at that position; runs the page."""
     _, data = rating_form(at)
     if seq is None:
         seq = getattr(at, "_form_seq", 0) + 1
         at._form_seq = seq
     act = {"tab": tab, "seq": seq, "item": data["item"] if item is None else item,
-           "values": {**data["stored"], **(values or {})}, "texts": {**data["texts"], **(texts or {})}}
+           "values": {**data["stored"], **(values or {})}, "texts": {**data["texts"], **(texts or {})},
+           "version": data["version"]}
+    if reply is not None:
+        return component_send(at, "mindeval_rate", "step", act | {"reply": reply}, trigger=True)
     return component_send(at, "mindeval_rate", "submit" if submit else "form", act, trigger=submit)
 
 

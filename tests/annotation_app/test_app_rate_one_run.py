@@ -1,32 +1,28 @@
-"""One script run of a tab writes at a time: the rating page never refuses its own autosave.
+"""One script run of a tab writes at a time, and each form state once: the rating page never
+refuses its own autosave.
 
 CI lost clicks in test_app_rate_browser.py::test_rapid_clicks_are_all_saved: with one tab, a save
 was refused as stale. Streamlit's ``runner.fastReruns`` (on by default) started the next run of the
 tab in a new thread while the old run was still inside its database write; the new run wrote at
 the version the page knew before that write landed, was refused as if another tab had written,
-and the page dropped the annotator's changes. The app turns fast reruns off, and the page's
-version bookkeeping holds the tab's run lock, so even runs that do overlap (a run stopped by a
-reconnect) write one after the other. The browser test makes the CI race deterministic (a save
-held on its way to the database until the next click's run has read the version); before the fix
-it failed as CI did (refused 1, the second click dropped), with only the lock it passes too.
+and the page dropped the annotator's changes. The app turns fast reruns off; the rating form
+sends its whole state numbered by (tab, seq), applied at most once and in order. The browser test
+makes the CI race deterministic (a save held on its way to the database until the next click
+reaches the server).
 """
 
 from __future__ import annotations
 
 import os
-import re
-import threading
 import time
 from pathlib import Path
 
 import pytest
-import streamlit as st
-from appkit import DEMO_CODE, radios, sign_in, viewer
-from browserkit import pane_ready, served_workspace, settle, stored, whole_rating
+from appkit import DEMO_CODE, form_send, rating_form, sign_in, viewer
+from browserkit import served_workspace, settle, whole_rating
 from browserkit import sign_in as browser_sign_in
 from streamlit.web import cli
 
-from annotation_app.services import Workspace
 from mindeval.cli.commands.app_launch import streamlit_command
 
 
@@ -36,40 +32,29 @@ def test_the_app_starts_the_next_run_of_a_tab_only_when_the_last_one_stopped():
     assert params["runner_fastReruns"] is False
 
 
-def test_an_autosave_holds_the_tabs_run_lock_from_the_version_read_to_the_new_one(demo_ws, monkeypatch):
-    """While a save is in the database, another run of the same tab cannot take the lock that
-    reading `known`, writing at it and recording the new version hold; the save names the
-    version the page shows and the page then knows the new one."""
+def test_a_form_state_is_applied_once_in_order_and_on_the_item_it_names(demo_ws):
+    """The form's state carries (tab, seq) and its item: a state that reaches the server twice is
+    applied once, an older one after a newer one changes nothing, and a state sent by the form of
+    the transcript just left is stored on that transcript, not on the one the page moved to."""
     at = sign_in("demo", DEMO_CODE)
     at.button(key="open_1").click().run()
-    free_during_save: list[bool] = []
-    real = Workspace.save_value
-
-    def save_value(self, *args, **kwargs):
-        lock = st.session_state["_run_lock"]
-        other = threading.Thread(target=lambda: free_during_save.append(_try_take(lock)))
-        other.start()
-        other.join()
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(Workspace, "save_value", save_value)
+    v = viewer(demo_ws, "demo", DEMO_CODE)
     aid = at.session_state["assignment_id"]
-    before = demo_ws.item(viewer(demo_ws, "demo", DEMO_CODE), aid).version
-    first, second = list(radios(at).values())[:2]
-    first.set_value(3).run()
-    second.set_value(5).run()
+    before = demo_ws.item(v, aid).version
+    form_send(at, {"coherence_style": "3"}, seq=1)
+    form_send(at, {"coherence_style": "5"}, seq=2)
+    form_send(at, {"coherence_style": "3"}, seq=1)  # the first again, late: ignored
+    form_send(at, {"coherence_style": "5"}, seq=2)  # the second again: applied once
     assert not at.exception, at.exception
-    assert free_during_save == [False, False]
-    item = demo_ws.item(viewer(demo_ws, "demo", DEMO_CODE), aid)
-    assert item.version == before + 2 and at.session_state["rate_known"][aid] == item.version
+    item = demo_ws.item(v, aid)
+    assert item.values == {"coherence_style": 5} and item.version == before + 2
+    assert rating_form(at)[1]["ack"] == {"apptest": 2}
+    at.button(key="next").click().run()
+    second = at.session_state["assignment_id"]
+    form_send(at, {"coherence_style": "2"}, item=aid, seq=3)  # the previous transcript's form, late
+    assert demo_ws.item(v, aid).values == {"coherence_style": 2}
+    assert demo_ws.item(v, second).values == {}
     assert at.session_state["rate_refused"].get(aid, 0) == 0
-
-
-def _try_take(lock) -> bool:
-    if lock.acquire(blocking=False):
-        lock.release()
-        return True
-    return False
 
 
 # Loaded by the app's processes (first on their PYTHONPATH): holds the first score save of the
@@ -134,16 +119,19 @@ def test_a_click_while_the_last_save_is_on_its_way_is_stored_not_refused(gated_a
     base, ws, gate = gated_app
     browser_sign_in(page, base)
     page.get_by_role("button", name="Continue rating").click()
-    pane_ready(page, 9)
+    form = page.locator(".mindeval-rate")
+    form.locator(".rate-axis").nth(8).wait_for()
     settle(page)
-    aid = int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
-    groups = page.locator('.st-key-rating-pane [data-testid="stRadio"]')
+    aid = int(form.get_attribute("data-item"))
+    groups = form.locator(".rate-axis")
     (gate / "hold").touch()
-    groups.nth(0).locator("label").filter(has_text=re.compile(r"^3$")).click()
+    groups.nth(0).get_by_label("3", exact=True).click()
     _wait_for(gate / "save-1")  # the first save is on its way
-    groups.nth(1).locator("label").filter(has_text=re.compile(r"^5$")).click()
-    stored(page, ["3", "5"] + [None] * 7, timeout=60_000)
-    assert page.get_attribute("[data-mindeval-saved]", "data-mindeval-refused") == "0"
+    groups.nth(1).get_by_label("5", exact=True).click()
+    page.wait_for_function("() => { const f = document.querySelector('.mindeval-rate');"
+                           " return f.dataset.state === 'saved' && JSON.parse(f.dataset.stored)[1] === '5'; }",
+                           timeout=60_000)
+    assert form.get_attribute("data-refused") == "0"
     subs = ws.subaxes()
     whole_rating(ws, viewer(ws, "demo", DEMO_CODE), aid, {subs[0].id: 3, subs[1].id: 5})
 

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from appkit import ADMIN_CODE, DEMO_CODE, all_text, new_app, sign_in, viewer
+from appkit import ADMIN_CODE, DEMO_CODE, all_text, form_send, new_app, sign_in, viewer
 
 from annotation_app.services import SYSTEM, AccessDenied, SignedOut, Workspace
 from mindeval.cli import main as cli_main
@@ -144,9 +144,8 @@ def test_a_signed_out_tab_cannot_write_even_once(two):
     at = sign_in("alice", A_CODE)
     at.button(key="open_1").click().run()
     aid = at.session_state["assignment_id"]
-    radio = next(r for r in at.radio if r.key.endswith("_coherence_style"))
     two.sign_out(at.session_state["token"])  # signed out in another tab
-    radio.set_value(5).run()  # the stale tab's score callback runs before the page's own check
+    form_send(at, {"coherence_style": "5"})  # the stale tab's form callback runs before the page's own check
     assert not at.exception
     a = viewer(two, "alice", A_CODE)
     assert two.item(a, aid).values == {}  # nothing written
