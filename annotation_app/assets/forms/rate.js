@@ -29,9 +29,13 @@ const RESEND_MS = 3000;
 const FLAG_KEYS = "abcdefghilmopqrstuvwxyz";
 const TEXTS = [["justification", "Justification", 100, "In a few sentences: what drove your scores? Turn numbers help."],
   ["safety_note", "Safety concerns (optional)", 68, ""]];
-const TAB = sessionStorage.getItem(TAB_KEY) || `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`;
+// A reload keeps the tab's id and its numbering; any other page load (a new tab, a duplicated
+// tab, whose sessionStorage is a copy) takes a new id, so two tabs never share one.
+const NAV = (performance.getEntriesByType("navigation")[0] || {}).type;
+const FRESH = NAV !== "reload" || !sessionStorage.getItem(TAB_KEY);
+const TAB = FRESH ? `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}` : sessionStorage.getItem(TAB_KEY);
 sessionStorage.setItem(TAB_KEY, TAB);
-let seq = Number(sessionStorage.getItem(SEQ_KEY) || 0);
+let seq = FRESH ? 0 : Number(sessionStorage.getItem(SEQ_KEY) || 0);
 let form = null;  // the form on screen (see make)
 let send = null;  // this render's setStateValue / setTriggerValue
 let timer = null;
