@@ -12,8 +12,8 @@
 // the rating's owner (user:study:item) and this tab's id, and sent again (after 3 s without an
 // answer, at once when the connection comes back, after a reload). After a reload, a kept change
 // goes back on the form only for fields whose stored value is still what it was when the change
-// was made; a tab that died (its entry not refreshed for DEAD_MS) leaves its changes to the next
-// tab that opens the same rating; two live tabs never take each other's changes. When Python
+// was made; a tab that died (no heartbeat for DEAD_MS) leaves its changes to a tab showing the same
+// rating (at once or within seconds); two live tabs never take each other's changes. When Python
 // refuses a stale write (another tab or device saved meanwhile: data.refused grows), the form
 // drops the changes of this page load and shows what is stored.
 //
@@ -24,7 +24,8 @@
 const TAB_KEY = "mindeval-form-tab";
 const SEQ_KEY = "mindeval-form-seq";
 const KEEP = "mindeval-form:";
-const DEAD_MS = 15000;
+const ALIVE = "mindeval-form-alive:";
+const DEAD_MS = 4000;  // a tab that has not beaten for this long is gone (closed, crashed, killed)
 const RESEND_MS = 3000;
 const FLAG_KEYS = "abcdefghilmopqrstuvwxyz";
 const TEXTS = [["justification", "Justification", 100, "In a few sentences: what drove your scores? Turn numbers help."],
@@ -55,14 +56,21 @@ const keep = (owner, x) => { try { localStorage.setItem(keyOf(owner), JSON.strin
 const drop = (owner) => localStorage.removeItem(keyOf(owner));
 const radios = (d) => d.axes.filter((a) => a.kind === "radio");
 
-function kept(owner) {  // this tab's kept state, else one a dead tab left for this rating (adopted)
-  const own = read(keyOf(owner));
-  if (own) return own;
+const beat = () => { try { localStorage.setItem(ALIVE + TAB, String(Date.now())); } catch (e) { /* full */ } };
+const dead = (tab) => Date.now() - Number(localStorage.getItem(ALIVE + tab) || 0) > DEAD_MS;
+
+function kept(owner, own = true) {  // this tab's kept state, else one a dead tab left for this rating (adopted)
+  const mine = own ? read(keyOf(owner)) : null;
+  if (mine) return mine;
   for (let i = 0; i < localStorage.length; i += 1) {
     const k = localStorage.key(i);
     if (!k || !k.startsWith(`${KEEP}${owner}|`)) continue;
+    const tab = k.slice(`${KEEP}${owner}|`.length);
+    if (tab === TAB || !dead(tab)) continue;
     const x = read(k);
-    if (x && Date.now() - Number(x.t || 0) > DEAD_MS) { localStorage.removeItem(k); return x; }
+    localStorage.removeItem(k);
+    localStorage.removeItem(ALIVE + tab);
+    if (x) return x;
   }
   return null;
 }
@@ -103,7 +111,7 @@ function state(f) {
 function remember(f, s) {  // kept until acknowledged, with what was stored when the first change was made
   const before = read(keyOf(f.data.owner));
   const from = (before && before.from) || { ...f.data.stored, ...f.data.texts };
-  keep(f.data.owner, { ...s, from, t: Date.now() });
+  keep(f.data.owner, { ...s, from });
 }
 
 function sendState(f) {  // the whole form as it stands
@@ -256,8 +264,8 @@ function step(f, by) {
   trigger(f, "step", { reply: pos });
 }
 
-function restore(f) {  // changes kept from before this page load, still meant for what is stored now
-  const k = kept(f.data.owner);
+function restore(f, own = true) {  // changes kept from before this page load (or by a tab that died), still meant for what is stored now
+  const k = kept(f.data.owner, own);
   if (!k) return;
   const d = f.data;
   const now = { ...d.stored, ...d.texts };
@@ -338,11 +346,8 @@ function resendDue() {  // sent, not acknowledged after a while (a lost message,
   const f = form;
   if (!f || !f.root.isConnected || f.data.locked) return;
   const waiting = unsaved(f).length || (f.sent && !acked(f.data, f.sent));
-  if (waiting) {
-    const k = read(keyOf(f.data.owner));
-    if (k) keep(f.data.owner, { ...k, t: Date.now() });  // alive: no other tab adopts these changes
-  }
-  if (!waiting || Date.now() - (f.sentAt || 0) < RESEND_MS) return;
+  if (!waiting) { restore(f, false); return; }  // a tab that died meanwhile with changes to this rating
+  if (Date.now() - (f.sentAt || 0) < RESEND_MS) return;
   if (f.trig && f.sent && !acked(f.data, f.sent)) trigger(f, f.trig.event, f.trig.extra);
   else sendState(f);
 }
@@ -442,7 +447,8 @@ export default function ({ parentElement, data, setStateValue, setTriggerValue }
   highlight(form);
   status(form);
   if (!timer) {
-    timer = setInterval(resendDue, 1000);
+    beat();
+    timer = setInterval(() => { beat(); resendDue(); }, 1000);
     document.addEventListener("keydown", onKey, true);
     window.addEventListener("beforeunload", onLeave);
     window.addEventListener("online", () => { if (form) form.sentAt = 0; });
