@@ -47,7 +47,8 @@ order = [q.assignment_id for q in queue]
 if st.session_state.get("assignment_id") not in order:
     st.session_state["assignment_id"] = ws.resume_target(v, study_id) or order[0]
 aid = st.session_state["assignment_id"]
-known: dict[int, int] = st.session_state.setdefault("rate_known", {})  # assignment → version this tab last saw
+# assignment → the version this session's last write made (else the form's own `version` counts)
+known: dict[int, int] = st.session_state.setdefault("rate_known", {})
 refused: dict[int, int] = st.session_state.setdefault("rate_refused", {})  # stale writes refused, per assignment
 acks: dict[int, dict[str, int]] = st.session_state.setdefault("rate_ack", {})  # assignment → tab → seq applied
 notes: dict[int, tuple[str, str]] = st.session_state.setdefault("rate_note", {})  # assignment → the form's message
@@ -67,10 +68,16 @@ def _stale(act: forms.RateAction) -> None:
     known.pop(act.item, None)
 
 
+def _version(act: forms.RateAction) -> int | None:
+    """The version a write of ``act`` is based on: this session's last write of the item, else the
+    version the form showed (a browser that reconnected to a new session keeps its own)."""
+    return known.get(act.item, act.version)
+
+
 def _apply(act: forms.RateAction) -> bool:
     """Store the form's state on the item it names; ``False`` when refused or failed."""
     try:
-        version, writes = rf.apply(ws, v, act, known.get(act.item, act.version))
+        version, writes = rf.apply(ws, v, act, _version(act))
     except Stale:
         _stale(act)
         return False
@@ -114,7 +121,7 @@ def _on_submit() -> None:
     if act is None or not _apply(act):
         return
     try:
-        rev = ws.submit(v, act.item, version=known.get(act.item))
+        rev = ws.submit(v, act.item, version=_version(act))
     except RatingIncomplete as exc:
         notes[act.item] = ("warning", "Almost there. Before submitting, please:\n"
                            + "\n".join(f"- {p}" for p in exc.problems))
@@ -154,7 +161,6 @@ def _form(target: int) -> None:
         st.rerun(scope="app")  # submitted, or another reply: the whole page follows
     item = ws.item(v, target)
     _active_time(target, item.state != "todo")
-    known.setdefault(target, item.version)
     form = rf.build(item, ws.guidelines(study_id), f"{v.id}:{study_id}:{target}", refused=refused.get(target, 0),
                     ack=acks.get(target, {}), show_anchors=bool(st.session_state.get("show_anchors")),
                     saved_at=st.session_state.get("saved_at"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from appkit import DEMO_CODE, all_text, form_fields, form_send, rating_form, sign_in, viewer
+from appkit import DEMO_CODE, all_text, component_send, form_fields, form_send, rating_form, sign_in, viewer
 
 from annotation_app.services import MindEvalError
 
@@ -309,3 +309,24 @@ def test_a_stale_tab_keeps_the_text_it_could_not_save_on_screen(demo_ws):
     warning = " ".join(w.value for w in at.warning)
     assert "from the other tab" in warning and "my long careful text" in warning
     assert demo_ws.item(v, aid).justification == "from the other tab"
+
+
+def test_a_browser_back_on_a_new_session_writes_at_the_version_its_form_showed(demo_ws):
+    """A browser whose server session ended (its process restarted or died) sends its form's state
+    to a new session: the write is based on the version the form showed, so a change another tab
+    stored meanwhile is not overwritten (refused, and said), and one made on the current version is
+    stored."""
+    at = open_rating(sign_in("demo", DEMO_CODE))
+    aid = at.session_state["assignment_id"]
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    shown = rating_form(at)[1]["version"]
+    demo_ws.save_value(v, aid, "coherence_style", 6, version=shown)  # another tab, meanwhile
+    again = open_rating(sign_in("demo", DEMO_CODE))  # the new session; the old form's state arrives
+    old = rating_form(at)[1]
+    state = {"tab": "old-tab", "seq": 7, "item": aid, "version": shown, "texts": old["texts"],
+             "values": {**old["stored"], "coherence_style": "2", "respect_inclusion": "4"}}
+    component_send(again, "mindeval_rate", "form", state, trigger=False)
+    assert demo_ws.item(v, aid).values == {"coherence_style": 6}
+    assert "changed in another tab or device" in " ".join(w.value for w in again.warning)
+    form_send(again, {"respect_inclusion": "4"}, tab="old-tab", seq=8)  # now on the version it shows
+    assert demo_ws.item(v, aid).values == {"coherence_style": 6, "respect_inclusion": 4}
