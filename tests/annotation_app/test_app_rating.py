@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from appkit import DEMO_CODE, all_text, component_send, form_fields, form_send, rating_form, sign_in, viewer
+from appkit import (
+    DEMO_CODE,
+    all_text,
+    component_send,
+    form_fields,
+    form_send,
+    rating_form,
+    sign_in,
+    viewer,
+)
 
 from annotation_app.services import MindEvalError
 
