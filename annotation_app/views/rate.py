@@ -300,8 +300,7 @@ left, right = st.columns([3, 2], gap="medium")
 with left:
     if item.unit == "reply":  # the conversation up to the reply under rating, never a later turn
         shown_messages = uf.reply_messages(item)
-        ui.transcript_pane(shown_messages, item.member_name, item.intake, key=f"t{aid}")
-        uf.scroll_to_end(len(shown_messages))
+        ui.transcript_pane(shown_messages, item.member_name, item.intake, key=f"t{aid}", end=True)
     else:
         ui.transcript_pane(item.messages, item.member_name, item.intake, key=f"t{aid}")
 

@@ -106,11 +106,12 @@ def test_a_reload_and_a_server_restart_come_back_to_the_session_being_played(pag
         _playing(page, second.member_name)
 
         # the server restarts; the open page reconnects by itself and re-runs
-        page.locator("[data-mindeval-left]").evaluate("el => el.setAttribute('data-stale', '1')")
+        render = page.locator(".mindeval-clock").get_attribute("data-render")  # this page run's
         stop(proc)
         proc = start_app(url, port, tmp_path / "app2.log")
         wait_healthy(port, proc)
-        page.wait_for_selector("[data-mindeval-left]:not([data-stale])", timeout=90_000)
+        page.wait_for_function("(r) => document.querySelector('.mindeval-clock')?.dataset.render !== r", arg=render,
+                               timeout=90_000)
         _playing(page, second.member_name)
         assert re.search(rf"[?&]session={second.session_id}\b", page.url), page.url  # the choice is in the URL
         _send(page, second.member_name, "Still me, after the restart.")
