@@ -1,6 +1,7 @@
 """The page scripts survive Streamlit's HTML sanitizer (DOMPurify drops a script whose text holds
 ``<`` followed by ``/``, ``!`` or a word character, silently: the rating page then loses its
-keyboard rating, its unsent-change keeping and its save line)."""
+keyboard rating, its unsent-change keeping and its save line); no page part injects a script or
+selects Streamlit's internal elements (they are custom components, annotation_app/panes.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,39 @@ import pytest
 
 from annotation_app.ui import ASSETS
 
+APP = ASSETS.parent
+INTERNALS = re.compile(r"<script|data-testid|st-key-|unsafe_allow_javascript")
+# What the rating form's rewrite removes (assets/rate_keys.js, the rating pane's CSS rules, the
+# hidden retry buttons' rules, ui.SaveStatus / ui.rating_keys): the integrator empties this list
+# once it is merged. file → the line starts allowed there (None: the whole file).
+PENDING_RATING_FORM: dict[str, tuple[str, ...] | None] = {
+    "assets/rate_keys.js": None,
+    "assets/compact.css": (".st-key-rating-pane", ".st-key-rate-retry"),
+    "ui.py": ('form: str = ""  # the widget-key prefix', "st.html(f'<span data-mindeval-item=",
+              "unsafe_allow_javascript=True)"),
+}
 
-@pytest.mark.parametrize("name", ["rate_keys.js", "timer.js"])
+
+def _pending(rel: str, line: str) -> bool:
+    allowed = PENDING_RATING_FORM.get(rel, ())
+    return allowed is None or line.strip().startswith(allowed)
+
+
+def test_no_page_part_injects_a_script_or_selects_streamlit_internals():
+    """``grep -rn '<script|data-testid|st-key-|unsafe_allow_javascript' annotation_app`` finds
+    nothing but what the rating form's rewrite removes (PENDING_RATING_FORM)."""
+    found = []
+    for path in sorted(APP.rglob("*")):
+        if not path.is_file() or path.suffix not in {".py", ".js", ".css", ".html", ".md", ".toml"}:
+            continue
+        rel = path.relative_to(APP).as_posix()
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if INTERNALS.search(line) and not _pending(rel, line):
+                found.append(f"{rel}:{n}: {line.strip()}")
+    assert found == []
+
+
+@pytest.mark.parametrize("name", ["rate_keys.js"])
 def test_a_page_script_holds_nothing_the_sanitizer_drops(name):
     text = (ASSETS / name).read_text(encoding="utf-8")
     bad = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if re.search(r"<[/\w!]", line)]
