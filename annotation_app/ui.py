@@ -223,9 +223,10 @@ def render_transcript(messages: list[Message], member_name: str, *, chat: bool =
     """The conversation, clinician and member clearly labelled, all text inert.
 
     ``chat=True`` uses chat bubbles (role-play, where the view follows the newest
-    message); otherwise each turn is a bordered card read from the top (rating), keyed
-    ``{key}-N`` so the page can scroll to it (a page showing several transcripts gives each
-    its own ``key``), and ``only`` limits the cards to those turns.
+    message); otherwise each turn is a bordered card read from the top (e.g. the
+    Disagreements page), keyed ``{key}-N`` (a page showing several transcripts gives each its
+    own ``key``), and ``only`` limits the cards to those turns. The rating page's pane is
+    :func:`transcript_pane`.
     """
     for n, m in enumerate(messages, start=1):
         if m.role == "clinician":
