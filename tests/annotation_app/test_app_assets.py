@@ -64,3 +64,10 @@ def test_a_marker_attribute_holds_no_markup_and_reads_back_byte_for_byte(value):
     text = json_attr(value)
     assert not re.search(r"[<>]", html.unescape(text))
     assert json.loads(html.unescape(text)) == value
+
+
+def test_the_page_parts_put_text_on_screen_only_through_text_content():
+    """No component script of assets/panes/ or assets/forms/ writes HTML from a string."""
+    for path in sorted([*(APP / "assets" / "panes").glob("*.js"), *(APP / "assets" / "forms").glob("*.js")]):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write", text), path.name

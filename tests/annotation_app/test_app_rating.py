@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from appkit import DEMO_CODE, all_text, radios, sign_in, viewer
+from appkit import DEMO_CODE, all_text, component, radios, sign_in, viewer
 
 from annotation_app.services import MindEvalError
 
@@ -310,3 +310,23 @@ def test_a_stale_tab_keeps_the_text_it_could_not_save_on_screen(demo_ws):
     warning = " ".join(w.value for w in at.warning)
     assert "from the other tab" in warning and "my long careful text" in warning
     assert demo_ws.item(v, aid).justification == "from the other tab"
+
+
+def test_the_transcript_pane_shows_the_search_hits_and_is_told_the_turn_to_jump_to(demo_ws):
+    """The pane (annotation_app.panes) gets one card per turn, numbered from 1; a search sends only
+    the hits, a chosen turn is sent as ``jump``; a rating-page transcript never scrolls to its end."""
+    at = open_rating(sign_in("demo", DEMO_CODE))
+    aid = at.session_state["assignment_id"]
+    messages = demo_ws.item(viewer(demo_ws, "demo", DEMO_CODE), aid).messages
+    _, pane = component(at, "mindeval_transcript")
+    assert [t["n"] for t in pane["turns"]] == list(range(1, len(messages) + 1))
+    assert [t["text"] for t in pane["turns"]] == [m.content for m in messages]
+    assert pane["jump"] is None and pane["end"] is False
+    at.selectbox(key=f"t{aid}_jump").select(3).run()
+    assert component(at, "mindeval_transcript")[1]["jump"] == 3
+    word = messages[1].content.split()[0]
+    at.text_input(key=f"t{aid}_search").input(word).run()
+    hits = [n for n, m in enumerate(messages, start=1) if word.lower() in m.content.lower()]
+    assert [t["n"] for t in component(at, "mindeval_transcript")[1]["turns"]] == hits and 2 in hits
+    at.text_input(key=f"t{aid}_search").input("zzz-not-there").run()
+    assert component(at, "mindeval_transcript")[1]["turns"] == []
