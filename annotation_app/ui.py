@@ -259,7 +259,8 @@ def transcript_pane(messages: list[Message], member_name: str, intake: list[tupl
     with st.expander("Member intake profile", expanded=False):
         render_pairs(intake)
     who = visible_controls(member_name)
-    turns = [panes.Turn(n=n, role=m.role, who="Clinician" if m.role == "clinician" else who,
+    turns = [panes.Turn(n=n, role="clinician" if m.role == "clinician" else "patient",
+                        who="Clinician" if m.role == "clinician" else who,
                         text=visible_controls(m.content))
              for n, m in enumerate(messages, start=1) if hits is None or n in hits]
     panes.transcript(panes.Transcript(turns=turns, jump=turn, end=end, empty="No turn matches the search."),
