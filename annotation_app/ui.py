@@ -21,7 +21,7 @@ import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
-from annotation_app import handoff, proxy_check
+from annotation_app import handoff, panes, proxy_check
 from annotation_app.services import Workspace, default_db_url
 from annotation_app.store import signins
 from annotation_app.store.models import Message, Viewer
@@ -50,9 +50,15 @@ _AUTOLINK = re.compile(r"(?i)\b(?:https?|mailto|xmpp)(?=:)|\bwww(?=\.)|@")
 WORD_JOINER = "\u2060"
 
 
+def visible_controls(text: str) -> str:
+    """``text`` with its direction controls shown as tags such as [U+202E] (for a component that
+    puts text on screen through textContent: no markup, but bidi controls would still act)."""
+    return _BIDI.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
+
+
 def inert(text: str) -> str:
     """Markdown that displays ``text`` literally: no links, HTML, math, formatting or bidi tricks."""
-    text = _BIDI.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
+    text = visible_controls(text)
     text = _AUTOLINK.sub(lambda m: m.group() + WORD_JOINER, text)
     escaped = _PUNCT.sub(r"\\\1", text)
     return escaped.replace("\r\n", "\n").replace("\n", "  \n")
@@ -140,7 +146,7 @@ def follow_handoff() -> None:
     """Send the browser to a pending cookie route (right after sign-in or sign-out)."""
     target = st.session_state.pop("_handoff", None)
     if target:
-        st.html(f"<script>window.location.replace({json.dumps(target)})</script>", unsafe_allow_javascript=True)
+        panes.navigate(target)
 
 
 def require_viewer() -> Viewer:
@@ -204,9 +210,10 @@ def render_transcript(messages: list[Message], member_name: str, *, chat: bool =
     """The conversation, clinician and member clearly labelled, all text inert.
 
     ``chat=True`` uses chat bubbles (role-play, where the view follows the newest
-    message); otherwise each turn is a bordered card read from the top (rating), keyed
-    ``{key}-N`` so the page can scroll to it (a page showing several transcripts gives each
-    its own ``key``), and ``only`` limits the cards to those turns.
+    message); otherwise each turn is a bordered card read from the top (e.g. the
+    Disagreements page), keyed ``{key}-N`` (a page showing several transcripts gives each its
+    own ``key``), and ``only`` limits the cards to those turns. The rating page's pane is
+    :func:`transcript_pane`.
     """
     for n, m in enumerate(messages, start=1):
         if m.role == "clinician":
@@ -221,8 +228,11 @@ def render_transcript(messages: list[Message], member_name: str, *, chat: bool =
                 st.markdown(f"{icon} **:{colour}[{who}]** · turn {n}  \n{inert(m.content)}")
 
 
-def transcript_pane(messages: list[Message], member_name: str, intake: list[tuple[str, str]], key: str) -> None:
-    """A transcript to rate: search box, jump to a turn, intake profile, one scroll pane."""
+def transcript_pane(messages: list[Message], member_name: str, intake: list[tuple[str, str]], key: str, *,
+                    end: bool = False) -> None:
+    """A transcript to rate: search box, jump to a turn, intake profile, one scroll pane (a
+    component, :func:`annotation_app.panes.transcript`); ``end``: show its last turn (the reply
+    under rating) until a turn is chosen."""
     find, jump = st.columns([3, 2], vertical_alignment="bottom")
     query = (find.text_input("Search the transcript", key=f"{key}_search", label_visibility="collapsed",
                              placeholder="Search the transcript", icon=":material/search:") or "").strip()
@@ -235,18 +245,13 @@ def transcript_pane(messages: list[Message], member_name: str, intake: list[tupl
         st.caption(f"{len(hits)} of {len(messages)} turns contain “{inert(query)}”" + (f": turns {found}" if hits else ""))
     with st.expander("Member intake profile", expanded=False):
         render_pairs(intake)
-    with st.container(height=470, key="transcript-pane"):
-        render_transcript(messages, member_name, only=hits)
-    if turn is not None:
-        script = ("<script>(() => { let n = 0; const go = () => { const el = document.querySelector("
-                  f"'.st-key-turn-{int(turn)}'); if (el) el.scrollIntoView({{block: 'start'}}); "
-                  "else if (n++ < 20) setTimeout(go, 100); }; setTimeout(go, 50); })()</script>")
-        st.html(f'<span data-jump="{int(turn)}"></span>{script}', unsafe_allow_javascript=True)
-
-
-def compact_page() -> None:
-    """Less padding, panes as tall as the window, the keyboard-focus outline (rating page)."""
-    st.html(f"<style>{(ASSETS / 'compact.css').read_text(encoding='utf-8')}</style>")
+    who = visible_controls(member_name)
+    turns = [panes.Turn(n=n, role="clinician" if m.role == "clinician" else "patient",
+                        who="Clinician" if m.role == "clinician" else who,
+                        text=visible_controls(m.content))
+             for n, m in enumerate(messages, start=1) if hits is None or n in hits]
+    panes.transcript(panes.Transcript(turns=turns, jump=turn, end=end, empty="No turn matches the search."),
+                     key=f"{key}_pane")
 
 
 URL_STUDY, URL_ITEM = "study", "item"
@@ -311,13 +316,10 @@ def stream_while(work: Callable[[Callable[[str], None]], None]) -> None:
         raise failed[0]
 
 
-def countdown(session_id: int, seconds_left: float) -> None:
-    """Minutes and seconds left, ticking in the browser; disables the chat box at zero."""
-    script = (ASSETS / "timer.js").read_text(encoding="utf-8")
-    st.html(f'<p style="margin:0"><span data-mindeval-session="{int(session_id)}" '
-            f'data-mindeval-left="{max(int(seconds_left), 0)}"></span></p>'
-            '<p style="display:none;margin:0">Not sent (time was up), kept here: '
-            f'<q data-mindeval-unsent></q></p><script>{script}</script>', unsafe_allow_javascript=True)
+def countdown(session_id: int, seconds_left: float, time_up: bool) -> None:
+    """Minutes and seconds left, ticking in the browser; at zero it reruns the page, which then
+    disables the chat box (:func:`annotation_app.panes.clock`)."""
+    panes.clock(session_id, seconds_left, time_up)
 
 
 def pick_study(studies, state_key: str, reset_key: str) -> int:

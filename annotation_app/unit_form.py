@@ -134,14 +134,6 @@ def reply_messages(item: ItemView) -> list:
     return item.messages[: turns[reply_pos(item)] + 1] if turns else item.messages
 
 
-def scroll_to_end(n: int) -> None:
-    """Scroll the transcript pane to its last card (the reply under rating)."""
-    script = ("<script>(() => { let k = 0; const go = () => { const el = document.querySelector("
-              f"'.st-key-turn-{int(n)}'); if (el) el.scrollIntoView({{block: 'end'}}); "
-              "else if (k++ < 20) setTimeout(go, 100); }; setTimeout(go, 50); })()</script>")
-    st.html(f'<span data-reply-end="{int(n)}"></span>{script}', unsafe_allow_javascript=True)
-
-
 def flag_letters(g: Guidelines) -> list[tuple[str, str]]:
     return [(FLAG_KEYS[n], f.label) for n, f in enumerate(g.flags)]
 

@@ -37,7 +37,6 @@ if not studies:
     st.info("You have no transcripts to rate.")
     st.stop()
 
-ui.compact_page()
 ui.restore_from_url(studies)
 study_id = ui.pick_study(studies, "rate_study", "assignment_id")
 if failed := ws.qualification(v, study_id).message():  # a failed qualification: no real item ever opens
@@ -235,8 +234,7 @@ left, right = st.columns([3, 2], gap="medium")
 with left:
     if item.unit == "reply":  # the conversation up to the reply under rating, never a later turn
         shown_messages = uf.reply_messages(item)
-        ui.transcript_pane(shown_messages, item.member_name, item.intake, key=f"t{aid}")
-        uf.scroll_to_end(len(shown_messages))
+        ui.transcript_pane(shown_messages, item.member_name, item.intake, key=f"t{aid}", end=True)
     else:
         ui.transcript_pane(item.messages, item.member_name, item.intake, key=f"t{aid}")
 

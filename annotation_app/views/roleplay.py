@@ -92,16 +92,8 @@ with chat:
         st.stop()
 
     if view.status == "active":
-
-        @st.fragment(run_every=5)
-        def _timer() -> None:
-            now = ws.roleplay(v, sid)
-            if now.time_up and not view.time_up:
-                st.rerun()  # the whole page: the chat box is disabled from now on
-            if now.seconds_left is not None:
-                ui.countdown(sid, now.seconds_left)
-
-        _timer()
+        if view.seconds_left is not None:  # at zero the clock reruns the page: the chat box is disabled
+            ui.countdown(sid, view.seconds_left, view.time_up)
         if view.time_up:
             st.warning("Time is up. Please finish the session below.")
     else:
@@ -170,9 +162,12 @@ with chat:
             st.info("Your last message is saved. The clinician's reply has not arrived yet.")
             if st.button("Get the clinician's reply", type="primary", key=f"retry_{sid}"):
                 _answer(lambda on_text: ws.retry_reply(v, sid, on_text))
-        # At zero the browser disables this box at once (ui.countdown); a message that still
-        # arrives after the deadline is refused and kept on the page, never silently dropped.
-        text = st.chat_input(f"Write as {view.member_name}…", key=f"chat_{sid}")
+        # At zero the clock reruns the page and this box is shown disabled (ui.countdown); a message
+        # that still arrives after the deadline is refused and kept on the page, never silently dropped.
+        typed = st.session_state.get(f"chat_{sid}") if typed_in == sid else None  # a disabled box drops it
+        text = st.chat_input(f"Write as {view.member_name}…", key=f"chat_{sid}", disabled=view.time_up)
+        if view.time_up and typed:  # sent just after the deadline, before the clock's rerun: refused, kept
+            text = typed
         if text and pending:  # the clinician is answering: the message waits in the queue
             try:
                 ws.send_message(v, sid, text)

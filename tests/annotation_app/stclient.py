@@ -104,6 +104,8 @@ class StClient:
             self.widgets[key] = (w.id, w)
         elif kind in ("html", "markdown", "alert", "heading"):
             self.texts.append(getattr(getattr(el, kind), "body", ""))
+        elif kind == "bidi_component":  # a custom component's data (e.g. the sign-in hand-off's target)
+            self.texts.append(el.bidi_component.json)
 
     def text(self) -> str:
         return "\n".join(self.texts)

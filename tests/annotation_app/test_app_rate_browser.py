@@ -283,13 +283,13 @@ def test_five_subaxes_and_submit_fit_at_1280x720_and_turns_can_be_found(app, pag
     assert visible >= 5, f"only {visible} sub-axes visible without scrolling"
     assert scrolled == 0 and submit["y"] >= 0 and submit["y"] + submit["height"] <= 720, submit
 
-    n_turns = page.locator('[class*="st-key-turn-"]').count()
+    n_turns = page.locator(".mindeval-transcript [data-turn]").count()
     page.get_by_placeholder(re.compile("Jump to turn")).click()
     page.get_by_role("option", name=str(n_turns), exact=True).click()
     settle(page)
     in_view = f"""() => {{
-      const pane = document.querySelector('.st-key-transcript-pane')?.getBoundingClientRect();
-      const r = document.querySelector('.st-key-turn-{n_turns}')?.getBoundingClientRect();
+      const pane = document.querySelector('.mindeval-transcript .tr-box')?.getBoundingClientRect();
+      const r = document.querySelector('.mindeval-transcript [data-turn="{n_turns}"]')?.getBoundingClientRect();
       return !!(pane && r) && r.top >= pane.top - 1 && r.top < pane.bottom; }}"""
     try:  # the pane scrolls after the rerun the choice starts: wait for it, however busy the machine
         page.wait_for_function(in_view, timeout=30_000)
@@ -299,7 +299,7 @@ def test_five_subaxes_and_submit_fit_at_1280x720_and_turns_can_be_found(app, pag
     page.get_by_placeholder("Search the transcript").fill("zzz-not-there")
     page.keyboard.press("Enter")
     page.get_by_text(re.compile(r"0 of \d+ turns contain")).wait_for()
-    assert page.locator('[class*="st-key-turn-"]').count() == 0
+    assert page.locator(".mindeval-transcript [data-turn]").count() == 0
     v = viewer(ws, "demo", DEMO_CODE)
     whole_rating(ws, v, int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment")), {})
 

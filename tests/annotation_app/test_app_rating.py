@@ -6,6 +6,7 @@ import pytest
 from appkit import (
     DEMO_CODE,
     all_text,
+    component,
     component_send,
     form_fields,
     form_send,
@@ -339,3 +340,23 @@ def test_a_browser_back_on_a_new_session_writes_at_the_version_its_form_showed(d
     assert "changed in another tab or device" in " ".join(w.value for w in again.warning)
     form_send(again, {"respect_inclusion": "4"}, tab="old-tab", seq=8)  # now on the version it shows
     assert demo_ws.item(v, aid).values == {"coherence_style": 6, "respect_inclusion": 4}
+
+
+def test_the_transcript_pane_shows_the_search_hits_and_is_told_the_turn_to_jump_to(demo_ws):
+    """The pane (annotation_app.panes) gets one card per turn, numbered from 1; a search sends only
+    the hits, a chosen turn is sent as ``jump``; a rating-page transcript never scrolls to its end."""
+    at = open_rating(sign_in("demo", DEMO_CODE))
+    aid = at.session_state["assignment_id"]
+    messages = demo_ws.item(viewer(demo_ws, "demo", DEMO_CODE), aid).messages
+    _, pane = component(at, "mindeval_transcript")
+    assert [t["n"] for t in pane["turns"]] == list(range(1, len(messages) + 1))
+    assert [t["text"] for t in pane["turns"]] == [m.content for m in messages]
+    assert pane["jump"] is None and pane["end"] is False
+    at.selectbox(key=f"t{aid}_jump").select(3).run()
+    assert component(at, "mindeval_transcript")[1]["jump"] == 3
+    word = messages[1].content.split()[0]
+    at.text_input(key=f"t{aid}_search").input(word).run()
+    hits = [n for n, m in enumerate(messages, start=1) if word.lower() in m.content.lower()]
+    assert [t["n"] for t in component(at, "mindeval_transcript")[1]["turns"]] == hits and 2 in hits
+    at.text_input(key=f"t{aid}_search").input("zzz-not-there").run()
+    assert component(at, "mindeval_transcript")[1]["turns"] == []

@@ -6,7 +6,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from appkit import DEMO_CODE, SYSTEM, all_text, sign_in, viewer
+from appkit import DEMO_CODE, SYSTEM, all_text, component, component_send, sign_in, viewer
 from sqlalchemy import delete, select, update
 
 from annotation_app.services import Conflict
@@ -106,10 +106,30 @@ def test_the_timer_ends_the_session_for_new_messages(demo_ws):
                   .values(deadline_at=utcnow() - timedelta(seconds=1)))
     at = open_roleplay(sign_in("demo", DEMO_CODE))
     assert any("Time is up" in w.value for w in at.warning)
-    clocks = [h.proto.body for h in at.get("html") if "data-mindeval-left" in h.proto.body]
-    assert clocks and 'data-mindeval-left="0"' in clocks[0]  # the browser clock disables the box at zero
+    _, clock = component(at, "mindeval_clock")
+    assert clock["left"] == 0 and clock["up"] is True  # the clock shows 0:00 and asks for no rerun
+    assert at.chat_input(key=f"chat_{sid}").proto.disabled  # the page shows the chat box disabled
     with pytest.raises(Conflict, match="time for this session is up"):
         demo_ws.send_message(v, sid, "late")
+
+
+def test_the_clock_at_zero_reruns_the_page_which_disables_the_chat_box(demo_ws):
+    """No polling: the page learns that the time is up from the clock's trigger at zero."""
+    at = open_roleplay(sign_in("demo", DEMO_CODE))
+    sid = at.session_state["session_id"]
+    at.button(key=f"start_{sid}").click().run()
+    _, clock = component(at, "mindeval_clock")
+    assert 24 * 60 < clock["left"] <= 25 * 60 and clock["up"] is False
+    assert not at.chat_input(key=f"chat_{sid}").proto.disabled
+    with demo_ws.db.write() as s:  # the deadline passes while the page is open
+        s.execute(update(RoleplaySessionRow).where(RoleplaySessionRow.id == sid)
+                  .values(deadline_at=utcnow() - timedelta(seconds=1)))
+    component_send(at, "mindeval_clock", "zero", sid, trigger=True)
+    assert not at.exception, at.exception
+    _, clock = component(at, "mindeval_clock")
+    assert clock["left"] == 0 and clock["up"] is True
+    assert at.chat_input(key=f"chat_{sid}").proto.disabled
+    assert any("Time is up" in w.value for w in at.warning)
 
 
 def test_a_message_sent_after_the_deadline_is_refused_but_kept_on_the_page(demo_ws):

@@ -17,6 +17,7 @@ from appkit import (
     wait_healthy,
 )
 from browserkit import choose, open_browser, settle, sign_in
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 
 @pytest.fixture
@@ -28,6 +29,20 @@ def page(tmp_path):
 
 def _choose_session(page, label: str) -> None:
     choose(page, page.locator('[data-testid="stSelectbox"]').filter(has_text="Session"), label)
+
+
+def rerun_until(page, condition: str, arg, tries: int = 30) -> None:
+    """Press Streamlit's rerun key (R, outside any text box) until ``condition(arg)`` holds in the
+    page (a page still reconnecting ignores the key)."""
+    for _ in range(tries):
+        page.get_by_role("heading", name="Role-play").click()
+        page.keyboard.press("r")
+        try:
+            page.wait_for_function(condition, arg=arg, timeout=3_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    pytest.fail("no page run arrived")
 
 
 def _playing(page, name: str) -> None:
@@ -105,12 +120,13 @@ def test_a_reload_and_a_server_restart_come_back_to_the_session_being_played(pag
         page.reload()
         _playing(page, second.member_name)
 
-        # the server restarts; the open page reconnects by itself and re-runs
-        page.locator("[data-mindeval-left]").evaluate("el => el.setAttribute('data-stale', '1')")
+        # the server restarts; the open page reconnects by itself, and its next run (here Streamlit's
+        # rerun key, pressed until the run arrives) comes back to the same session
+        render = page.locator(".mindeval-clock").get_attribute("data-render")  # this page run's
         stop(proc)
         proc = start_app(url, port, tmp_path / "app2.log")
         wait_healthy(port, proc)
-        page.wait_for_selector("[data-mindeval-left]:not([data-stale])", timeout=90_000)
+        rerun_until(page, "(r) => document.querySelector('.mindeval-clock')?.dataset.render !== r", render)
         _playing(page, second.member_name)
         assert re.search(rf"[?&]session={second.session_id}\b", page.url), page.url  # the choice is in the URL
         _send(page, second.member_name, "Still me, after the restart.")

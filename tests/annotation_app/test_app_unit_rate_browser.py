@@ -93,6 +93,14 @@ def reply_fields(turn: int) -> list[str]:
     return [f"r{turn}-level"] + [f"r{turn}-f-{f}" for f in FLAGS]
 
 
+# the transcript pane's last card (turn n) is within its scroll box, its bottom edge in view
+END_IN_VIEW = """(n) => { const box = document.querySelector('.mindeval-transcript .tr-box');
+  const card = box && box.querySelector(`[data-turn="${n}"]`);
+  if (!card || card.nextElementSibling) return false;
+  const b = box.getBoundingClientRect(), r = card.getBoundingClientRect();
+  return r.bottom <= b.bottom + 1 && r.bottom > b.top; }"""
+
+
 def test_a_rater_scores_every_reply_by_keyboard(app, page):
     """Digits pick each reply's level, letters toggle its flags, → goes on; the transcript pane
     never shows a turn after the reply under rating."""
@@ -104,8 +112,9 @@ def test_a_rater_scores_every_reply_by_keyboard(app, page):
             turns[3]: ("critical", ["a", "b"])}
     for n, turn in enumerate(turns):
         form_is(page, reply_fields(turn))
-        cards = page.locator(".st-key-transcript-pane [class*='st-key-turn-']")
+        cards = page.locator(".mindeval-transcript [data-turn]")
         assert cards.count() == turn + 1  # the conversation up to this reply only
+        page.wait_for_function(END_IN_VIEW, arg=turn + 1)  # the pane shows the reply under rating
         level, letters = plan[turn]
         page.keyboard.press(LEVEL_KEYS[level])
         for k in letters:

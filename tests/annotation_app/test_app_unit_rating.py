@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from appkit import DEMO_CODE, ROOT, SYSTEM, form_send, make_workspace, rating_form, sign_in, viewer
+from appkit import DEMO_CODE, ROOT, SYSTEM, component, form_send, make_workspace, rating_form, sign_in, viewer
 from unitkit import BY_HAND, NA, PATH
 
 from annotation_app.demo import QUESTION_STUDY, REPLY_STUDY
@@ -123,8 +123,9 @@ def test_every_reply_is_rated_beside_the_transcript_up_to_it(unit_ws):
     turns = [i for i, m in enumerate(messages) if m.role == "clinician"]
     want = []
     for n, turn in enumerate(turns):
-        cards = [m.value for m in at.markdown if " · turn " in m.value]
-        assert cards and f"· turn {turn + 1} " in cards[-1] and len(cards) == turn + 1  # nothing after this reply
+        _, pane = component(at, "mindeval_transcript")
+        assert [t["n"] for t in pane["turns"]] == list(range(1, turn + 2))  # nothing after this reply
+        assert pane["end"] is True and pane["jump"] is None  # the pane shows the reply under rating
         assert _level_field(at) == f"r{turn}-level"
         level = "major" if n == 1 else "no_concern"
         _set_level(at, unit_ws, level)

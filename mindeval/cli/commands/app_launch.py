@@ -7,7 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-THEME = {"base": "light", "primaryColor": "#2f6f73", "font": "sans serif"}
+# paddingTop/paddingBottom: a compact page (the rating page's panes reach the window's bottom edge;
+# at 1280x720 the transcript and the form fit side by side without the page scrolling)
+THEME = {"base": "light", "primaryColor": "#2f6f73", "font": "sans serif", "paddingTop": "2.75rem",
+         "paddingBottom": "0.25rem"}
 
 
 def app_script() -> Path:
