@@ -8,7 +8,17 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from appkit import DEMO_CODE, ROOT, SYSTEM, component, form_send, make_workspace, rating_form, sign_in, viewer
+from appkit import (
+    DEMO_CODE,
+    ROOT,
+    SYSTEM,
+    component,
+    form_send,
+    make_workspace,
+    rating_form,
+    sign_in,
+    viewer,
+)
 from unitkit import BY_HAND, NA, PATH
 
 from annotation_app.demo import QUESTION_STUDY, REPLY_STUDY
