@@ -9,6 +9,11 @@ rating one transcript with the keyboard (clicks, keys, seconds), rapid clicking
 (9 scores 60-100 ms apart per pass, then the scores shown compared with the database)
 and the time from a click until the page confirms the score is stored. ``--target NAME|PATH``
 instead rates one transcript of a study of that target (e.g. the categorical crisis form) with the keyboard.
+``--annotators [1,10,20]`` (without ``--hosting``) puts N simulated annotators on ONE app process (SQLite,
+or ``--db``), each signing in and giving ``--keys`` scores one key at a time on the rating form; key → stored
+and sign-in p50/p95 with n per N, every score checked in the database, and the largest N whose key → stored
+p95 ≤ 1 s (``benchmarks/bench_app_annotators.py``; ``--chromium K``: K of them in headless Chromium,
+``--think S``: mean seconds between an annotator's keys, default 0 = all pressing at once).
 ``--hosting`` runs 1, 2 and 4 processes behind nginx on PostgreSQL with 10, 20 and 40 simulated annotators
 (``benchmarks/bench_app_hosting.py``; ``--processes``/``--annotators`` choose others).
 ``--robustness`` gives the rating page's figures of issue 17 in Chromium at 1280×720: sub-axes
@@ -438,15 +443,26 @@ def main() -> None:
                     help="only rate one transcript on this target's form with the keyboard (e.g. crisis)")
     ap.add_argument("--hosting", action="store_true", help="only the figures of several processes behind nginx")
     ap.add_argument("--processes", default="1,2,4", help="with --hosting: app process counts")
-    ap.add_argument("--annotators", default="10,20,40", help="with --hosting: simulated annotator counts")
-    ap.add_argument("--keys", type=int, default=5, help="with --hosting: scores per transcript")
-    ap.add_argument("--items", type=int, default=2, help="with --hosting: transcripts per annotator")
+    ap.add_argument("--annotators", nargs="?", const="1,10,20", default=None, metavar="N,N",
+                    help="simulated annotators on one process (default 1,10,20); with --hosting: "
+                         "annotator counts (default 10,20,40)")
+    ap.add_argument("--chromium", type=int, default=0, metavar="K", help="with --annotators: K of them in Chromium")
+    ap.add_argument("--think", type=float, default=0.0, metavar="S",
+                    help="with --annotators: mean seconds between an annotator's keys (default 0)")
+    ap.add_argument("--keys", type=int, default=None, help="scores per transcript (--hosting 5, --annotators 9)")
+    ap.add_argument("--items", type=int, default=None, help="transcripts per annotator (--hosting 2, --annotators 1)")
     args = ap.parse_args()
     if args.hosting:
         from bench_app_hosting import run
 
-        run([int(x) for x in args.processes.split(",")], [int(x) for x in args.annotators.split(",")],
-            args.keys, args.items)
+        run([int(x) for x in args.processes.split(",")], [int(x) for x in (args.annotators or "10,20,40").split(",")],
+            args.keys or 5, args.items or 2)
+        return
+    if args.annotators:
+        from bench_app_annotators import run as run_annotators
+
+        run_annotators([int(x) for x in args.annotators.split(",")], args.db, args.keys or 9, args.items or 1,
+                       args.chromium, args.think)
         return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
