@@ -49,6 +49,17 @@ def test_site_is_valid_nginx_with_upgrades_affinity_and_passive_checks(tmp_path:
     assert "#    listen 443 ssl" in site  # TLS: the operator's certificate, a commented server block
 
 
+def test_an_app_process_runs_no_full_garbage_collection_after_every_script_run() -> None:
+    """Streamlit's post-run ``gc.collect()`` cost each key 0.2-0.3 s of the process's core."""
+    from streamlit.web import cli
+
+    from mindeval.cli.commands.app_launch import streamlit_command
+
+    cmd = streamlit_command("127.0.0.1", 8501)
+    params = cli.main_run.make_context("run", cmd[cmd.index("run") + 1:]).params  # as Streamlit reads them
+    assert params["runner_postScriptGC"] is False
+
+
 def test_a_ticket_is_redeemed_once_by_any_process_and_never_stored_in_clear(any_db_url: str) -> None:
     one, other = make_workspace(any_db_url), Workspace(any_db_url)  # two processes' workspaces
     signed = one.sign_in("demo", DEMO_CODE)
