@@ -236,3 +236,14 @@ def test_hosting_benchmark_smoke(pg_url: str) -> None:
     got = cell(pg_url, 1, 2, 2, 1)
     assert (got["lost"], got["errors"], got["stored"]) == (0, 0, 4)
     assert len(got["signin"]) == 2 and len(got["key"]) == 4
+
+
+def test_annotators_benchmark_smoke(tmp_path: Path) -> None:
+    """``bench_app.py --annotators`` with tiny N on SQLite: two protocol annotators on one process give
+    their scores as fragment runs of the rating form; every score stored, none lost or misattributed."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_app_annotators import cell
+
+    got = cell(f"sqlite:///{tmp_path / 'smoke.db'}", 2, 3, 1, 0, 0.0, tmp_path)
+    assert got["errors"] == [] and (got["ok"], got["lost"], got["misattributed"], got["given"]) == (6, 0, 0, 6)
+    assert len(got["signin"]) == 2 and len(got["key"]) == 6
