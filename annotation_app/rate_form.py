@@ -157,7 +157,8 @@ def apply(ws: Workspace, v: Viewer, act: RateAction, version: int | None) -> tup
             continue
         version = uf.save(ws, v, item, field, options[label], version)
         writes += 1
-        item = ws.item(v, act.item)  # an answer changes which questions later fields reach
+        if item.unit == "question":
+            item = ws.item(v, act.item)  # an answer changes which questions later fields reach
     for t in TEXTS:
         text = act.texts.get(t)
         if text is not None and text != getattr(item, t):

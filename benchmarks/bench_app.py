@@ -9,6 +9,11 @@ rating one transcript with the keyboard (clicks, keys, seconds), rapid clicking
 (9 scores 60-100 ms apart per pass, then the scores shown compared with the database)
 and the time from a click until the page confirms the score is stored. ``--target NAME|PATH``
 instead rates one transcript of a study of that target (e.g. the categorical crisis form) with the keyboard.
+``--annotators [1,10,20]`` (without ``--hosting``) puts N simulated annotators on ONE app process (SQLite,
+or ``--db``), each signing in and giving ``--keys`` scores one key at a time on the rating form; key → stored
+and sign-in p50/p95 with n per N, every score checked in the database, and the largest N whose key → stored
+p95 ≤ 1 s (``benchmarks/bench_app_annotators.py``; ``--chromium K``: K of them in headless Chromium,
+``--think S``: mean seconds between an annotator's keys, default 0 = all pressing at once).
 ``--hosting`` runs 1, 2 and 4 processes behind nginx on PostgreSQL with 10, 20 and 40 simulated annotators
 (``benchmarks/bench_app_hosting.py``; ``--processes``/``--annotators`` choose others).
 ``--robustness`` gives the rating page's figures of issue 17 in Chromium at 1280×720: sub-axes
@@ -38,6 +43,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from appkit import (  # noqa: E402
     DEMO_CODE,
     add_target_study,
+    form_fields,
     free_port,
     make_workspace,
     start_app,
@@ -45,15 +51,7 @@ from appkit import (  # noqa: E402
     viewer,
     wait_healthy,
 )
-from browserkit import (  # noqa: E402
-    CHROMIUM,
-    SHOWN_SCORES_JS,
-    chromium_context,
-    pane_ready,
-    saved,
-    sign_in,
-    stored,
-)
+from browserkit import CHROMIUM, chromium_context, sign_in  # noqa: E402
 
 from annotation_app.services import DB_ENV, SYSTEM  # noqa: E402
 
@@ -147,9 +145,9 @@ def apptest_click(tmp: Path, n: int) -> list[float]:
     at.button(key="open_1").click().run()
     out = []
     for i in range(n):
-        radio = next(r for r in at.radio if r.key and r.key.endswith("coherence_style"))
+        field = form_fields(at)["coherence_style"]
         t = time.perf_counter()
-        radio.set_value(1 + i % 6).run()
+        field.set_value(1 + i % 6).run()
         out.append(time.perf_counter() - t)
     return out
 
@@ -199,6 +197,29 @@ def target_rating(tmp: Path, target: str) -> dict[str, object] | None:
     return out
 
 
+# The rating form component with nothing left to save, and its sub-axes (assets/forms/rate.js).
+FORM_READY = '.mindeval-rate[data-state="saved"] fieldset.rate-axis'
+FIELDS = ".mindeval-rate fieldset.rate-axis"
+# The labels the form shows as chosen, in order ("" = none).
+FORM_SHOWN_JS = "() => JSON.parse(document.querySelector('.mindeval-rate')?.dataset.shown || '[]')"
+FORM_ALL_SAVED_JS = "() => document.querySelector('.mindeval-rate')?.dataset.state === 'saved'"
+
+
+def _form_saved(page) -> None:
+    page.wait_for_function(FORM_ALL_SAVED_JS)
+
+
+def _stored(page, want: list[str], timeout: int = 180_000) -> None:
+    """Wait until the form shows ``want`` (labels, "" = none) as chosen and stored, nothing left to save."""
+    page.wait_for_function("""want => { const f = document.querySelector('.mindeval-rate');
+      return !!f && f.dataset.state === 'saved' && f.dataset.stored === JSON.stringify(want)
+        && f.dataset.shown === JSON.stringify(want); }""", arg=want, timeout=timeout)
+
+
+def _form_item(page) -> int:
+    return int(page.get_attribute(".mindeval-rate", "data-item"))
+
+
 @contextmanager
 def rating_page(url: str, tmp: Path, name: str, n_subs: int) -> Iterator[Any]:
     """The app on ``url`` in headless Chromium at 1280×720, signed in, on the first item's rating pane."""
@@ -214,8 +235,7 @@ def rating_page(url: str, tmp: Path, name: str, n_subs: int) -> Iterator[Any]:
             page.set_default_timeout(60_000)
             sign_in(page, f"http://127.0.0.1:{port}/")
             page.get_by_role("button", name="Continue rating").click()
-            page.locator('.st-key-rating-pane [data-testid="stRadio"]').nth(n_subs - 1).wait_for()
-            saved(page)
+            page.locator(FORM_READY).nth(n_subs - 1).wait_for()
             yield page
             ctx.close()
     finally:
@@ -246,32 +266,30 @@ def browser_rating(tmp: Path, passes: int) -> dict[str, object] | None:
             out["keyboard keys"] = len(subs) + len(TEXT) + 1
             first = ws.queue(v, 1)[0].assignment_id
             out["keyboard stored"] = ws.item(v, first).values == {s.id: 1 + n % 6 for n, s in enumerate(subs)}
-            saved(page)
+            _form_saved(page)
             # 2. rapid passes: every score shown must be the one stored
             rng = random.Random(7)
             lost = 0
             for _ in range(passes):
-                groups = page.locator('.st-key-rating-pane [data-testid="stRadio"]')
+                groups = page.locator(FIELDS)
                 for i in range(len(subs)):
                     groups.nth(i).locator("label").filter(has_text=re.compile(rf"^{rng.randint(1, 6)}$")).click()
                     page.wait_for_timeout(rng.randint(60, 100))
-                saved(page)
+                _form_saved(page)
                 pos = int(re.search(r"Transcript (\d+) of", page.inner_text("body")).group(1))
                 stored = ws.item(v, ws.queue(v, 1)[pos - 1].assignment_id).values
-                shown = page.evaluate(SHOWN_SCORES_JS)
-                lost += shown != [str(stored[s.id]) if s.id in stored else None for s in subs]
+                shown = page.evaluate(FORM_SHOWN_JS)
+                lost += shown != [str(stored[s.id]) if s.id in stored else "" for s in subs]
             out["rapid passes"] = passes
             out["lost-save passes"] = lost
             # 3. one click → the page confirms the value is stored
             waits = []
-            group = page.locator('.st-key-rating-pane [data-testid="stRadio"]').first
+            group = page.locator(FIELDS).first
             for n in range(20):
                 value = str(1 + (n % 2))
                 t = time.perf_counter()
                 group.locator("label").filter(has_text=re.compile(rf"^{value}$")).click()
-                page.wait_for_function(
-                    "v => { const e = document.querySelector('[data-mindeval-saved]');"
-                    " return e && JSON.parse(e.getAttribute('data-mindeval-saved'))[0] === v; }", arg=value)
+                page.wait_for_function(FIRST_STORED_JS, arg=value)
                 waits.append(time.perf_counter() - t)
             out["click to confirmed save"] = waits
     finally:
@@ -280,22 +298,18 @@ def browser_rating(tmp: Path, passes: int) -> dict[str, object] | None:
 
 
 VISIBLE_JS = """() => {
-  const pane = document.querySelector('.st-key-rating-pane').getBoundingClientRect();
-  const subs = [...document.querySelectorAll('.st-key-rating-pane [data-testid="stRadio"]')]
+  const pane = document.querySelector('.mindeval-rate').getBoundingClientRect();
+  const subs = [...document.querySelectorAll('.mindeval-rate fieldset.rate-axis')]
     .map(g => g.getBoundingClientRect())
     .filter(r => r.top >= Math.max(0, pane.top) && r.bottom <= Math.min(window.innerHeight, pane.bottom)).length;
-  const b = [...document.querySelectorAll('button')].find(x => x.innerText.trim() === 'Submit rating')
-    .getBoundingClientRect();
+  const b = document.querySelector('.mindeval-rate button.rate-submit').getBoundingClientRect();
   return [subs, b.top >= 0 && b.bottom <= window.innerHeight, document.scrollingElement.scrollTop];
 }"""
 
 
-# The first sub-axis's stored label equals v: the rating form component's (annotation_app/forms.py),
-# else the stored-state marker's.
+# The first sub-axis's stored label equals v and nothing is left to save (the rating form component).
 FIRST_STORED_JS = """v => { const f = document.querySelector('.mindeval-rate');
-  if (f) return JSON.parse(f.dataset.stored || '[]')[0] === v;
-  const e = document.querySelector('[data-mindeval-saved]');
-  return !!e && JSON.parse(e.getAttribute('data-mindeval-saved'))[0] === v; }"""
+  return !!f && f.dataset.state === 'saved' && JSON.parse(f.dataset.stored || '[]')[0] === v; }"""
 
 
 def key_latency(tmp: Path, n: int) -> list[float] | None:
@@ -321,7 +335,7 @@ def key_latency(tmp: Path, n: int) -> list[float] | None:
 def _click(page, group: int, label: str) -> None:
     import re
 
-    page.locator('.st-key-rating-pane [data-testid="stRadio"]').nth(group).locator("label").filter(
+    page.locator(FIELDS).nth(group).locator("label").filter(
         has_text=re.compile(rf"^{re.escape(label)}$")).click()
 
 
@@ -361,9 +375,9 @@ def robustness(tmp: Path, passes: int, shots: Path | None) -> dict[str, object] 
                                    and [str(item.values[s.id]) for s in subs] == want)
             # 2. keyboard on the next transcript: a key per score, typing, Ctrl+Enter
             page.reload()  # the next transcript, without the first one's "Rating submitted" message
-            pane_ready(page, len(subs))
-            saved(page)
-            aid = int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
+            page.locator(FORM_READY).nth(len(subs) - 1).wait_for()
+            _form_saved(page)
+            aid = _form_item(page)
             out["keyboard seconds"] = keyboard_rating(page, [str(1 + n % 6) for n in range(len(subs))], TEXT)
             out["keyboard keys"] = len(subs) + len(TEXT) + 1
             item = ws.item(v, aid)
@@ -375,17 +389,17 @@ def robustness(tmp: Path, passes: int, shots: Path | None) -> dict[str, object] 
             rng = random.Random(3)
             lost = []
             for _ in range(passes):
-                pane_ready(page, len(subs))
-                aid = int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
-                shown = page.evaluate(SHOWN_SCORES_JS)
+                page.locator(FORM_READY).nth(len(subs) - 1).wait_for()
+                aid = _form_item(page)
+                shown = page.evaluate(FORM_SHOWN_JS)
                 want = [rng.choice([x for x in "123456" if x != shown[i]]) for i in range(len(subs))]
                 for i, score in enumerate(want):
                     _click(page, i, score)
                 page.wait_for_timeout(100)  # the scenario, not a wait for the app
                 page.reload()
-                pane_ready(page, len(subs))
+                page.locator(FORM_READY).nth(len(subs) - 1).wait_for()
                 try:
-                    stored(page, want, timeout=30_000)
+                    _stored(page, want, timeout=30_000)
                 except Exception:  # counted below from the database
                     pass
                 db = ws.item(v, aid).values
@@ -396,21 +410,21 @@ def robustness(tmp: Path, passes: int, shots: Path | None) -> dict[str, object] 
             tab2 = page.context.new_page()
             base = [None] * len(subs)
             _click(page, coh, "3")
-            base = page.evaluate(SHOWN_SCORES_JS)
-            stored(page, base)
+            base = page.evaluate(FORM_SHOWN_JS)
+            _stored(page, base)
             tab2.goto(page.url)
-            pane_ready(tab2, len(subs))
-            stored(tab2, base)
+            tab2.locator(FORM_READY).nth(len(subs) - 1).wait_for()
+            _stored(tab2, base)
             _click(page, coh, "5" if base[coh] != "5" else "6")
-            newer = page.evaluate(SHOWN_SCORES_JS)
-            stored(page, newer)
+            newer = page.evaluate(FORM_SHOWN_JS)
+            _stored(page, newer)
             _click(tab2, other, "1" if base[other] != "1" else "2")
             tab2.get_by_text("changed in another tab or device").wait_for()
-            stored(tab2, newer)
+            _stored(tab2, newer)
             db = ws.item(v, aid).values
             out["two tabs"] = {"stale write refused": str(db.get(subs[other].id)) == newer[other],
                                "newer value kept": str(db.get("coherence_style")) == newer[coh],
-                               "stale tab shows newer value": tab2.evaluate(SHOWN_SCORES_JS) == newer,
+                               "stale tab shows newer value": tab2.evaluate(FORM_SHOWN_JS) == newer,
                                "message shown": True}
     finally:
         ws.close()
@@ -438,15 +452,26 @@ def main() -> None:
                     help="only rate one transcript on this target's form with the keyboard (e.g. crisis)")
     ap.add_argument("--hosting", action="store_true", help="only the figures of several processes behind nginx")
     ap.add_argument("--processes", default="1,2,4", help="with --hosting: app process counts")
-    ap.add_argument("--annotators", default="10,20,40", help="with --hosting: simulated annotator counts")
-    ap.add_argument("--keys", type=int, default=5, help="with --hosting: scores per transcript")
-    ap.add_argument("--items", type=int, default=2, help="with --hosting: transcripts per annotator")
+    ap.add_argument("--annotators", nargs="?", const="1,10,20", default=None, metavar="N,N",
+                    help="simulated annotators on one process (default 1,10,20); with --hosting: "
+                         "annotator counts (default 10,20,40)")
+    ap.add_argument("--chromium", type=int, default=0, metavar="K", help="with --annotators: K of them in Chromium")
+    ap.add_argument("--think", type=float, default=0.0, metavar="S",
+                    help="with --annotators: mean seconds between an annotator's keys (default 0)")
+    ap.add_argument("--keys", type=int, default=None, help="scores per transcript (--hosting 5, --annotators 9)")
+    ap.add_argument("--items", type=int, default=None, help="transcripts per annotator (--hosting 2, --annotators 1)")
     args = ap.parse_args()
     if args.hosting:
         from bench_app_hosting import run
 
-        run([int(x) for x in args.processes.split(",")], [int(x) for x in args.annotators.split(",")],
-            args.keys, args.items)
+        run([int(x) for x in args.processes.split(",")], [int(x) for x in (args.annotators or "10,20,40").split(",")],
+            args.keys or 5, args.items or 2)
+        return
+    if args.annotators:
+        from bench_app_annotators import run as run_annotators
+
+        run_annotators([int(x) for x in args.annotators.split(",")], args.db, args.keys or 9, args.items or 1,
+                       args.chromium, args.think)
         return
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)

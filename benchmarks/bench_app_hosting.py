@@ -2,9 +2,10 @@
 with 10, 20 and 40 simulated annotators speaking Streamlit's protocol (tests/annotation_app/stclient.py).
 
 Each annotator signs in through the page (form, hand-off, cookie) and gives ``--keys`` scores,
-one script run each, on transcripts of her own; reported per cell: sign-in and key → stored
-(the run that stores the score has finished) p50/p95 with n, and every score checked in the
-database afterwards. Needs ``$MINDEVAL_TEST_PG_URL`` (scripts/services.sh) and nginx.
+one key each on the rating form component (its whole state sent as a fragment run, as the browser
+sends it), on transcripts of her own; reported per cell: sign-in and key → stored (the form's
+answer acknowledges the state and shows the score stored) p50/p95 with n, and every score
+checked in the database afterwards. Needs ``$MINDEVAL_TEST_PG_URL`` (scripts/services.sh) and nginx.
 """
 
 from __future__ import annotations

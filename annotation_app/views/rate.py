@@ -119,6 +119,7 @@ def _on_submit() -> None:
     act = _take("submit")
     if act is None or not _apply(act):
         return
+    _active_time(act.item, True, flush_at=0.0)
     try:
         rev = ws.submit(v, act.item, version=_version(act))
     except RatingIncomplete as exc:
@@ -137,18 +138,23 @@ def _on_submit() -> None:
         st.session_state["rate_moved"] = True
 
 
-def _active_time(item_id: int, has_rating: bool) -> None:
+ACTIVE_FLUSH_S = 30.0
+
+
+def _active_time(item_id: int, has_rating: bool, flush_at: float = ACTIVE_FLUSH_S) -> None:
     """Time between the annotator's actions on this transcript (each gap counted up to two minutes),
-    stored with the rating once it exists."""
+    stored with the rating once it exists: in steps of ``flush_at`` seconds, at Submit, and when
+    she moves to another transcript; not at every key (a write each doubled a key's writes)."""
     now = time.monotonic()
     last = st.session_state.get("rate_clock")
     pending: dict[int, float] = st.session_state.setdefault("rate_time", {})
     if last and last[0] == item_id:
         pending[item_id] = pending.get(item_id, 0.0) + min(now - last[1], 120.0)
     st.session_state["rate_clock"] = (item_id, now)
-    if has_rating and pending.get(item_id, 0.0) >= 1.0:
+    due = [a for a, secs in pending.items() if secs >= 1.0 and (a != item_id or (has_rating and secs >= flush_at))]
+    for a in due:
         try:
-            ws.add_active_time(v, item_id, pending.pop(item_id))
+            ws.add_active_time(v, a, pending.pop(a))
         except MindEvalError:
             pass
 

@@ -139,20 +139,43 @@ def add_raters(ws: Workspace, study: str, names: list[str]) -> dict[str, str]:
     return codes
 
 
+# The rating form component (annotation_app/assets/forms/rate.js) in Chromium: its root names its
+# item and says "saved" once everything it shows is stored and acknowledged.
+FORM_SAVED_JS = """([item, field, label]) => { const f = document.querySelector('.mindeval-rate');
+  if (!f || f.dataset.item !== String(item) || f.dataset.state !== 'saved') return false;
+  if (!field) return true;
+  const ids = JSON.parse(f.dataset.fields || '[]'), st = JSON.parse(f.dataset.stored || '[]');
+  return st[ids.indexOf(field)] === label; }"""
+
+
+def form_saved(page, aid: int, field: str = "", label: str = "", timeout: float = 180_000) -> None:
+    """Wait in Chromium until the rating form shows item ``aid`` with nothing left to save (and,
+    with ``field``, ``label`` stored on it)."""
+    page.wait_for_function(FORM_SAVED_JS, arg=[aid, field, label], timeout=timeout)
+
+
+def click_score(page, field: str, label: str) -> None:
+    """Click option ``label`` of the form's field ``field`` in Chromium."""
+    page.locator(f'.mindeval-rate fieldset.rate-axis[data-sub="{field}"] input[value="{label}"]').click()
+
+
 def score(who: int, aid: int, j: int) -> int:
     """The score annotator ``who`` gives sub-axis ``j`` of assignment ``aid`` (1..5, each differs)."""
     return 1 + (who + aid + j) % 5
 
 
 class Annotator:
-    """A protocol annotator (:class:`stclient.StClient`) rating its items through the proxy; it keeps
-    the changes the server has not confirmed and sends them again after a reconnect (the page's
-    own buffer does the same), and counts what happened."""
+    """A protocol annotator (:class:`stclient.StClient`) rating its items on the rating form
+    component through the proxy (or one app process): each score one key, sent as the form's
+    whole state (a fragment run) and kept until the form's answer acknowledges it; after a
+    reconnect the page is loaded again and the same state re-sent (the page's own buffer does
+    the same). Counts what happened and how long each key took until stored."""
 
     def __init__(self, base: str, who: int, name: str, code: str, study: int) -> None:
-        from stclient import StClient
+        from stclient import RateTab, StClient
 
         self.c = StClient(base)
+        self.tab = RateTab(self.c)
         self.who, self.name, self.code, self.study = who, name, code, study
         self.signin_s: float | None = None
         self.key_s: list[float] = []
@@ -166,24 +189,32 @@ class Annotator:
         self.c.sign_in(self.name, self.code)
         self.signin_s = time.perf_counter() - t
 
-    def _page(self, aid: int, states: list) -> list[str]:
-        """Run the rating page of ``aid`` with ``states`` until it answers; its radio ids."""
+    def _retry(self, aid: int, act) -> dict:
+        """``act()`` until it runs without the connection dropping (reconnect and reload between)."""
         from stclient import Disconnected
 
         for _ in range(50):
             try:
-                self.c.run(page="rate", query=f"study={self.study}&item={aid}", widgets=states)
-                ids = self.c.radio_ids()
-                if ids and not all(f"-a{aid}_" in i for i in ids):
-                    raise AssertionError(f"{self.name}: the page shows another item than {aid}: {ids[0]}")
-                if not ids:
-                    self.signed_out += "signin_name" in self.c.widgets
-                    raise AssertionError(f"{self.name}: no rating pane for item {aid}: {self.c.text()[:200]}")
-                return ids
+                return act()
             except Disconnected:
                 self.reconnects += 1
-                wait_for(self._reconnect, f"{self.name} reconnecting", 120)
+                self._fresh()
+                try:
+                    self._page(aid)
+                except Disconnected:
+                    continue
         raise AssertionError(f"{self.name}: item {aid} never answered")
+
+    def _page(self, aid: int) -> dict:
+        """Load the rating page of ``aid``; the form's data (raises when it shows no form or another item)."""
+        self.c.run(page="rate", query=f"study={self.study}&item={aid}")
+        data = self.tab.data()
+        if data is None:
+            self.signed_out += "signin_name" in self.c.widgets
+            raise AssertionError(f"{self.name}: no rating form for item {aid}: {self.c.text()[:200]}")
+        if data["item"] != aid:
+            raise AssertionError(f"{self.name}: the page shows item {data['item']}, not {aid}")
+        return data
 
     def _fresh(self) -> None:
         wait_for(self._reconnect, f"{self.name} connecting", 120)
@@ -195,18 +226,26 @@ class Annotator:
         except OSError:
             return False
 
-    def rate(self, aid: int, keys: int, between=None) -> None:
-        """Give ``keys`` scores on ``aid``, one script run each (a key press), all kept until stored."""
-        from streamlit.proto.WidgetStates_pb2 import WidgetState
+    def key(self, aid: int, field: str, label: str) -> None:
+        """One key: ``label`` on ``field``, sent until the form's answer says it is stored."""
+        state = self.tab.state({field: label})
+        for _ in range(5):
+            self._retry(aid, lambda: self.tab.send(state))
+            if self.tab.acked(state):
+                return
+        raise AssertionError(f"{self.name}: {field}={label} on item {aid} never acknowledged: "
+                             f"{self.tab.data()} {self.c.text()[:300]}")
 
+    def rate(self, aid: int, keys: int, between=None) -> None:
+        """Give ``keys`` scores on ``aid`` (the form's first ``keys`` sub-axes), one key each."""
         self._fresh()  # a new tab on the item's link: the page reads the item from the URL at its first run
-        ids = self._page(aid, [])
-        want: dict[int, int] = {}
+        data = self._retry(aid, lambda: self._page(aid))
+        fields = [a["id"] for a in data["axes"] if a["kind"] == "radio"]
+        want = self.expected.setdefault(aid, {})
         for j in range(keys):
             want[j] = score(self.who, aid, j)
             t = time.perf_counter()
-            ids = self._page(aid, [WidgetState(id=ids[i], string_value=str(v)) for i, v in want.items()])
+            self.key(aid, fields[j], str(want[j]))
             self.key_s.append(time.perf_counter() - t)
             if between:
                 between()
-        self.expected[aid] = want

@@ -16,7 +16,15 @@ from pathlib import Path
 
 import pytest
 from appkit import DEMO_CODE, ROOT, make_workspace, viewer
-from hostkit import Annotator, Deployment, add_raters, nginx_binary, wait_for
+from hostkit import (
+    Annotator,
+    Deployment,
+    add_raters,
+    click_score,
+    form_saved,
+    nginx_binary,
+    wait_for,
+)
 from sqlalchemy import select, text
 
 from annotation_app.hosting import ProxySite, site_config, standalone_config
@@ -39,6 +47,17 @@ def test_site_is_valid_nginx_with_upgrades_affinity_and_passive_checks(tmp_path:
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "#    listen 443 ssl" in site  # TLS: the operator's certificate, a commented server block
+
+
+def test_an_app_process_runs_no_full_garbage_collection_after_every_script_run() -> None:
+    """Streamlit's post-run ``gc.collect()`` cost each key 0.2-0.3 s of the process's core."""
+    from streamlit.web import cli
+
+    from mindeval.cli.commands.app_launch import streamlit_command
+
+    cmd = streamlit_command("127.0.0.1", 8501)
+    params = cli.main_run.make_context("run", cmd[cmd.index("run") + 1:]).params  # as Streamlit reads them
+    assert params["runner_postScriptGC"] is False
 
 
 def test_a_ticket_is_redeemed_once_by_any_process_and_never_stored_in_clear(any_db_url: str) -> None:
@@ -135,7 +154,7 @@ def _run_all(annotators: list[Annotator], work) -> None:
 @pytest.mark.postgres
 @pytest.mark.xdist_group("hosted")  # one deployment (3 processes, nginx) serves both
 def test_a_process_killed_mid_pass_loses_no_rating_and_signs_nobody_out(hosted, tmp_path: Path) -> None:
-    from browserkit import open_browser, pane_ready, settle, sign_in
+    from browserkit import open_browser, settle, sign_in
 
     dep, ws, codes = hosted
     names = ["rater0", "rater1", "rater2"]
@@ -160,12 +179,12 @@ def test_a_process_killed_mid_pass_loses_no_rating_and_signs_nobody_out(hosted, 
     pv, paids = _items(ws, person, pcode)
     sign_in(page, dep.base + "/", person, pcode)
     page.goto(f"{dep.base}/rate?study=1&item={paids[0]}")
-    pane_ready(page, 9)
+    form_saved(page, paids[0])
     subs = [x.id for x in ws.item(pv, paids[0]).subaxes]
-    clicked = _click(page, 0, 2, subs)
+    clicked = _click(page, subs[0], 2)
     _run_all(annotators, work)
     assert killed, "no process was killed"
-    clicked.update(_click(page, 1, 4, subs))  # after the kill: the page reconnected (maybe to another process)
+    clicked.update(_click(page, subs[1], 4))  # after the kill: the page reconnected (maybe to another process)
     wait_for(lambda: dict(ws.item(pv, paids[0]).values) == clicked, "the Chromium rater's scores stored", 180)
     settle(page)
     page.get_by_text(f"Signed in as {person}").wait_for()
@@ -177,15 +196,10 @@ def test_a_process_killed_mid_pass_loses_no_rating_and_signs_nobody_out(hosted, 
         pass
 
 
-def _click(page, group: int, value: int, subs: list[str]) -> dict[str, int]:
-    """Click score ``value`` of the pane's radio group ``group``; {sub-axis id: value} it stands for."""
-    import re
-
-    from browserkit import WAIT_MS
-
-    radios = page.locator('.st-key-rating-pane [data-testid="stRadio"]')
-    radios.nth(group).locator("label").filter(has_text=re.compile(rf"^{value}$")).click(timeout=WAIT_MS)
-    return {subs[group]: value}
+def _click(page, sub: str, value: int) -> dict[str, int]:
+    """Click score ``value`` of the form's sub-axis ``sub``; {sub-axis id: value} it stands for."""
+    click_score(page, sub, str(value))
+    return {sub: value}
 
 
 @pytest.mark.postgres
@@ -222,3 +236,14 @@ def test_hosting_benchmark_smoke(pg_url: str) -> None:
     got = cell(pg_url, 1, 2, 2, 1)
     assert (got["lost"], got["errors"], got["stored"]) == (0, 0, 4)
     assert len(got["signin"]) == 2 and len(got["key"]) == 4
+
+
+def test_annotators_benchmark_smoke(tmp_path: Path) -> None:
+    """``bench_app.py --annotators`` with tiny N on SQLite: two protocol annotators on one process give
+    their scores as fragment runs of the rating form; every score stored, none lost or misattributed."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_app_annotators import cell
+
+    got = cell(f"sqlite:///{tmp_path / 'smoke.db'}", 2, 3, 1, 0, 0.0, tmp_path)
+    assert got["errors"] == [] and (got["ok"], got["lost"], got["misattributed"], got["given"]) == (6, 0, 0, 6)
+    assert len(got["signin"]) == 2 and len(got["key"]) == 6

@@ -27,13 +27,19 @@ def streamlit_command(host: str, port: int, script: Path | None = None) -> list[
     starts the next run at once, in a new thread, while the old run goes on to its next Streamlit
     call. Two runs of one tab then write at the same time, and the rating page refused its own
     autosave as written by another tab (its version had moved under it). Off, the next run starts
-    where the old one stops (at its next Streamlit call): one run of a tab at a time."""
+    where the old one stops (at its next Streamlit call): one run of a tab at a time.
+
+    ``runner.postScriptGC`` is off: Streamlit otherwise runs a full garbage collection after every
+    script run, 0.2-0.3 s of the process's one core per run here (the rating form's fragment run
+    itself takes ~0.1 s), so every key an annotator pressed waited for it and a process served a
+    third as many annotators (``benchmarks/bench_app.py --annotators``). Python's own generational
+    collector still runs."""
     cmd = [
         sys.executable, "-m", "streamlit", "run", str(script or app_script()),
         "--server.headless", "true", "--server.address", host, "--server.port", str(port),
         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
         "--server.runOnSave", "false", "--client.toolbarMode", "minimal",
-        "--runner.fastReruns", "false",
+        "--runner.fastReruns", "false", "--runner.postScriptGC", "false",
     ]
     for key, val in THEME.items():
         cmd += [f"--theme.{key}", val]

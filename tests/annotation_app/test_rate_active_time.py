@@ -1,0 +1,42 @@
+"""Active time on a transcript is stored in steps, not at every key: a key's fragment run wrote the
+time since the last key besides the score itself (two writes per key). The time reaches the
+rating every 30 s of it, at Submit, and when the annotator moves to another transcript."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from appkit import DEMO_CODE, form_fields, form_send, sign_in, viewer
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Seconds added to ``time.monotonic`` (it still advances: nothing waiting on it stalls)."""
+    shift = [0.0]
+    real = time.monotonic
+    monkeypatch.setattr(time, "monotonic", lambda: real() + shift[0])
+    return shift
+
+
+def test_active_time_is_written_every_30_s_and_at_submit_not_per_key(demo_ws, clock) -> None:
+    at = sign_in("demo", DEMO_CODE)
+    at.button(key="open_1").click().run()
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    aid = at.session_state["assignment_id"]
+    subs = list(form_fields(at))
+    form_send(at, {subs[0]: "3"})
+    for n, sub in enumerate(subs[1:4], start=1):
+        clock[0] += 5.0  # a key every 5 s: nothing written yet
+        form_send(at, {sub: str(1 + n % 6)})
+    assert demo_ws.item(v, aid).active_seconds == 0.0
+    clock[0] += 20.0  # 35 s in all: one step
+    form_send(at, {subs[4]: "2"})
+    assert demo_ws.item(v, aid).active_seconds == pytest.approx(35.0, abs=3.0)
+    for sub in subs[5:]:
+        clock[0] += 4.0
+        form_send(at, {sub: "4"})
+    form_send(at, texts={"justification": "Steady."}, submit=True)
+    assert not at.exception, at.exception
+    item = demo_ws.item(v, aid)
+    assert item.state == "submitted" and item.active_seconds == pytest.approx(35.0 + 16.0, abs=5.0)
