@@ -152,16 +152,15 @@ class StClient:
 
     def _note(self, el, fragment_id: str = "") -> None:
         kind = el.WhichOneof("type")
-        if kind == "bidi_component":
+        if kind == "bidi_component":  # a custom component: its data (e.g. the sign-in hand-off's target) too
             self.components[el.bidi_component.component_name] = Component(el.bidi_component, fragment_id)
+            self.texts.append(el.bidi_component.json)
         elif kind in WIDGETS:
             w = getattr(el, kind)
             key = w.id.rsplit("-", 1)[-1] if "-" in w.id else w.id
             self.widgets[key] = (w.id, w)
         elif kind in ("html", "markdown", "alert", "heading"):
             self.texts.append(getattr(getattr(el, kind), "body", ""))
-        elif kind == "bidi_component":  # a custom component's data (e.g. the sign-in hand-off's target)
-            self.texts.append(el.bidi_component.json)
 
     def text(self) -> str:
         return "\n".join(self.texts)
