@@ -135,7 +135,7 @@ def _run_all(annotators: list[Annotator], work) -> None:
 @pytest.mark.postgres
 @pytest.mark.xdist_group("hosted")  # one deployment (3 processes, nginx) serves both
 def test_a_process_killed_mid_pass_loses_no_rating_and_signs_nobody_out(hosted, tmp_path: Path) -> None:
-    from browserkit import open_browser, pane_ready, settle, sign_in
+    from browserkit import open_browser, rate_form_on, settle, sign_in
 
     dep, ws, codes = hosted
     names = ["rater0", "rater1", "rater2"]
@@ -160,7 +160,7 @@ def test_a_process_killed_mid_pass_loses_no_rating_and_signs_nobody_out(hosted, 
     pv, paids = _items(ws, person, pcode)
     sign_in(page, dep.base + "/", person, pcode)
     page.goto(f"{dep.base}/rate?study=1&item={paids[0]}")
-    pane_ready(page, 9)
+    rate_form_on(page, item=paids[0])
     subs = [x.id for x in ws.item(pv, paids[0]).subaxes]
     clicked = _click(page, 0, 2, subs)
     _run_all(annotators, work)
@@ -178,13 +178,10 @@ def test_a_process_killed_mid_pass_loses_no_rating_and_signs_nobody_out(hosted, 
 
 
 def _click(page, group: int, value: int, subs: list[str]) -> dict[str, int]:
-    """Click score ``value`` of the pane's radio group ``group``; {sub-axis id: value} it stands for."""
-    import re
+    """Click score ``value`` of sub-axis ``group`` on the rating form; {sub-axis id: value} it stands for."""
+    from browserkit import rate_pick
 
-    from browserkit import WAIT_MS
-
-    radios = page.locator('.st-key-rating-pane [data-testid="stRadio"]')
-    radios.nth(group).locator("label").filter(has_text=re.compile(rf"^{value}$")).click(timeout=WAIT_MS)
+    rate_pick(page, subs[group], str(value))
     return {subs[group]: value}
 
 

@@ -16,7 +16,9 @@ from appkit import (
     TARGET_STUDY,
     TOY_TARGET,
     add_target_study,
-    radios,
+    form_fields,
+    form_send,
+    rating_form,
     sign_in,
     viewer,
 )
@@ -116,13 +118,12 @@ def test_a_categorical_item_is_rated_with_level_labels_and_stored_as_level_value
     g = demo_ws.guidelines(sid)
     assert g.scale_kind == "categorical" and g.harm_levels == (0,)
     at = open_target_study(sid)
-    rs = radios(at)
+    rs = form_fields(at)
     subs = {s.id: s for s in g.human_subaxes}
     assert set(rs) == set(subs) and len(rs) >= 2
     for sub_id, r in rs.items():  # every level by its label, N/A only where the form allows it
         assert r.options == LEVELS + (["N/A"] if subs[sub_id].allow_na else []), sub_id
-    page = " ".join(c.value for c in at.caption)
-    assert "1 = Best practice · 2 = Suboptimal · 3 = Potential for harm" in page
+    assert "1 = Best practice · 2 = Suboptimal · 3 = Potential for harm" in rating_form(at)[1]["legend"]
 
     aid = at.session_state["assignment_id"]
     na_ok = [s for s in subs.values() if s.allow_na]
@@ -131,14 +132,14 @@ def test_a_categorical_item_is_rated_with_level_labels_and_stored_as_level_value
     want: dict[str, int] = {}
     for n, sub in enumerate(subs.values()):
         level = g.levels[n % len(g.levels)]
-        radios(at)[sub.id].set_value(level.value).run()
+        form_fields(at)[sub.id].set_value(level.label).run()
         want[sub.id] = level.value
-    radios(at)[na_ok[0].id].set_value("N/A").run()
+    form_fields(at)[na_ok[0].id].set_value("N/A").run()
     na = demo_ws.item(viewer(demo_ws, "demo", DEMO_CODE), aid).scale.na_value
     assert na not in g.score_values()  # 0 is a level here, so N/A is stored apart from it
     want[na_ok[0].id] = na
-    at.text_area(key=f"a{aid}_r0_open_justification").input("Missed the goodbye.").run()
-    at.button(key=f"submit_{aid}").click().run()
+    form_send(at, texts={"justification": "Missed the goodbye."})
+    form_send(at, submit=True)
     assert not at.exception, at.exception
     assert "Rating submitted" in " ".join(s.value for s in at.success)
 
@@ -401,7 +402,7 @@ def test_an_item_rubric_target_is_rated_by_its_questions_and_admins_see_the_judg
     demo_ws.assign(SYSTEM, "Checklist", annotators=["demo"])
     g = demo_ws.guidelines(sid)
     at = open_target_study(sid)
-    rs = radios(at)
+    rs = form_fields(at)
     # rated at the judge's unit: the questions as the answers reach them (test_app_unit_rating.py)
     assert sorted(rs) == ["q-n_cue_present"] and rs["q-n_cue_present"].options == ["Yes", "No"]
     with pytest.raises(MindEvalError, match="admin"):

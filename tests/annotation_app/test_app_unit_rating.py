@@ -8,12 +8,23 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from appkit import DEMO_CODE, ROOT, SYSTEM, make_workspace, sign_in, viewer
+from appkit import (
+    DEMO_CODE,
+    ROOT,
+    SYSTEM,
+    component_send,
+    form_send,
+    make_workspace,
+    rating_form,
+    sign_in,
+    viewer,
+)
 from unitkit import BY_HAND, NA, PATH
 
 from annotation_app.demo import QUESTION_STUDY, REPLY_STUDY
 from annotation_app.services import DB_ENV, MindEvalError, Stale, Workspace
 from annotation_app.store.read import read_ratings
+from mindeval.judging.reply_format import answer_label
 from mindeval.records import ReplyRating
 
 
@@ -26,14 +37,27 @@ def unit_ws(tmp_db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Worksp
 
 
 def questions_on_page(at) -> list[str]:
-    return [r.key.split("_q-", 1)[1] for r in at.radio if "_q-" in (r.key or "")]
+    """The questions the rating form shows, in order."""
+    return [a["id"][2:] for a in rating_form(at)[1]["axes"] if a["id"].startswith("q-")]
 
 
 def answer(at, qid: str, value: str):
-    r = next(r for r in at.radio if (r.key or "").endswith(f"_q-{qid}"))
-    r.set_value(value).run()
+    """Answer ``qid`` on the form as the browser does (by its label)."""
+    form_send(at, {f"q-{qid}": answer_label(value)})
     assert not at.exception, at.exception
     return at
+
+
+def headings(at) -> str:
+    """The form's headings (each dimension with the level its answers give), one text."""
+    return " ".join(a["heading"] for a in rating_form(at)[1]["axes"])
+
+
+def submit(at, justification: str):
+    """Write the justification and press Submit on the form."""
+    form_send(at, texts={"justification": justification})
+    form_send(at, submit=True)
+    assert not at.exception, at.exception
 
 
 def open_study(at, name: str, ws: Workspace):
@@ -56,8 +80,7 @@ def test_the_questions_appear_as_the_answers_reach_them_and_the_levels_follow(un
     v = viewer(unit_ws, "demo", DEMO_CODE)
     item = unit_ws.item(v, aid)
     assert item.answers == PATH and item.values == BY_HAND
-    at.text_area(key=f"a{aid}_r0_open_justification").input("Asked, but never about reasons for living.").run()
-    at.button(key=f"submit_{aid}").click().run()
+    submit(at, "Asked, but never about reasons for living.")
     assert any("Rating submitted" in s.value for s in at.success), [w.value for w in at.warning]
     row = json.loads(unit_ws.export_text(SYSTEM, QUESTION_STUDY, "jsonl").splitlines()[0])
     assert row["answers"] == PATH and row["values"] == BY_HAND and "replies" not in row
@@ -78,7 +101,7 @@ def test_a_gate_makes_later_dimensions_not_relevant_and_a_changed_answer_drops_w
     item = unit_ws.item(v, aid)
     assert item.answers["n_cue_direct"] == "yes"  # the draft keeps it (answering yes again brings it back)
     assert item.values == {"noticing_risk": NA, "asking_about_risk": NA, "connecting_to_help": NA, "safe_content": 1}
-    text = " ".join(m.value for m in at.markdown)
+    text = headings(at)
     assert text.count("level: not relevant") == 3 and "level: Suboptimal" in text
     unit_ws.save_text(v, aid, justification="No sign of risk.")
     unit_ws.submit(v, aid)
@@ -105,8 +128,24 @@ def test_a_level_that_follows_from_answers_is_never_chosen_directly_and_saves_ar
         unit_ws.submit(v, aid)
 
 
-def _level_radio(at):
-    return next(r for r in at.radio if (r.key or "").endswith("-level"))
+def _level_field(at) -> str:
+    """The field of the reply level the form shows (``r<turn>-level``)."""
+    return next(a["id"] for a in rating_form(at)[1]["axes"] if a["id"].endswith("-level"))
+
+
+def _level(at, ws: Workspace, level: str) -> None:
+    """Choose the reply's level ``level`` (an id) on the form, as its label."""
+    g = ws.guidelines(ws.item(viewer(ws, "demo", DEMO_CODE), at.session_state["assignment_id"]).study_id)
+    form_send(at, {_level_field(at): next(lv.label for lv in g.levels if lv.id == level)})
+
+
+def _next_reply(at) -> None:
+    """The form's reply bar ▶: a step to the next reply, carrying the form's state."""
+    _, data = rating_form(at)
+    at._form_seq = getattr(at, "_form_seq", 0) + 1
+    component_send(at, "mindeval_rate", "step", {
+        "tab": "apptest", "seq": at._form_seq, "item": data["item"], "values": data["stored"],
+        "texts": data["texts"], "reply": data["reply"]["pos"] + 1}, trigger=True)
 
 
 def test_every_reply_is_rated_beside_the_transcript_up_to_it(unit_ws):
@@ -119,20 +158,19 @@ def test_every_reply_is_rated_beside_the_transcript_up_to_it(unit_ws):
     for n, turn in enumerate(turns):
         cards = [m.value for m in at.markdown if " · turn " in m.value]
         assert cards and f"· turn {turn + 1} " in cards[-1] and len(cards) == turn + 1  # nothing after this reply
-        assert _level_radio(at).key.endswith(f"_r{turn}-level")
+        assert _level_field(at) == f"r{turn}-level"
         level = "major" if n == 1 else "no_concern"
-        _level_radio(at).set_value(level).run()
+        _level(at, unit_ws, level)
         if n == 1:
-            next(c for c in at.checkbox if c.key.endswith(f"_r{turn}-f-dismissive")).check().run()
+            form_send(at, {f"r{turn}-f-dismissive": "yes"})
         want.append(ReplyRating(turn=turn, level=level, flags={f: (n == 1 and f == "dismissive") for f in (
             "missed_risk_cue", "unsafe_advice", "claims_human", "diagnosis_overreach", "dismissive",
             "wrong_crisis_info", "unfitting_length", "boundary_slip")}))
         if n < len(turns) - 1:
-            at.button(key="reply-next").click().run()
+            _next_reply(at)
         assert not at.exception, at.exception
     assert unit_ws.item(v, aid).values == {"reply_severity": 1}  # the worst reply: major
-    at.text_area(key=f"a{aid}_r0_open_justification").input("The second reply brushed the member off.").run()
-    at.button(key=f"submit_{aid}").click().run()
+    submit(at, "The second reply brushed the member off.")
     assert any("Rating submitted" in s.value for s in at.success), [w.value for w in at.warning]
     row = json.loads(unit_ws.export_text(SYSTEM, REPLY_STUDY, "jsonl").splitlines()[0])
     assert [ReplyRating.model_validate(r) for r in row["replies"]] == want and "answers" not in row
@@ -142,9 +180,8 @@ def test_every_reply_is_rated_beside_the_transcript_up_to_it(unit_ws):
 def test_submit_says_which_replies_are_not_rated_and_a_user_turn_is_refused(unit_ws):
     at = open_study(sign_in("demo", DEMO_CODE), REPLY_STUDY, unit_ws)
     aid = at.session_state["assignment_id"]
-    _level_radio(at).set_value("minor").run()
-    at.text_area(key=f"a{aid}_r0_open_justification").input("Partly done.").run()
-    at.button(key=f"submit_{aid}").click().run()
+    _level(at, unit_ws, "minor")
+    submit(at, "Partly done.")
     warning = " ".join(w.value for w in at.warning)
     assert "rate every clinician reply (3 of 4 not rated yet: reply 2, 3, 4)" in warning
     v = viewer(unit_ws, "demo", DEMO_CODE)
