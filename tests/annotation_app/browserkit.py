@@ -322,3 +322,40 @@ def rate_focus_on(page, field: str, timeout: int = WAIT_MS) -> None:
     """Wait until the form highlights ``field`` (where its keys act)."""
     _rate_wait(page, "(f) => document.querySelector('div.mindeval-rate .rate-focus')?.dataset.sub === f", field,
                f"the form did not highlight {field}", timeout)
+
+
+def hold_server(page) -> dict:
+    """Route the page's Streamlit websocket through playwright; while ``flag["on"]`` what the server
+    sends is held back (the page keeps its last render, as under load) and ``release()`` delivers it
+    in order. ``flag["reruns"]`` counts the page's rerun requests sent while held (e.g. a trigger
+    and its resends). Set before the page connects."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    flag: dict = {"on": False, "held": [], "reruns": 0}
+
+    def handler(ws):
+        server = ws.connect_to_server()
+
+        def up(m):
+            if flag["on"] and isinstance(m, bytes) and BackMsg.FromString(m).WhichOneof("type") == "rerun_script":
+                flag["reruns"] += 1
+            server.send(m)
+
+        def down(m):
+            if flag["on"]:
+                flag["held"].append(m)
+            else:
+                ws.send(m)
+
+        ws.on_message(up)
+        server.on_message(down)
+        flag["client"] = ws
+
+    def release():
+        flag["on"] = False
+        while flag["held"]:
+            flag["client"].send(flag["held"].pop(0))
+
+    page.route_web_socket("**/_stcore/stream", handler)
+    flag["release"] = release
+    return flag
