@@ -328,10 +328,12 @@ def hold_server(page) -> dict:
     """Route the page's Streamlit websocket through playwright; while ``flag["on"]`` what the server
     sends is held back (the page keeps its last render, as under load) and ``release()`` delivers it
     in order. ``flag["reruns"]`` counts the page's rerun requests sent while held (e.g. a trigger
-    and its resends). Set before the page connects."""
+    and its resends), ``flag["finished"]`` the script runs the server finished meanwhile. Set
+    before the page connects."""
     from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-    flag: dict = {"on": False, "held": [], "reruns": 0}
+    flag: dict = {"on": False, "held": [], "reruns": 0, "finished": 0}
 
     def handler(ws):
         server = ws.connect_to_server()
@@ -344,6 +346,8 @@ def hold_server(page) -> dict:
         def down(m):
             if flag["on"]:
                 flag["held"].append(m)
+                if isinstance(m, bytes) and ForwardMsg.FromString(m).WhichOneof("type") == "script_finished":
+                    flag["finished"] += 1
             else:
                 ws.send(m)
 

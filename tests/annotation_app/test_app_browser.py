@@ -33,9 +33,9 @@ HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned
 
 def rate_one(page) -> None:
     """Score all nine sub-axes 4 with the mouse, write a justification, submit; every step waits
-    on what the form says is stored (rate.js's dataset), then on the page's confirmation."""
+    on what the form says is stored (rate.js's dataset), then on the page moving on."""
     page.get_by_role("button", name="Continue rating").click()
-    rate_form_on(page)
+    aid = rate_form_on(page)
     fields = json.loads(page.get_attribute(RATE_FORM, "data-fields"))
     assert len(fields) == 9
     for field in fields:
@@ -46,7 +46,11 @@ def rate_one(page) -> None:
     rate_form_saved(page)
     assert json.loads(page.get_attribute(RATE_FORM, "data-texts"))["justification"].startswith("Clear and kind")
     page.locator(f"{RATE_FORM} button.rate-submit").click()
-    page.get_by_text("Rating submitted").wait_for()
+    # what the page keeps showing once the submission is stored (the "Rating submitted" notice is
+    # shown by one run only): the form on the next transcript and the header's count
+    page.wait_for_function("(a) => (document.querySelector('div.mindeval-rate')?.dataset.item ?? String(a))"
+                           " !== String(a)", arg=aid)
+    page.get_by_text(re.compile(r"^1 of \d+ transcripts submitted")).wait_for()
 
 
 def roleplay_one(page, reply_pattern: str, timeout_ms: int) -> None:

@@ -162,9 +162,9 @@ def test_a_submit_sent_again_while_its_answer_is_late_is_applied_once(tmp_path, 
         held["on"] = True
         page.locator(f"{RATE_FORM} button.rate-submit").click()
         end = time.monotonic() + WAIT_MS / 1000
-        while held["reruns"] < 2:  # the Submit and its resend, both unanswered
+        while held["reruns"] < 2:  # the Submit and the form's resend, both unanswered
             assert time.monotonic() < end, "the form never sent its Submit again"
-            page.wait_for_timeout(100)
+            page.wait_for_timeout(50)
         held["release"]()
         rate_form_on(page)
         page.wait_for_function("(a) => document.querySelector('div.mindeval-rate')?.dataset.item !== String(a)",
