@@ -28,6 +28,8 @@ from mindeval.store.tables import TurnRow
 
 pytestmark = pytest.mark.browser
 SCREENSHOT = ROOT / "test-artifacts" / "app.png"
+# markup a sanitiser would cut (an attribute holding "</title" once never showed as saved)
+JUSTIFICATION = 'Clear and kind, but rushed </script> </title> <!-- "q" & 🙂 ]]> towards advice.'
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> I feel **on edge**.'
 
 
@@ -41,10 +43,10 @@ def rate_one(page) -> None:
     for field in fields:
         rate_pick(page, field, "4")
     rate_form_stored(page, ["4"] * 9)
-    page.get_by_label("Justification").fill("Clear and kind, but rushed towards advice.")
+    page.get_by_label("Justification").fill(JUSTIFICATION)
     page.get_by_text("Keys:").click()  # leaving the box sends it
     rate_form_saved(page)
-    assert json.loads(page.get_attribute(RATE_FORM, "data-texts"))["justification"].startswith("Clear and kind")
+    assert json.loads(page.get_attribute(RATE_FORM, "data-texts"))["justification"] == JUSTIFICATION  # byte for byte
     page.locator(f"{RATE_FORM} button.rate-submit").click()
     # what the page keeps showing once the submission is stored (the "Rating submitted" notice is
     # shown by one run only): the form on the next transcript and the header's count
@@ -88,7 +90,7 @@ def test_sign_in_rate_roleplay_restart_and_screenshot(browser_page, tmp_path):
 
     ws = Workspace(url)
     with ws.db.read() as s:
-        assert [r.state for r in s.scalars(select(RatingRow))] == ["submitted"]
+        assert [(r.state, r.justification) for r in s.scalars(select(RatingRow))] == [("submitted", JUSTIFICATION)]
         assert [t.author for t in s.scalars(select(TurnRow).order_by(TurnRow.idx))] == ["human", "model"]
     ws.close()
 
