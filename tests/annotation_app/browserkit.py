@@ -239,3 +239,127 @@ def checked_page(tmp_path: Path, width: int = 1280, height: int = 720):
             warnings.warn(f"the page reloaded itself after Streamlit's frontend error: {recovered}", stacklevel=1)
             errors = [e for e in errors if e not in recovered]
         assert errors == [], f"uncaught errors in the page: {errors}"
+
+
+# --- The rating form component (annotation_app/assets/forms/rate.js): its root's dataset says
+# what it shows (data-fields, data-shown), what Python last sent as stored (data-stored) and
+# whether anything is still on its way (data-state "saving" | "saved").
+RATE_FORM = "div.mindeval-rate"
+
+# What the form shows and keeps, for a failure message.
+RATE_FORM_STATE_JS = """() => {
+  const r = document.querySelector('div.mindeval-rate');
+  return {
+    form: r ? Object.fromEntries(['state', 'item', 'owner', 'version', 'refused', 'fields', 'stored', 'shown', 'texts']
+      .map(a => [a, r.dataset[a] ?? null])) : null,
+    status: r?.querySelector('.rate-status')?.textContent ?? null,
+    kept: Object.fromEntries(Object.keys(localStorage).filter(k => k.startsWith('mindeval-form:'))
+      .map(k => [k, localStorage.getItem(k)])),
+    running: !!document.querySelector('[data-testid="stStatusWidget"] button'),
+    alerts: [...document.querySelectorAll('[data-testid="stAlert"]')].map(a => a.innerText.slice(0, 300)),
+  };
+}"""
+
+
+def rate_form_state(page) -> dict:
+    """The rating form's state as RATE_FORM_STATE_JS reads it (or why it could not be read)."""
+    try:
+        return page.evaluate(RATE_FORM_STATE_JS)
+    except Exception as exc:  # noqa: BLE001 - a failure message must not hide the failure
+        return {"unreadable": str(exc)}
+
+
+def _rate_wait(page, js: str, arg, what: str, timeout: int) -> None:
+    try:
+        page.wait_for_function(js, arg=arg, timeout=timeout)
+    except PlaywrightTimeout:
+        raise AssertionError(f"after {timeout // 1000} s {what}: {rate_form_state(page)}") from None
+
+
+def rate_form_on(page, fields: list[str] | None = None, item: int | None = None, timeout: int = WAIT_MS) -> int:
+    """Wait until the rating form is on screen (on ``item`` when given) showing exactly ``fields``
+    (field ids in order: one radio group or check box each; any when ``None``); its item."""
+    _rate_wait(page, """([want, item]) => { const r = document.querySelector('div.mindeval-rate');
+      if (!r || !r.dataset.fields || (item !== null && r.dataset.item !== String(item))) return false;
+      if (want === null) return true;
+      const boxes = [...r.querySelectorAll('.rate-axis[data-sub]')].map(g => g.dataset.sub);
+      return r.dataset.fields === JSON.stringify(want) && JSON.stringify(boxes) === JSON.stringify(want); }""",
+               [fields, item], f"the form did not show item {item} with fields {fields}", timeout)
+    return int(page.get_attribute(RATE_FORM, "data-item"))
+
+
+def rate_form_saved(page, timeout: int = WAIT_MS) -> None:
+    """Wait until the form has nothing left to send: everything it shows is what Python says is
+    stored, every send acknowledged, no change kept in the browser."""
+    _rate_wait(page, """() => document.querySelector('div.mindeval-rate')?.dataset.state === 'saved'
+      && !Object.keys(localStorage).some(k => k.startsWith('mindeval-form:'))""", None,
+               "the form still had something to save", timeout)
+
+
+def rate_form_stored(page, expected: list, timeout: int = WAIT_MS) -> None:
+    """Wait until the form shows ``expected`` (labels in field order, None = unset), Python says
+    the same is stored and nothing is left to send."""
+    want = ["" if x is None else x for x in expected]
+    _rate_wait(page, """(want) => { const r = document.querySelector('div.mindeval-rate');
+      return !!r && r.dataset.state === 'saved' && r.dataset.stored === JSON.stringify(want)
+        && r.dataset.shown === JSON.stringify(want)
+        && !Object.keys(localStorage).some(k => k.startsWith('mindeval-form:')); }""", want,
+               f"the form had not stored {want}", timeout)
+
+
+def rate_pick(page, field: str, label: str) -> None:
+    """Click the option ``label`` of the form's field ``field`` (a radio group) with the mouse."""
+    page.locator(f'{RATE_FORM} fieldset.rate-axis[data-sub="{field}"] label').filter(
+        has=page.locator(f'input[value="{label}"]')).click()
+
+
+def rate_toggle(page, field: str) -> None:
+    """Click the check box of the form's flag field ``field`` with the mouse."""
+    page.locator(f'{RATE_FORM} .rate-check[data-sub="{field}"] label').click()
+
+
+def rate_focus_on(page, field: str, timeout: int = WAIT_MS) -> None:
+    """Wait until the form highlights ``field`` (where its keys act)."""
+    _rate_wait(page, "(f) => document.querySelector('div.mindeval-rate .rate-focus')?.dataset.sub === f", field,
+               f"the form did not highlight {field}", timeout)
+
+
+def hold_server(page) -> dict:
+    """Route the page's Streamlit websocket through playwright; while ``flag["on"]`` what the server
+    sends is held back (the page keeps its last render, as under load) and ``release()`` delivers it
+    in order. ``flag["reruns"]`` counts the page's rerun requests sent while held (e.g. a trigger
+    and its resends), ``flag["finished"]`` the script runs the server finished meanwhile. Set
+    before the page connects."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    flag: dict = {"on": False, "held": [], "reruns": 0, "finished": 0}
+
+    def handler(ws):
+        server = ws.connect_to_server()
+
+        def up(m):
+            if flag["on"] and isinstance(m, bytes) and BackMsg.FromString(m).WhichOneof("type") == "rerun_script":
+                flag["reruns"] += 1
+            server.send(m)
+
+        def down(m):
+            if flag["on"]:
+                flag["held"].append(m)
+                if isinstance(m, bytes) and ForwardMsg.FromString(m).WhichOneof("type") == "script_finished":
+                    flag["finished"] += 1
+            else:
+                ws.send(m)
+
+        ws.on_message(up)
+        server.on_message(down)
+        flag["client"] = ws
+
+    def release():
+        flag["on"] = False
+        while flag["held"]:
+            flag["client"].send(flag["held"].pop(0))
+
+    page.route_web_socket("**/_stcore/stream", handler)
+    flag["release"] = release
+    return flag

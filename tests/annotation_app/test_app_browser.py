@@ -5,12 +5,21 @@ Needs Debian's Chromium (installed by scripts/services.sh) driven by Python play
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
 import pytest
 from appkit import ROOT, free_port, make_workspace, start_app, stop, wait_healthy
-from browserkit import settle, sign_in
+from browserkit import (
+    RATE_FORM,
+    rate_form_on,
+    rate_form_saved,
+    rate_form_stored,
+    rate_pick,
+    settle,
+    sign_in,
+)
 from sqlalchemy import select, update
 
 from annotation_app.store import RatingRow
@@ -19,24 +28,31 @@ from mindeval.store.tables import TurnRow
 
 pytestmark = pytest.mark.browser
 SCREENSHOT = ROOT / "test-artifacts" / "app.png"
+# markup a sanitiser would cut (an attribute holding "</title" once never showed as saved)
+JUSTIFICATION = 'Clear and kind, but rushed </script> </title> <!-- "q" & 🙂 ]]> towards advice.'
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2"> I feel **on edge**.'
 
 
 def rate_one(page) -> None:
+    """Score all nine sub-axes 4 with the mouse, write a justification, submit; every step waits
+    on what the form says is stored (rate.js's dataset), then on the page moving on."""
     page.get_by_role("button", name="Continue rating").click()
-    page.locator(".st-key-rating-pane").wait_for()
-    settle(page)
-    groups = page.locator('[data-testid="stRadio"]')
-    assert groups.count() == 9
-    for i in range(9):
-        groups.nth(i).locator("label").filter(has_text=re.compile(r"^4$")).click()
-        settle(page)
-    box = page.get_by_label("Justification")
-    box.fill("Clear and kind, but rushed towards advice.")
-    page.get_by_text("Keys:").click()  # leaving the box saves it
-    settle(page)
-    page.get_by_role("button", name="Submit rating").click()
-    page.get_by_text("Rating submitted").wait_for()
+    aid = rate_form_on(page)
+    fields = json.loads(page.get_attribute(RATE_FORM, "data-fields"))
+    assert len(fields) == 9
+    for field in fields:
+        rate_pick(page, field, "4")
+    rate_form_stored(page, ["4"] * 9)
+    page.get_by_label("Justification").fill(JUSTIFICATION)
+    page.get_by_text("Keys:").click()  # leaving the box sends it
+    rate_form_saved(page)
+    assert json.loads(page.get_attribute(RATE_FORM, "data-texts"))["justification"] == JUSTIFICATION  # byte for byte
+    page.locator(f"{RATE_FORM} button.rate-submit").click()
+    # what the page keeps showing once the submission is stored (the "Rating submitted" notice is
+    # shown by one run only): the form on the next transcript and the header's count
+    page.wait_for_function("(a) => (document.querySelector('div.mindeval-rate')?.dataset.item ?? String(a))"
+                           " !== String(a)", arg=aid)
+    page.get_by_text(re.compile(r"^1 of \d+ transcripts submitted")).wait_for()
 
 
 def roleplay_one(page, reply_pattern: str, timeout_ms: int) -> None:
@@ -74,7 +90,7 @@ def test_sign_in_rate_roleplay_restart_and_screenshot(browser_page, tmp_path):
 
     ws = Workspace(url)
     with ws.db.read() as s:
-        assert [r.state for r in s.scalars(select(RatingRow))] == ["submitted"]
+        assert [(r.state, r.justification) for r in s.scalars(select(RatingRow))] == [("submitted", JUSTIFICATION)]
         assert [t.author for t in s.scalars(select(TurnRow).order_by(TurnRow.idx))] == ["human", "model"]
     ws.close()
 

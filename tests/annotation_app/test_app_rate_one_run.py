@@ -19,7 +19,16 @@ from pathlib import Path
 
 import pytest
 from appkit import DEMO_CODE, form_send, rating_form, sign_in, viewer
-from browserkit import served_workspace, settle, whole_rating
+from browserkit import (
+    RATE_FORM,
+    WAIT_MS,
+    hold_server,
+    rate_form_on,
+    rate_form_stored,
+    served_workspace,
+    settle,
+    whole_rating,
+)
 from browserkit import sign_in as browser_sign_in
 from streamlit.web import cli
 
@@ -141,3 +150,39 @@ def _wait_for(path: Path, seconds: float = 60.0) -> None:
     while not path.exists():
         assert time.monotonic() < end, f"{path.name} did not appear"
         time.sleep(0.02)
+
+
+@pytest.mark.browser
+def test_a_submit_sent_again_while_its_answer_is_late_is_applied_once(tmp_path, page):
+    """The form sends a Submit again when no answer came within 3 s (as under load). Here the
+    server's answers are held until the form has sent it again: the rating is submitted once
+    (revision 1), the page goes on to the next transcript, and the rating, opened again, shows as
+    submitted with no message that it "was changed in another tab or device"."""
+    for base, ws in served_workspace(tmp_path):
+        v = viewer(ws, "demo", DEMO_CODE)
+        held = hold_server(page)
+        browser_sign_in(page, base)
+        page.get_by_role("button", name="Continue rating").click()
+        aid = rate_form_on(page)
+        for sub in ws.item(v, aid).subaxes:  # a complete rating, stored before the page acts
+            ws.save_value(v, aid, sub.id, 4)
+        ws.save_text(v, aid, justification="Complete.")
+        page.reload()
+        rate_form_stored(page, ["4"] * 9)
+        held["on"] = True
+        page.locator(f"{RATE_FORM} button.rate-submit").click()
+        end = time.monotonic() + WAIT_MS / 1000
+        while held["reruns"] < 2:  # the Submit and its resend, both unanswered
+            assert time.monotonic() < end, "the form never sent its Submit again"
+            page.wait_for_timeout(100)
+        held["release"]()
+        rate_form_on(page)
+        page.wait_for_function("(a) => document.querySelector('div.mindeval-rate')?.dataset.item !== String(a)",
+                               arg=aid)  # on to the next transcript
+        settle(page)
+        assert ws.item(v, aid).state == "submitted" and ws.item(v, aid).revision == 1
+        page.get_by_role("button", name="◀ Previous").click()
+        rate_form_on(page, item=aid)
+        page.get_by_text("Submitted (revision 1)").wait_for()
+        settle(page)
+        assert "changed in another tab or device" not in page.inner_text("body")

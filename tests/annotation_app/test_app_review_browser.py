@@ -96,6 +96,7 @@ def test_a_save_in_the_form_of_the_item_just_left_stores_on_that_item(page, tmp_
         while held["finished"] < 1:  # the server has run Next (its reply is held: the page still shows item 1)
             assert time.monotonic() < end, "the server never finished the Next run"
             page.wait_for_timeout(50)
+        assert page.get_attribute(".mindeval-adj", "data-item") == str(items[0].item_id)  # the form still shows item 1
         text = 'Item 1 after all </script> </title> <!-- "q" 🙂'
         page.get_by_label("Justification of the adjudicated rating").fill(text)
         page.get_by_role("button", name="Save adjudicated rating").click()

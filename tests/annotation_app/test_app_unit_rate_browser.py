@@ -1,17 +1,26 @@
-"""Rating at the judge's unit in a real browser: a target's questions answered by mouse and by
-keyboard (a branch, a gate, a "not relevant" answer), every reply of a transcript scored by
-keyboard beside the transcript up to it, and neither a reload ~100 ms after the last click nor
-a second tab loses or reverts anything."""
+"""Rating at the judge's unit in a real browser, on the rating form component (assets/forms/rate.js):
+a target's questions answered by mouse and by keyboard (a branch, a gate, a "not relevant" answer,
+the level each dimension's answers give), every reply of a transcript scored by keyboard beside the
+transcript up to it (its level, its flags, ←/→ and the reply bar), and neither a reload ~100 ms
+after the last click nor a second tab loses or reverts anything. Every wait is on the form's DOM."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from appkit import (
-    DEMO_CODE,
-    SYSTEM,
-    viewer,
+from appkit import DEMO_CODE, SYSTEM, viewer
+from browserkit import (
+    RATE_FORM,
+    rate_focus_on,
+    rate_form_on,
+    rate_form_saved,
+    rate_pick,
+    rate_toggle,
+    served_workspace,
+    settle,
+    sign_in,
 )
-from browserkit import NOTHING_WAITING_JS, WAIT_MS, served_workspace, settle, sign_in
 from unitkit import BY_HAND, PATH
 
 from annotation_app.demo import QUESTION_STUDY, REPLY_STUDY
@@ -19,10 +28,10 @@ from annotation_app.services import Workspace
 from mindeval.records import ReplyRating
 
 pytestmark = pytest.mark.browser
-PANE = ".st-key-rating-pane"
 FLAGS = ["missed_risk_cue", "unsafe_advice", "claims_human", "diagnosis_overreach", "dismissive",
          "wrong_crisis_info", "unfitting_length", "boundary_slip"]  # keys a..h
 LEVEL_KEYS = {"no_concern": "1", "minor": "2", "major": "3", "critical": "4"}
+LABEL = {"yes": "Yes", "no": "No", "not_relevant": "Not relevant"}
 
 
 @pytest.fixture
@@ -35,58 +44,11 @@ def open_study(page, base: str, ws: Workspace, name: str) -> int:
     """Sign in, open the study's first transcript; its assignment id."""
     sign_in(page, base)
     page.locator(f".st-key-open_{ws.study(SYSTEM, name).id} button").click()
-    page.wait_for_selector("[data-mindeval-saved]")
-    settle(page)
-    return int(page.get_attribute("[data-mindeval-saved]", "data-mindeval-assignment"))
-
-
-def form_is(page, fields: list[str]) -> None:
-    """Wait until the form shows exactly ``fields`` (the marker's list and one widget each)."""
-    page.wait_for_function(
-        """(want) => { const m = document.querySelector('[data-mindeval-saved]');
-          if (!m || JSON.stringify(JSON.parse(m.getAttribute('data-mindeval-subaxes'))) !== JSON.stringify(want))
-            return false;
-          return document.querySelectorAll('.st-key-rating-pane :is([data-testid="stRadio"], [data-testid="stCheckbox"])')
-            .length === want.length; }""", arg=fields, timeout=WAIT_MS)
+    return rate_form_on(page)
 
 
 def questions(qids: list[str]) -> list[str]:
     return ["q-" + q for q in qids]
-
-
-def click_answer(page, qid: str, answer: str) -> None:
-    label = {"yes": "Yes", "no": "No", "not_relevant": "Not relevant"}[answer]
-    page.locator(f"{PANE} [class*='_q-{qid}'] label").filter(has_text=label).first.click()
-
-
-def test_a_rater_answers_the_questions_by_mouse_and_by_keyboard(app, page):
-    """NOTICE by mouse, the rest by keys 1/2/3 (a_now: 3 = not relevant; h_urgent: 2 skips to
-    h_trusted_people); each question appears only when the answers reach it, focus follows, the
-    levels stored are those the judge's rule gives, and after the last answer the keys lead on to
-    the justification and Ctrl+Enter submits."""
-    base, ws = app
-    aid = open_study(page, base, ws, QUESTION_STUDY)
-    order = list(PATH)
-    form_is(page, questions(order[:1]))
-    for n, qid in enumerate(order):
-        form_is(page, questions(order[: n + 1]))  # the next question, nothing beyond it
-        if qid.startswith("n_"):
-            click_answer(page, qid, PATH[qid])
-        else:
-            page.wait_for_function("(q) => !!document.querySelector('.mindeval-focus')"
-                                   "?.closest(`[class*='_q-${q}']`)", arg=qid)  # the keys act on this question
-            page.keyboard.press({"yes": "1", "no": "2", "not_relevant": "3"}[PATH[qid]])
-    page.wait_for_function("() => document.activeElement?.tagName === 'TEXTAREA'")  # on to the justification
-    page.wait_for_function(NOTHING_WAITING_JS)
-    v = viewer(ws, "demo", DEMO_CODE)
-    item = ws.item(v, aid)
-    assert item.answers == PATH and item.values == BY_HAND
-    shown = page.inner_text(PANE)
-    assert "h_emergency" not in str(item.answers) and "Did the companion clearly encourage" not in shown
-    page.keyboard.type("Keyboard and mouse alike.")
-    page.keyboard.press("Control+Enter")
-    page.get_by_text("Rating submitted").wait_for()
-    assert ws.item(v, aid).state == "submitted"
 
 
 def reply_fields(turn: int) -> list[str]:
@@ -101,17 +63,62 @@ END_IN_VIEW = """(n) => { const box = document.querySelector('.mindeval-transcri
   return r.bottom <= b.bottom + 1 && r.bottom > b.top; }"""
 
 
+def reply_stored(ws: Workspace, v, aid: int, turn: int) -> tuple[str | None, set[str]]:
+    r = ws.item(v, aid).replies[turn]
+    return r.level, {k for k, on in r.flags.items() if on}
+
+
+def test_a_rater_answers_the_questions_by_mouse_and_by_keyboard(app, page):
+    """NOTICE by mouse, the rest by keys 1/2/3 (a_now: 3 = not relevant; h_urgent: 2 skips to
+    h_trusted_people); each question appears only when the answers reach it, the highlight follows,
+    the levels stored and shown are those the judge's rule gives, and after the last answer the
+    keys lead on to the justification and Ctrl+Enter submits."""
+    base, ws = app
+    aid = open_study(page, base, ws, QUESTION_STUDY)
+    order = list(PATH)
+    rate_form_on(page, questions(order[:1]))
+    for n, qid in enumerate(order):
+        rate_form_on(page, questions(order[: n + 1]))  # the next question, nothing beyond it
+        if qid.startswith("n_"):
+            rate_pick(page, "q-" + qid, LABEL[PATH[qid]])
+        else:
+            rate_focus_on(page, "q-" + qid)  # the keys act on this question
+            page.keyboard.press({"yes": "1", "no": "2", "not_relevant": "3"}[PATH[qid]])
+    page.wait_for_function("() => document.activeElement?.dataset?.text === 'justification'")  # on to the text
+    rate_form_saved(page)
+    v = viewer(ws, "demo", DEMO_CODE)
+    item = ws.item(v, aid)
+    assert item.answers == PATH and item.values == BY_HAND
+    assert json.loads(page.get_attribute(RATE_FORM, "data-stored")) == [LABEL[PATH[q]] for q in order]
+    g = ws.guidelines(item.study_id)
+    headings = page.locator(f"{RATE_FORM} .rate-heading").all_inner_texts()
+    sub = {s.axis: s.id for s in item.subaxes}  # each dimension's sub-axis (BY_HAND's keys)
+    want = [f"{ax.name} · level: {next(lv.label for lv in g.levels if lv.value == BY_HAND[sub[ax.code]])}"
+            for ax in g.judge_axes if sub.get(ax.code) in BY_HAND]
+    assert headings == want  # each dimension headed by the level its answers give
+    shown = page.inner_text(RATE_FORM)
+    assert "h_emergency" not in str(item.answers) and "Did the companion clearly encourage" not in shown
+    page.keyboard.type("Keyboard and mouse alike.")
+    page.keyboard.press("Control+Enter")
+    page.get_by_text("Rating submitted").wait_for()
+    item = ws.item(v, aid)
+    assert item.state == "submitted" and item.justification == "Keyboard and mouse alike."
+
+
 def test_a_rater_scores_every_reply_by_keyboard(app, page):
     """Digits pick each reply's level, letters toggle its flags, → goes on; the transcript pane
-    never shows a turn after the reply under rating."""
+    never shows a turn after the reply under rating; the reply bar says where the rater is; ←
+    and the bar's ◀ go back and show what is stored."""
     base, ws = app
     aid = open_study(page, base, ws, REPLY_STUDY)
     v = viewer(ws, "demo", DEMO_CODE)
     turns = [i for i, m in enumerate(ws.item(v, aid).messages) if m.role == "clinician"]
     plan = {turns[0]: ("no_concern", []), turns[1]: ("major", ["a", "e"]), turns[2]: ("minor", ["g"]),
             turns[3]: ("critical", ["a", "b"])}
+    bar = page.locator(f"{RATE_FORM} .rate-reply .rate-where")
     for n, turn in enumerate(turns):
-        form_is(page, reply_fields(turn))
+        rate_form_on(page, reply_fields(turn), aid)
+        assert bar.inner_text().startswith(f"Reply {n + 1} of {len(turns)} (turn {turn + 1}) · {n} of {len(turns)}")
         cards = page.locator(".mindeval-transcript [data-turn]")
         assert cards.count() == turn + 1  # the conversation up to this reply only
         page.wait_for_function(END_IN_VIEW, arg=turn + 1)  # the pane shows the reply under rating
@@ -119,7 +126,8 @@ def test_a_rater_scores_every_reply_by_keyboard(app, page):
         page.keyboard.press(LEVEL_KEYS[level])
         for k in letters:
             page.keyboard.press(k)
-        page.wait_for_function(NOTHING_WAITING_JS)
+        rate_form_saved(page)
+        assert reply_stored(ws, v, aid, turn) == (level, {FLAGS["abcdefgh".index(k)] for k in letters})
         if n < len(turns) - 1:
             page.keyboard.press("ArrowRight")
     want = [ReplyRating(turn=t, level=lv, flags={f: "abcdefgh"[i] in ks for i, f in enumerate(FLAGS)})
@@ -128,9 +136,16 @@ def test_a_rater_scores_every_reply_by_keyboard(app, page):
     assert [ReplyRating(turn=t, level=r.level or "", flags={f: bool(r.flags.get(f)) for f in FLAGS})
             for t, r in sorted(got.replies.items())] == want
     assert got.values == {"reply_severity": 0}  # the worst reply: critical
+    assert page.locator(f'{RATE_FORM} .rate-step[data-step="1"]').is_disabled()  # the last reply
     page.keyboard.press("ArrowLeft")  # back to the third reply: what is stored is shown
-    form_is(page, reply_fields(turns[2]))
-    assert page.locator(f"{PANE} [class*='-f-unfitting_length'] input").is_checked()
+    rate_form_on(page, reply_fields(turns[2]), aid)
+    assert page.locator(f'{RATE_FORM} .rate-check[data-sub="r{turns[2]}-f-unfitting_length"] input').is_checked()
+    assert page.locator(f'{RATE_FORM} fieldset[data-sub="r{turns[2]}-level"] input:checked').get_attribute(
+        "value") == "Minor"
+    page.locator(f'{RATE_FORM} .rate-step[data-step="-1"]').click()  # the bar's ◀: the second reply
+    rate_form_on(page, reply_fields(turns[1]), aid)
+    assert json.loads(page.get_attribute(RATE_FORM, "data-shown")) == (
+        ["Major"] + ["yes" if f in ("missed_risk_cue", "dismissive") else "" for f in FLAGS])
 
 
 def test_a_reload_right_after_the_last_click_and_a_second_tab_lose_or_revert_nothing(app, page, tmp_path):
@@ -138,48 +153,47 @@ def test_a_reload_right_after_the_last_click_and_a_second_tab_lose_or_revert_not
     v = viewer(ws, "demo", DEMO_CODE)
     aid = open_study(page, base, ws, REPLY_STUDY)
     turn = [i for i, m in enumerate(ws.item(v, aid).messages) if m.role == "clinician"][0]
-    form_is(page, reply_fields(turn))
+    rate_form_on(page, reply_fields(turn), aid)
     page.on("dialog", lambda d: d.accept())
-    page.locator(f"{PANE} [data-testid='stRadio'] label").filter(has_text="Major").click()
-    page.locator(f"{PANE} [class*='-f-dismissive'] label").click()
-    page.locator(f"{PANE} [class*='-f-boundary_slip'] label").click()
+    rate_pick(page, f"r{turn}-level", "Major")
+    rate_toggle(page, f"r{turn}-f-dismissive")
+    rate_toggle(page, f"r{turn}-f-boundary_slip")
     page.wait_for_timeout(100)  # the scenario: reload ~100 ms after the last click
     page.reload()
-    form_is(page, reply_fields(turn))
-    page.wait_for_function(NOTHING_WAITING_JS, timeout=WAIT_MS)
-    stored = ws.item(v, aid).replies[turn]
-    assert (stored.level, {k for k, on in stored.flags.items() if on}) == ("major", {"dismissive", "boundary_slip"})
+    rate_form_on(page, reply_fields(turn), aid)
+    rate_form_saved(page)
+    assert reply_stored(ws, v, aid, turn) == ("major", {"dismissive", "boundary_slip"})
 
     # the question form: three answers, the reload 100 ms after the last click
     qaid = ws.queue(v, ws.study(SYSTEM, QUESTION_STUDY).id)[0].assignment_id
     page.goto(f"{base}rate?study={ws.study(SYSTEM, QUESTION_STUDY).id}&item={qaid}")
     order = list(PATH)
     for n in range(3):
-        form_is(page, questions(order[: n + 1]))
-        click_answer(page, order[n], PATH[order[n]])
+        rate_form_on(page, questions(order[: n + 1]), qaid)
+        rate_pick(page, "q-" + order[n], LABEL[PATH[order[n]]])
     page.wait_for_timeout(100)
     page.reload()
-    form_is(page, questions(order[:4]))
-    page.wait_for_function(NOTHING_WAITING_JS, timeout=WAIT_MS)
+    rate_form_on(page, questions(order[:4]), qaid)
+    rate_form_saved(page)
     assert ws.item(v, qaid).answers == {q: PATH[q] for q in order[:3]}
 
     # two tabs on the reply form: tab 2 still shows "Major" when tab 1 stores "Critical"
     page.goto(f"{base}rate?study={ws.study(SYSTEM, REPLY_STUDY).id}&item={aid}&reply={aid}.0")  # its first reply
-    form_is(page, reply_fields(turn))
+    rate_form_on(page, reply_fields(turn), aid)
     tab2 = page.context.new_page()
     tab2.on("dialog", lambda d: d.accept())
     tab2.goto(page.url)
-    form_is(tab2, reply_fields(turn))
+    rate_form_on(tab2, reply_fields(turn), aid)
     settle(tab2)
-    page.locator(f"{PANE} [data-testid='stRadio'] label").filter(has_text="Critical").click()
-    page.wait_for_function(NOTHING_WAITING_JS)
-    tab2.locator(f"{PANE} [class*='-f-unsafe_advice'] label").click()
+    rate_pick(page, f"r{turn}-level", "Critical")
+    rate_form_saved(page)
+    rate_toggle(tab2, f"r{turn}-f-unsafe_advice")
     tab2.get_by_text("changed in another tab or device").wait_for()
     assert "is now **Critical**" not in tab2.inner_text("body") and "is now Critical" in tab2.inner_text("body")
-    form_is(tab2, reply_fields(turn))
-    tab2.wait_for_function(NOTHING_WAITING_JS)
+    rate_form_on(tab2, reply_fields(turn), aid)
+    rate_form_saved(tab2)
     settle(tab2)
-    stored = ws.item(v, aid).replies[turn]
-    assert (stored.level, {k for k, on in stored.flags.items() if on}) == ("critical", {"dismissive", "boundary_slip"})
-    assert tab2.locator(f"{PANE} [data-testid='stRadio'] input:checked").evaluate(
-        "i => i.closest('label').innerText.trim()") == "Critical"
+    assert reply_stored(ws, v, aid, turn) == ("critical", {"dismissive", "boundary_slip"})
+    assert tab2.locator(f'{RATE_FORM} fieldset[data-sub="r{turn}-level"] input:checked').get_attribute(
+        "value") == "Critical"
+    assert not tab2.locator(f'{RATE_FORM} .rate-check[data-sub="r{turn}-f-unsafe_advice"] input').is_checked()

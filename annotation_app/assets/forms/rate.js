@@ -124,13 +124,13 @@ function sendState(f) {  // the whole form as it stands
   status(f);
 }
 
-function trigger(f, event, extra = {}) {  // Submit or a step: the state, then what to do with it
+function trigger(f, event, extra = {}, again = null) {  // Submit or a step: the state, then what to do with it
   if (f.data.locked || !send) return;
-  const s = { ...state(f), ...extra };
+  const s = again || { ...state(f), ...extra };  // sent again: the same (tab, seq), applied once
   f.sent = s.seq;
   f.sentAt = Date.now();
   f.submitting = event === "submit";
-  f.trig = { event, extra };
+  f.trig = { event, payload: s };
   remember(f, s);
   send.setTriggerValue(event, s);
   status(f);
@@ -348,7 +348,7 @@ function resendDue() {  // sent, not acknowledged after a while (a lost message,
   const waiting = unsaved(f).length || (f.sent && !acked(f.data, f.sent));
   if (!waiting) { restore(f, false); return; }  // a tab that died meanwhile with changes to this rating
   if (Date.now() - (f.sentAt || 0) < RESEND_MS) return;
-  if (f.trig && f.sent && !acked(f.data, f.sent)) trigger(f, f.trig.event, f.trig.extra);
+  if (f.trig && f.sent && !acked(f.data, f.sent)) trigger(f, f.trig.event, {}, f.trig.payload);
   else sendState(f);
 }
 
