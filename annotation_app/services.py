@@ -10,12 +10,12 @@ the permission checks.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from annotation_app.store import (
     exporters,
+    form_actions,
     gold,
     importers,
     people,
@@ -88,8 +88,6 @@ class Workspace:
         upgrade(self.db.engine)
         self._targets: dict[str, Target] = {}
         self._assignment_targets: dict[tuple[int, int], str] = {}
-        self._actions: dict[tuple[int, str], int] = {}  # (person, browser tab) → highest form action applied
-        self._actions_lock = threading.Lock()
 
     def target(self, ref: str = DEFAULT_TARGET) -> Target:
         """A target by the reference a study stores (loaded once per workspace)."""
@@ -177,11 +175,7 @@ class Workspace:
         """Whether the form action ``seq`` of browser tab ``tab`` (numbered 1, 2, … there) is new for
         this person: ``True`` once, then ``False`` for it and every earlier one (a trigger that
         reaches the server twice, e.g. replayed by a rerun cut short, is applied once)."""
-        with self._actions_lock:
-            if seq <= self._actions.get((v.id, tab), 0):
-                return False
-            self._actions[(v.id, tab)] = seq
-            return True
+        return form_actions.first_time(self.db, v.id, tab, seq)  # in the database: any process, once
 
     # ------------------------------------------------------------ annotator: rating
 

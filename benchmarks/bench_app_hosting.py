@@ -82,17 +82,19 @@ def cell(pg: str, processes: int, annotators: int, keys: int, items: int) -> dic
             t.join()
         wall = time.perf_counter() - t0
         dep.stop()
-    lost = 0
+    lost = wrong = 0
     for a in people:
         v = viewer(ws, a.name, codes[a.name])
-        for aid, want in a.expected.items():
+        for aid in queues[a.name]:
             item = ws.item(v, aid)
-            lost += sum(item.values.get(item.subaxes[j].id) != val for j, val in want.items())
+            want = {item.subaxes[j].id: val for j, val in a.expected.get(aid, {}).items()}
+            lost += sum(k not in item.values for k in want)
+            wrong += sum(want.get(k) != val for k, val in item.values.items())  # not hers, or not what she gave
     ws.close()
     _drop(handle)
     signin = [a.signin_s for a in people if a.signin_s is not None]
     key = [x for a in people for x in a.key_s]
-    return {"signin": signin, "key": key, "wall": wall, "lost": lost, "errors": len(errors),
+    return {"signin": signin, "key": key, "wall": wall, "lost": lost, "misattributed": wrong, "errors": len(errors),
             "stored": sum(len(w) for a in people for w in a.expected.values())}
 
 
@@ -101,7 +103,7 @@ def run(processes: list[int], annotators: list[int], keys: int, items: int) -> N
     if not pg:
         print("hosting: set MINDEVAL_TEST_PG_URL (source scripts/services.sh)")
         return
-    print(f"processes annotators | sign-in p50/p95 (n) | key->stored p50/p95 (n) | keys/s | lost | errors  "
+    print(f"processes annotators | sign-in p50/p95 (n) | key->stored p50/p95 (n) | keys/s | lost | misattributed | errors  "
           f"({keys} keys x {items} transcripts each)")
     for n in annotators:
         for p in processes:
@@ -110,4 +112,4 @@ def run(processes: list[int], annotators: list[int], keys: int, items: int) -> N
             rate = len(k) / r["wall"] if r["wall"] else 0.0
             print(f"{p:>9} {n:>10} | {pct(s, .5):.2f}/{pct(s, .95):.2f} s ({len(s)}) | "
                   f"{pct(k, .5):.2f}/{pct(k, .95):.2f} s ({len(k)}) | {rate:.1f} | {r['lost']} of {r['stored']} | "
-                  f"{r['errors']}", flush=True)
+                  f"{r['misattributed']} | {r['errors']}", flush=True)

@@ -113,6 +113,17 @@ class SignInTicketRow(Keyed, AnnotationBase):
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 
 
+class FormActionRow(AnnotationBase):
+    """The highest form action applied for a person's browser tab (revision 0011), so any app
+    process applies a ``(tab, seq)`` at most once (:mod:`annotation_app.store.form_actions`)."""
+
+    __tablename__ = "ann_form_actions"
+
+    user_id: Mapped[int] = mapped_column(ForeignKey("ann_annotators.id", ondelete="CASCADE"), primary_key=True)
+    tab: Mapped[str] = mapped_column(String(64), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer)
+
+
 class MigrationLogRow(Keyed, AnnotationBase):
     """One upgrade of this schema that changed its revision (revision 0010): from, to, when and by
     which process (:func:`annotation_app.store.migrations.upgrade`)."""

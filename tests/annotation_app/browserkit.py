@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,21 @@ def open_browser(tmp_path: Path, width: int = 1400, height: int = 1000):
         page.set_default_timeout(WAIT_MS)
         yield page
         ctx.close()
+
+
+@contextmanager
+def open_pages(tmp_path: Path, n: int, width: int = 1400, height: int = 1000):
+    """``n`` pages, each in a browser profile of its own (its own cookies: one person each)."""
+    with playwright_api().sync_playwright() as p:
+        ctxs = [chromium_context(p, tempfile.mkdtemp(dir=tmp_path), width, height) for _ in range(n)]
+        try:
+            pages = [ctx.new_page() for ctx in ctxs]
+            for page in pages:
+                page.set_default_timeout(WAIT_MS)
+            yield pages
+        finally:
+            for ctx in ctxs:
+                ctx.close()
 
 
 IDLE_JS = ("() => !document.querySelector('[data-testid=\"stStatusWidget\"] button')"

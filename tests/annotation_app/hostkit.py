@@ -109,12 +109,9 @@ class Deployment:
                 if f"127.0.0.1:{port} started" in ln]
         return pids[-1] if pids else None
 
-    def kill_busiest(self) -> tuple[int, int]:
-        """SIGKILL the app process with the most open connections; its port and connections."""
-        port = max(self.ports, key=established)
-        n = established(port)
+    def kill(self, port: int) -> None:
+        """SIGKILL the app process on ``port`` (the supervisor starts another)."""
         os.kill(self.pid(port), signal.SIGKILL)
-        return port, n
 
     def count(self, text: str) -> int:
         return sum(text in ln for ln in self.lines())
