@@ -10,6 +10,7 @@ the permission checks.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -88,6 +89,8 @@ class Workspace:
         upgrade(self.db.engine)
         self._targets: dict[str, Target] = {}
         self._assignment_targets: dict[tuple[int, int], str] = {}
+        self._actions: dict[tuple[int, str], int] = {}  # (person, browser tab) → highest form action taken here
+        self._actions_lock = threading.Lock()
 
     def target(self, ref: str = DEFAULT_TARGET) -> Target:
         """A target by the reference a study stores (loaded once per workspace)."""
@@ -173,9 +176,21 @@ class Workspace:
 
     def first_time(self, v: Viewer, tab: str, seq: int) -> bool:
         """Whether the form action ``seq`` of browser tab ``tab`` (numbered 1, 2, … there) is new for
-        this person: ``True`` once, then ``False`` for it and every earlier one (a trigger that
-        reaches the server twice, e.g. replayed by a rerun cut short, is applied once)."""
-        return form_actions.first_time(self.db, v.id, tab, seq)  # in the database: any process, once
+        this person: ``True`` once in this process (a trigger that reaches it twice, e.g. replayed by
+        a rerun cut short, is applied once) and only while no process has recorded it applied
+        (:meth:`applied`; a Submit re-sent to another process after this one died)."""
+        if not form_actions.is_new(self.db, v.id, tab, seq):
+            return False
+        with self._actions_lock:
+            if seq <= self._actions.get((v.id, tab), 0):
+                return False
+            self._actions[(v.id, tab)] = seq
+            return True
+
+    def applied(self, v: Viewer, tab: str, seq: int) -> None:
+        """Record form action ``seq`` of tab ``tab`` applied, for every process (once it is stored:
+        a process dying before this leaves the action to the one the browser re-sends it to)."""
+        form_actions.mark(self.db, v.id, tab, seq)
 
     # ------------------------------------------------------------ annotator: rating
 

@@ -113,6 +113,7 @@ def _save() -> None:
         ok, message = False, f"Not saved: {exc}"
     else:
         ok, message = True, f"Adjudicated rating of {name} saved (revision {rev})."
+    ws.applied(v, act.tab, act.seq)
     ui.flash("success" if ok else "error", ui.inert(message))
     st.session_state["adjudicate_ack"] = {"tab": act.tab, "seq": act.seq, "item": act.item, "ok": ok,
                                           "message": message}

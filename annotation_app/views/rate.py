@@ -105,6 +105,7 @@ def _take(event: str) -> forms.RateAction | None:
 def _on_state() -> None:
     if act := _take("form"):
         _apply(act)
+        ws.applied(v, act.tab, act.seq)
 
 
 def _on_step() -> None:
@@ -112,12 +113,19 @@ def _on_step() -> None:
     if (act := _take("step")) and act.reply is not None and _apply(act):
         st.session_state[f"reply_pos_{act.item}"] = act.reply
         st.session_state["rate_moved"] = True
+    if act:
+        ws.applied(v, act.tab, act.seq)
 
 
 def _on_submit() -> None:
+    if act := _take("submit"):
+        _submit(act)
+        ws.applied(v, act.tab, act.seq)
+
+
+def _submit(act: forms.RateAction) -> None:
     """Store what the form shows, then submit at the version this tab saw; every outcome says so."""
-    act = _take("submit")
-    if act is None or not _apply(act):
+    if not _apply(act):
         return
     _active_time(act.item, True, flush_at=0.0)
     try:

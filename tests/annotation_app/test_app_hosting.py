@@ -8,6 +8,8 @@ restart under load, with nothing lost or misattributed and everybody still signe
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -21,6 +23,7 @@ from hostkit import (
     Deployment,
     add_raters,
     click_score,
+    established,
     form_saved,
     nginx_binary,
     wait_for,
@@ -82,6 +85,40 @@ def test_a_ticket_is_redeemed_once_by_any_process_and_never_stored_in_clear(any_
     other.close()
 
 
+def test_a_form_action_is_applied_once_by_whichever_process_gets_it(any_db_url: str) -> None:
+    """A browser re-sends its last Submit to another process after the first died: refused there
+    once the first recorded it applied; taken there when the first died before that."""
+    one, other = make_workspace(any_db_url), Workspace(any_db_url)  # two processes' workspaces
+    v = viewer(one, "demo", DEMO_CODE)
+    for seq in (1, 2):
+        assert one.first_time(v, "tab-a", seq)
+        one.applied(v, "tab-a", seq)
+    assert not other.first_time(v, "tab-a", 2) and not other.first_time(v, "tab-a", 1)  # applied by `one`
+    assert other.first_time(v, "tab-b", 1) and not other.first_time(v, "tab-b", 1)  # once in a process
+    assert one.first_time(v, "tab-b", 1)  # `other` died before recording it: `one` takes it
+    one.applied(v, "tab-b", 1)
+    other.applied(v, "tab-b", 1)  # recorded twice: still 1
+    assert not other.first_time(v, "tab-b", 1) and not one.first_time(v, "tab-b", 1)
+    w = viewer(one, *_second_person(one))
+    assert one.first_time(w, "tab-a", 1)  # another person's tab of the same name
+    results: list[bool] = []
+    racers = [threading.Thread(target=lambda: results.append(one.first_time(v, "tab-a", 3))) for _ in range(8)]
+    for t in racers:
+        t.start()
+    for t in racers:
+        t.join()
+    assert sorted(results) == [False] * 7 + [True]  # 8 sessions of one process: exactly one takes it
+    one.applied(v, "tab-a", 3)
+    one.applied(v, "tab-a", 2)  # a late record of an earlier action lowers nothing
+    assert not other.first_time(v, "tab-a", 3) and other.first_time(v, "tab-a", 4)
+    one.close()
+    other.close()
+
+
+def _second_person(ws: Workspace) -> tuple[str, str]:
+    return "other", add_raters(ws, STUDY, ["other"])["other"]
+
+
 @pytest.mark.postgres
 def test_processes_started_together_on_a_fresh_database_migrate_it_once(pg_server, tmp_path: Path) -> None:
     with pg_server.own("mindeval_migrate_once") as url:
@@ -101,15 +138,21 @@ def _migrated_once_by_three(url: str) -> None:
     assert log == [(None, head_revision())]
 
 
+PROTOCOL = [f"rater{i}" for i in range(20)]  # simulated annotators (Streamlit's protocol)
+WEB = ["web0", "web1"]  # annotators in Chromium
+KEYS = 3  # scores per transcript
+
+
 @pytest.fixture(scope="module")
 def hosted(pg_server, tmp_path_factory: pytest.TempPathFactory):
-    """3 app processes behind nginx on a fresh PostgreSQL database; 6 raters who each have every
-    demo transcript. Yields the deployment, a workspace on its database and the raters' codes.
+    """3 app processes behind nginx on a fresh PostgreSQL database; 20 + 2 raters who each have
+    every demo transcript (six: the kill test rates the first two, the restart test the next two).
+    Yields the deployment, a workspace on its database and the raters' codes.
     A module fixture runs once in every xdist worker that gets one of these tests: each worker
     has its own database (a shared one dropped WITH (FORCE) cuts the other's deployment off)."""
     with pg_server.own("mindeval_hosted") as url:
         ws = make_workspace(url)
-        codes = add_raters(ws, STUDY, [f"rater{i}" for i in range(6)])
+        codes = add_raters(ws, STUDY, PROTOCOL + WEB)
         dep = Deployment(url, 3, tmp_path_factory.mktemp("hosted")).start()
         try:
             yield dep, ws, codes
@@ -123,107 +166,130 @@ def _items(ws: Workspace, name: str, code: str) -> tuple[object, list[int]]:
     return v, [q.assignment_id for q in ws.queue(v, 1)]
 
 
-def _check_stored(ws: Workspace, annotators: list[Annotator], codes: dict[str, str]) -> None:
-    """Every annotator's items hold exactly the scores she gave (none lost, none someone else's)."""
+def _check_stored(ws: Workspace, annotators: list[Annotator], codes: dict[str, str], items: dict[str, list[int]]) -> None:
+    """Every annotator's ``items`` hold exactly the scores she gave (none lost, none someone else's)."""
     for a in annotators:
-        v, items = _items(ws, a.name, codes[a.name])
-        for aid in items:
+        v = viewer(ws, a.name, codes[a.name])
+        for aid in items[a.name]:
             item = ws.item(v, aid)
             want = {item.subaxes[j].id: val for j, val in a.expected.get(aid, {}).items()}
             assert dict(item.values) == want, f"{a.name}, assignment {aid}: {dict(item.values)} != {want}"
 
 
-def _run_all(annotators: list[Annotator], work) -> None:
-    errors: list[BaseException] = []
+class Load:
+    """``annotators`` each rating their ``items`` in a thread of their own, ``KEYS`` keys each; the
+    test's thread stays free for Chromium (playwright's sync API lives in one thread)."""
 
-    def one(a: Annotator) -> None:
+    def __init__(self, annotators: list[Annotator], items: dict[str, list[int]], then=None) -> None:
+        self.annotators, self.items, self.then = annotators, items, then
+        self.errors: list[BaseException] = []
+        self.threads = [threading.Thread(target=self._one, args=(a,), daemon=True) for a in annotators]
+        self.total = sum(len(items[a.name]) * KEYS for a in annotators)
+
+    def _one(self, a: Annotator) -> None:
         try:
-            work(a)
+            a.sign_in()
+            for aid in self.items[a.name]:
+                a.rate(aid, KEYS)
+            if self.then:
+                self.then(a)
         except BaseException as exc:  # noqa: BLE001 - reported by the test thread
-            errors.append(exc)
+            self.errors.append(exc)
 
-    threads = [threading.Thread(target=one, args=(a,)) for a in annotators]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    def start(self) -> Load:
+        for t in self.threads:
+            t.start()
+        return self
+
+    def keys(self) -> int:
+        return sum(len(a.key_s) for a in self.annotators)
+
+    def reached(self, share: float) -> bool:
+        """``share`` of all keys stored (or everybody stopped): mid-pass."""
+        return self.keys() >= share * self.total or not any(t.is_alive() for t in self.threads)
+
+    def join(self) -> None:
+        for t in self.threads:
+            t.join()
+        if self.errors:
+            raise self.errors[0]
+
+
+def _web_port(dep: Deployment, before: dict[int, int]) -> int | None:
+    """The one app port that gained an open connection since ``before`` (a page's WebSocket)."""
+    grown = [p for p in dep.ports if established(p) > before[p]]
+    return grown[0] if len(grown) == 1 else None
 
 
 @pytest.mark.postgres
 @pytest.mark.xdist_group("hosted")  # one deployment (3 processes, nginx) serves both
 def test_a_process_killed_mid_pass_loses_no_rating_and_signs_nobody_out(hosted, tmp_path: Path) -> None:
-    from browserkit import open_browser, settle, sign_in
+    """20 protocol annotators and 2 in Chromium; the process serving the first Chromium page is
+    stopped, that page gets a click, and the process is SIGKILLed: the click reaches the database
+    only through the form's own buffer after the page reconnected to another process (which drops
+    the form's fragment runs until the form, hearing nothing back, loads the page anew)."""
+    from browserkit import open_pages, sign_in
 
     dep, ws, codes = hosted
-    names = ["rater0", "rater1", "rater2"]
-    annotators = [Annotator(dep.base, i, n, codes[n], 1) for i, n in enumerate(names)]
-    items = {n: _items(ws, n, codes[n])[1][:3] for n in names}
-    killed: dict[str, int] = {}
-    gate = threading.Event()
-
-    def kill_once() -> None:
-        if not gate.is_set():
-            gate.set()
-            killed["port"], killed["connections"] = dep.kill_busiest()
-
-    def work(a: Annotator) -> None:
-        a.sign_in()
-        for k, aid in enumerate(items[a.name]):
-            a.rate(aid, 3, between=kill_once if (a.who == 0 and k == 1) else None)
-
-    pages = open_browser(tmp_path)
-    page = next(pages)
-    person, pcode = "rater5", codes["rater5"]
-    pv, paids = _items(ws, person, pcode)
-    sign_in(page, dep.base + "/", person, pcode)
-    page.goto(f"{dep.base}/rate?study=1&item={paids[0]}")
-    form_saved(page, paids[0])
-    subs = [x.id for x in ws.item(pv, paids[0]).subaxes]
-    clicked = _click(page, subs[0], 2)
-    _run_all(annotators, work)
-    assert killed, "no process was killed"
-    clicked.update(_click(page, subs[1], 4))  # after the kill: the page reconnected (maybe to another process)
-    wait_for(lambda: dict(ws.item(pv, paids[0]).values) == clicked, "the Chromium rater's scores stored", 180)
-    settle(page)
-    page.get_by_text(f"Signed in as {person}").wait_for()
-    wait_for(lambda: dep.count(f"127.0.0.1:{killed['port']}) exited") or
-             dep.count(f"on 127.0.0.1:{killed['port']} (pid"), "the supervisor noticing the kill", 120)
-    _check_stored(ws, annotators, codes)
-    assert killed["connections"] >= 1 and sum(a.signed_out for a in annotators) == 0
-    for _ in pages:
-        pass
-
-
-def _click(page, sub: str, value: int) -> dict[str, int]:
-    """Click score ``value`` of the form's sub-axis ``sub``; {sub-axis id: value} it stands for."""
-    click_score(page, sub, str(value))
-    return {sub: value}
+    annotators = [Annotator(dep.base, i, n, codes[n], 1) for i, n in enumerate(PROTOCOL)]
+    items = {n: _items(ws, n, codes[n])[1][:2] for n in PROTOCOL}
+    web: list[tuple[object, object, int, list[str]]] = []  # page, viewer, item, sub-axes
+    ports: list[int] = []
+    with open_pages(tmp_path, len(WEB)) as pages:
+        for page, name in zip(pages, WEB, strict=True):
+            v, aids = _items(ws, name, codes[name])
+            before = {p: established(p) for p in dep.ports}  # its routing cookie keeps the page on one process
+            sign_in(page, dep.base + "/", name, codes[name])
+            page.goto(f"{dep.base}/rate?study=1&item={aids[0]}")
+            form_saved(page, aids[0])
+            ports.append(wait_for(lambda before=before: _web_port(dep, before), f"{name}'s app process", 120))
+            web.append((page, v, aids[0], [x.id for x in ws.item(v, aids[0]).subaxes]))
+        load = Load(annotators, items).start()
+        wait_for(lambda: load.reached(0.3), "a third of the protocol annotators' keys", 600)
+        page, v, aid, subs = web[0]
+        os.kill(dep.pid(ports[0]), signal.SIGSTOP)  # it reads nothing more: the click stays unsent
+        click_score(page, subs[0], "2")
+        dep.kill(ports[0])
+        keys_at_kill = load.keys()
+        assert subs[0] not in ws.item(v, aid).values  # not stored when its process died
+        form_saved(page, aid, subs[0], "2")  # re-sent after the reconnect (the page loaded anew), acknowledged
+        assert dict(ws.item(v, aid).values) == {subs[0]: 2}
+        for k, (page, v, aid, subs) in enumerate(web):  # both pages: still signed in, later clicks stored
+            want = {subs[0]: 2} if k == 0 else {}
+            page.get_by_text(f"Signed in as {WEB[k]}").wait_for()
+            for j, val in ((1, 4), (2, 5)):
+                click_score(page, subs[j], str(val))
+                want[subs[j]] = val
+            form_saved(page, aid, subs[2], "5")
+            assert dict(ws.item(v, aid).values) == want
+        load.join()
+    assert 0 < keys_at_kill < load.total, "the process was not killed mid-pass"
+    wait_for(lambda: dep.count(f"127.0.0.1:{ports[0]}) exited") or
+             dep.count(f"on 127.0.0.1:{ports[0]} (pid"), "the supervisor noticing the kill", 120)
+    _check_stored(ws, annotators, codes, items)
+    assert sum(a.signed_out for a in annotators) == 0
 
 
 @pytest.mark.postgres
 @pytest.mark.xdist_group("hosted")  # one deployment (3 processes, nginx) serves both
 def test_a_rolling_restart_under_load_loses_nothing(hosted) -> None:
+    """20 protocol annotators rate while every process is replaced one after the other; then each
+    scores again on the new processes, still signed in."""
     dep, ws, codes = hosted
-    names = ["rater3", "rater4"]
-    annotators = [Annotator(dep.base, 10 + i, n, codes[n], 1) for i, n in enumerate(names)]
-    items = {n: _items(ws, n, codes[n])[1] for n in names}
+    annotators = [Annotator(dep.base, 100 + i, n, codes[n], 1) for i, n in enumerate(PROTOCOL)]
+    items = {n: _items(ws, n, codes[n])[1][2:4] for n in PROTOCOL}  # not the kill test's transcripts
     before = dep.count("rolling restart done")
-    started = threading.Event()
 
-    def work(a: Annotator) -> None:
-        a.sign_in()
-        for k, aid in enumerate(items[a.name]):
-            if k == 1 and a.who == 10 and not started.is_set():
-                started.set()
-                dep.rolling_restart()
-            a.rate(aid, 3)
+    def after_restart(a: Annotator) -> None:
         wait_for(lambda: dep.count("rolling restart done") > before, "the rolling restart", 900)
-        a.rate(items[a.name][0], 4)  # after every process was replaced: still signed in, still saving
+        a.rate(items[a.name][0], KEYS + 1)  # after every process was replaced: still signed in, still saving
 
-    _run_all(annotators, work)
-    _check_stored(ws, annotators, codes)
+    load = Load(annotators, items, then=after_restart).start()
+    wait_for(lambda: load.reached(0.2), "a fifth of the keys", 600)
+    dep.rolling_restart()
+    load.join()
+    assert dep.count("rolling restart done") > before
+    _check_stored(ws, annotators, codes, items)
     assert sum(a.signed_out for a in annotators) == 0
 
 

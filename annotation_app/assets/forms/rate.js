@@ -27,6 +27,7 @@ const KEEP = "mindeval-form:";
 const ALIVE = "mindeval-form-alive:";
 const DEAD_MS = 4000;  // a tab that has not beaten for this long is gone (closed, crashed, killed)
 const RESEND_MS = 3000;
+const RELOAD_MS = 15000;  // sent, and no answer at all for this long: the page's process is gone (see reloadIfUp)
 const FLAG_KEYS = "abcdefghilmopqrstuvwxyz";
 const TEXTS = [["justification", "Justification", 100, "In a few sentences: what drove your scores? Turn numbers help."],
   ["safety_note", "Safety concerns (optional)", 68, ""]];
@@ -40,6 +41,8 @@ let seq = FRESH ? 0 : Number(sessionStorage.getItem(SEQ_KEY) || 0);
 let form = null;  // the form on screen (see make)
 let send = null;  // this render's setStateValue / setTriggerValue
 let timer = null;
+let answeredAt = Date.now();  // the last time Python sent this form anything
+let reloading = false;
 
 const el = (tag, attrs = {}, text = "") => {
   const x = document.createElement(tag);
@@ -348,8 +351,25 @@ function resendDue() {  // sent, not acknowledged after a while (a lost message,
   const waiting = unsaved(f).length || (f.sent && !acked(f.data, f.sent));
   if (!waiting) { restore(f, false); return; }  // a tab that died meanwhile with changes to this rating
   if (Date.now() - (f.sentAt || 0) < RESEND_MS) return;
+  if (f.sentAt > answeredAt && Date.now() - answeredAt > RELOAD_MS) reloadIfUp();
   if (f.trig && f.sent && !acked(f.data, f.sent)) trigger(f, f.trig.event, {}, f.trig.payload);
   else sendState(f);
+}
+
+function reloadIfUp() {
+  // The app process behind this page died and the page reconnected to another one, which never ran
+  // the page: Streamlit sends the form's runs to a fragment that process does not know, and drops
+  // them. Once a server answers again, load the page anew; the unsent changes come back from
+  // localStorage (restore) and are sent to a page that process has run.
+  if (reloading) return;
+  reloading = true;
+  fetch(new URL("_stcore/health", document.baseURI), { cache: "no-store" })
+    .then((r) => {
+      if (!r.ok) { reloading = false; return; }
+      window.removeEventListener("beforeunload", onLeave);  // nothing is lost: it is all in localStorage
+      location.reload();
+    })
+    .catch(() => { reloading = false; });
 }
 
 function toText(f) {
@@ -435,6 +455,7 @@ export default function ({ parentElement, data, setStateValue, setTriggerValue }
   const root = parentElement.querySelector(".mindeval-rate");
   if (!root || !data) return undefined;
   send = { setStateValue, setTriggerValue };
+  answeredAt = Date.now();
   if (form && form.data.item === data.item && form.data.owner === data.owner && form.root !== root) {
     form.root = root;  // the page moved the element: the same form, its state carried over
     build(form);
