@@ -13,7 +13,7 @@
 // answer, at once when the connection comes back, after a reload). After a reload, a kept change
 // goes back on the form only for fields whose stored value is still what it was when the change
 // was made; a tab that died (its entry not refreshed for DEAD_MS) leaves its changes to the next
-// tab that opens the same rating; two live tabs never take each other's changes. When Python
+// tab that opens (or has open) the same rating; two live tabs never take each other's changes. When Python
 // refuses a stale write (another tab or device saved meanwhile: data.refused grows), the form
 // drops the changes of this page load and shows what is stored.
 //
@@ -26,6 +26,8 @@ const SEQ_KEY = "mindeval-form-seq";
 const KEEP = "mindeval-form:";
 const DEAD_MS = 15000;
 const RESEND_MS = 3000;
+const RELOAD_AFTER = 4;  // re-sends the server answered none of (a server restart), then a reload
+const RELOADED_KEY = "mindeval-form-reloaded";
 const FLAG_KEYS = "abcdefghilmopqrstuvwxyz";
 const TEXTS = [["justification", "Justification", 100, "In a few sentences: what drove your scores? Turn numbers help."],
   ["safety_note", "Safety concerns (optional)", 68, ""]];
@@ -252,26 +254,26 @@ function step(f, by) {
   trigger(f, "step", { reply: pos });
 }
 
-function restore(f) {  // changes kept from before this page load, still meant for what is stored now
-  const k = kept(f.data.owner);
-  if (!k) return;
+function restore(f, k) {  // changes kept from before this page load (or by a dead tab), still meant for what is stored now
+  if (!k || typeof k !== "object") return;
   const d = f.data;
   const now = { ...d.stored, ...d.texts };
   let n = 0;
-  f.carried = {};  // restored changes and what was stored when they were made (kept through a refusal)
+  // restored changes and what was stored when they were made (kept through a refusal); a field
+  // this page has changed itself keeps its own change
   for (const [field, v] of Object.entries(k.values || {})) {
     if (field in d.stored && v !== (d.stored[field] || "") && (k.from || {})[field] === (d.stored[field] || "")
-        && (v !== "" || field.includes("-f-"))) {
+        && (f.values[field] ?? "") === (d.stored[field] || "") && (v !== "" || field.includes("-f-"))) {
       f.values[field] = v; f.carried[field] = { value: v, from: (k.from || {})[field] }; n += 1;
     }
   }
   for (const [t] of TEXTS) {
     const v = (k.texts || {})[t];
-    if (typeof v === "string" && v !== (d.texts[t] || "") && (k.from || {})[t] === (now[t] || "")) {
+    if (typeof v === "string" && v !== (d.texts[t] || "") && (k.from || {})[t] === (now[t] || "")
+        && f.texts[t] === (d.texts[t] || "")) {
       f.texts[t] = v; f.carried[t] = { value: v, from: (k.from || {})[t] }; n += 1;
     }
   }
-  drop(d.owner);
   if (!n) return;
   for (const [t] of TEXTS) f.root.querySelector(`[data-text="${t}"]`).value = f.texts[t];
   checkedAll(f);
@@ -330,17 +332,50 @@ function update(f, data) {  // a new answer for the same item: take what is stor
   }
 }
 
+function adopt(f) {  // a tab that died since this one opened (its entry not refreshed for DEAD_MS) left changes here
+  for (let i = localStorage.length - 1; i >= 0; i -= 1) {
+    const k = localStorage.key(i);
+    if (!k || !k.startsWith(`${KEEP}${f.data.owner}|`) || k === keyOf(f.data.owner)) continue;
+    const x = read(k);
+    if (x && Date.now() - Number(x.t || 0) <= DEAD_MS) continue;
+    localStorage.removeItem(k);
+    restore(f, x);
+  }
+}
+
 function resendDue() {  // sent, not acknowledged after a while (a lost message, a restarted server)
   const f = form;
   if (!f || !f.root.isConnected || f.data.locked) return;
+  adopt(f);
   const waiting = unsaved(f).length || (f.sent && !acked(f.data, f.sent));
   if (waiting) {
     const k = read(keyOf(f.data.owner));
     if (k) keep(f.data.owner, { ...k, t: Date.now() });  // alive: no other tab adopts these changes
   }
+  const pending = f.sent && !acked(f.data, f.sent);
+  if (!pending) f.unanswered = 0;
   if (!waiting || Date.now() - (f.sentAt || 0) < RESEND_MS) return;
+  if (pending) f.unanswered = (f.unanswered || 0) + 1;
+  if (f.unanswered > RELOAD_AFTER && navigator.onLine && reloadIfServed(f)) return;
   if (f.trig && f.sent && !acked(f.data, f.sent)) trigger(f, f.trig.event, f.trig.extra);
   else sendState(f);
+}
+
+// A server that restarted answers on a new session that does not know this form's fragment:
+// Streamlit drops every re-send unseen. When the server is up but has answered none of several
+// re-sends, the page reloads (at most once a minute); what it kept is restored and sent then.
+function reloadIfServed(f) {  // true: a reload is on its way (or being checked)
+  if (f.reloading) return true;
+  if (Date.now() - Number(sessionStorage.getItem(RELOADED_KEY) || 0) < 60000) return false;
+  f.reloading = true;
+  fetch(new URL("_stcore/health", document.baseURI), { cache: "no-store" })
+    .then((r) => {
+      if (!r.ok) throw new Error(String(r.status));
+      sessionStorage.setItem(RELOADED_KEY, String(Date.now()));
+      window.location.reload();
+    })
+    .catch(() => { f.reloading = false; f.unanswered = 0; });
+  return true;
 }
 
 function toText(f) {
@@ -412,7 +447,7 @@ function onKey(e) {
 
 function onLeave(e) {
   const f = form;
-  if (f && f.root.isConnected && f.root.dataset.state === "saving") { e.preventDefault(); e.returnValue = ""; }
+  if (f && f.root.isConnected && f.root.dataset.state === "saving" && !f.reloading) { e.preventDefault(); e.returnValue = ""; }
 }
 
 function make(root, data) {
@@ -433,7 +468,9 @@ export default function ({ parentElement, data, setStateValue, setTriggerValue }
   } else if (!form || form.data.item !== data.item || form.data.owner !== data.owner) {
     form = make(root, data);
     build(form);
-    restore(form);
+    const k = kept(data.owner);
+    drop(data.owner);
+    restore(form, k);
   } else update(form, data);
   highlight(form);
   status(form);
@@ -441,7 +478,7 @@ export default function ({ parentElement, data, setStateValue, setTriggerValue }
     timer = setInterval(resendDue, 1000);
     document.addEventListener("keydown", onKey, true);
     window.addEventListener("beforeunload", onLeave);
-    window.addEventListener("online", () => { if (form) form.sentAt = 0; });
+    window.addEventListener("online", () => { if (form) { form.sentAt = 0; form.unanswered = 0; } });
   }
   return undefined;
 }
