@@ -237,11 +237,25 @@ def served_workspace(tmp_path: Path, name: str = "rate", url: str | None = None,
         stop(proc)
 
 
+# Streamlit's own frontend error when a fragment's output arrives for a place a newer run removed;
+# the rating form reloads itself on it (assets/forms/rate.js; tested by
+# test_a_page_whose_streamlit_tree_broke_reloads_itself_and_sends_what_it_kept). The test still
+# asserts everything it checks after the reload; the error is reported as a warning.
+RECOVERED_ERRORS = ("Cannot set a node at a delta path",)
+
+
 def checked_page(tmp_path: Path, width: int = 1280, height: int = 720):
-    """A page whose scripts raise no uncaught error during the test (checked when it ends)."""
+    """A page whose scripts raise no uncaught error during the test (checked when it ends),
+    except Streamlit's broken-tree error, which the rating form recovers from by reloading."""
     for pg in open_browser(tmp_path, width, height):
         errors = page_errors(pg)
         yield pg
+        recovered = [e for e in errors if any(r in e for r in RECOVERED_ERRORS)]
+        if recovered and "mindeval-form-reloaded" in (pg.evaluate("() => Object.keys(sessionStorage)") or []):
+            import warnings
+
+            warnings.warn(f"the page reloaded itself after Streamlit's frontend error: {recovered}", stacklevel=1)
+            errors = [e for e in errors if e not in recovered]
         assert errors == [], f"uncaught errors in the page: {errors}"
 
 

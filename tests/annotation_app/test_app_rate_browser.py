@@ -623,3 +623,41 @@ def test_a_kept_copy_the_page_cannot_read_raises_no_error(app, page):
     nothing_waiting(page)
     settle(page)
     whole_rating(ws, viewer(ws, "demo", DEMO_CODE), form_attr(page, "item"), {})
+
+
+BROKEN_TREE_JS = ("() => window.dispatchEvent(new ErrorEvent('error', "
+                  "{message: 'Uncaught Error: Cannot set a node at a delta path'}))")
+
+
+def test_a_page_whose_streamlit_tree_broke_reloads_itself_and_sends_what_it_kept(app, tmp_path):
+    """Streamlit's frontend can throw "Cannot set a node at a delta path" when a fragment's output
+    arrives for a place a newer run removed, and then stops updating the form (seen in this file's
+    rapid-click test after Next, beside two CPU hogs). The page reloads itself without a leave
+    prompt, sends the changes it kept, and does not reload in a loop."""
+    base, ws = app
+    gen = open_browser(tmp_path, 1280, 720)
+    tab = next(gen)
+    try:
+        prompts: list[str] = []
+        tab.on("dialog", lambda d: (prompts.append(d.type), d.dismiss()))  # a dismissed prompt stops the reload
+        held = block_sends(tab, b"rate_form")
+        open_rating(tab, base)
+        subs = [s.id for s in ws.subaxes()]
+        aid = form_attr(tab, "item")
+        held["on"] = True
+        pick(tab, subs[0], "3")
+        pick(tab, subs[5], "5")
+        kept_in_browser(tab, 2)
+        with tab.expect_navigation():
+            tab.evaluate(BROKEN_TREE_JS)
+        held["on"] = False
+        pane_ready(tab, 9)
+        nothing_waiting(tab)
+        whole_rating(ws, viewer(ws, "demo", DEMO_CODE), aid, {subs[0]: 3, subs[5]: 5})
+        assert prompts == []
+        when = tab.evaluate("() => sessionStorage.getItem('mindeval-form-reloaded')")
+        assert when
+        tab.evaluate(BROKEN_TREE_JS)  # again within 10 s of a reload: no second one (no loop)
+        assert tab.evaluate("() => sessionStorage.getItem('mindeval-form-reloaded')") == when
+    finally:
+        gen.close()

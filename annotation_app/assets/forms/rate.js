@@ -378,6 +378,17 @@ function reloadIfServed(f) {  // true: a reload is on its way (or being checked)
   return true;
 }
 
+// Streamlit's frontend can throw this when a fragment's output arrives for a place a newer run
+// removed (seen after Next while a form rerun was under way), and then stops updating the form:
+// the page reloads itself (at most once in 10 s), and what the form kept is restored and sent.
+function onBrokenTree(e) {
+  if (!String(e.message || "").includes("Cannot set a node at a delta path")) return;
+  if (Date.now() - Number(sessionStorage.getItem(RELOADED_KEY) || 0) < 10000) return;
+  sessionStorage.setItem(RELOADED_KEY, String(Date.now()));
+  if (form) form.reloading = true;
+  window.location.reload();
+}
+
 function toText(f) {
   const b = f.root.querySelector('[data-text="justification"]');
   b.focus();
@@ -478,6 +489,7 @@ export default function ({ parentElement, data, setStateValue, setTriggerValue }
     timer = setInterval(resendDue, 1000);
     document.addEventListener("keydown", onKey, true);
     window.addEventListener("beforeunload", onLeave);
+    window.addEventListener("error", onBrokenTree);
     window.addEventListener("online", () => { if (form) { form.sentAt = 0; form.unanswered = 0; } });
   }
   return undefined;
