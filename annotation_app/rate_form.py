@@ -9,6 +9,8 @@ stored is refused as :class:`~annotation_app.services.Stale`).
 
 from __future__ import annotations
 
+import threading
+
 from annotation_app import unit_form as uf
 from annotation_app.forms import RateAction, RateAxis, RateForm
 from annotation_app.services import Workspace
@@ -19,6 +21,11 @@ from mindeval.targets.guidelines import Guidelines
 
 NA = uf.NA
 TEXTS = {"justification": "Justification", "safety_note": "Safety concerns"}
+# (user, assignment) → version → the (tab, seq) whose state wrote it, in this process: a state is
+# not refused for versions its own tab's earlier states made (a reload's late save of the page before)
+_WRITES: dict[tuple[int, int], dict[int, tuple[str, int]]] = {}
+_WRITES_LOCK = threading.Lock()
+_KEEP = 64  # versions remembered per rating
 
 
 def choices(item: ItemView, g: Guidelines, field: str) -> dict[str, object]:
@@ -138,6 +145,29 @@ def build(item: ItemView, g: Guidelines, owner: str, **shown) -> RateForm:
         version=item.version, moot=uf.moot(item, g), legend=legend(item, g), reply=reply, **shown)
 
 
+def base_version(user: int, act: RateAction) -> int | None:
+    """The version ``act`` (from a tab this session has not written for) is based on: the version
+    its form showed, moved past the versions that the same tab's earlier states wrote since (a
+    reload right after clicks: the page before's last state lands after the new page showed the
+    rating). A version another tab wrote, or one this process did not see, stops it."""
+    if act.version is None:
+        return None
+    base = act.version
+    with _WRITES_LOCK:
+        writes = _WRITES.get((user, act.item), {})
+        while (w := writes.get(base + 1)) is not None and w[0] == act.tab and w[1] < act.seq:
+            base += 1
+    return base
+
+
+def _wrote(user: int, act: RateAction, version: int) -> None:
+    with _WRITES_LOCK:
+        writes = _WRITES.setdefault((user, act.item), {})
+        writes[version] = (act.tab, act.seq)
+        for old in sorted(writes)[:-_KEEP]:
+            del writes[old]
+
+
 def apply(ws: Workspace, v: Viewer, act: RateAction, version: int | None) -> tuple[int | None, int]:
     """Store every field and text of ``act`` that differs from what is stored, in the form's
     order, at ``version``; returns the new version and the number of writes. Raises ``Stale``."""
@@ -156,6 +186,7 @@ def apply(ws: Workspace, v: Viewer, act: RateAction, version: int | None) -> tup
         if label not in options:
             continue
         version = uf.save(ws, v, item, field, options[label], version)
+        _wrote(v.id, act, version)
         writes += 1
         if item.unit == "question":
             item = ws.item(v, act.item)  # an answer changes which questions later fields reach
@@ -163,6 +194,7 @@ def apply(ws: Workspace, v: Viewer, act: RateAction, version: int | None) -> tup
         text = act.texts.get(t)
         if text is not None and text != getattr(item, t):
             version = ws.save_text(v, act.item, **{t: text}, version=version)
+            _wrote(v.id, act, version)
             writes += 1
     return version, writes
 

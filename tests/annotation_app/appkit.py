@@ -46,15 +46,6 @@ def add_target_study(ws: Workspace, target: str | Path = CATEGORICAL_TARGET) -> 
     return info.id
 
 
-def radios(at) -> dict[str, object]:
-    """Sub-axis id → its radio widget on the rating page of an AppTest."""
-    out = {}
-    for r in at.radio:
-        if r.key and r.key.startswith("a"):
-            out[r.key.split("_", 3)[3]] = r
-    return out
-
-
 def component(at, name: str) -> tuple[str, dict]:
     """A form component of an AppTest page (annotation_app.forms): (its widget id, the data Python gave it)."""
     el = next(e for e in at.get("bidi_component") if e.proto.component_name == name)

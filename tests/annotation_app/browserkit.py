@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -18,7 +19,7 @@ from annotation_app.handoff import SESSION_ROUTE
 CHROMIUM = os.environ.get("MINDEVAL_CHROMIUM", "/usr/bin/chromium")
 # The longest one observable change may take (a rerun, a save, a reload) with two CPU hogs and other
 # workers' browsers, servers and the embedded model beside it; a passing wait returns at once.
-WAIT_MS = 180_000
+WAIT_MS = int(os.environ.get("MINDEVAL_BROWSER_WAIT_MS", "180000"))
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
 
@@ -114,51 +115,54 @@ def sign_in(page, base: str, name: str = "demo", code: str = DEMO_CODE) -> None:
     settle(page)
 
 
-# The score each sub-axis shows as chosen, in page order ("N/A" or "1".."6"; None = none).
-SHOWN_SCORES_JS = """() => [...document.querySelectorAll('[data-testid="stRadio"]')].map(g => {
-  const i = g.querySelector('input:checked');
-  return i ? i.closest('label').innerText.trim() : null; })"""
+# The rating form (annotation_app/assets/forms/rate.js): one component, its state on its root's dataset.
+FORM = ".mindeval-rate"
+
+# The label each radio field of the rating form shows as chosen, in form order (None = none).
+SHOWN_SCORES_JS = """() => [...document.querySelectorAll('.mindeval-rate fieldset.rate-axis[data-radio]')].map(g => {
+  const i = g.querySelector('input:checked'); return i ? i.value : null; })"""
+
+
+def form_attr(page, name: str):
+    """The rating form's ``data-<name>`` (JSON-decoded where it is JSON; ``item``/``version``/``refused`` as int)."""
+    raw = page.get_attribute(FORM, f"data-{name}")
+    if name in ("item", "version", "refused"):
+        return int(raw)
+    return json.loads(raw) if name in ("fields", "stored", "shown", "texts") else raw
 
 
 def saved(page) -> None:
-    """Wait until the rating page confirms every score it shows is stored (and Streamlit is idle)."""
+    """Wait until the rating form confirms everything it shows is stored (and Streamlit is idle)."""
     settle(page)
-    page.wait_for_function(
-        "() => document.querySelector('[data-mindeval-saved]')?.getAttribute('data-mindeval-state') === 'saved'",
-        timeout=WAIT_MS)
+    page.wait_for_function("() => document.querySelector('.mindeval-rate')?.dataset.state === 'saved'",
+                           timeout=WAIT_MS)
     settle(page)
-
-
-# The labels the rating pane's radio groups show as chosen, in page order ("" = none): a JS expression.
-PANE_SHOWN = """[...document.querySelectorAll('.st-key-rating-pane [data-testid="stRadio"]')].map(g => {
-  const i = g.querySelector('input:checked'); return i ? i.closest('label').innerText.trim() : ''; })"""
 
 
 def stored(page, expected: list, timeout: int = WAIT_MS) -> None:
-    """Wait until the rating page shows ``expected`` as chosen (labels, None = unset) and has
-    rendered the same values as stored in the database, with nothing left to save. A timeout
-    says what the page showed, what it said was stored and what it still kept to send."""
+    """Wait until the rating form shows ``expected`` as chosen (labels in form order, None = unset),
+    says the same is stored, and has nothing left to save. A timeout says what the page showed,
+    what it said was stored and what it still kept to send."""
     want = ["" if x is None else x for x in expected]
     try:
         page.wait_for_function(
             """(want) => {
-              const m = document.querySelector('[data-mindeval-saved]');
-              if (!m || m.getAttribute('data-mindeval-state') !== 'saved') return false;
-              const shown = """ + PANE_SHOWN + """;
-              return JSON.stringify(JSON.parse(m.getAttribute('data-mindeval-saved'))) === JSON.stringify(want)
-                && JSON.stringify(shown) === JSON.stringify(want);
+              const r = document.querySelector('.mindeval-rate');
+              if (!r || r.dataset.state !== 'saved' || !r.dataset.stored) return false;
+              const shown = [...r.querySelectorAll('fieldset.rate-axis[data-radio]')].map(g => {
+                const i = g.querySelector('input:checked'); return i ? i.value : ''; });
+              const w = JSON.stringify(want);
+              return r.dataset.stored === w && r.dataset.shown === w && JSON.stringify(shown) === w;
             }""", arg=want, timeout=timeout)
     except PlaywrightTimeout:
         raise AssertionError(f"after {timeout // 1000} s the page had not stored {want}: {page_state(page)}") from None
 
 
-# What the rating page shows and keeps, for a failure message: every stored-state marker's
-# attributes, the pane's chosen labels, changes kept to send, whether Streamlit is running.
+# What the rating page shows and keeps, for a failure message: the form's dataset, changes kept
+# to send, whether Streamlit is running, its alerts.
 PAGE_STATE_JS = """() => ({
-  markers: [...document.querySelectorAll('[data-mindeval-saved]')].map(m => Object.fromEntries(
-    ['state', 'saved', 'run', 'form', 'refused', 'owner'].map(a => [a, m.getAttribute('data-mindeval-' + a)]))),
-  shown: """ + PANE_SHOWN + """,
-  kept: Object.fromEntries(Object.keys(localStorage).filter(k => k.startsWith('mindeval-rate:'))
+  forms: [...document.querySelectorAll('.mindeval-rate')].map(r => ({...r.dataset})),
+  kept: Object.fromEntries(Object.keys(localStorage).filter(k => k.startsWith('mindeval-form:'))
     .map(k => [k, localStorage.getItem(k)])),
   running: !!document.querySelector('[data-testid="stStatusWidget"] button'),
   alerts: [...document.querySelectorAll('[data-testid="stAlert"]')].map(a => a.innerText.slice(0, 300)),
@@ -174,10 +178,17 @@ def page_state(page) -> dict:
 
 
 def pane_ready(page, n: int) -> None:
-    """Wait until the rating pane shows exactly ``n`` sub-axes (not the old and new form mid-rerun)."""
+    """Wait until the rating form is on screen with exactly ``n`` radio fields and its state."""
     page.wait_for_function(
-        "(n) => document.querySelectorAll('.st-key-rating-pane [data-testid=\"stRadio\"]').length === n"
-        " && !!document.querySelector('[data-mindeval-saved]')", arg=n, timeout=WAIT_MS)
+        """(n) => { const r = document.querySelector('.mindeval-rate');
+          return !!r && !!r.dataset.state && r.querySelectorAll('fieldset.rate-axis[data-radio]').length === n
+            && JSON.parse(r.dataset.fields || '[]').length === n; }""", arg=n, timeout=WAIT_MS)
+
+
+def pick(page, field: str, label: str) -> None:
+    """Click the label ``label`` of the form's field ``field`` (the mouse, as a person does)."""
+    page.locator(f'{FORM} fieldset[data-sub="{field}"] label').filter(
+        has=page.locator(f'input[value="{label}"]')).click()
 
 
 def whole_rating(ws, viewer, aid: int, values: dict, justification: str = "", safety_note: str = "") -> None:
@@ -190,20 +201,26 @@ def whole_rating(ws, viewer, aid: int, values: dict, justification: str = "", sa
     assert got == want, f"stored rating of assignment {aid}: {got}, expected exactly {want}"
 
 
-# Changes the rating page keeps in the browser, not yet seen stored (assets/rate_keys.js).
-NOTHING_WAITING_JS = """() => document.querySelector('[data-mindeval-saved]')?.getAttribute('data-mindeval-state')
-  === 'saved' && Object.keys(localStorage).filter(k => k.startsWith('mindeval-rate:')).length === 0"""
+# Nothing the rating form keeps in the browser to send (assets/forms/rate.js), everything shown stored.
+NOTHING_WAITING_JS = """() => document.querySelector('.mindeval-rate')?.dataset.state === 'saved'
+  && Object.keys(localStorage).filter(k => k.startsWith('mindeval-form:')).length === 0"""
 
 
-def block_sends(page) -> dict:
+def block_sends(page, only: bytes | None = None) -> dict:
     """Route the page's Streamlit websocket through playwright; while ``flag["on"]`` what the page
-    sends never reaches the server (a connection that drops messages, the page still thinks it is
-    online). Set before the page connects."""
+    sends (only the messages holding ``only`` when given, e.g. ``b"rate_form"``: the rating form's
+    state) never reaches the server (a connection that drops messages, the page still thinks it
+    is online). Set before the page connects."""
     flag = {"on": False}
+
+    def held(m) -> bool:
+        if not flag["on"]:
+            return False
+        return only is None or only in (m if isinstance(m, bytes) else m.encode())
 
     def handler(ws):
         server = ws.connect_to_server()
-        ws.on_message(lambda m: None if flag["on"] else server.send(m))
+        ws.on_message(lambda m: None if held(m) else server.send(m))
         server.on_message(lambda m: ws.send(m))
 
     page.route_web_socket("**/_stcore/stream", handler)
@@ -217,12 +234,13 @@ def page_errors(page) -> list:
     return errors
 
 
-def served_workspace(tmp_path: Path, name: str = "rate", **workspace):
-    """A running app on the demo workspace (``make_workspace(url, **workspace)``): yields the base
-    URL and a ``Workspace`` for reading its database; the app stops afterwards."""
+def served_workspace(tmp_path: Path, name: str = "rate", url: str | None = None, **workspace):
+    """A running app on the demo workspace (``make_workspace(url, **workspace)``; SQLite in
+    ``tmp_path`` unless ``url`` names a database): yields the base URL and a ``Workspace`` for
+    reading its database; the app stops afterwards."""
     from annotation_app.services import Workspace
 
-    url = f"sqlite:///{tmp_path / f'{name}.db'}"
+    url = url or f"sqlite:///{tmp_path / f'{name}.db'}"
     make_workspace(url, **workspace).close()
     port = free_port()
     proc = start_app(url, port, tmp_path / "app.log")
@@ -236,7 +254,7 @@ def served_workspace(tmp_path: Path, name: str = "rate", **workspace):
 
 
 # Streamlit's own frontend error when a fragment's output arrives for a place a newer run removed;
-# the rating page reloads itself on it (assets/rate_keys.js; tested by
+# the rating form reloads itself on it (assets/forms/rate.js; tested by
 # test_a_page_whose_streamlit_tree_broke_reloads_itself_and_sends_what_it_kept). The test still
 # asserts everything it checks after the reload; the error is reported as a warning.
 RECOVERED_ERRORS = ("Cannot set a node at a delta path",)
@@ -244,12 +262,12 @@ RECOVERED_ERRORS = ("Cannot set a node at a delta path",)
 
 def checked_page(tmp_path: Path, width: int = 1280, height: int = 720):
     """A page whose scripts raise no uncaught error during the test (checked when it ends),
-    except Streamlit's broken-tree error, which the rating page recovers from by reloading."""
+    except Streamlit's broken-tree error, which the rating form recovers from by reloading."""
     for pg in open_browser(tmp_path, width, height):
         errors = page_errors(pg)
         yield pg
         recovered = [e for e in errors if any(r in e for r in RECOVERED_ERRORS)]
-        if recovered and "mindeval-rate-recovered" in (pg.evaluate("() => Object.keys(sessionStorage)") or []):
+        if recovered and "mindeval-form-reloaded" in (pg.evaluate("() => Object.keys(sessionStorage)") or []):
             import warnings
 
             warnings.warn(f"the page reloaded itself after Streamlit's frontend error: {recovered}", stacklevel=1)
@@ -379,3 +397,11 @@ def hold_server(page) -> dict:
     page.route_web_socket("**/_stcore/stream", handler)
     flag["release"] = release
     return flag
+
+
+def nothing_waiting(page, timeout: int = WAIT_MS) -> None:
+    """Wait for NOTHING_WAITING_JS; a timeout says what the page showed and kept."""
+    try:
+        page.wait_for_function(NOTHING_WAITING_JS, timeout=timeout)
+    except PlaywrightTimeout:
+        raise AssertionError(f"after {timeout // 1000} s the page still kept changes: {page_state(page)}") from None

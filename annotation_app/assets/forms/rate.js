@@ -27,7 +27,8 @@ const KEEP = "mindeval-form:";
 const ALIVE = "mindeval-form-alive:";
 const DEAD_MS = 4000;  // a tab that has not beaten for this long is gone (closed, crashed, killed)
 const RESEND_MS = 3000;
-const RELOAD_MS = 15000;  // sent, and no answer at all for this long: the page's process is gone (see reloadIfUp)
+const RELOAD_AFTER = 4;  // re-sends the server answered none of (a server restart), then a reload
+const RELOADED_KEY = "mindeval-form-reloaded";
 const FLAG_KEYS = "abcdefghilmopqrstuvwxyz";
 const TEXTS = [["justification", "Justification", 100, "In a few sentences: what drove your scores? Turn numbers help."],
   ["safety_note", "Safety concerns (optional)", 68, ""]];
@@ -41,8 +42,6 @@ let seq = FRESH ? 0 : Number(sessionStorage.getItem(SEQ_KEY) || 0);
 let form = null;  // the form on screen (see make)
 let send = null;  // this render's setStateValue / setTriggerValue
 let timer = null;
-let answeredAt = Date.now();  // the last time Python sent this form anything
-let reloading = false;
 
 const el = (tag, attrs = {}, text = "") => {
   const x = document.createElement(tag);
@@ -62,19 +61,26 @@ const radios = (d) => d.axes.filter((a) => a.kind === "radio");
 const beat = () => { try { localStorage.setItem(ALIVE + TAB, String(Date.now())); } catch (e) { /* full */ } };
 const dead = (tab) => Date.now() - Number(localStorage.getItem(ALIVE + tab) || 0) > DEAD_MS;
 
-function kept(owner, own = true) {  // this tab's kept state, else one a dead tab left for this rating (adopted)
-  const mine = own ? read(keyOf(owner)) : null;
-  if (mine) return mine;
+function others(owner) {  // [key, tab] of the kept states other tabs left for this rating
+  const out = [];
   for (let i = 0; i < localStorage.length; i += 1) {
     const k = localStorage.key(i);
-    if (!k || !k.startsWith(`${KEEP}${owner}|`)) continue;
-    const tab = k.slice(`${KEEP}${owner}|`.length);
-    if (tab === TAB || !dead(tab)) continue;
-    const x = read(k);
-    localStorage.removeItem(k);
-    localStorage.removeItem(ALIVE + tab);
-    if (x) return x;
+    if (k && k.startsWith(`${KEEP}${owner}|`) && k !== keyOf(owner)) out.push([k, k.slice(`${KEEP}${owner}|`.length)]);
   }
+  return out;
+}
+
+function take(k, tab) {  // a dead tab's kept state, removed from the store
+  const x = read(k);
+  localStorage.removeItem(k);
+  localStorage.removeItem(ALIVE + tab);
+  return x;
+}
+
+function kept(owner) {  // this tab's kept state, else one a dead tab left for this rating (adopted)
+  const own = read(keyOf(owner));
+  if (own) return own;
+  for (const [k, tab] of others(owner)) if (dead(tab)) { const x = take(k, tab); if (x) return x; }
   return null;
 }
 
@@ -267,26 +273,26 @@ function step(f, by) {
   trigger(f, "step", { reply: pos });
 }
 
-function restore(f, own = true) {  // changes kept from before this page load (or by a tab that died), still meant for what is stored now
-  const k = kept(f.data.owner, own);
-  if (!k) return;
+function restore(f, k) {  // changes kept from before this page load (or by a dead tab), still meant for what is stored now
+  if (!k || typeof k !== "object") return;
   const d = f.data;
   const now = { ...d.stored, ...d.texts };
   let n = 0;
-  f.carried = {};  // restored changes and what was stored when they were made (kept through a refusal)
+  // restored changes and what was stored when they were made (kept through a refusal); a field
+  // this page has changed itself keeps its own change
   for (const [field, v] of Object.entries(k.values || {})) {
     if (field in d.stored && v !== (d.stored[field] || "") && (k.from || {})[field] === (d.stored[field] || "")
-        && (v !== "" || field.includes("-f-"))) {
+        && (f.values[field] ?? "") === (d.stored[field] || "") && (v !== "" || field.includes("-f-"))) {
       f.values[field] = v; f.carried[field] = { value: v, from: (k.from || {})[field] }; n += 1;
     }
   }
   for (const [t] of TEXTS) {
     const v = (k.texts || {})[t];
-    if (typeof v === "string" && v !== (d.texts[t] || "") && (k.from || {})[t] === (now[t] || "")) {
+    if (typeof v === "string" && v !== (d.texts[t] || "") && (k.from || {})[t] === (now[t] || "")
+        && f.texts[t] === (d.texts[t] || "")) {
       f.texts[t] = v; f.carried[t] = { value: v, from: (k.from || {})[t] }; n += 1;
     }
   }
-  drop(d.owner);
   if (!n) return;
   for (const [t] of TEXTS) f.root.querySelector(`[data-text="${t}"]`).value = f.texts[t];
   checkedAll(f);
@@ -345,31 +351,50 @@ function update(f, data) {  // a new answer for the same item: take what is stor
   }
 }
 
+function adopt(f) {  // a tab that died since this one opened (no heartbeat for DEAD_MS) left changes here
+  for (const [k, tab] of others(f.data.owner)) if (dead(tab)) restore(f, take(k, tab));
+}
+
 function resendDue() {  // sent, not acknowledged after a while (a lost message, a restarted server)
   const f = form;
   if (!f || !f.root.isConnected || f.data.locked) return;
+  adopt(f);
   const waiting = unsaved(f).length || (f.sent && !acked(f.data, f.sent));
-  if (!waiting) { restore(f, false); return; }  // a tab that died meanwhile with changes to this rating
-  if (Date.now() - (f.sentAt || 0) < RESEND_MS) return;
-  if (f.sentAt > answeredAt && Date.now() - answeredAt > RELOAD_MS) reloadIfUp();
+  const pending = f.sent && !acked(f.data, f.sent);
+  if (!pending) f.unanswered = 0;
+  if (!waiting || Date.now() - (f.sentAt || 0) < RESEND_MS) return;
+  if (pending) f.unanswered = (f.unanswered || 0) + 1;
+  if (f.unanswered > RELOAD_AFTER && navigator.onLine && reloadIfServed(f)) return;
   if (f.trig && f.sent && !acked(f.data, f.sent)) trigger(f, f.trig.event, {}, f.trig.payload);
   else sendState(f);
 }
 
-function reloadIfUp() {
-  // The app process behind this page died and the page reconnected to another one, which never ran
-  // the page: Streamlit sends the form's runs to a fragment that process does not know, and drops
-  // them. Once a server answers again, load the page anew; the unsent changes come back from
-  // localStorage (restore) and are sent to a page that process has run.
-  if (reloading) return;
-  reloading = true;
+// A server that restarted answers on a new session that does not know this form's fragment:
+// Streamlit drops every re-send unseen. When the server is up but has answered none of several
+// re-sends, the page reloads (at most once a minute); what it kept is restored and sent then.
+function reloadIfServed(f) {  // true: a reload is on its way (or being checked)
+  if (f.reloading) return true;
+  if (Date.now() - Number(sessionStorage.getItem(RELOADED_KEY) || 0) < 60000) return false;
+  f.reloading = true;
   fetch(new URL("_stcore/health", document.baseURI), { cache: "no-store" })
     .then((r) => {
-      if (!r.ok) { reloading = false; return; }
-      window.removeEventListener("beforeunload", onLeave);  // nothing is lost: it is all in localStorage
-      location.reload();
+      if (!r.ok) throw new Error(String(r.status));
+      sessionStorage.setItem(RELOADED_KEY, String(Date.now()));
+      window.location.reload();
     })
-    .catch(() => { reloading = false; });
+    .catch(() => { f.reloading = false; f.unanswered = 0; });
+  return true;
+}
+
+// Streamlit's frontend can throw this when a fragment's output arrives for a place a newer run
+// removed (seen after Next while a form rerun was under way), and then stops updating the form:
+// the page reloads itself (at most once in 10 s), and what the form kept is restored and sent.
+function onBrokenTree(e) {
+  if (!String(e.message || "").includes("Cannot set a node at a delta path")) return;
+  if (Date.now() - Number(sessionStorage.getItem(RELOADED_KEY) || 0) < 10000) return;
+  sessionStorage.setItem(RELOADED_KEY, String(Date.now()));
+  if (form) form.reloading = true;
+  window.location.reload();
 }
 
 function toText(f) {
@@ -441,7 +466,7 @@ function onKey(e) {
 
 function onLeave(e) {
   const f = form;
-  if (f && f.root.isConnected && f.root.dataset.state === "saving") { e.preventDefault(); e.returnValue = ""; }
+  if (f && f.root.isConnected && f.root.dataset.state === "saving" && !f.reloading) { e.preventDefault(); e.returnValue = ""; }
 }
 
 function make(root, data) {
@@ -455,7 +480,6 @@ export default function ({ parentElement, data, setStateValue, setTriggerValue }
   const root = parentElement.querySelector(".mindeval-rate");
   if (!root || !data) return undefined;
   send = { setStateValue, setTriggerValue };
-  answeredAt = Date.now();
   if (form && form.data.item === data.item && form.data.owner === data.owner && form.root !== root) {
     form.root = root;  // the page moved the element: the same form, its state carried over
     build(form);
@@ -463,7 +487,9 @@ export default function ({ parentElement, data, setStateValue, setTriggerValue }
   } else if (!form || form.data.item !== data.item || form.data.owner !== data.owner) {
     form = make(root, data);
     build(form);
-    restore(form);
+    const k = kept(data.owner);
+    drop(data.owner);
+    restore(form, k);
   } else update(form, data);
   highlight(form);
   status(form);
@@ -472,7 +498,8 @@ export default function ({ parentElement, data, setStateValue, setTriggerValue }
     timer = setInterval(() => { beat(); resendDue(); }, 1000);
     document.addEventListener("keydown", onKey, true);
     window.addEventListener("beforeunload", onLeave);
-    window.addEventListener("online", () => { if (form) form.sentAt = 0; });
+    window.addEventListener("error", onBrokenTree);
+    window.addEventListener("online", () => { if (form) { form.sentAt = 0; form.unanswered = 0; } });
   }
   return undefined;
 }
