@@ -9,8 +9,6 @@ stored is refused as :class:`~annotation_app.services.Stale`).
 
 from __future__ import annotations
 
-import threading
-
 from annotation_app import unit_form as uf
 from annotation_app.forms import RateAction, RateAxis, RateForm
 from annotation_app.services import Workspace
@@ -21,12 +19,6 @@ from mindeval.targets.guidelines import Guidelines
 
 NA = uf.NA
 TEXTS = {"justification": "Justification", "safety_note": "Safety concerns"}
-# (user, assignment) → version → the (tab, seq) whose state wrote it, in this process: a state is
-# not refused for versions its own tab's earlier states made (a reload's late save of the page before)
-_WRITES: dict[tuple[int, int], dict[int, tuple[str, int]]] = {}
-_WRITES_LOCK = threading.Lock()
-_KEEP = 64  # versions remembered per rating
-
 
 def choices(item: ItemView, g: Guidelines, field: str) -> dict[str, object]:
     """Label the form shows → what :func:`annotation_app.unit_form.save` stores for it."""
@@ -145,27 +137,20 @@ def build(item: ItemView, g: Guidelines, owner: str, **shown) -> RateForm:
         version=item.version, moot=uf.moot(item, g), legend=legend(item, g), reply=reply, **shown)
 
 
-def base_version(user: int, act: RateAction) -> int | None:
+def base_version(ws: Workspace, v: Viewer, act: RateAction) -> int | None:
     """The version ``act`` (from a tab this session has not written for) is based on: the version
-    its form showed, moved past the versions that the same tab's earlier states wrote since (a
-    reload right after clicks: the page before's last state lands after the new page showed the
-    rating). A version another tab wrote, or one this process did not see, stops it."""
+    its form showed, moved past the versions that the same tab's states up to this one wrote since
+    (recorded in the database: a reload right after clicks, whose page before's last state landed
+    after the new page showed the rating, or a state re-sent to another process after its own
+    died). A version another tab wrote, or one nobody recorded, stops it."""
     if act.version is None:
         return None
     base = act.version
-    with _WRITES_LOCK:
-        writes = _WRITES.get((user, act.item), {})
-        while (w := writes.get(base + 1)) is not None and w[0] == act.tab and w[1] < act.seq:
-            base += 1
+    for first, last, tab, seq in ws.form_writes(v, act.item, after=base):
+        if first != base + 1 or tab != act.tab or seq > act.seq:
+            break
+        base = last
     return base
-
-
-def _wrote(user: int, act: RateAction, version: int) -> None:
-    with _WRITES_LOCK:
-        writes = _WRITES.setdefault((user, act.item), {})
-        writes[version] = (act.tab, act.seq)
-        for old in sorted(writes)[:-_KEEP]:
-            del writes[old]
 
 
 def apply(ws: Workspace, v: Viewer, act: RateAction, version: int | None) -> tuple[int | None, int]:
@@ -174,8 +159,17 @@ def apply(ws: Workspace, v: Viewer, act: RateAction, version: int | None) -> tup
     item = ws.item(v, act.item)
     if item.state == "submitted":
         return version, 0
+    done: list[int] = []  # the versions written, recorded as this state's (also when refused midway)
+    try:
+        version = _store(ws, v, act, item, version, done)
+    finally:
+        if done:
+            ws.form_wrote(v, act.item, (done[0], done[-1]), act.tab, act.seq)
+    return version, len(done)
+
+
+def _store(ws: Workspace, v: Viewer, act: RateAction, item: ItemView, version: int | None, done: list[int]) -> int | None:
     g = ws.guidelines(item.study_id)
-    writes = 0
     for field in uf.known_fields(item, g):
         label = act.values.get(field)
         if label is None or label == uf.stored_label(item, g, field) or field in uf.moot(item, g):
@@ -186,17 +180,15 @@ def apply(ws: Workspace, v: Viewer, act: RateAction, version: int | None) -> tup
         if label not in options:
             continue
         version = uf.save(ws, v, item, field, options[label], version)
-        _wrote(v.id, act, version)
-        writes += 1
+        done.append(version)
         if item.unit == "question":
             item = ws.item(v, act.item)  # an answer changes which questions later fields reach
     for t in TEXTS:
         text = act.texts.get(t)
         if text is not None and text != getattr(item, t):
             version = ws.save_text(v, act.item, **{t: text}, version=version)
-            _wrote(v.id, act, version)
-            writes += 1
-    return version, writes
+            done.append(version)
+    return version
 
 
 def stale_changes(item: ItemView, g: Guidelines, act: RateAction) -> list[tuple[str, str, str, bool]]:

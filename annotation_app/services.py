@@ -192,6 +192,16 @@ class Workspace:
         a process dying before this leaves the action to the one the browser re-sends it to)."""
         form_actions.mark(self.db, v.id, tab, seq)
 
+    def form_wrote(self, v: Viewer, assignment_id: int, versions: tuple[int, int], tab: str, seq: int) -> None:
+        """Record that form state ``seq`` of tab ``tab`` wrote versions ``versions`` (first, last)
+        of ``v``'s rating ``assignment_id``, for every process."""
+        form_actions.wrote(self.db, v.id, assignment_id, versions, tab, seq)
+
+    def form_writes(self, v: Viewer, assignment_id: int, after: int) -> list[tuple[int, int, str, int]]:
+        """``(first, last, tab, seq)``: which form states wrote the versions of ``v``'s rating
+        ``assignment_id`` after version ``after``, in order (as far as recorded)."""
+        return form_actions.writes_after(self.db, v.id, assignment_id, after)
+
     # ------------------------------------------------------------ annotator: rating
 
     def queue(self, v: Viewer, study_id: int) -> list[QueueEntry]:

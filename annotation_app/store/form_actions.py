@@ -5,16 +5,23 @@ no answer, possibly to another app process after the first one died. The page ap
 only while :func:`is_new` says no process has recorded it, and records it with :func:`mark` once it
 is stored: a process that dies before that leaves the action to the next one (nothing lost), and
 once recorded every process refuses it and every earlier one of that tab.
+
+Which rating versions each state wrote is recorded too (:func:`wrote`): a state re-sent to another
+process (after a reconnect or a reload) is based on the version its form showed, moved past the
+versions its own tab wrote since (:func:`writes_after`), and refused only for another tab's.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from mindeval.store.db import Database
 
-from .tables import FormActionRow
+from .ratings import owned_assignment
+from .tables import FormActionRow, FormWriteRow
+
+KEEP_VERSIONS = 200  # per rating, how far back the record of its writers reaches
 
 
 def is_new(db: Database, user_id: int, tab: str, seq: int) -> bool:
@@ -33,3 +40,26 @@ def mark(db: Database, user_id: int, tab: str, seq: int) -> None:
                                       where=table.c.seq < stmt.excluded.seq)
     with db.write() as s:
         s.execute(stmt)
+
+
+def wrote(db: Database, user_id: int, assignment_id: int, versions: tuple[int, int], tab: str, seq: int) -> None:
+    """Record that state ``seq`` of ``user_id``'s tab ``tab`` wrote versions ``versions`` (first,
+    last) of her rating ``assignment_id``."""
+    first, last = versions
+    with db.write() as s:
+        owned_assignment(s, user_id, assignment_id)
+        s.execute(delete(FormWriteRow).where(FormWriteRow.assignment_id == assignment_id,
+                                             FormWriteRow.last_version < first - KEEP_VERSIONS))
+        if s.get(FormWriteRow, (assignment_id, first)) is None:
+            s.add(FormWriteRow(assignment_id=assignment_id, first_version=first, last_version=last, tab=tab, seq=seq))
+
+
+def writes_after(db: Database, user_id: int, assignment_id: int, version: int) -> list[tuple[int, int, str, int]]:
+    """``(first, last, tab, seq)`` of the recorded writes of ``user_id``'s rating ``assignment_id``
+    after ``version``, in order."""
+    with db.read() as s:
+        owned_assignment(s, user_id, assignment_id)
+        rows = s.execute(select(FormWriteRow.first_version, FormWriteRow.last_version, FormWriteRow.tab, FormWriteRow.seq)
+                         .where(FormWriteRow.assignment_id == assignment_id, FormWriteRow.first_version > version)
+                         .order_by(FormWriteRow.first_version))
+        return [tuple(r) for r in rows]

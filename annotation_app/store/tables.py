@@ -124,6 +124,19 @@ class FormActionRow(AnnotationBase):
     seq: Mapped[int] = mapped_column(Integer)
 
 
+class FormWriteRow(AnnotationBase):
+    """Rating versions ``first_version..last_version`` of an assignment, written by one form state
+    ``(tab, seq)`` (revision 0011): what a state re-sent to any process may be based past."""
+
+    __tablename__ = "ann_form_writes"
+
+    assignment_id: Mapped[int] = mapped_column(ForeignKey("ann_assignments.id", ondelete="CASCADE"), primary_key=True)
+    first_version: Mapped[int] = mapped_column(Integer, primary_key=True)
+    last_version: Mapped[int] = mapped_column(Integer)
+    tab: Mapped[str] = mapped_column(String(64))
+    seq: Mapped[int] = mapped_column(Integer)
+
+
 class MigrationLogRow(Keyed, AnnotationBase):
     """One upgrade of this schema that changed its revision (revision 0010): from, to, when and by
     which process (:func:`annotation_app.store.migrations.upgrade`)."""

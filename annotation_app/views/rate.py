@@ -71,7 +71,7 @@ def _version(act: forms.RateAction) -> int | None:
     """The version a write of ``act`` is based on: this session's last write of the item, else the
     version the form showed, past its own tab's earlier writes (:func:`rate_form.base_version`: a
     browser back on a new session, after a reload or a reconnect, keeps its own)."""
-    return known[act.item] if act.item in known else rf.base_version(v.id, act)
+    return known[act.item] if act.item in known else rf.base_version(ws, v, act)
 
 
 def _apply(act: forms.RateAction) -> bool:
