@@ -244,6 +244,9 @@ function build(f) {
     let due = null;
     box.addEventListener("input", () => {
       f.texts[t] = box.value;
+      if (!f.data.locked) {  // kept at every keystroke: a reload before the next send loses no letter
+        remember(f, { tab: TAB, seq: f.sent, item: f.data.item, values: { ...f.values }, texts: { ...f.texts }, version: f.data.version });
+      }
       status(f);
       clearTimeout(due);
       due = setTimeout(() => sendState(f), 600);  // while typing: sent after a pause
