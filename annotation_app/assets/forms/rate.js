@@ -472,6 +472,16 @@ function onLeave(e) {
   if (f && f.root.isConnected && f.root.dataset.state === "saving" && !f.reloading) { e.preventDefault(); e.returnValue = ""; }
 }
 
+function move(f, root) {  // keeps every node (a text box being typed in keeps its focus and caret)
+  const active = document.activeElement;
+  const typing = active && f.root.contains(active) && active.tagName === "TEXTAREA" ? active : null;
+  const caret = typing ? [typing.selectionStart, typing.selectionEnd] : null;
+  root.replaceChildren(...f.root.childNodes);
+  for (const [k, v] of Object.entries(f.root.dataset)) root.dataset[k] = v;
+  f.root = root;
+  if (typing) { typing.focus({ preventScroll: true }); typing.setSelectionRange(caret[0], caret[1]); }
+}
+
 function make(root, data) {
   const f = { root, data, values: { ...data.stored }, texts: { ...data.texts }, focus: 0, sent: 0, sentAt: 0, carried: {} };
   const first = radios(data).findIndex((a) => !data.stored[a.id]);
@@ -484,8 +494,7 @@ export default function ({ parentElement, data, setStateValue, setTriggerValue }
   if (!root || !data) return undefined;
   send = { setStateValue, setTriggerValue };
   if (form && form.data.item === data.item && form.data.owner === data.owner && form.root !== root) {
-    form.root = root;  // the page moved the element: the same form, its state carried over
-    build(form);
+    move(form, root);  // the page gave the form a new element: the same form, moved, not redrawn
     update(form, data);
   } else if (!form || form.data.item !== data.item || form.data.owner !== data.owner) {
     form = make(root, data);
