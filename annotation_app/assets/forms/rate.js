@@ -117,10 +117,8 @@ function state(f) {
   return { tab: TAB, seq: nextSeq(), item: f.data.item, values: { ...f.values }, texts: { ...f.texts }, version: f.data.version };
 }
 
-function remember(f, s) {  // kept until acknowledged, with what was stored when the first change was made
-  const before = read(keyOf(f.data.owner));
-  const from = (before && before.from) || { ...f.data.stored, ...f.data.texts };
-  keep(f.data.owner, { ...s, from });
+function remember(f, s) {  // kept until acknowledged, with, per field, what was stored when it was changed
+  keep(f.data.owner, { ...s, from: { ...f.data.stored, ...f.data.texts, ...f.from } });
 }
 
 function sendState(f) {  // the whole form as it stands
@@ -154,6 +152,7 @@ function checkedAll(f) {
 
 function pick(f, field, label) {
   if (f.data.locked) return;
+  if (!(field in f.from)) f.from[field] = f.data.stored[field] || "";  // what the change is based on
   f.values[field] = label;
   checkedAll(f);
   sendState(f);
@@ -243,6 +242,7 @@ function build(f) {
     box.disabled = !!d.locked;
     let due = null;
     box.addEventListener("input", () => {
+      if (!(t in f.from)) f.from[t] = f.data.texts[t] || "";
       f.texts[t] = box.value;
       if (!f.data.locked) {  // kept at every keystroke: a reload before the next send loses no letter
         remember(f, { tab: TAB, seq: f.sent, item: f.data.item, values: { ...f.values }, texts: { ...f.texts }, version: f.data.version });
@@ -286,14 +286,14 @@ function restore(f, k) {  // changes kept from before this page load (or by a de
   for (const [field, v] of Object.entries(k.values || {})) {
     if (field in d.stored && v !== (d.stored[field] || "") && (k.from || {})[field] === (d.stored[field] || "")
         && (f.values[field] ?? "") === (d.stored[field] || "") && (v !== "" || field.includes("-f-"))) {
-      f.values[field] = v; f.carried[field] = { value: v, from: (k.from || {})[field] }; n += 1;
+      f.values[field] = v; f.carried[field] = { value: v, from: (k.from || {})[field] }; f.from[field] = f.carried[field].from; n += 1;
     }
   }
   for (const [t] of TEXTS) {
     const v = (k.texts || {})[t];
     if (typeof v === "string" && v !== (d.texts[t] || "") && (k.from || {})[t] === (now[t] || "")
         && f.texts[t] === (d.texts[t] || "")) {
-      f.texts[t] = v; f.carried[t] = { value: v, from: (k.from || {})[t] }; n += 1;
+      f.texts[t] = v; f.carried[t] = { value: v, from: (k.from || {})[t] }; f.from[t] = f.carried[t].from; n += 1;
     }
   }
   if (!n) return;
@@ -311,6 +311,7 @@ function reset(f, data) {  // refused as stale, or submitted: show what is store
   f.texts = { ...data.texts };
   f.sent = 0;
   f.submitting = false;
+  f.from = {};
   drop(data.owner);
   let again = false;  // a change carried over from before this page load, on a field nobody has changed since
   for (const [k, c] of Object.entries(f.carried || {})) {
@@ -338,6 +339,12 @@ function update(f, data) {  // a new answer for the same item: take what is stor
       f.texts[t] = data.texts[t] || "";
       box.value = f.texts[t];
     }
+  }
+  const newer = Number((data.ack || {})[TAB] || 0) > Number((old.ack || {})[TAB] || 0);
+  for (const k of Object.keys(f.from)) {
+    const now = k in data.stored ? data.stored[k] : (data.texts[k] || "");
+    if (newer) f.from[k] = now;  // Python applied this tab's state unrefused: what is stored is this tab's own
+    if ((k in data.stored ? (f.values[k] ?? "") : (f.texts[k] ?? "")) === now) delete f.from[k];
   }
   if (f.sent && acked(data, f.sent)) {
     f.submitting = false;
@@ -483,7 +490,7 @@ function move(f, root) {  // keeps every node (a text box being typed in keeps i
 }
 
 function make(root, data) {
-  const f = { root, data, values: { ...data.stored }, texts: { ...data.texts }, focus: 0, sent: 0, sentAt: 0, carried: {} };
+  const f = { root, data, values: { ...data.stored }, texts: { ...data.texts }, focus: 0, sent: 0, sentAt: 0, carried: {}, from: {} };
   const first = radios(data).findIndex((a) => !data.stored[a.id]);
   f.focus = first < 0 ? 0 : first;
   return f;
