@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import random
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 from appkit import free_port, make_workspace, start_app, stop, viewer, wait_healthy
 from bench_app_hosting import _database, _drop, pct
-from hostkit import Annotator, add_raters, form_saved, score
+from hostkit import Annotator, add_raters, form_saved, run_threads, score
 
 STUDY = "Demo: rate transcripts"
 TARGET_P95_S = 1.0
@@ -121,13 +120,7 @@ def cell(url: str, n: int, keys: int, items: int, chromium: int, think: float, t
             except BaseException as exc:  # noqa: BLE001 - counted and reported
                 errors.append(f"{a.name}: {type(exc).__name__}: {str(exc)[:300]}")
 
-        t0 = time.perf_counter()
-        threads = [threading.Thread(target=work, args=(a,)) for a in people]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - t0
+        wall = run_threads(work, people)
     finally:
         stop(proc)
     ok, lost, wrong = _check(ws, people, codes)

@@ -13,8 +13,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -23,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tests" / "annotation_app"))
 sys.path.insert(0, str(ROOT))  # tests.support (the kits import it) and this checkout's packages
 
 from appkit import make_workspace, viewer  # noqa: E402
-from hostkit import Annotator, Deployment, add_raters  # noqa: E402
+from hostkit import Annotator, Deployment, add_raters, run_threads  # noqa: E402
 
 STUDY = "Demo: rate transcripts"
 
@@ -74,13 +72,7 @@ def cell(pg: str, processes: int, annotators: int, keys: int, items: int) -> dic
             except BaseException as exc:  # noqa: BLE001 - counted and reported
                 errors.append(exc)
 
-        t0 = time.perf_counter()
-        threads = [threading.Thread(target=work, args=(a,)) for a in people]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - t0
+        wall = run_threads(work, people)
         dep.stop()
     lost = wrong = 0
     for a in people:

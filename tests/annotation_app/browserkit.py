@@ -210,18 +210,20 @@ def block_sends(page, only: bytes | None = None) -> dict:
     """Route the page's Streamlit websocket through playwright; while ``flag["on"]`` what the page
     sends (only the messages holding ``only`` when given, e.g. ``b"rate_form"``: the rating form's
     state) never reaches the server (a connection that drops messages, the page still thinks it
-    is online). Set before the page connects."""
-    flag = {"on": False}
+    is online); while ``flag["answers"]`` what the server sends holding ``only`` (everything when
+    not given) never reaches the page (what was sent is applied, its answer lost). Set before the
+    page connects."""
+    flag = {"on": False, "answers": False}
 
-    def held(m) -> bool:
-        if not flag["on"]:
+    def held(m, way: str) -> bool:
+        if not flag[way]:
             return False
         return only is None or only in (m if isinstance(m, bytes) else m.encode())
 
     def handler(ws):
         server = ws.connect_to_server()
-        ws.on_message(lambda m: None if held(m) else server.send(m))
-        server.on_message(lambda m: ws.send(m))
+        ws.on_message(lambda m: None if held(m, "on") else server.send(m))
+        server.on_message(lambda m: None if held(m, "answers") else ws.send(m))
 
     page.route_web_socket("**/_stcore/stream", handler)
     return flag

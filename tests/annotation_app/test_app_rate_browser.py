@@ -432,6 +432,42 @@ def test_text_typed_but_not_yet_saved_survives_a_reload(app, page):
     whole_rating(ws, viewer(ws, "demo", DEMO_CODE), form_attr(page, "item"), {}, justification=text)
 
 
+# The seq of the state the rating form keeps for the page's rating (0: none kept).
+KEPT_SEQ_JS = """() => Math.max(0, ...Object.keys(localStorage).filter(k => k.startsWith('mindeval-form:'))
+  .map(k => JSON.parse(localStorage.getItem(k)).seq || 0))"""
+
+
+def test_text_stored_mid_typing_whose_answer_was_lost_survives_a_reload(app, page):
+    """Typing paused long enough to send part of a justification; Python stored it, but its answer
+    never reached the page before the rest was typed and the page reloaded: the rest is not lost
+    (the kept text was based on what this tab itself sent). Failed before: the box came back with
+    the part only."""
+    base, ws = app
+    held = block_sends(page)
+    open_rating(page, base)
+    page.on("dialog", lambda d: d.accept())
+    aid = form_attr(page, "item")
+    v = viewer(ws, "demo", DEMO_CODE)
+    first, rest = "Validated first,", " then 3 questions at once (turn 6)."
+    page.locator(f'{FORM} textarea[data-text="justification"]').click()
+    held["answers"] = True  # from here the page hears nothing more from the server
+    page.keyboard.type(first)
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while ws.item(v, aid).justification != first:  # stored, though the page never heard so
+        assert time.monotonic() < deadline, "the first part was never stored"
+        page.wait_for_timeout(50)  # (playwright forwards the routed messages only while called)
+    held["on"] = True  # the rest is typed, sent, and lost on the way
+    sent = page.evaluate(KEPT_SEQ_JS)
+    page.keyboard.type(rest)
+    page.wait_for_function(f"() => ({KEPT_SEQ_JS})() > {sent}")
+    page.reload(wait_until="commit")
+    held["on"] = held["answers"] = False
+    page.wait_for_function("(t) => JSON.parse(document.querySelector('.mindeval-rate')?.dataset.texts || '{}')"
+                           ".justification === t", arg=first + rest)
+    assert page.locator(f'{FORM} textarea[data-text="justification"]').input_value() == first + rest
+    whole_rating(ws, v, aid, {}, justification=first + rest)
+
+
 def kept_in_browser(page, n: int) -> None:
     """Wait until the page keeps changes to ``n`` fields it has not seen stored (and says so)."""
     page.wait_for_function("""(n) => {

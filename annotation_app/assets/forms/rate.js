@@ -12,7 +12,7 @@
 // the rating's owner (user:study:item) and this tab's id, and sent again (after 3 s without an
 // answer, at once when the connection comes back, after a reload). After a reload, a kept change
 // goes back on the form only for fields whose stored value is still what it was when the change
-// was made; a tab that died (no heartbeat for DEAD_MS) leaves its changes to a tab showing the same
+// was made, or what this tab sent since (its own write, the answer lost in the reload); a tab that died (no heartbeat for DEAD_MS) leaves its changes to a tab showing the same
 // rating (at once or within seconds); two live tabs never take each other's changes. When Python
 // refuses a stale write (another tab or device saved meanwhile: data.refused grows), the form
 // drops the changes of this page load and shows what is stored.
@@ -29,6 +29,7 @@ const DEAD_MS = 4000;  // a tab that has not beaten for this long is gone (close
 const RESEND_MS = 3000;
 const RELOAD_AFTER = 4;  // re-sends the server answered none of (a server restart), then a reload
 const RELOADED_KEY = "mindeval-form-reloaded";
+const MAX_UNACKED = 60;  // states kept as "sent, not answered" (each a base a kept change may rest on)
 const FLAG_KEYS = "abcdefghilmopqrstuvwxyz";
 const TEXTS = [["justification", "Justification", 100, "In a few sentences: what drove your scores? Turn numbers help."],
   ["safety_note", "Safety concerns (optional)", 68, ""]];
@@ -117,18 +118,22 @@ function state(f) {
   return { tab: TAB, seq: nextSeq(), item: f.data.item, values: { ...f.values }, texts: { ...f.texts }, version: f.data.version };
 }
 
-function remember(f, s) {  // kept until acknowledged, with what was stored when the first change was made
-  const before = read(keyOf(f.data.owner));
-  const from = (before && before.from) || { ...f.data.stored, ...f.data.texts };
-  keep(f.data.owner, { ...s, from });
+function remember(f, s) {  // kept until acknowledged, with, per field, what was stored when it was changed
+  // and what this tab sent since its last answer (stored by it, perhaps, the answer lost)
+  keep(f.data.owner, { ...s, from: { ...f.data.stored, ...f.data.texts, ...f.from }, sent: f.unacked });
+}
+
+function sending(f, s) {  // s is on its way: kept with what this tab has sent and not heard back on
+  f.sent = s.seq;
+  f.sentAt = Date.now();
+  if (!f.unacked.some((x) => x.seq === s.seq)) f.unacked = [...f.unacked, { seq: s.seq, vals: { ...s.values, ...s.texts } }].slice(-MAX_UNACKED);
+  remember(f, s);
 }
 
 function sendState(f) {  // the whole form as it stands
   if (f.data.locked || !send) return;
   const s = state(f);
-  f.sent = s.seq;
-  f.sentAt = Date.now();
-  remember(f, s);
+  sending(f, s);
   send.setStateValue("form", s);
   status(f);
 }
@@ -136,11 +141,9 @@ function sendState(f) {  // the whole form as it stands
 function trigger(f, event, extra = {}, again = null) {  // Submit or a step: the state, then what to do with it
   if (f.data.locked || !send) return;
   const s = again || { ...state(f), ...extra };  // sent again: the same (tab, seq), applied once
-  f.sent = s.seq;
-  f.sentAt = Date.now();
   f.submitting = event === "submit";
   f.trig = { event, payload: s };
-  remember(f, s);
+  sending(f, s);
   send.setTriggerValue(event, s);
   status(f);
 }
@@ -154,6 +157,7 @@ function checkedAll(f) {
 
 function pick(f, field, label) {
   if (f.data.locked) return;
+  if (!(field in f.from)) f.from[field] = f.data.stored[field] || "";  // what the change is based on
   f.values[field] = label;
   checkedAll(f);
   sendState(f);
@@ -243,7 +247,11 @@ function build(f) {
     box.disabled = !!d.locked;
     let due = null;
     box.addEventListener("input", () => {
+      if (!(t in f.from)) f.from[t] = f.data.texts[t] || "";
       f.texts[t] = box.value;
+      if (!f.data.locked) {  // kept at every keystroke: a reload before the next send loses no letter
+        remember(f, { tab: TAB, seq: f.sent, item: f.data.item, values: { ...f.values }, texts: { ...f.texts }, version: f.data.version });
+      }
       status(f);
       clearTimeout(due);
       due = setTimeout(() => sendState(f), 600);  // while typing: sent after a pause
@@ -276,21 +284,23 @@ function step(f, by) {
 function restore(f, k) {  // changes kept from before this page load (or by a dead tab), still meant for what is stored now
   if (!k || typeof k !== "object") return;
   const d = f.data;
-  const now = { ...d.stored, ...d.texts };
+  // a change goes back on a field still holding what was stored when it was made, or what its tab
+  // sent since (stored by that tab, the answer lost in the reload); a field this page has changed
+  // itself keeps its own change
+  const sent = Array.isArray(k.sent) ? k.sent : [];
+  const meant = (field, now) => (k.from || {})[field] === now || sent.some((x) => ((x.vals || {})[field] ?? "") === now);
   let n = 0;
-  // restored changes and what was stored when they were made (kept through a refusal); a field
-  // this page has changed itself keeps its own change
   for (const [field, v] of Object.entries(k.values || {})) {
-    if (field in d.stored && v !== (d.stored[field] || "") && (k.from || {})[field] === (d.stored[field] || "")
-        && (f.values[field] ?? "") === (d.stored[field] || "") && (v !== "" || field.includes("-f-"))) {
-      f.values[field] = v; f.carried[field] = { value: v, from: (k.from || {})[field] }; n += 1;
+    const now = d.stored[field] || "";
+    if (field in d.stored && v !== now && meant(field, now) && (f.values[field] ?? "") === now && (v !== "" || field.includes("-f-"))) {
+      f.values[field] = v; f.carried[field] = { value: v, from: now }; f.from[field] = now; n += 1;
     }
   }
   for (const [t] of TEXTS) {
     const v = (k.texts || {})[t];
-    if (typeof v === "string" && v !== (d.texts[t] || "") && (k.from || {})[t] === (now[t] || "")
-        && f.texts[t] === (d.texts[t] || "")) {
-      f.texts[t] = v; f.carried[t] = { value: v, from: (k.from || {})[t] }; n += 1;
+    const now = d.texts[t] || "";
+    if (typeof v === "string" && v !== now && meant(t, now) && f.texts[t] === now) {
+      f.texts[t] = v; f.carried[t] = { value: v, from: now }; f.from[t] = now; n += 1;
     }
   }
   if (!n) return;
@@ -307,7 +317,9 @@ function reset(f, data) {  // refused as stale, or submitted: show what is store
   f.values = { ...data.stored };
   f.texts = { ...data.texts };
   f.sent = 0;
+  f.unacked = [];
   f.submitting = false;
+  f.from = {};
   drop(data.owner);
   let again = false;  // a change carried over from before this page load, on a field nobody has changed since
   for (const [k, c] of Object.entries(f.carried || {})) {
@@ -335,6 +347,13 @@ function update(f, data) {  // a new answer for the same item: take what is stor
       f.texts[t] = data.texts[t] || "";
       box.value = f.texts[t];
     }
+  }
+  const newer = Number((data.ack || {})[TAB] || 0) > Number((old.ack || {})[TAB] || 0);
+  if (newer) f.unacked = f.unacked.filter((x) => !acked(data, x.seq));
+  for (const k of Object.keys(f.from)) {
+    const now = k in data.stored ? data.stored[k] : (data.texts[k] || "");
+    if (newer) f.from[k] = now;  // Python applied this tab's state unrefused: what is stored is this tab's own
+    if ((k in data.stored ? (f.values[k] ?? "") : (f.texts[k] ?? "")) === now) delete f.from[k];
   }
   if (f.sent && acked(data, f.sent)) {
     f.submitting = false;
@@ -469,8 +488,18 @@ function onLeave(e) {
   if (f && f.root.isConnected && f.root.dataset.state === "saving" && !f.reloading) { e.preventDefault(); e.returnValue = ""; }
 }
 
+function move(f, root) {  // keeps every node (a text box being typed in keeps its focus and caret)
+  const active = document.activeElement;
+  const typing = active && f.root.contains(active) && active.tagName === "TEXTAREA" ? active : null;
+  const caret = typing ? [typing.selectionStart, typing.selectionEnd] : null;
+  root.replaceChildren(...f.root.childNodes);
+  for (const [k, v] of Object.entries(f.root.dataset)) root.dataset[k] = v;
+  f.root = root;
+  if (typing) { typing.focus({ preventScroll: true }); typing.setSelectionRange(caret[0], caret[1]); }
+}
+
 function make(root, data) {
-  const f = { root, data, values: { ...data.stored }, texts: { ...data.texts }, focus: 0, sent: 0, sentAt: 0, carried: {} };
+  const f = { root, data, values: { ...data.stored }, texts: { ...data.texts }, focus: 0, sent: 0, sentAt: 0, carried: {}, from: {}, unacked: [] };
   const first = radios(data).findIndex((a) => !data.stored[a.id]);
   f.focus = first < 0 ? 0 : first;
   return f;
@@ -481,8 +510,7 @@ export default function ({ parentElement, data, setStateValue, setTriggerValue }
   if (!root || !data) return undefined;
   send = { setStateValue, setTriggerValue };
   if (form && form.data.item === data.item && form.data.owner === data.owner && form.root !== root) {
-    form.root = root;  // the page moved the element: the same form, its state carried over
-    build(form);
+    move(form, root);  // the page gave the form a new element: the same form, moved, not redrawn
     update(form, data);
   } else if (!form || form.data.item !== data.item || form.data.owner !== data.owner) {
     form = make(root, data);
