@@ -84,9 +84,8 @@ def _apply(act: forms.RateAction) -> bool:
     except MindEvalError as exc:
         notes[act.item] = ("warning", f"Not saved: {exc.message}")
         return False
-    if version is not None:
+    if writes:  # (a state that wrote nothing leaves it: its base may be older than what is stored)
         known[act.item] = version
-    if writes:
         ui.saved_now()
         notes.pop(act.item, None)
     return True

@@ -3,6 +3,7 @@ real nginx (Debian's, started per test without root: a temp prefix and a free po
 
 from __future__ import annotations
 
+import http.client
 import os
 import shutil
 import signal
@@ -221,7 +222,7 @@ class Annotator:
         try:
             self.c.connect()
             return True
-        except OSError:
+        except (OSError, http.client.HTTPException):  # refused, reset, or cut mid-answer by a dying process
             return False
 
     def key(self, aid: int, field: str, label: str) -> None:

@@ -362,6 +362,28 @@ def test_the_transcript_pane_shows_the_search_hits_and_is_told_the_turn_to_jump_
     assert component(at, "mindeval_transcript")[1]["turns"] == []
 
 
+def test_a_state_whose_change_is_already_stored_leaves_the_next_at_its_own_version(demo_ws):
+    """A state re-sent to another process after a reconnect, whose change the dying process had
+    already stored (its answer and its record lost): it writes nothing, and the tab's next state,
+    based on the version its form shows now, is stored, not refused against the older version the
+    re-sent one carried (a rolling restart at 20 annotators lost a key that way)."""
+    at = open_rating(sign_in("demo", DEMO_CODE))
+    aid = at.session_state["assignment_id"]
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    shown = rating_form(at)[1]
+    demo_ws.save_value(v, aid, "coherence_style", 3, version=shown["version"])  # stored by the process that died
+    again = {"tab": "t1", "seq": 2, "item": aid, "version": shown["version"], "texts": shown["texts"],
+             "values": {**shown["stored"], "coherence_style": "3"}}
+    component_send(at, "mindeval_rate", "form", again, trigger=False)
+    now = rating_form(at)[1]
+    assert now["stored"]["coherence_style"] == "3" and now["version"] == shown["version"] + 1
+    state = {"tab": "t1", "seq": 3, "item": aid, "version": now["version"], "texts": now["texts"],
+             "values": {**now["stored"], "respect_inclusion": "4"}}
+    component_send(at, "mindeval_rate", "form", state, trigger=False)
+    assert demo_ws.item(v, aid).values == {"coherence_style": 3, "respect_inclusion": 4}
+    assert not at.warning
+
+
 def test_a_reload_right_after_clicks_is_not_refused_for_its_own_tabs_late_save(demo_ws):
     """A reload ~100 ms after clicks: the new page shows the rating before the page before's last
     state lands; that late save is the same tab's (same tab id, an earlier seq), so the new page's
