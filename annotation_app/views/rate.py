@@ -18,11 +18,9 @@ again after a reload or a reconnect (see rate.js). The URL names the study and t
 
 from __future__ import annotations
 
-import time
-
 import streamlit as st
 
-from annotation_app import forms, ui
+from annotation_app import active_time, forms, ui
 from annotation_app import rate_form as rf
 from annotation_app import unit_form as uf
 from annotation_app.services import Conflict, MindEvalError, RatingIncomplete, Stale
@@ -127,7 +125,7 @@ def _submit(act: forms.RateAction) -> None:
     """Store what the form shows, then submit at the version this tab saw; every outcome says so."""
     if not _apply(act):
         return
-    _active_time(act.item, True, flush_at=0.0)
+    active_time.track(ws, v, act.item, True, flush_at=0.0)
     try:
         rev = ws.submit(v, act.item, version=_version(act))
     except RatingIncomplete as exc:
@@ -146,34 +144,13 @@ def _submit(act: forms.RateAction) -> None:
         st.session_state["rate_moved"] = True
 
 
-ACTIVE_FLUSH_S = 30.0
-
-
-def _active_time(item_id: int, has_rating: bool, flush_at: float = ACTIVE_FLUSH_S) -> None:
-    """Time between the annotator's actions on this transcript (each gap counted up to two minutes),
-    stored with the rating once it exists: in steps of ``flush_at`` seconds, at Submit, and when
-    she moves to another transcript; not at every key (a write each doubled a key's writes)."""
-    now = time.monotonic()
-    last = st.session_state.get("rate_clock")
-    pending: dict[int, float] = st.session_state.setdefault("rate_time", {})
-    if last and last[0] == item_id:
-        pending[item_id] = pending.get(item_id, 0.0) + min(now - last[1], 120.0)
-    st.session_state["rate_clock"] = (item_id, now)
-    due = [a for a, secs in pending.items() if secs >= 1.0 and (a != item_id or (has_rating and secs >= flush_at))]
-    for a in due:
-        try:
-            ws.add_active_time(v, a, pending.pop(a))
-        except MindEvalError:
-            pass
-
-
 @st.fragment
 def _form(target: int) -> None:
     """The form and its message: a change reruns only this."""
     if st.session_state.pop("rate_moved", False):
         st.rerun(scope="app")  # submitted, or another reply: the whole page follows
     item = ws.item(v, target)
-    _active_time(target, item.state != "todo")
+    active_time.track(ws, v, target, item.state != "todo")
     form = rf.build(item, ws.guidelines(study_id), f"{v.id}:{study_id}:{target}", refused=refused.get(target, 0),
                     ack=acks.get(target, {}), show_anchors=bool(st.session_state.get("show_anchors")),
                     saved_at=st.session_state.get("saved_at"))

@@ -336,6 +336,8 @@ def test_five_subaxes_and_submit_fit_at_1280x720_and_turns_can_be_found(app, pag
     page.get_by_placeholder("Search the transcript").fill("zzz-not-there")
     page.keyboard.press("Enter")
     page.get_by_text(re.compile(r"0 of \d+ turns contain")).wait_for()
+    # the caption is drawn before the pane in the same page run: wait for the pane's own answer
+    page.locator(".mindeval-transcript").get_by_text("No turn matches the search.").wait_for()
     assert page.locator(".mindeval-transcript [data-turn]").count() == 0
     whole_rating(ws, viewer(ws, "demo", DEMO_CODE), form_attr(page, "item"), {})
 

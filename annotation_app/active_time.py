@@ -1,0 +1,31 @@
+"""Time an annotator spends on a transcript: the gaps between her actions on it, each counted up to
+two minutes, kept in the session and stored with the rating in steps, not at every key (a write
+each doubled a key's writes)."""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from annotation_app.services import MindEvalError, Viewer, Workspace
+
+FLUSH_S = 30.0
+GAP_CAP_S = 120.0
+
+
+def track(ws: Workspace, v: Viewer, item_id: int, has_rating: bool, flush_at: float = FLUSH_S) -> None:
+    """Count the gap since the last action on ``item_id``; store what is due: every ``flush_at``
+    seconds once the rating exists (0: at Submit), and at once for a transcript she left."""
+    now = time.monotonic()
+    last = st.session_state.get("rate_clock")
+    pending: dict[int, float] = st.session_state.setdefault("rate_time", {})
+    if last and last[0] == item_id:
+        pending[item_id] = pending.get(item_id, 0.0) + min(now - last[1], GAP_CAP_S)
+    st.session_state["rate_clock"] = (item_id, now)
+    due = [a for a, secs in pending.items() if secs >= 1.0 and (a != item_id or (has_rating and secs >= flush_at))]
+    for a in due:
+        try:
+            ws.add_active_time(v, a, pending.pop(a))
+        except MindEvalError:
+            pass
