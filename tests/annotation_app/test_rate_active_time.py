@@ -43,3 +43,20 @@ def test_active_time_is_written_every_30_s_and_at_submit_not_per_key(demo_ws, cl
     assert not at.exception, at.exception
     item = demo_ws.item(v, aid)
     assert item.state == "submitted" and item.active_seconds == 35.0 + 16.0
+
+
+def test_time_read_before_the_first_score_is_stored_whole_not_one_capped_step(demo_ws, clock) -> None:
+    """Three 100 s gaps of reading (each under the 120 s cap) before the first key are 300 s: the
+    store took their sum as one step and capped it, 120 s."""
+    at = sign_in("demo", DEMO_CODE)
+    at.button(key="open_1").click().run()
+    v = viewer(demo_ws, "demo", DEMO_CODE)
+    aid = at.session_state["assignment_id"]
+    for _ in range(3):
+        clock[0] += 100.0
+        at.run()
+    assert demo_ws.item(v, aid).active_seconds == 0.0  # nothing rated yet: nothing created
+    clock[0] += 10.0
+    form_send(at, {next(iter(form_fields(at))): "3"})
+    assert not at.exception, at.exception
+    assert demo_ws.item(v, aid).active_seconds == 310.0
