@@ -260,8 +260,11 @@ async def _attempt(
     if seed is not None:
         params["seed"] = seed
     if route == "inprocess":
-        reply: Reply = await asyncio.wait_for(
-            asyncio.to_thread(entry.handler_fn(), spec.model, messages, params), timeout + 5)
+        # Not cut by the timeout: a thread cannot be stopped, so a cut call went on holding the model
+        # (the embedded one is one instance behind a lock) while its retry queued behind it to do the
+        # same work again. Beside two CPU hogs five such retries spent 605 s and the call failed. The
+        # reply's token limit bounds it.
+        reply: Reply = await asyncio.to_thread(entry.handler_fn(), spec.model, messages, params)
         out = _completion(spec.model, reply.text, reply.reasoning, reply.usage)
         out.finish_reason = reply.finish_reason
         return out
