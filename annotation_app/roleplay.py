@@ -46,7 +46,6 @@ MAX_MESSAGE = 4000
 REPLY_FAILED = "The clinician did not answer; try again"
 # The embedded clinician answers in at most this many sentences, like a person in a chat.
 EMBEDDED_MAX_SENTENCES = 4
-EMBEDDED_TIMEOUT_S = 3600.0  # per reply of the embedded clinician (the retry budget caps it further)
 logger = logging.getLogger(__name__)
 _busy: set[int] = set()  # sessions whose clinician reply is being written by this process
 _busy_lock = threading.Lock()  # also orders "queue a message" against "the last reply is done"
@@ -64,10 +63,8 @@ def clinician_spec(study: StudyRow) -> ModelSpec:
                      temperature=study.clinician_temperature)
     if spec.is_embedded:
         # In-process compute, shown to the annotator as it is written: a busy machine makes it
-        # slow, never lost. A wall-clock timeout would only start a second generation behind the
-        # first (which cannot be stopped) and stream both into the page.
-        spec = spec.model_copy(update={"extra": {"max_sentences": EMBEDDED_MAX_SENTENCES},
-                                       "timeout_s": spec.timeout_s or EMBEDDED_TIMEOUT_S})
+        # slow, never lost (the gateway cuts no in-process call by a timeout).
+        spec = spec.model_copy(update={"extra": {"max_sentences": EMBEDDED_MAX_SENTENCES}})
     return spec_with_defaults("clinician", spec)
 
 
