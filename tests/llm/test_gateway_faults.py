@@ -72,11 +72,11 @@ def test_retries_are_bounded_by_attempts_and_report_the_provider_message(server,
 def test_retries_are_bounded_by_total_time(server):
     server.script([{"status": 429, "retry_after": 0.4}] * 50)
     policy = RetryPolicy(max_retries=50, budget_s=1.5, base_delay_s=0.01)
-    started = time.monotonic()
     with pytest.raises(ModelCallError, match="429 RateLimitError"):
         complete(spec(server), MSGS, role="patient", policy=policy)
-    assert time.monotonic() - started < 6  # generous: the machine may be loaded
-    assert 2 <= server.count() <= 5
+    assert 2 <= server.count() <= 5  # the 1.5 s budget stopped it, not the 50 retries allowed
+    gaps = [b["at"] - a["at"] for a, b in zip(server.requests, server.requests[1:])]
+    assert all(g >= 0.4 for g in gaps)  # each retry waited what the server named
 
 
 @pytest.mark.parametrize("status, text", [
@@ -108,11 +108,11 @@ def test_missing_key_fails_before_any_request(server, monkeypatch):
 def test_a_server_that_never_answers_does_not_stall_the_call(server):
     server.script(["hang"] * 10)
     policy = RetryPolicy(max_retries=1, budget_s=30, base_delay_s=0.01)
-    started = time.monotonic()
     with pytest.raises(ModelCallError, match="Timeout") as info:
         complete(spec(server, timeout_s=0.5), MSGS, role="judge", policy=policy)
-    assert time.monotonic() - started < 8  # 2 x 0.5 s timeouts, generous under load
-    assert server.count() == 2 and info.value.transient
+    assert server.count() == 2 and info.value.transient  # both cut: the call came back (no stall)
+    first, second = server.requests
+    assert second["at"] - first["at"] >= 0.5  # the first was cut by its 0.5 s timeout, not sooner
 
 
 def test_empty_replies_are_retried_a_bounded_number_of_times(server):

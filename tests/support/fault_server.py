@@ -254,6 +254,7 @@ class FaultServer:
             self.requests.append({
                 "path": path, "model": str(body.get("model", "")), "outcome": outcome,
                 "auth": headers.get("Authorization") or headers.get("x-api-key"), "body": body,
+                "at": time.monotonic(),  # when it arrived (a retry's wait shows between two)
             })
             self.outcomes[outcome] += 1
 
