@@ -310,9 +310,8 @@ ROLE_SETTINGS: dict[str, dict[str, Any]] = {
     "extra": {"suffix": None, "doc_default": "`{}`", "doc_commands": "file, API",
               "description": "other request parameters (e.g. `top_p`)"},
     "timeout_s": {"suffix": "-timeout", "metavar": "S", "type": "seconds", "doc_default": "per role",
-                  "help": "seconds per request before it is retried (default {timeout:g}; an in-process model, "
-                          "local/ or fake/, is never cut)",
-                  "description": "seconds per request before it is retried (an in-process model is never cut)"},
+                  "help": "seconds per request before it is retried (default {timeout:g})",
+                  "description": "seconds per request before it is retried"},
     "rpm": {"suffix": "-rpm", "metavar": "N", "type": "at_least", "doc_default": "—",
             "help": "at most N requests per minute for this role (shared by all workers)",
             "description": "requests per minute for this role"},

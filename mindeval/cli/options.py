@@ -46,19 +46,14 @@ def options_of(args: argparse.Namespace, **over):
     from ..run_options import ROLE_FIELDS, RunOptions
 
     cli = given(args)
-    offered = [role for role in ROLE_FIELDS if getattr(args, f"_offers_{role}", False)]
-    for role in offered:  # a role the command offers records its timeout, given or not ...
-        cli[role] = {"timeout_s": DEFAULT_TIMEOUT_S[role], **cli.get(role, {})}
+    for role in ROLE_FIELDS:  # a role the command offers records its timeout, given or not (as main did)
+        if getattr(args, f"_offers_{role}", False):
+            cli[role] = {"timeout_s": DEFAULT_TIMEOUT_S[role], **cli.get(role, {})}
     try:
-        opts = RunOptions.model_validate({"out": ".", **cli, **over})
+        return RunOptions.model_validate({"out": ".", **cli, **over})
     except ValidationError as exc:  # a value only the model can judge (a server URL, an empty label)
         field, msg = _validation_message(exc)
         raise MindEvalError(msg, field="--" + field.replace(".", "-").replace("_", "-")) from None
-    for role in offered:  # ... where the gateway applies it: an in-process call is never cut
-        spec = getattr(opts, role)
-        if spec.in_process and spec.timeout_s == DEFAULT_TIMEOUT_S[role]:
-            setattr(opts, role, spec.model_copy(update={"timeout_s": None}))
-    return opts
 
 
 def role_spec(args: argparse.Namespace, role: str):

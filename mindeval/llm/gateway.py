@@ -123,12 +123,6 @@ class ModelSpec(ModelRecord):
         """This model's entry in the provider table."""
         return provider_of(self.model)
 
-    @property
-    def in_process(self) -> bool:
-        """Whether a call runs in this process (``local/``, ``fake/``): never cut by a timeout nor
-        rate-limited (:func:`_attempt`), so no call setting applies to it."""
-        return not custom.is_custom(self.model) and self.entry.route(self.api_base) == "inprocess"
-
     def call_settings(self) -> dict[str, Any]:
         """Timeout and rate limits of this role (how to call, not what to ask)."""
         return {key: getattr(self, key) for key in CALL_SETTINGS}
@@ -265,7 +259,7 @@ async def _attempt(
         params["response_format"] = response_format
     if seed is not None:
         params["seed"] = seed
-    if spec.in_process:
+    if route == "inprocess":
         # Not cut by the timeout: a thread cannot be stopped, so a cut call went on holding the model
         # (the embedded one is one instance behind a lock) while its retry queued behind it to do the
         # same work again. Beside two CPU hogs five such retries spent 605 s and the call failed. The

@@ -60,21 +60,6 @@ def test_old_metaeval_judge_names_still_work():
     assert (new.judge_samples, new.judge_retries, new.fewshot_k, new.fewshot_file) == (1, 3, 5, None)
 
 
-def test_a_run_records_a_timeout_only_where_the_gateway_applies_it():
-    """An in-process model (the embedded default, ``fake/``) is never cut by a timeout, so its run
-    records none; a model behind a server records its role's default, and any timeout given."""
-    from mindeval.cli.options import options_of
-    from mindeval.config import DEFAULT_TIMEOUT_S
-
-    o = options_of(mindeval_parser().parse_args(["run", "--out", "o", "--judge", "fake/judge"]))
-    assert (o.patient.model, o.patient.timeout_s, o.judge.timeout_s) == ("local/smollm2", None, None)
-    o = options_of(mindeval_parser().parse_args(["run", "--out", "o", "--clinician", "openai/gpt-x",
-                                                 "--patient-timeout", "30"]))
-    assert o.clinician.timeout_s == DEFAULT_TIMEOUT_S["clinician"] and o.patient.timeout_s == 30
-    o = options_of(metaeval_parser().parse_args(["judge", "--annotations", "a", "--judge", "fake/j", "--out", "o"]))
-    assert o.judge.timeout_s is None
-
-
 @pytest.mark.parametrize(
     "argv",
     [
