@@ -42,8 +42,7 @@ def summary(report: Path) -> tuple[str, dict[str, float]]:
     for name, seconds in tests.items():
         by_file[name.split("::", 1)[0]].append(seconds)
     lines = [f"{report}:"]
-    browser = sum(sum(v) for v in by_file.values())
-    n = sum(len(v) for v in by_file.values())
+    browser, n = sum(tests.values()), len(tests)
     for name in sorted(by_file, key=lambda k: -sum(by_file[k])):
         times = by_file[name]
         lines.append(f"  {name:44s} {len(times):3d} tests {sum(times):8.0f} s  (slowest {max(times):.0f} s)")
